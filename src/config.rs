@@ -1,0 +1,261 @@
+//! How to reach the cluster and what to stream from it.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::{Error, ResourceSpec};
+
+/// A bearer token. Its `Debug` output never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// Wraps a token; surrounding white space (a token file's newline) is dropped.
+    pub fn new(token: &str) -> Self {
+        Token(token.trim().to_string())
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token([redacted])")
+    }
+}
+
+/// Retry pacing for a failing stream: exponential with full jitter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first delay's upper bound.
+    pub initial: Duration,
+    /// No delay is longer than this.
+    pub max: Duration,
+    /// A stream healthy for this long starts again from `initial`.
+    pub reset_after: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_millis(800),
+            max: Duration::from_secs(30),
+            reset_after: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Everything [`Reader::open`](crate::Reader::open) needs.
+///
+/// Start from [`Config::new`] and set what differs from the defaults.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The apiserver's URL, `https://host:port`. Plain `http://` is accepted
+    /// only for loopback addresses (tests, a local proxy), with a warning.
+    pub server: String,
+    /// PEM bundle of the CA certificates to trust; `None` trusts the public
+    /// web roots (rarely what a cluster uses).
+    pub ca_pem: Option<Vec<u8>>,
+    /// Bearer token sent with every request.
+    pub token: Option<Token>,
+    /// Skip TLS certificate verification. Never on by default; logs a warning.
+    pub insecure_skip_tls_verify: bool,
+    /// The resources to stream, one thread each.
+    pub resources: Vec<ResourceSpec>,
+    /// Capacity of the output channel; a full channel slows the streams down,
+    /// it never drops an entry. Default 1024.
+    pub channel_capacity: usize,
+    /// A stream that receives no byte (bookmarks included) for this long is
+    /// taken as dead and reconnected. Default 5 minutes; the server sends a
+    /// bookmark about once a minute.
+    pub idle_timeout: Duration,
+    /// Limit on establishing a TCP connection. Default 5 s. A thread in the
+    /// middle of a connect finishes it before [`Reader::close`](crate::Reader::close)
+    /// can join it, so this also bounds how long a close can take.
+    pub connect_timeout: Duration,
+    /// Ask the server for gzip-compressed bodies. Off by default: it costs the
+    /// apiserver CPU and saves bandwidth only off-host.
+    pub gzip: bool,
+    /// Objects per page when the server has no watch-list and tattler falls
+    /// back to paged LIST + WATCH. Default 500.
+    pub page_size: u32,
+    /// A single object (one watch frame or list page item) larger than this is
+    /// not buffered: it is reported as an Error entry and skipped. Default 64 MiB.
+    pub max_frame_bytes: usize,
+    /// Retry pacing.
+    pub backoff: Backoff,
+}
+
+impl Config {
+    /// A configuration for `server` with every other field at its default.
+    pub fn new(server: &str) -> Self {
+        Config {
+            server: server.to_string(),
+            ca_pem: None,
+            token: None,
+            insecure_skip_tls_verify: false,
+            resources: Vec::new(),
+            channel_capacity: 1024,
+            idle_timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(5),
+            gzip: false,
+            page_size: 500,
+            max_frame_bytes: 64 << 20,
+            backoff: Backoff::default(),
+        }
+    }
+
+    /// Adds resources by name, as [`ResourceSpec::parse`] reads them.
+    pub fn watch(mut self, names: &[&str]) -> Result<Self, Error> {
+        for name in names {
+            self.resources.extend(ResourceSpec::parse(name)?);
+        }
+        Ok(self)
+    }
+
+    /// Reads the CA bundle from a file.
+    pub fn ca_file(mut self, path: &str) -> Result<Self, Error> {
+        self.ca_pem = Some(read_file(path)?);
+        Ok(self)
+    }
+
+    /// Reads the bearer token from a file (white space around it is dropped).
+    pub fn token_file(mut self, path: &str) -> Result<Self, Error> {
+        let bytes = read_file(path)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::Config(format!("token file {path} is not UTF-8")))?;
+        self.token = Some(Token::new(&text));
+        Ok(self)
+    }
+
+    /// Checks what can be checked without the network.
+    pub(crate) fn validate(&self) -> Result<ServerUrl, Error> {
+        if self.resources.is_empty() {
+            return Err(Error::Config("resources: nothing to watch".into()));
+        }
+        if self.channel_capacity == 0 {
+            return Err(Error::Config("channel_capacity must be at least 1".into()));
+        }
+        if self.idle_timeout < Duration::from_secs(1) {
+            return Err(Error::Config("idle_timeout must be at least 1 s".into()));
+        }
+        if self.page_size == 0 {
+            return Err(Error::Config("page_size must be at least 1".into()));
+        }
+        if self.backoff.initial.is_zero() || self.backoff.max < self.backoff.initial {
+            return Err(Error::Config("backoff: need 0 < initial <= max".into()));
+        }
+        if let Some(t) = &self.token {
+            if t.0.is_empty() || t.0.bytes().any(|b| b.is_ascii_control()) {
+                return Err(Error::Config("token is empty or has control characters".into()));
+            }
+        }
+        ServerUrl::parse(&self.server)
+    }
+}
+
+/// The server URL, checked.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerUrl {
+    /// Scheme, host and port, without a trailing slash.
+    pub base: String,
+    pub https: bool,
+}
+
+impl ServerUrl {
+    pub(crate) fn parse(server: &str) -> Result<ServerUrl, Error> {
+        let bad = |why: &str| Error::Config(format!("server {server:?}: {why}"));
+        let uri: ureq::http::Uri = server.parse().map_err(|_| bad("not a URL"))?;
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(bad("the scheme must be https (or http for loopback)")),
+        };
+        let host = uri.host().ok_or_else(|| bad("no host"))?;
+        if !https {
+            if !is_loopback(host) {
+                return Err(bad("plain http is only allowed to a loopback address"));
+            }
+            log::warn!("talking plain http to {host}: no TLS");
+        }
+        let path = uri.path().trim_end_matches('/');
+        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(bad("credentials in the URL are not supported"));
+        }
+        if uri.query().is_some() {
+            return Err(bad("a query string is not allowed"));
+        }
+        Ok(ServerUrl {
+            base: format!("{}://{}{}", uri.scheme_str().unwrap_or("https"), authority, path),
+            https,
+        })
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
+}
+
+fn read_file(path: &str) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::ReadFile {
+        path: path.to_string(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_urls() {
+        let u = ServerUrl::parse("https://10.0.0.1:6443/").unwrap();
+        assert_eq!((u.base.as_str(), u.https), ("https://10.0.0.1:6443", true));
+        let u = ServerUrl::parse("http://127.0.0.1:8080").unwrap();
+        assert_eq!((u.base.as_str(), u.https), ("http://127.0.0.1:8080", false));
+        assert!(ServerUrl::parse("http://[::1]:80").is_ok());
+        assert_eq!(
+            ServerUrl::parse("https://h.example/prefix/").unwrap().base,
+            "https://h.example/prefix"
+        );
+        for (bad, why) in [
+            ("http://10.0.0.1:8080", "loopback"),
+            ("ftp://x", "scheme"),
+            ("not a url", "not a URL"),
+            ("https://u:p@h", "credentials"),
+        ] {
+            let e = ServerUrl::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn token_debug_is_redacted() {
+        let c = Config {
+            token: Some(Token::new("s3cr3t\n")),
+            ..Config::new("https://h")
+        };
+        assert!(!format!("{c:?}").contains("s3cr3t"));
+        assert_eq!(c.token.unwrap().expose(), "s3cr3t");
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let c = Config::new("https://h");
+        assert!(c.validate().unwrap_err().to_string().contains("resources"));
+        let mut c = Config::new("https://h").watch(&["pods"]).unwrap();
+        c.channel_capacity = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("channel_capacity"));
+        let e = Config::new("h").ca_file("/nonexistent/ca.crt").unwrap_err().to_string();
+        assert!(e.contains("/nonexistent/ca.crt"), "{e}");
+    }
+}

@@ -1,0 +1,516 @@
+//! Pure decoding: a byte stream into watch frames, a frame into an event,
+//! a LIST page into items. No I/O beyond the `Read` it is handed.
+
+use std::borrow::Cow;
+use std::io::{self, Read};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// A watch event's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// The metadata tattler needs from an object, parsed without building the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectMeta<'a> {
+    pub kind: Option<Cow<'a, str>>,
+    pub namespace: Option<Cow<'a, str>>,
+    pub name: Cow<'a, str>,
+    pub uid: Cow<'a, str>,
+    pub resource_version: u64,
+}
+
+/// A `Status` the server sent in an ERROR event or as an error response body.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Status {
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+    pub retry_after_secs: Option<u32>,
+    /// `details.causes[].reason == ResourceVersionTooLarge`.
+    pub rv_too_large: bool,
+}
+
+/// One decoded watch frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Event<'a> {
+    /// ADDED, MODIFIED or DELETED; `object` is the byte range of the object
+    /// inside the frame.
+    Object {
+        kind: EventType,
+        meta: ObjectMeta<'a>,
+        object: (usize, usize),
+    },
+    /// A BOOKMARK: progress to `resource_version`; `initial_events_end` marks
+    /// the end of a watch-list's initial state.
+    Bookmark {
+        resource_version: u64,
+        initial_events_end: bool,
+    },
+    /// An ERROR event.
+    Error(Status),
+}
+
+/// Why a frame or page could not be decoded. The message names what was wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DecodeError(pub String);
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    metadata: Option<MetaHead<'a>>,
+}
+
+#[derive(Deserialize)]
+struct MetaHead<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    namespace: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uid: Option<Cow<'a, str>>,
+    #[serde(rename = "resourceVersion", borrow, default)]
+    resource_version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct BookmarkHead<'a> {
+    #[serde(borrow)]
+    metadata: BookmarkMeta<'a>,
+}
+
+#[derive(Deserialize)]
+struct BookmarkMeta<'a> {
+    #[serde(rename = "resourceVersion", borrow)]
+    resource_version: Cow<'a, str>,
+    #[serde(borrow, default)]
+    annotations: Option<std::collections::HashMap<Cow<'a, str>, Cow<'a, str>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StatusBody {
+    code: u16,
+    reason: String,
+    message: String,
+    details: Option<StatusDetails>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StatusDetails {
+    causes: Vec<StatusCause>,
+    #[serde(rename = "retryAfterSeconds")]
+    retry_after_seconds: Option<u32>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StatusCause {
+    reason: String,
+}
+
+/// Decodes one watch frame (`{"type":…,"object":{…}}`).
+pub(crate) fn event(frame: &[u8]) -> Result<Event<'_>, DecodeError> {
+    let raw: RawEvent = serde_json::from_slice(frame)
+        .map_err(|e| DecodeError(format!("watch frame is not a watch event: {e}")))?;
+    let obj = raw.object.get();
+    match raw.kind.as_ref() {
+        "ADDED" | "MODIFIED" | "DELETED" => {
+            let kind = match raw.kind.as_ref() {
+                "ADDED" => EventType::Added,
+                "MODIFIED" => EventType::Modified,
+                _ => EventType::Deleted,
+            };
+            let start = obj.as_ptr() as usize - frame.as_ptr() as usize;
+            Ok(Event::Object {
+                kind,
+                meta: object_meta(obj)?,
+                object: (start, start + obj.len()),
+            })
+        }
+        "BOOKMARK" => {
+            let b: BookmarkHead = serde_json::from_str(obj)
+                .map_err(|e| DecodeError(format!("BOOKMARK object: {e}")))?;
+            let initial_events_end = b
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("k8s.io/initial-events-end"))
+                .is_some_and(|v| v == "true");
+            Ok(Event::Bookmark {
+                resource_version: parse_rv(&b.metadata.resource_version)?,
+                initial_events_end,
+            })
+        }
+        "ERROR" => Ok(Event::Error(status(obj.as_bytes()))),
+        other => Err(DecodeError(format!("unknown watch event type {other:?}"))),
+    }
+}
+
+/// Parses the metadata of one object's JSON.
+pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
+    let head: Head = serde_json::from_str(obj).map_err(|e| DecodeError(format!("object: {e}")))?;
+    let m = head
+        .metadata
+        .ok_or_else(|| DecodeError("object has no metadata".into()))?;
+    let missing = |f: &str| DecodeError(format!("object has no metadata.{f}"));
+    Ok(ObjectMeta {
+        kind: head.kind,
+        namespace: m.namespace.filter(|n| !n.is_empty()),
+        name: m.name.ok_or_else(|| missing("name"))?,
+        uid: m.uid.ok_or_else(|| missing("uid"))?,
+        resource_version: parse_rv(&m.resource_version.ok_or_else(|| missing("resourceVersion"))?)?,
+    })
+}
+
+/// A Status body; anything unparsable becomes a Status with just the text.
+pub(crate) fn status(body: &[u8]) -> Status {
+    match serde_json::from_slice::<StatusBody>(body) {
+        Ok(s) => {
+            let details = s.details.unwrap_or_default();
+            Status {
+                code: s.code,
+                reason: s.reason,
+                message: s.message,
+                retry_after_secs: details.retry_after_seconds,
+                rv_too_large: details.causes.iter().any(|c| c.reason == "ResourceVersionTooLarge"),
+            }
+        }
+        Err(_) => Status {
+            message: String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_string(),
+            ..Status::default()
+        },
+    }
+}
+
+fn parse_rv(rv: &str) -> Result<u64, DecodeError> {
+    rv.parse()
+        .map_err(|_| DecodeError(format!("resourceVersion {rv:?} is not an integer")))
+}
+
+/// One LIST page: its resourceVersion, continue token and items' JSON.
+pub(crate) struct ListPage<'a> {
+    pub resource_version: u64,
+    pub continue_token: Option<String>,
+    pub items: Vec<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct RawList<'a> {
+    metadata: ListMeta,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct ListMeta {
+    #[serde(rename = "resourceVersion")]
+    resource_version: String,
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+}
+
+/// Decodes a LIST response body.
+pub(crate) fn list_page(body: &[u8]) -> Result<ListPage<'_>, DecodeError> {
+    let raw: RawList = serde_json::from_slice(body).map_err(|e| DecodeError(format!("list body: {e}")))?;
+    Ok(ListPage {
+        resource_version: parse_rv(&raw.metadata.resource_version)?,
+        continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
+        items: raw.items.unwrap_or_default().into_iter().map(RawValue::get).collect(),
+    })
+}
+
+/// Errors of the frame reader.
+#[derive(Debug)]
+pub(crate) enum FrameError {
+    /// Reading the body failed (cut connection, idle timeout, shutdown).
+    Io(io::Error),
+    /// A frame was longer than the limit; it was skipped up to its end.
+    TooLarge(usize),
+    /// The body ended in the middle of a frame.
+    Truncated(usize),
+}
+
+/// Splits a watch body into frames as bytes arrive, one JSON event a line,
+/// without waiting for the body to end.
+pub(crate) struct FrameReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// `buf[start..end]` holds bytes read but not yet handed out.
+    start: usize,
+    end: usize,
+    /// Bytes before `scan` (from `start`) hold no newline.
+    scan: usize,
+    max: usize,
+    /// Bytes of an over-long frame being skipped.
+    skipping: Option<usize>,
+    /// Total bytes read, for stats.
+    pub bytes: u64,
+}
+
+const READ_CHUNK: usize = 64 << 10;
+
+impl<R: Read> FrameReader<R> {
+    pub(crate) fn new(inner: R, max_frame: usize) -> Self {
+        FrameReader {
+            inner,
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            end: 0,
+            scan: 0,
+            max: max_frame,
+            skipping: None,
+            bytes: 0,
+        }
+    }
+
+    /// The next frame, `Ok(None)` at a clean end of the body.
+    pub(crate) fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+        loop {
+            if let Some(pos) = self.buf[self.scan..self.end].iter().position(|&b| b == b'\n') {
+                let nl = self.scan + pos;
+                let line = &self.buf[self.start..nl];
+                self.start = nl + 1;
+                self.scan = self.start;
+                if let Some(skipped) = self.skipping.take() {
+                    return Err(FrameError::TooLarge(skipped + line.len()));
+                }
+                if line.len() > self.max {
+                    return Err(FrameError::TooLarge(line.len()));
+                }
+                let line = trim(line);
+                if !line.is_empty() {
+                    return Ok(Some(line.to_vec()));
+                }
+                continue;
+            }
+            self.scan = self.end;
+            let pending = self.end - self.start;
+            if let Some(skipped) = self.skipping.as_mut() {
+                *skipped += pending;
+                self.start = 0;
+                self.end = 0;
+                self.scan = 0;
+            } else if pending >= self.max {
+                self.skipping = Some(pending);
+                self.start = 0;
+                self.end = 0;
+                self.scan = 0;
+            } else if self.start > 0 && (self.end == self.buf.len() || self.start == self.end) {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end = pending;
+                self.scan = pending;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                let grown = (self.buf.len() * 2).min(self.max + 1);
+                self.buf.resize(grown.max(self.end + 1), 0);
+            }
+            let n = match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(FrameError::Io(e)),
+            };
+            if n == 0 {
+                let pending = self.end - self.start;
+                if let Some(skipped) = self.skipping.take() {
+                    return Err(FrameError::TooLarge(skipped));
+                }
+                if trim(&self.buf[self.start..self.end]).is_empty() {
+                    return Ok(None);
+                }
+                return Err(FrameError::Truncated(pending));
+            }
+            self.bytes += n as u64;
+            self.end += n;
+            self.shrink_if_idle();
+        }
+    }
+
+    /// After a huge frame, give the memory back once the buffer is empty.
+    fn shrink_if_idle(&mut self) {
+        if self.buf.len() > 4 * READ_CHUNK && self.start == self.end {
+            self.buf = vec![0; READ_CHUNK];
+            self.start = 0;
+            self.end = 0;
+            self.scan = 0;
+        }
+    }
+}
+
+fn trim(line: &[u8]) -> &[u8] {
+    let mut l = line;
+    while let [rest @ .., b'\r' | b' ' | b'\t'] = l {
+        l = rest;
+    }
+    while let [b' ' | b'\t' | b'\r', rest @ ..] = l {
+        l = rest;
+    }
+    l
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WATCHLIST: &[u8] = include_bytes!("../tests/wire/a-watchlist-pods.body.jsonl");
+    const EMPTY: &[u8] = include_bytes!("../tests/wire/b-watchlist-empty.body.jsonl");
+    const EXPIRED: &[u8] = include_bytes!("../tests/wire/c1-watch-rv1.body.jsonl");
+    const TOO_LARGE: &[u8] = include_bytes!("../tests/wire/i-watchlist-future-rv.body.jsonl");
+    const PAGE1: &[u8] = include_bytes!("../tests/wire/d-list-page1.json");
+    const FORBIDDEN: &[u8] = include_bytes!("../tests/wire/f-403-nobody-watchlist.json");
+
+    fn frames(body: &[u8], max: usize, chunk: usize) -> Vec<Result<Vec<u8>, String>> {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(self.1).min(out.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut r = FrameReader::new(Trickle(body, chunk), max);
+        let mut out = Vec::new();
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => out.push(Ok(f)),
+                Ok(None) => return out,
+                Err(FrameError::TooLarge(n)) => out.push(Err(format!("too large {n}"))),
+                Err(FrameError::Truncated(n)) => {
+                    out.push(Err(format!("truncated {n}")));
+                    return out;
+                }
+                Err(FrameError::Io(e)) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn real_watch_list_decodes_to_the_expected_events() {
+        let got: Vec<String> = frames(WATCHLIST, 1 << 20, 7)
+            .into_iter()
+            .map(|f| match event(&f.unwrap()).unwrap() {
+                Event::Object { kind, meta, .. } => format!(
+                    "{kind:?} {}/{} {}",
+                    meta.namespace.unwrap_or_default(),
+                    meta.name,
+                    meta.resource_version
+                ),
+                Event::Bookmark { resource_version, initial_events_end } => {
+                    format!("Bookmark {resource_version} {initial_events_end}")
+                }
+                Event::Error(s) => format!("Error {}", s.code),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "Added wire-a/pod-a1 217",
+                "Added wire-a/pod-a2 218",
+                "Added wire-b/pod-b1 219",
+                "Bookmark 219 true",
+                "Added wire-a/pod-live 222",
+                "Modified wire-a/pod-live 223",
+                "Modified wire-a/pod-live 224",
+                "Deleted wire-a/pod-live 225",
+                "Modified wire-b/pod-b1 226",
+                "Deleted wire-b/pod-b1 227",
+            ]
+        );
+    }
+
+    #[test]
+    fn object_range_is_the_object_as_sent() {
+        let frame = frames(WATCHLIST, 1 << 20, 1 << 20).remove(0).unwrap();
+        let Event::Object { object: (s, e), meta, .. } = event(&frame).unwrap() else {
+            panic!("not an object")
+        };
+        let obj = &frame[s..e];
+        assert!(obj.starts_with(b"{\"kind\":\"Pod\""));
+        assert_eq!(&frame[e..], b"}");
+        assert_eq!(meta.uid, "6f824e9e-b6ca-474e-abfe-1335f933eeb9");
+        assert_eq!(meta.kind.as_deref(), Some("Pod"));
+    }
+
+    #[test]
+    fn empty_collection_is_only_the_bookmark() {
+        let f = frames(EMPTY, 1 << 20, 3);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            event(f[0].as_ref().unwrap()).unwrap(),
+            Event::Bookmark { resource_version: 229, initial_events_end: true }
+        );
+    }
+
+    #[test]
+    fn error_events_carry_the_status() {
+        let f = frames(EXPIRED, 1 << 20, 5).remove(0).unwrap();
+        let Event::Error(s) = event(&f).unwrap() else { panic!() };
+        assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
+        assert_eq!(s.message, "too old resource version: 1 (315)");
+        let f = frames(TOO_LARGE, 1 << 20, 5).remove(0).unwrap();
+        let Event::Error(s) = event(&f).unwrap() else { panic!() };
+        assert_eq!((s.code, s.rv_too_large, s.retry_after_secs), (504, true, Some(1)));
+        let s = status(FORBIDDEN);
+        assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
+        assert!(s.message.contains("cannot watch resource \"pods\""), "{}", s.message);
+        assert_eq!(status(b"<html>bad gateway</html>").message, "<html>bad gateway</html>");
+    }
+
+    #[test]
+    fn frames_survive_any_split_and_oversized_ones_are_skipped() {
+        let body = b"{\"a\":1}\n\r\n{\"b\":\"0123456789\"}\n{\"c\":3}\n{\"d\":4";
+        for chunk in 1..body.len() {
+            let got = frames(body, 12, chunk);
+            assert_eq!(
+                got,
+                vec![
+                    Ok(b"{\"a\":1}".to_vec()),
+                    Err("too large 18".into()),
+                    Ok(b"{\"c\":3}".to_vec()),
+                    Err("truncated 6".into())
+                ],
+                "chunk {chunk}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_frames_name_the_problem() {
+        let e = |f: &[u8]| event(f).unwrap_err().0;
+        assert!(e(b"this is not json").contains("not a watch event"));
+        assert!(e(b"{\"type\":\"NOPE\",\"object\":{}}").contains("\"NOPE\""));
+        assert!(e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"}}}")
+            .contains("resourceVersion"));
+        assert!(e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"u\",\"resourceVersion\":\"abc\"}}}")
+            .contains("\"abc\""));
+        assert!(e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xff\"}}}").contains("not a watch event"));
+    }
+
+    #[test]
+    fn list_pages() {
+        let p = list_page(PAGE1).unwrap();
+        assert_eq!(p.resource_version, 229);
+        assert!(p.continue_token.as_deref().unwrap().starts_with("eyJ2Ijoib"));
+        assert_eq!(p.items.len(), 2);
+        let m = object_meta(p.items[0]).unwrap();
+        assert_eq!((m.kind, m.name.as_ref()), (None, "extension-apiserver-authentication"));
+    }
+}

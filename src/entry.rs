@@ -1,0 +1,201 @@
+//! What the reader hands out: one [`Entry`] per change.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The kind of change an [`Entry`] reports.
+///
+/// The numbers are part of the C ABI and never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Change {
+    /// An object the consumer has not seen before.
+    Add = 1,
+    /// A newer version of an object the consumer has seen.
+    Update = 2,
+    /// An object is gone. [`Entry::inferred`] tells a delete the server
+    /// reported from one found by comparing a re-sync with what was delivered.
+    Delete = 3,
+    /// During a re-sync: an object the consumer already has, unchanged.
+    Snapshot = 4,
+    /// This resource's full state has been delivered (after the first sync and
+    /// after every re-sync); every later entry is a live change.
+    Synced = 5,
+    /// This resource failed for good (see [`Entry::error`]); it stops
+    /// streaming, the other resources go on.
+    Error = 6,
+}
+
+impl Change {
+    /// The name used in logs and in the example's output (`"Add"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Add => "Add",
+            Change::Update => "Update",
+            Change::Delete => "Delete",
+            Change::Snapshot => "Snapshot",
+            Change::Synced => "Synced",
+            Change::Error => "Error",
+        }
+    }
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The resource an entry came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Resource {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource name, e.g. `pods`.
+    pub resource: String,
+    /// Kind, e.g. `Pod`; empty only if the server has not yet sent an object
+    /// from which to learn it.
+    pub kind: String,
+}
+
+/// A permanent failure of one resource stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorInfo {
+    /// The HTTP status (401, 403, 404, …), or 0 when the failure was not an
+    /// HTTP answer (a frame over the size limit, a panic caught in the stream).
+    pub code: u16,
+    /// The server's `reason` (`Forbidden`), or a short word of tattler's own.
+    pub reason: String,
+    /// The server's message, or tattler's description of the failure.
+    pub message: String,
+}
+
+/// The bytes of one object, as the server sent them.
+#[derive(Clone)]
+pub(crate) struct ObjectBytes {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl ObjectBytes {
+    /// `buf[start..end]` is the object; the rest (the event envelope) is kept
+    /// rather than copied out.
+    pub(crate) fn new(buf: Vec<u8>, start: usize, end: usize) -> Self {
+        debug_assert!(start <= end && end <= buf.len());
+        ObjectBytes { buf, start, end }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+}
+
+/// One change to one object, or a resource's Synced or Error marker.
+///
+/// Entries own their data and outlive the reader that made them.
+#[derive(Clone)]
+pub struct Entry {
+    pub(crate) change: Change,
+    pub(crate) resource: Arc<Resource>,
+    pub(crate) namespace: Option<Arc<str>>,
+    pub(crate) name: Box<str>,
+    pub(crate) uid: Box<str>,
+    pub(crate) resource_version: u64,
+    pub(crate) object: Option<ObjectBytes>,
+    pub(crate) inferred: bool,
+    pub(crate) error: Option<Box<ErrorInfo>>,
+}
+
+impl Entry {
+    pub(crate) fn marker(change: Change, resource: Arc<Resource>, resource_version: u64) -> Entry {
+        Entry {
+            change,
+            resource,
+            namespace: None,
+            name: Box::from(""),
+            uid: Box::from(""),
+            resource_version,
+            object: None,
+            inferred: false,
+            error: None,
+        }
+    }
+
+    pub(crate) fn failure(resource: Arc<Resource>, info: ErrorInfo) -> Entry {
+        let mut e = Entry::marker(Change::Error, resource, 0);
+        e.error = Some(Box::new(info));
+        e
+    }
+
+    /// What happened.
+    pub fn change(&self) -> Change {
+        self.change
+    }
+
+    /// The resource this entry belongs to.
+    pub fn resource(&self) -> &Resource {
+        &self.resource
+    }
+
+    /// The object's namespace; `None` for cluster-scoped objects and for
+    /// Synced and Error entries.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The object's name; empty for Synced and Error entries.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The object's uid; empty for Synced and Error entries.
+    pub fn uid(&self) -> &str {
+        &self.uid
+    }
+
+    /// The object's resourceVersion. On a Delete it is the version of the
+    /// deletion when the server reported it, and the last version delivered
+    /// when the delete was inferred. On Synced, the resourceVersion the
+    /// state is complete at. 0 on Error.
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    /// The object's JSON exactly as the server sent it (re-serialised only
+    /// when scrubbing changed it). `None` for inferred deletes, Synced and
+    /// Error entries.
+    pub fn object(&self) -> Option<&[u8]> {
+        self.object.as_ref().map(ObjectBytes::as_slice)
+    }
+
+    /// True on a Delete that tattler inferred (the object was missing from a
+    /// re-sync) rather than one the server reported.
+    pub fn inferred(&self) -> bool {
+        self.inferred
+    }
+
+    /// The failure, on an Error entry.
+    pub fn error(&self) -> Option<&ErrorInfo> {
+        self.error.as_deref()
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The object is left out: it may be large, and logs must not carry it.
+        f.debug_struct("Entry")
+            .field("change", &self.change)
+            .field("resource", &self.resource.resource)
+            .field("namespace", &self.namespace)
+            .field("name", &self.name)
+            .field("uid", &self.uid)
+            .field("resource_version", &self.resource_version)
+            .field("object_len", &self.object.as_ref().map(|o| o.as_slice().len()))
+            .field("inferred", &self.inferred)
+            .field("error", &self.error)
+            .finish()
+    }
+}

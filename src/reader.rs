@@ -1,0 +1,323 @@
+//! The reader: owns the stream threads, fans their entries into one bounded
+//! channel, and stops them.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
+use parking_lot::Mutex;
+
+use crate::watch::{Counters, Stop, Stream, StreamSettings};
+use crate::{Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError};
+
+/// Streams the chosen resources: their full state, then every change.
+///
+/// One OS thread per resource; entries from all of them come out of one
+/// bounded channel, in order per resource. A consumer that falls behind slows
+/// the streams down; no entry is ever dropped.
+///
+/// `Reader` is `Send + Sync`: one thread may block in [`next`](Self::next)
+/// while another calls [`stop`](Self::stop).
+pub struct Reader {
+    rx: Receiver<Entry>,
+    /// Disconnects when the reader stops.
+    closing: Receiver<()>,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    closing_tx: Option<Sender<()>>,
+    streams: Vec<StreamHandle>,
+}
+
+struct StreamHandle {
+    spec: ResourceSpec,
+    agent: Option<ureq::Agent>,
+    stop_tx: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    counters: Arc<Counters>,
+}
+
+/// A snapshot of one resource stream's counters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamStats {
+    /// The resource, as `group/version/resource` (`v1/pods` for core).
+    pub resource: String,
+    /// Watch events and LIST items received.
+    pub events: u64,
+    /// Body bytes received (after gzip decoding).
+    pub bytes: u64,
+    /// Connections re-made after a failure.
+    pub reconnects: u64,
+    /// Full re-syncs (410 Expired, resourceVersion too large).
+    pub resyncs: u64,
+    /// Events dropped as older than what was already delivered.
+    pub stale_drops: u64,
+    /// The last resourceVersion seen.
+    pub resource_version: u64,
+    /// Objects currently tracked.
+    pub objects: u64,
+    /// The initial state (or the latest re-sync) is complete.
+    pub synced: bool,
+    /// The server refused watch-list; this stream uses paged LIST + WATCH.
+    pub list_fallback: bool,
+    /// The stream failed for good and sent an Error entry.
+    pub failed: bool,
+}
+
+impl Reader {
+    /// Checks the configuration and starts one thread per resource.
+    ///
+    /// Fails only on what can be judged without the network (a bad URL, an
+    /// unreadable CA bundle, no resources). Server-side failures arrive later
+    /// as retries, and as Error entries when retrying cannot help.
+    pub fn open(config: Config) -> Result<Reader, Error> {
+        let server = config.validate()?;
+        let agent_config = http_config(&config, server.https)?;
+        let settings = Arc::new(StreamSettings {
+            base: server.base,
+            token: config.token.clone(),
+            page_size: config.page_size,
+            max_frame_bytes: config.max_frame_bytes,
+            backoff: config.backoff.clone(),
+        });
+        let (tx, rx) = bounded(config.channel_capacity);
+        let (closing_tx, closing) = bounded(0);
+        let reader = Reader {
+            rx,
+            closing: closing.clone(),
+            inner: Mutex::new(Inner {
+                closing_tx: Some(closing_tx),
+                streams: Vec::new(),
+            }),
+        };
+        for spec in &config.resources {
+            let agent = ureq::Agent::new_with_config(agent_config.clone());
+            let (stop_tx, own) = bounded(0);
+            let stop = Stop { all: closing.clone(), own };
+            let counters = Arc::new(Counters::default());
+            let stream = Stream::new(
+                spec.clone(),
+                agent.clone(),
+                settings.clone(),
+                tx.clone(),
+                stop,
+                counters.clone(),
+            );
+            let thread = spawn(spec, stream, tx.clone()).map_err(Error::Spawn)?;
+            reader.inner.lock().streams.push(StreamHandle {
+                spec: spec.clone(),
+                agent: Some(agent),
+                stop_tx: Some(stop_tx),
+                thread: Some(thread),
+                counters,
+            });
+        }
+        Ok(reader)
+    }
+
+    /// Blocks until the next entry.
+    ///
+    /// Returns [`Closed`] once the reader has been stopped or closed and the
+    /// entries already queued have been handed out.
+    pub fn next(&self) -> Result<Entry, Closed> {
+        if let Ok(e) = self.rx.try_recv() {
+            return Ok(e);
+        }
+        select! {
+            recv(self.rx) -> e => e.map_err(|_| Closed),
+            recv(self.closing) -> _ => self.rx.try_recv().map_err(|_| Closed),
+        }
+    }
+
+    /// Blocks until the next entry or until `timeout` has passed.
+    ///
+    /// [`NextTimeoutError::Timeout`]: nothing arrived in time, the reader
+    /// runs on. [`NextTimeoutError::Closed`]: stopped or closed, and drained.
+    pub fn next_timeout(&self, timeout: Duration) -> Result<Entry, NextTimeoutError> {
+        if let Ok(e) = self.rx.try_recv() {
+            return Ok(e);
+        }
+        select! {
+            recv(self.rx) -> e => e.map_err(|_| NextTimeoutError::Closed),
+            recv(self.closing) -> _ => self.rx.try_recv().map_err(|_| NextTimeoutError::Closed),
+            default(timeout) => Err(NextTimeoutError::Timeout),
+        }
+    }
+
+    /// The next entry if one is ready, without blocking.
+    ///
+    /// [`TryNextError::Empty`]: none ready yet. [`TryNextError::Closed`]:
+    /// stopped or closed, and drained.
+    pub fn try_next(&self) -> Result<Entry, TryNextError> {
+        match self.rx.try_recv() {
+            Ok(e) => Ok(e),
+            Err(TryRecvError::Disconnected) => Err(TryNextError::Closed),
+            Err(TryRecvError::Empty) if self.is_stopped() => Err(TryNextError::Closed),
+            Err(TryRecvError::Empty) => Err(TryNextError::Empty),
+        }
+    }
+
+    /// A blocking iterator over the entries; it ends when the reader stops.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { reader: self }
+    }
+
+    /// The channel itself, for `crossbeam_channel::select!` over several
+    /// sources. It disconnects once the reader is stopped and every stream
+    /// thread has ended.
+    pub fn receiver(&self) -> &Receiver<Entry> {
+        &self.rx
+    }
+
+    /// Stops every stream without waiting for the threads; a thread blocked in
+    /// [`next`](Self::next) wakes up with [`Closed`]. Safe to call from any
+    /// thread, any number of times. [`close`](Self::close) (or drop) still
+    /// joins the threads.
+    pub fn stop(&self) {
+        let mut inner = self.inner.lock();
+        inner.closing_tx = None;
+        for s in &mut inner.streams {
+            s.stop_tx = None;
+            if let Some(agent) = s.agent.take() {
+                // Unblocks a read in progress on this stream's socket.
+                agent.shutdown();
+            }
+        }
+    }
+
+    /// True once [`stop`](Self::stop) or [`close`](Self::close) was called.
+    pub fn is_stopped(&self) -> bool {
+        matches!(self.closing.try_recv(), Err(TryRecvError::Disconnected))
+    }
+
+    /// Stops every stream and joins every thread. Returns within about a
+    /// second, whether streams are idle, reading or blocked on a full channel
+    /// (a thread in the middle of a TCP connect finishes it first, bounded by
+    /// `connect_timeout`). Dropping the reader does the same.
+    pub fn close(self) {
+        drop(self)
+    }
+
+    /// Counters of each stream, in the order the resources were configured.
+    pub fn stats(&self) -> Vec<StreamStats> {
+        let inner = self.inner.lock();
+        inner
+            .streams
+            .iter()
+            .map(|s| {
+                let c = &s.counters;
+                StreamStats {
+                    resource: s.spec.gvr(),
+                    events: c.events.load(Ordering::Relaxed),
+                    bytes: c.bytes.load(Ordering::Relaxed),
+                    reconnects: c.reconnects.load(Ordering::Relaxed),
+                    resyncs: c.resyncs.load(Ordering::Relaxed),
+                    stale_drops: c.stale_drops.load(Ordering::Relaxed),
+                    resource_version: c.resource_version.load(Ordering::Relaxed),
+                    objects: c.objects.load(Ordering::Relaxed),
+                    synced: c.synced.load(Ordering::Relaxed),
+                    list_fallback: c.list_fallback.load(Ordering::Relaxed),
+                    failed: c.failed.load(Ordering::Relaxed),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.stop();
+        let threads: Vec<JoinHandle<()>> = self
+            .inner
+            .lock()
+            .streams
+            .iter_mut()
+            .filter_map(|s| s.thread.take())
+            .collect();
+        for t in threads {
+            // Panics are caught inside the thread; a join error cannot carry one.
+            let _ = t.join();
+        }
+    }
+}
+
+/// Blocking iterator returned by [`Reader::iter`].
+pub struct Iter<'a> {
+    reader: &'a Reader,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Entry;
+
+    fn next(&mut self) -> Option<Entry> {
+        self.reader.next().ok()
+    }
+}
+
+/// Starts a stream's thread; a panic in it becomes an Error entry.
+fn spawn(spec: &ResourceSpec, stream: Stream, out: Sender<Entry>) -> std::io::Result<JoinHandle<()>> {
+    let name = format!("tattler-watch-{}", spec.resource);
+    let resource = Arc::new(crate::Resource {
+        group: spec.group.clone(),
+        version: spec.version.clone(),
+        resource: spec.resource.clone(),
+        kind: spec.kind.clone(),
+    });
+    std::thread::Builder::new().name(name).spawn(move || {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stream.run()));
+        if let Err(panic) = result {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            log::error!("{}: stream thread panicked: {what}", resource.resource);
+            let info = ErrorInfo {
+                code: 0,
+                reason: "InternalError".into(),
+                message: format!("stream thread panicked: {what}"),
+            };
+            let _ = out.try_send(Entry::failure(resource, info));
+        }
+    })
+}
+
+/// The HTTP client settings every stream shares.
+fn http_config(config: &Config, https: bool) -> Result<ureq::config::Config, Error> {
+    use ureq::tls::{Certificate, RootCerts, TlsConfig};
+    let mut tls = TlsConfig::builder();
+    if let Some(pem) = &config.ca_pem {
+        let mut certs = Vec::new();
+        for item in ureq::tls::parse_pem(pem) {
+            match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+                Ok(_) => {}
+                Err(e) => return Err(Error::Tls(format!("CA bundle: {e}"))),
+            }
+        }
+        if certs.is_empty() {
+            return Err(Error::Tls("CA bundle holds no PEM certificate".into()));
+        }
+        let certs: Vec<Certificate<'static>> = certs;
+        tls = tls.root_certs(RootCerts::new_with_certs(&certs));
+    }
+    if config.insecure_skip_tls_verify && https {
+        log::warn!("TLS certificate verification is OFF (insecure_skip_tls_verify)");
+        tls = tls.disable_verification(true);
+    }
+    let accept = if config.gzip { "gzip" } else { "identity" };
+    Ok(ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .user_agent(concat!("tattler/", env!("CARGO_PKG_VERSION")))
+        .accept_encoding(accept)
+        .timeout_connect(Some(config.connect_timeout))
+        .timeout_per_read(Some(config.idle_timeout))
+        .tls_config(tls.build())
+        .build())
+}

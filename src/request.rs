@@ -1,0 +1,124 @@
+//! Pure URL building for the requests tattler makes; no I/O here.
+
+use crate::ResourceSpec;
+
+/// The collection path of a resource: `/api/v1/namespaces/ns/pods`,
+/// `/apis/apps/v1/deployments`.
+pub(crate) fn collection_path(spec: &ResourceSpec) -> String {
+    let mut p = if spec.group.is_empty() {
+        format!("/api/{}", spec.version)
+    } else {
+        format!("/apis/{}/{}", spec.group, spec.version)
+    };
+    if let (true, Some(ns)) = (spec.namespaced, &spec.namespace) {
+        p.push_str("/namespaces/");
+        p.push_str(&encode(ns));
+    }
+    p.push('/');
+    p.push_str(&spec.resource);
+    p
+}
+
+/// A watch-list: the full state as ADDED events, the initial-events-end
+/// bookmark, then live changes. With `rv`, state not older than it.
+pub(crate) fn watch_list(spec: &ResourceSpec, rv: Option<&str>, timeout_secs: u32) -> String {
+    let mut q = format!(
+        "{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+        collection_path(spec)
+    );
+    if let Some(rv) = rv {
+        q.push_str("&resourceVersion=");
+        q.push_str(&encode(rv));
+    }
+    finish(q, spec, timeout_secs)
+}
+
+/// A plain watch of the changes after `rv`.
+pub(crate) fn watch_from(spec: &ResourceSpec, rv: &str, timeout_secs: u32) -> String {
+    let q = format!(
+        "{}?watch=true&allowWatchBookmarks=true&resourceVersion={}",
+        collection_path(spec),
+        encode(rv)
+    );
+    finish(q, spec, timeout_secs)
+}
+
+/// One page of a LIST (consistent read: no resourceVersion).
+pub(crate) fn list_page(spec: &ResourceSpec, limit: u32, continue_token: Option<&str>) -> String {
+    let mut q = format!("{}?limit={limit}", collection_path(spec));
+    if let Some(c) = continue_token {
+        q.push_str("&continue=");
+        q.push_str(&encode(c));
+    }
+    selectors(&mut q, spec);
+    q
+}
+
+fn finish(mut q: String, spec: &ResourceSpec, timeout_secs: u32) -> String {
+    selectors(&mut q, spec);
+    q.push_str(&format!("&timeoutSeconds={timeout_secs}"));
+    q
+}
+
+fn selectors(q: &mut String, spec: &ResourceSpec) {
+    if let Some(s) = &spec.label_selector {
+        q.push_str("&labelSelector=");
+        q.push_str(&encode(s));
+    }
+    if let Some(s) = &spec.field_selector {
+        q.push_str("&fieldSelector=");
+        q.push_str(&encode(s));
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+pub(crate) fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ResourceSpec {
+        ResourceSpec::parse(name).unwrap().remove(0)
+    }
+
+    #[test]
+    fn watch_list_urls() {
+        assert_eq!(
+            watch_list(&spec("pods"), None, 300),
+            "/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=300"
+        );
+        let s = spec("apps/v1/deployments")
+            .in_namespace("team a")
+            .with_label_selector("app=web,tier!=db")
+            .with_field_selector("metadata.name=x");
+        assert_eq!(
+            watch_list(&s, Some("42"), 600),
+            "/apis/apps/v1/namespaces/team%20a/deployments?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=42&labelSelector=app%3Dweb%2Ctier%21%3Ddb&fieldSelector=metadata.name%3Dx&timeoutSeconds=600"
+        );
+    }
+
+    #[test]
+    fn watch_and_list_urls() {
+        let nodes = spec("nodes").in_namespace("ignored");
+        assert_eq!(
+            watch_from(&nodes, "1234", 290),
+            "/api/v1/nodes?watch=true&allowWatchBookmarks=true&resourceVersion=1234&timeoutSeconds=290"
+        );
+        assert_eq!(list_page(&nodes, 500, None), "/api/v1/nodes?limit=500");
+        assert_eq!(
+            list_page(&spec("pods").in_namespace("a"), 2, Some("eyJ2Ijo+/=")),
+            "/api/v1/namespaces/a/pods?limit=2&continue=eyJ2Ijo%2B%2F%3D"
+        );
+    }
+}

@@ -1,0 +1,210 @@
+//! What to watch: a group/version/resource, its scope and selectors.
+
+use crate::Error;
+
+/// One kind of object to stream: the API group, version and plural resource
+/// name, optionally narrowed to a namespace and by selectors.
+///
+/// Build one with [`ResourceSpec::parse`] (`"pods"`, `"apps/v1/deployments"`)
+/// or [`ResourceSpec::new`] for any resource, custom ones included.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ResourceSpec {
+    /// API group; empty for the core group (`pods`, `nodes`, …).
+    pub group: String,
+    /// API version, e.g. `v1`.
+    pub version: String,
+    /// Plural resource name as in the URL, e.g. `deployments`.
+    pub resource: String,
+    /// Kind of the objects, e.g. `Deployment`. Empty when unknown: it is then
+    /// learned from the first object the server sends.
+    pub kind: String,
+    /// Whether objects live in namespaces. Cluster-scoped resources ignore
+    /// [`namespace`](Self::namespace).
+    pub namespaced: bool,
+    /// Watch only this namespace; `None` watches all of them.
+    pub namespace: Option<String>,
+    /// A label selector as kubectl takes it (`app=web,tier!=db`).
+    pub label_selector: Option<String>,
+    /// A field selector (`metadata.name=x`, `spec.nodeName=n1`).
+    pub field_selector: Option<String>,
+}
+
+/// Resources tattler knows by name: (short name, group, version, resource, kind, namespaced).
+const KNOWN: &[(&str, &str, &str, &str, &str, bool)] = &[
+    ("pods", "", "v1", "pods", "Pod", true),
+    ("nodes", "", "v1", "nodes", "Node", false),
+    ("namespaces", "", "v1", "namespaces", "Namespace", false),
+    ("services", "", "v1", "services", "Service", true),
+    ("endpoints", "", "v1", "endpoints", "Endpoints", true),
+    ("configmaps", "", "v1", "configmaps", "ConfigMap", true),
+    ("secrets", "", "v1", "secrets", "Secret", true),
+    ("serviceaccounts", "", "v1", "serviceaccounts", "ServiceAccount", true),
+    ("events", "", "v1", "events", "Event", true),
+    ("persistentvolumes", "", "v1", "persistentvolumes", "PersistentVolume", false),
+    ("persistentvolumeclaims", "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true),
+    ("deployments", "apps", "v1", "deployments", "Deployment", true),
+    ("replicasets", "apps", "v1", "replicasets", "ReplicaSet", true),
+    ("statefulsets", "apps", "v1", "statefulsets", "StatefulSet", true),
+    ("daemonsets", "apps", "v1", "daemonsets", "DaemonSet", true),
+    ("jobs", "batch", "v1", "jobs", "Job", true),
+    ("cronjobs", "batch", "v1", "cronjobs", "CronJob", true),
+    ("ingresses", "networking.k8s.io", "v1", "ingresses", "Ingress", true),
+    ("networkpolicies", "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true),
+    ("endpointslices", "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true),
+    ("roles", "rbac.authorization.k8s.io", "v1", "roles", "Role", true),
+    ("rolebindings", "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true),
+    ("clusterroles", "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
+    ("clusterrolebindings", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false),
+    ("customresourcedefinitions", "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false),
+];
+
+/// Names that stand for several resources.
+const SETS: &[(&str, &[&str])] = &[(
+    "rbac",
+    &["roles", "rolebindings", "clusterroles", "clusterrolebindings"],
+)];
+
+impl ResourceSpec {
+    /// A spec for any resource. `kind` may be empty (learned from the objects).
+    pub fn new(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool) -> Self {
+        ResourceSpec {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            kind: kind.to_string(),
+            namespaced,
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+        }
+    }
+
+    /// Parses one name into the resources it stands for.
+    ///
+    /// Accepted: a known name (`pods`, `nodes`, `deployments`, …), a set
+    /// (`rbac`), `version/resource` for the core group (`v1/pods`) or
+    /// `group/version/resource` (`apps/v1/deployments`, `example.com/v1/widgets`).
+    /// A resource tattler does not know is taken as namespaced with its kind
+    /// learned from the objects; to watch a cluster-scoped custom resource, use
+    /// [`ResourceSpec::new`].
+    pub fn parse(name: &str) -> Result<Vec<ResourceSpec>, Error> {
+        let name = name.trim();
+        if let Some((_, members)) = SETS.iter().find(|(n, _)| *n == name) {
+            return Ok(members.iter().map(|m| known(m).expect("set member is known")).collect());
+        }
+        if let Some(spec) = known(name) {
+            return Ok(vec![spec]);
+        }
+        let parts: Vec<&str> = name.split('/').collect();
+        let (group, version, resource) = match parts.as_slice() {
+            [v, r] => ("", *v, *r),
+            [g, v, r] => (*g, *v, *r),
+            _ => {
+                return Err(Error::Resource(format!(
+                    "{name:?} is neither a known resource (pods, nodes, deployments, rbac, …) nor group/version/resource"
+                )))
+            }
+        };
+        let valid = |s: &str| {
+            !s.is_empty()
+                && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        };
+        if !(group.is_empty() || valid(group)) || !valid(version) || !valid(resource) {
+            return Err(Error::Resource(format!(
+                "{name:?}: group, version and resource must be lower-case DNS names"
+            )));
+        }
+        if let Some(mut spec) = known(resource).filter(|k| k.group == group && k.version == version) {
+            spec.resource = resource.to_string();
+            return Ok(vec![spec]);
+        }
+        Ok(vec![ResourceSpec::new(group, version, resource, "", true)])
+    }
+
+    /// `group/version/resource`, or `version/resource` for the core group.
+    pub fn gvr(&self) -> String {
+        if self.group.is_empty() {
+            format!("{}/{}", self.version, self.resource)
+        } else {
+            format!("{}/{}/{}", self.group, self.version, self.resource)
+        }
+    }
+
+    /// `apiVersion` as objects of this resource carry it (`v1`, `apps/v1`).
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// This spec narrowed to one namespace (ignored when cluster-scoped).
+    pub fn in_namespace(mut self, namespace: &str) -> Self {
+        if self.namespaced {
+            self.namespace = Some(namespace.to_string());
+        }
+        self
+    }
+
+    /// This spec with a label selector.
+    pub fn with_label_selector(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_string());
+        self
+    }
+
+    /// This spec with a field selector.
+    pub fn with_field_selector(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_string());
+        self
+    }
+}
+
+fn known(name: &str) -> Option<ResourceSpec> {
+    KNOWN
+        .iter()
+        .find(|k| k.0 == name)
+        .map(|&(_, g, v, r, k, ns)| ResourceSpec::new(g, v, r, k, ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_and_sets() {
+        let pods = ResourceSpec::parse("pods").unwrap();
+        assert_eq!(pods, vec![ResourceSpec::new("", "v1", "pods", "Pod", true)]);
+        let rbac: Vec<String> = ResourceSpec::parse("rbac").unwrap().iter().map(|s| s.gvr()).collect();
+        assert_eq!(
+            rbac,
+            [
+                "rbac.authorization.k8s.io/v1/roles",
+                "rbac.authorization.k8s.io/v1/rolebindings",
+                "rbac.authorization.k8s.io/v1/clusterroles",
+                "rbac.authorization.k8s.io/v1/clusterrolebindings"
+            ]
+        );
+        let nodes = &ResourceSpec::parse("nodes").unwrap()[0];
+        assert!(!nodes.namespaced);
+        assert_eq!(nodes.clone().in_namespace("x").namespace, None);
+    }
+
+    #[test]
+    fn group_version_resource() {
+        let d = &ResourceSpec::parse("apps/v1/deployments").unwrap()[0];
+        assert_eq!((d.kind.as_str(), d.api_version().as_str()), ("Deployment", "apps/v1"));
+        let w = &ResourceSpec::parse("example.com/v1alpha1/widgets").unwrap()[0];
+        assert_eq!(w, &ResourceSpec::new("example.com", "v1alpha1", "widgets", "", true));
+        let p = &ResourceSpec::parse("v1/pods").unwrap()[0];
+        assert_eq!(p.kind, "Pod");
+    }
+
+    #[test]
+    fn bad_names_are_errors_naming_the_input() {
+        for bad in ["", "podz", "a/b/c/d", "Apps/v1/deployments", "apps//x"] {
+            let e = ResourceSpec::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("{bad:?}")), "{e}");
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! One resource stream on one OS thread: watch-list (or LIST + WATCH), dedupe,
+//! reconnect, re-sync; entries out through the shared channel.
+
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
+
+use crate::config::{Backoff, Token};
+use crate::decode::{self, Event, EventType, FrameError, FrameReader, ObjectMeta, Status};
+use crate::entry::ObjectBytes;
+use crate::state::{Tracker, Verdict};
+use crate::{request, Change, Entry, ErrorInfo, Resource, ResourceSpec};
+
+/// Settings a stream needs, shared by all streams of a reader.
+pub(crate) struct StreamSettings {
+    pub base: String,
+    pub token: Option<Token>,
+    pub page_size: u32,
+    pub max_frame_bytes: usize,
+    pub backoff: Backoff,
+}
+
+/// Live counters of one stream, read by [`crate::Reader::stats`].
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub events: AtomicU64,
+    pub bytes: AtomicU64,
+    pub reconnects: AtomicU64,
+    pub resyncs: AtomicU64,
+    pub stale_drops: AtomicU64,
+    pub resource_version: AtomicU64,
+    pub objects: AtomicU64,
+    pub synced: AtomicBool,
+    pub list_fallback: AtomicBool,
+    pub failed: AtomicBool,
+}
+
+/// Tells a stream to stop: either receiver disconnecting means stop.
+#[derive(Clone)]
+pub(crate) struct Stop {
+    pub all: Receiver<()>,
+    pub own: Receiver<()>,
+}
+
+impl Stop {
+    pub(crate) fn is_set(&self) -> bool {
+        matches!(self.all.try_recv(), Err(TryRecvError::Disconnected))
+            || matches!(self.own.try_recv(), Err(TryRecvError::Disconnected))
+    }
+
+    /// Sleeps up to `d`; true when woken by a stop.
+    fn sleep(&self, d: Duration) -> bool {
+        select! {
+            recv(self.all) -> _ => true,
+            recv(self.own) -> _ => true,
+            default(d) => false,
+        }
+    }
+
+    /// Blocks until the entry is queued (true) or a stop comes (false).
+    fn send(&self, out: &Sender<Entry>, entry: Entry) -> bool {
+        select! {
+            send(out, entry) -> r => r.is_ok(),
+            recv(self.all) -> _ => false,
+            recv(self.own) -> _ => false,
+        }
+    }
+}
+
+/// How one connection ended.
+#[derive(Debug)]
+enum Outcome {
+    /// The server ended the body normally (timeoutSeconds); `Listed` after a
+    /// completed LIST.
+    Ended,
+    Listed,
+    /// 410: history is gone; re-sync.
+    Expired,
+    /// The resourceVersion asked for is ahead of the server; re-sync.
+    TooLarge(Option<u32>),
+    /// 400/422: the server refused the request as asked.
+    Rejected(Status),
+    /// A failure retrying cannot fix.
+    Fatal(ErrorInfo),
+    /// A failure worth retrying after a pause (`Some`: the server said how long).
+    Retry(String, Option<Duration>),
+    /// The reader is stopping.
+    Stopped,
+}
+
+pub(crate) struct Stream {
+    spec: ResourceSpec,
+    resource: Arc<Resource>,
+    agent: ureq::Agent,
+    settings: Arc<StreamSettings>,
+    out: Sender<Entry>,
+    stop: Stop,
+    counters: Arc<Counters>,
+    tracker: Tracker,
+    /// Last resourceVersion seen (event or bookmark) once synced.
+    rv: u64,
+    synced: bool,
+    list_fallback: bool,
+    rng: u64,
+}
+
+impl Stream {
+    pub(crate) fn new(
+        spec: ResourceSpec,
+        agent: ureq::Agent,
+        settings: Arc<StreamSettings>,
+        out: Sender<Entry>,
+        stop: Stop,
+        counters: Arc<Counters>,
+    ) -> Stream {
+        let resource = Arc::new(Resource {
+            group: spec.group.clone(),
+            version: spec.version.clone(),
+            resource: spec.resource.clone(),
+            kind: spec.kind.clone(),
+        });
+        let rng = seed(&spec.gvr());
+        Stream {
+            spec,
+            resource,
+            agent,
+            settings,
+            out,
+            stop,
+            counters,
+            tracker: Tracker::default(),
+            rv: 0,
+            synced: false,
+            list_fallback: false,
+            rng,
+        }
+    }
+
+    /// Runs until stopped or failed for good.
+    pub(crate) fn run(mut self) {
+        let name = self.spec.gvr();
+        let mut failures: u32 = 0;
+        loop {
+            if self.stop.is_set() {
+                return;
+            }
+            let started = Instant::now();
+            let outcome = if self.synced {
+                let timeout = self.timeout_secs();
+                let url = request::watch_from(&self.spec, &self.rv.to_string(), timeout);
+                self.watch(&url)
+            } else if self.list_fallback {
+                self.list()
+            } else {
+                let timeout = self.timeout_secs();
+                let url = request::watch_list(&self.spec, None, timeout);
+                self.watch(&url)
+            };
+            if started.elapsed() >= self.settings.backoff.reset_after {
+                failures = 0;
+            }
+            let pause = match outcome {
+                Outcome::Stopped => return,
+                Outcome::Listed => {
+                    failures = 0;
+                    None
+                }
+                Outcome::Ended if started.elapsed() >= Duration::from_secs(1) => {
+                    log::debug!("{name}: watch ended; resuming from resourceVersion {}", self.rv);
+                    None
+                }
+                Outcome::Ended => Some((String::from("watch ended at once"), None)),
+                Outcome::Expired => {
+                    log::info!("{name}: resourceVersion {} expired; re-syncing", self.rv);
+                    self.resync();
+                    (failures > 0).then(|| (String::from("expired again"), None))
+                }
+                Outcome::TooLarge(after) => {
+                    log::info!("{name}: resourceVersion {} is ahead of the server; re-syncing", self.rv);
+                    self.resync();
+                    Some((String::from("resourceVersion too large"), after.map(secs)))
+                }
+                Outcome::Rejected(s) if !self.list_fallback && !self.synced => {
+                    log::info!(
+                        "{name}: server refused watch-list ({} {}); falling back to LIST + WATCH",
+                        s.code,
+                        s.message
+                    );
+                    self.list_fallback = true;
+                    self.counters.list_fallback.store(true, Ordering::Relaxed);
+                    None
+                }
+                Outcome::Rejected(s) => {
+                    self.fail(ErrorInfo { code: s.code, reason: s.reason, message: s.message });
+                    return;
+                }
+                Outcome::Fatal(info) => {
+                    self.fail(info);
+                    return;
+                }
+                Outcome::Retry(why, after) => Some((why, after)),
+            };
+            if let Some((why, after)) = pause {
+                failures = failures.saturating_add(1);
+                let delay = after.unwrap_or_else(|| self.backoff(failures));
+                log::warn!("{name}: {why}; retrying in {delay:?}");
+                self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
+                if self.stop.sleep(delay) {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn resync(&mut self) {
+        self.synced = false;
+        self.counters.synced.store(false, Ordering::Relaxed);
+        self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn fail(&mut self, info: ErrorInfo) {
+        log::error!(
+            "{}: giving up: {} {} {}",
+            self.spec.gvr(),
+            info.code,
+            info.reason,
+            info.message
+        );
+        self.counters.failed.store(true, Ordering::Relaxed);
+        let entry = Entry::failure(self.resource.clone(), info);
+        self.stop.send(&self.out, entry);
+    }
+
+    /// One GET; a non-200 answer is turned into the outcome it calls for.
+    fn get(&self, path: &str) -> Result<ureq::http::Response<ureq::Body>, Outcome> {
+        let url = format!("{}{}", self.settings.base, path);
+        let mut req = self.agent.get(&url).header("Accept", "application/json");
+        if let Some(t) = &self.settings.token {
+            req = req.header("Authorization", &format!("Bearer {}", t.expose()));
+        }
+        log::debug!("GET {path}");
+        let resp = match req.call() {
+            Ok(r) => r,
+            Err(_) if self.stop.is_set() => return Err(Outcome::Stopped),
+            Err(e) => return Err(Outcome::Retry(format!("request failed: {e}"), None)),
+        };
+        let code = resp.status().as_u16();
+        if code == 200 {
+            return Ok(resp);
+        }
+        let retry_after = resp
+            .headers()
+            .get("Retry-After")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        let mut body = Vec::new();
+        let _ = resp.into_body().into_reader().take(64 << 10).read_to_end(&mut body);
+        let mut status = decode::status(&body);
+        if status.code == 0 {
+            status.code = code;
+        }
+        Err(match code {
+            410 => Outcome::Expired,
+            400 | 422 => Outcome::Rejected(status),
+            429 | 503 => Outcome::Retry(
+                format!("server busy ({code} {})", status.message),
+                retry_after.map(|s| secs(s.min(300))),
+            ),
+            500..=599 => Outcome::Retry(format!("server error {code}: {}", status.message), None),
+            _ => Outcome::Fatal(ErrorInfo {
+                code,
+                reason: if status.reason.is_empty() { format!("HTTP {code}") } else { status.reason },
+                message: status.message,
+            }),
+        })
+    }
+
+    /// Reads one watch (or watch-list) response to its end.
+    fn watch(&mut self, path: &str) -> Outcome {
+        let initial = !self.synced;
+        if initial {
+            self.tracker.begin_sync();
+        }
+        let resp = match self.get(path) {
+            Ok(r) => r,
+            Err(o) => return o,
+        };
+        let mut frames = FrameReader::new(resp.into_body().into_reader(), self.settings.max_frame_bytes);
+        let mut counted = 0;
+        loop {
+            let next = frames.next_frame();
+            self.counters.bytes.fetch_add(frames.bytes - counted, Ordering::Relaxed);
+            counted = frames.bytes;
+            let frame = match next {
+                Ok(Some(f)) => f,
+                Ok(None) if self.synced => return Outcome::Ended,
+                Ok(None) => return Outcome::Retry("stream ended before the initial state was complete".into(), None),
+                Err(_) if self.stop.is_set() => return Outcome::Stopped,
+                Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+                    return Outcome::Retry("no data within idle_timeout: connection taken as dead".into(), None)
+                }
+                Err(FrameError::Io(e)) => return Outcome::Retry(format!("stream broke: {e}"), None),
+                Err(FrameError::Truncated(n)) => {
+                    return Outcome::Retry(format!("stream ended in the middle of a frame ({n} bytes)"), None)
+                }
+                Err(FrameError::TooLarge(n)) => {
+                    // Skipping it would lose the object silently; report and re-read.
+                    let limit = self.settings.max_frame_bytes;
+                    self.report(0, "FrameTooLarge", format!("a watch frame of {n} bytes exceeds max_frame_bytes ({limit}); skipped"));
+                    continue;
+                }
+            };
+            self.counters.events.fetch_add(1, Ordering::Relaxed);
+            if let Some(outcome) = self.on_frame(frame, initial) {
+                return outcome;
+            }
+        }
+    }
+
+    /// Handles one frame; `Some` ends the connection.
+    fn on_frame(&mut self, frame: Vec<u8>, initial: bool) -> Option<Outcome> {
+        let event = match decode::event(&frame) {
+            Ok(e) => e,
+            Err(e) => return Some(Outcome::Retry(format!("bad frame: {}", e.0), None)),
+        };
+        match event {
+            Event::Object { kind, meta, object } => {
+                let rv = meta.resource_version;
+                if let Some(mut entry) = self.judge(kind, &meta) {
+                    entry.object = Some(ObjectBytes::new(frame, object.0, object.1));
+                    if !self.stop.send(&self.out, entry) {
+                        return Some(Outcome::Stopped);
+                    }
+                }
+                if !initial || self.synced {
+                    self.set_rv(rv);
+                }
+                None
+            }
+            Event::Bookmark { resource_version, initial_events_end } => {
+                if self.synced {
+                    self.set_rv(resource_version);
+                } else if initial_events_end {
+                    self.set_rv(resource_version);
+                    if !self.finish_sync() {
+                        return Some(Outcome::Stopped);
+                    }
+                }
+                None
+            }
+            Event::Error(s) => Some(match s.code {
+                410 => Outcome::Expired,
+                504 if s.rv_too_large => Outcome::TooLarge(s.retry_after_secs),
+                _ => Outcome::Retry(
+                    format!("server sent an error event: {} {} {}", s.code, s.reason, s.message),
+                    s.retry_after_secs.map(secs),
+                ),
+            }),
+        }
+    }
+
+    /// Pages through a LIST as the initial state (fallback when the server has no watch-list).
+    fn list(&mut self) -> Outcome {
+        self.tracker.begin_sync();
+        let mut token: Option<String> = None;
+        loop {
+            let path = request::list_page(&self.spec, self.settings.page_size, token.as_deref());
+            let resp = match self.get(&path) {
+                Ok(r) => r,
+                Err(o) => return o,
+            };
+            let limit = (self.settings.max_frame_bytes as u64).saturating_mul(u64::from(self.settings.page_size).min(64));
+            let mut body = Vec::new();
+            if let Err(e) = resp.into_body().into_reader().take(limit + 1).read_to_end(&mut body) {
+                if self.stop.is_set() {
+                    return Outcome::Stopped;
+                }
+                return Outcome::Retry(format!("reading a list page failed: {e}"), None);
+            }
+            self.counters.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+            if body.len() as u64 > limit {
+                return Outcome::Fatal(ErrorInfo {
+                    code: 0,
+                    reason: "ListPageTooLarge".into(),
+                    message: format!("a list page is larger than {limit} bytes; lower page_size"),
+                });
+            }
+            let page = match decode::list_page(&body) {
+                Ok(p) => p,
+                Err(e) => return Outcome::Retry(format!("bad list page: {}", e.0), None),
+            };
+            for item in &page.items {
+                let meta = match decode::object_meta(item) {
+                    Ok(m) => m,
+                    Err(e) => return Outcome::Retry(format!("bad list item: {}", e.0), None),
+                };
+                self.counters.events.fetch_add(1, Ordering::Relaxed);
+                if let Some(mut entry) = self.judge(EventType::Added, &meta) {
+                    entry.object = Some(self.list_item_bytes(item, meta.kind.is_none()));
+                    if !self.stop.send(&self.out, entry) {
+                        return Outcome::Stopped;
+                    }
+                }
+            }
+            match page.continue_token {
+                Some(t) => token = Some(t),
+                None => {
+                    self.set_rv(page.resource_version);
+                    if !self.finish_sync() {
+                        return Outcome::Stopped;
+                    }
+                    return Outcome::Listed;
+                }
+            }
+        }
+    }
+
+    /// LIST items come without kind and apiVersion; put them back so that an
+    /// object looks the same whichever way it arrived. The rest is untouched.
+    fn list_item_bytes(&self, item: &str, add_kind: bool) -> ObjectBytes {
+        let mut buf = Vec::with_capacity(item.len() + 64);
+        match (add_kind && !self.resource.kind.is_empty(), item.strip_prefix('{')) {
+            (true, Some(rest)) => {
+                buf.extend_from_slice(b"{\"kind\":");
+                buf.extend_from_slice(serde_json::to_string(&self.resource.kind).unwrap_or_default().as_bytes());
+                buf.extend_from_slice(b",\"apiVersion\":");
+                buf.extend_from_slice(serde_json::to_string(&self.spec.api_version()).unwrap_or_default().as_bytes());
+                if !rest.trim_start().starts_with('}') {
+                    buf.push(b',');
+                }
+                buf.extend_from_slice(rest.as_bytes());
+            }
+            _ => buf.extend_from_slice(item.as_bytes()),
+        }
+        let len = buf.len();
+        ObjectBytes::new(buf, 0, len)
+    }
+
+    /// Dedupes one object event: the entry to deliver (its object still to
+    /// be attached), or `None` when it is dropped.
+    fn judge(&mut self, kind: EventType, meta: &ObjectMeta) -> Option<Entry> {
+        if self.resource.kind.is_empty() {
+            if let Some(k) = &meta.kind {
+                let mut r = (*self.resource).clone();
+                r.kind = k.to_string();
+                self.resource = Arc::new(r);
+            }
+        }
+        let change = match self.tracker.observe(kind, meta) {
+            Verdict::Deliver(c) => c,
+            Verdict::Stale => {
+                self.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            Verdict::Duplicate => return None,
+        };
+        self.counters.objects.store(self.tracker.len() as u64, Ordering::Relaxed);
+        Some(Entry {
+            change,
+            resource: self.resource.clone(),
+            namespace: self.tracker.namespace_arc(meta.namespace.as_deref()),
+            name: Box::from(meta.name.as_ref()),
+            uid: Box::from(meta.uid.as_ref()),
+            resource_version: meta.resource_version,
+            object: None,
+            inferred: false,
+            error: None,
+        })
+    }
+
+    /// Completes a (re-)sync: inferred deletes, then Synced. False when stopping.
+    fn finish_sync(&mut self) -> bool {
+        let gone = self.tracker.end_sync();
+        if !gone.is_empty() {
+            log::info!("{}: {} objects vanished during the re-sync", self.spec.gvr(), gone.len());
+        }
+        for v in gone {
+            let entry = Entry {
+                change: Change::Delete,
+                resource: self.resource.clone(),
+                namespace: v.namespace,
+                name: v.name,
+                uid: v.uid.into_boxed_str(),
+                resource_version: v.resource_version,
+                object: None,
+                inferred: true,
+                error: None,
+            };
+            if !self.stop.send(&self.out, entry) {
+                return false;
+            }
+        }
+        self.synced = true;
+        self.counters.synced.store(true, Ordering::Relaxed);
+        self.counters.objects.store(self.tracker.len() as u64, Ordering::Relaxed);
+        log::info!("{}: synced {} objects at resourceVersion {}", self.spec.gvr(), self.tracker.len(), self.rv);
+        let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv);
+        self.stop.send(&self.out, entry)
+    }
+
+    /// An Error entry for a problem that does not stop the stream.
+    fn report(&mut self, code: u16, reason: &str, message: String) {
+        log::warn!("{}: {message}", self.spec.gvr());
+        let info = ErrorInfo { code, reason: reason.to_string(), message };
+        let entry = Entry::failure(self.resource.clone(), info);
+        self.stop.send(&self.out, entry);
+    }
+
+    fn set_rv(&mut self, rv: u64) {
+        self.rv = rv;
+        self.counters.resource_version.store(rv, Ordering::Relaxed);
+    }
+
+    /// A random watch timeout in 290..=600 s, so that streams do not all
+    /// reconnect at once.
+    fn timeout_secs(&mut self) -> u32 {
+        290 + (self.random() % 311) as u32
+    }
+
+    /// Full jitter: uniform in 0..=min(max, initial * 2^(failures-1)).
+    fn backoff(&mut self, failures: u32) -> Duration {
+        let b = &self.settings.backoff;
+        let cap = b
+            .initial
+            .saturating_mul(1u32.checked_shl(failures.saturating_sub(1).min(20)).unwrap_or(u32::MAX))
+            .min(b.max);
+        let ms = cap.as_millis().max(1) as u64;
+        Duration::from_millis(self.random() % (ms + 1))
+    }
+
+    fn random(&mut self) -> u64 {
+        // xorshift64*: plenty for jitter, no dependency.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn secs(s: u32) -> Duration {
+    Duration::from_secs(u64::from(s))
+}
+
+fn seed(name: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    std::time::SystemTime::now().hash(&mut h);
+    std::thread::current().id().hash(&mut h);
+    h.finish() | 1
+}
