@@ -87,6 +87,10 @@ enum Outcome {
     Fatal(ErrorInfo),
     /// A failure worth retrying after a pause (`Some`: the server said how long).
     Retry(String, Option<Duration>),
+    /// An ERROR event before a watch-list's initial state was complete: what
+    /// an etcd too old for watch-list (< 3.5.13) produces. Twice in a row
+    /// means LIST + WATCH.
+    InitialError(String),
     /// The reader is stopping.
     Stopped,
 }
@@ -143,6 +147,7 @@ impl Stream {
     pub(crate) fn run(mut self) {
         let name = self.spec.gvr();
         let mut failures: u32 = 0;
+        let mut initial_errors: u32 = 0;
         loop {
             if self.stop.is_set() {
                 return;
@@ -189,8 +194,7 @@ impl Stream {
                         s.code,
                         s.message
                     );
-                    self.list_fallback = true;
-                    self.counters.list_fallback.store(true, Ordering::Relaxed);
+                    self.use_list_fallback();
                     None
                 }
                 Outcome::Rejected(s) => {
@@ -202,7 +206,20 @@ impl Stream {
                     return;
                 }
                 Outcome::Retry(why, after) => Some((why, after)),
+                Outcome::InitialError(why) => {
+                    initial_errors += 1;
+                    if initial_errors >= 2 {
+                        log::warn!("{name}: watch-list failed twice in its initial state ({why}); falling back to LIST + WATCH");
+                        self.use_list_fallback();
+                        None
+                    } else {
+                        Some((why, None))
+                    }
+                }
             };
+            if self.synced {
+                initial_errors = 0;
+            }
             if let Some((why, after)) = pause {
                 failures = failures.saturating_add(1);
                 let delay = after.unwrap_or_else(|| self.backoff(failures));
@@ -213,6 +230,11 @@ impl Stream {
                 }
             }
         }
+    }
+
+    fn use_list_fallback(&mut self) {
+        self.list_fallback = true;
+        self.counters.list_fallback.store(true, Ordering::Relaxed);
     }
 
     fn resync(&mut self) {
@@ -354,6 +376,10 @@ impl Stream {
             Event::Error(s) => Some(match s.code {
                 410 => Outcome::Expired,
                 504 if s.rv_too_large => Outcome::TooLarge(s.retry_after_secs),
+                _ if initial && !self.synced && !self.list_fallback => Outcome::InitialError(format!(
+                    "server sent an error event: {} {} {}",
+                    s.code, s.reason, s.message
+                )),
                 _ => Outcome::Retry(
                     format!("server sent an error event: {} {} {}", s.code, s.reason, s.message),
                     s.retry_after_secs.map(secs),

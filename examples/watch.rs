@@ -1,0 +1,232 @@
+//! The program to run first: stream resources and print one JSON line per entry.
+//!
+//! ```text
+//! cargo run --example watch -- --demo pods nodes          # built-in simulated cluster
+//! cargo run --example watch -- --server https://127.0.0.1:6443 \
+//!     --ca-file ca.crt --token-file token pods apps/v1/deployments
+//! ```
+//!
+//! Output, one line per entry (stable: scripts parse it):
+//! `{"change":"Add","group":"","version":"v1","resource":"pods","kind":"Pod","namespace":"a","name":"p","uid":"…","resourceVersion":"42"}`
+//! plus `"inferred":true` on inferred deletes, `"object":{…}` with `--objects`,
+//! and `"error":{"code":403,"reason":"Forbidden","message":"…"}` on Error entries.
+//! Logs go to stderr; SIGINT and SIGTERM close the reader and exit 0.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use tattler::{Change, Config, Entry, Reader, ResourceSpec};
+
+const USAGE: &str = "usage: watch [--demo] [--server URL] [--ca-file F] [--token-file F] [--insecure-skip-tls-verify]
+             [--namespace NS] [--selector L] [--until-synced] [--objects] [--gzip] RESOURCE...
+  RESOURCE: pods, nodes, namespaces, services, endpoints, deployments, ingresses, persistentvolumes,
+            rbac, configmaps, ..., or group/version/resource (apps/v1/deployments, example.com/v1/widgets)
+  Without --server, runs against a built-in simulated cluster (--demo).";
+
+struct Args {
+    demo: bool,
+    server: Option<String>,
+    ca_file: Option<String>,
+    token_file: Option<String>,
+    insecure: bool,
+    namespace: Option<String>,
+    selector: Option<String>,
+    until_synced: bool,
+    objects: bool,
+    gzip: bool,
+    resources: Vec<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        demo: false,
+        server: None,
+        ca_file: None,
+        token_file: None,
+        insecure: false,
+        namespace: None,
+        selector: None,
+        until_synced: false,
+        objects: false,
+        gzip: false,
+        resources: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
+        match arg.as_str() {
+            "--demo" => a.demo = true,
+            "--server" => a.server = Some(value("--server")?),
+            "--ca-file" => a.ca_file = Some(value("--ca-file")?),
+            "--token-file" => a.token_file = Some(value("--token-file")?),
+            "--insecure-skip-tls-verify" => a.insecure = true,
+            "--namespace" | "-n" => a.namespace = Some(value("--namespace")?),
+            "--selector" | "-l" => a.selector = Some(value("--selector")?),
+            "--until-synced" => a.until_synced = true,
+            "--objects" => a.objects = true,
+            "--gzip" => a.gzip = true,
+            "--help" | "-h" => return Err(String::new()),
+            s if s.starts_with('-') => return Err(format!("unknown flag {s}")),
+            s => a.resources.push(s.to_string()),
+        }
+    }
+    if a.resources.is_empty() {
+        a.resources.push("pods".into());
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    StderrLogger::install();
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("watch: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("watch: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    // The demo cluster lives as long as this function.
+    let mut _demo = None;
+    let server = match (&args.server, args.demo) {
+        (Some(s), false) => s.clone(),
+        (Some(_), true) => return Err("--demo and --server exclude each other".into()),
+        (None, _) => {
+            log::info!("no --server given: running against the built-in demo cluster");
+            let api = tattler_fakeapi::FakeApi::start();
+            api.start_churn(3, 12, Duration::from_millis(500));
+            let url = api.url();
+            _demo = Some(api);
+            url
+        }
+    };
+    let mut config = Config::new(&server);
+    for name in &args.resources {
+        for mut spec in ResourceSpec::parse(name)? {
+            if let Some(ns) = &args.namespace {
+                spec = spec.in_namespace(ns);
+            }
+            if let Some(l) = &args.selector {
+                spec = spec.with_label_selector(l);
+            }
+            config.resources.push(spec);
+        }
+    }
+    if let Some(f) = &args.ca_file {
+        config = config.ca_file(f)?;
+    }
+    if let Some(f) = &args.token_file {
+        config = config.token_file(f)?;
+    }
+    config.insecure_skip_tls_verify = args.insecure;
+    config.gzip = args.gzip;
+    let want: usize = config.resources.len();
+    let reader = std::sync::Arc::new(Reader::open(config)?);
+
+    let on_signal = reader.clone();
+    ctrlc::set_handler(move || on_signal.stop())?;
+
+    let mut synced: HashSet<String> = HashSet::new();
+    let mut out = std::io::stdout().lock();
+    for entry in reader.iter() {
+        let line = json_line(&entry, args.objects);
+        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
+            break; // the reading end of the pipe went away
+        }
+        let gvr = format!("{}/{}/{}", entry.resource().group, entry.resource().version, entry.resource().resource);
+        match entry.change() {
+            Change::Synced if args.until_synced => {
+                synced.insert(gvr);
+                if synced.len() == want {
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+            Change::Error if args.until_synced => {
+                eprintln!("watch: {gvr} failed; it will never be synced");
+                return Ok(ExitCode::from(1));
+            }
+            _ => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One output line. The object is spliced in as received, not re-serialised.
+fn json_line(e: &Entry, with_object: bool) -> String {
+    let r = e.resource();
+    let mut v = serde_json::json!({
+        "change": e.change().as_str(),
+        "group": r.group,
+        "version": r.version,
+        "resource": r.resource,
+        "kind": r.kind,
+    });
+    let m = v.as_object_mut().expect("built as an object");
+    if !matches!(e.change(), Change::Synced | Change::Error) {
+        m.insert("namespace".into(), e.namespace().unwrap_or("").into());
+        m.insert("name".into(), e.name().into());
+        m.insert("uid".into(), e.uid().into());
+    }
+    if e.change() != Change::Error {
+        m.insert("resourceVersion".into(), e.resource_version().to_string().into());
+    }
+    if e.inferred() {
+        m.insert("inferred".into(), true.into());
+    }
+    if let Some(err) = e.error() {
+        m.insert(
+            "error".into(),
+            serde_json::json!({"code": err.code, "reason": err.reason, "message": err.message}),
+        );
+    }
+    let mut line = v.to_string();
+    if let (true, Some(obj)) = (with_object, e.object()) {
+        line.pop();
+        line.push_str(",\"object\":");
+        line.push_str(&String::from_utf8_lossy(obj));
+        line.push('}');
+    }
+    line
+}
+
+/// Log lines to stderr; the level comes from TATTLER_LOG (error, warn, info, debug), default info.
+struct StderrLogger;
+
+impl StderrLogger {
+    fn install() {
+        let level = match std::env::var("TATTLER_LOG").as_deref() {
+            Ok("error") => log::LevelFilter::Error,
+            Ok("warn") => log::LevelFilter::Warn,
+            Ok("debug") => log::LevelFilter::Debug,
+            Ok("off") => log::LevelFilter::Off,
+            _ => log::LevelFilter::Info,
+        };
+        if log::set_logger(&StderrLogger).is_ok() {
+            log::set_max_level(level);
+        }
+    }
+}
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, _: &log::Metadata) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record) {
+        eprintln!("{} {}: {}", record.level(), record.target(), record.args());
+    }
+    fn flush(&self) {}
+}
