@@ -1,0 +1,122 @@
+//! Shared helpers for the integration tests against the fake apiserver.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tattler::{Backoff, Change, Config, Entry, Reader};
+use tattler_fakeapi::FakeApi;
+
+/// Fails the whole test binary if a test hangs: a hang must fail fast, not stall CI.
+pub struct Watchdog(Arc<AtomicBool>);
+
+impl Watchdog {
+    pub fn new(name: &'static str, limit: Duration) -> Watchdog {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < limit {
+                if flag.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            eprintln!("test {name} hung for more than {limit:?}; aborting");
+            std::process::exit(101);
+        });
+        Watchdog(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A config for the fake server with fast retries.
+pub fn config(api: &FakeApi, names: &[&str]) -> Config {
+    let mut c = Config::new(&api.url()).watch(names).unwrap();
+    c.backoff = Backoff {
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(200),
+        reset_after: Duration::from_secs(120),
+    };
+    c
+}
+
+pub fn open(api: &FakeApi, names: &[&str]) -> Reader {
+    Reader::open(config(api, names)).unwrap()
+}
+
+/// The next entry, or a test failure after 10 s.
+pub fn next(r: &Reader) -> Entry {
+    r.next_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("no entry within 10 s: {e}"))
+}
+
+/// A short description of an entry: `Add a/p1`, `Delete(inferred) a/p2`, `Synced pods`.
+pub fn show(e: &Entry) -> String {
+    match e.change() {
+        Change::Synced => format!("Synced {}", e.resource().resource),
+        Change::Error => {
+            let err = e.error().unwrap();
+            format!("Error {} {} {}", e.resource().resource, err.code, err.reason)
+        }
+        c => {
+            let inferred = if e.inferred() { "(inferred)" } else { "" };
+            match e.namespace() {
+                Some(ns) => format!("{c}{inferred} {ns}/{}", e.name()),
+                None => format!("{c}{inferred} {}", e.name()),
+            }
+        }
+    }
+}
+
+/// The next `n` entries, described.
+pub fn take(r: &Reader, n: usize) -> Vec<String> {
+    (0..n).map(|_| show(&next(r))).collect()
+}
+
+/// Entries up to and including the next Synced, described and sorted
+/// (initial events come in no particular order), Synced last.
+pub fn until_synced(r: &Reader) -> Vec<String> {
+    let mut got = Vec::new();
+    loop {
+        let e = next(r);
+        if e.change() == Change::Synced {
+            got.sort();
+            got.push(show(&e));
+            return got;
+        }
+        got.push(show(&e));
+    }
+}
+
+/// Asserts that nothing more arrives within a short while.
+pub fn assert_quiet(r: &Reader, within: Duration) {
+    if let Ok(e) = r.next_timeout(within) {
+        panic!("unexpected entry {}", show(&e));
+    }
+}
+
+/// Requests the fake received, without the random timeoutSeconds value.
+pub fn requests(api: &FakeApi) -> Vec<String> {
+    api.requests()
+        .into_iter()
+        .map(|r| match r.find("&timeoutSeconds=") {
+            Some(i) => {
+                let secs: u32 = r[i + 16..].split('&').next().unwrap().parse().unwrap();
+                assert!((290..=600).contains(&secs), "timeoutSeconds {secs} out of range in {r}");
+                r[..i].to_string()
+            }
+            None => r,
+        })
+        .collect()
+}
+
+pub fn pod(api: &FakeApi, ns: &str, name: &str) -> u64 {
+    api.apply("pods", FakeApi::pod(ns, name))
+}
