@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 mod config;
+mod config_json;
 mod decode;
 mod entry;
 mod error;

@@ -1,0 +1,181 @@
+//! The configuration as one JSON document: the form C and Go callers pass.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::{Config, Error, ResourceSpec, Token};
+
+/// The keys and the JSON type each takes. Checked one by one so that an
+/// error names the key.
+#[derive(Default)]
+struct JsonConfig {
+    server: Option<String>,
+    ca_file: Option<String>,
+    ca_data: Option<String>,
+    token: Option<String>,
+    token_file: Option<String>,
+    insecure: Option<bool>,
+    namespace: Option<String>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    resources: Option<Vec<String>>,
+    channel_capacity: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    connect_timeout_secs: Option<u64>,
+    gzip: Option<bool>,
+    page_size: Option<u64>,
+    max_frame_bytes: Option<u64>,
+}
+
+const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
+field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes";
+
+impl JsonConfig {
+    fn parse(json: &str) -> Result<JsonConfig, Error> {
+        let doc: serde_json::Map<String, Value> =
+            serde_json::from_str(json).map_err(|e| Error::Config(format!("JSON: {e}")))?;
+        let mut j = JsonConfig::default();
+        for (key, v) in &doc {
+            let k = key.as_str();
+            match k {
+                "server" => j.server = Some(string(k, v)?),
+                "ca_file" => j.ca_file = Some(string(k, v)?),
+                "ca_data" => j.ca_data = Some(string(k, v)?),
+                "token" => j.token = Some(string(k, v)?),
+                "token_file" => j.token_file = Some(string(k, v)?),
+                "insecure" | "insecure_skip_tls_verify" => j.insecure = Some(boolean(k, v)?),
+                "namespace" => j.namespace = Some(string(k, v)?),
+                "label_selector" => j.label_selector = Some(string(k, v)?),
+                "field_selector" => j.field_selector = Some(string(k, v)?),
+                "resources" => {
+                    let list = v.as_array().ok_or_else(|| wrong(k, "an array of strings"))?;
+                    let names = list.iter().map(|n| n.as_str().map(String::from));
+                    j.resources = Some(names.collect::<Option<_>>().ok_or_else(|| wrong(k, "an array of strings"))?);
+                }
+                "channel_capacity" => j.channel_capacity = Some(number(k, v)?),
+                "idle_timeout_secs" => j.idle_timeout_secs = Some(number(k, v)?),
+                "connect_timeout_secs" => j.connect_timeout_secs = Some(number(k, v)?),
+                "gzip" => j.gzip = Some(boolean(k, v)?),
+                "page_size" => j.page_size = Some(number(k, v)?),
+                "max_frame_bytes" => j.max_frame_bytes = Some(number(k, v)?),
+                _ => return Err(Error::Config(format!("JSON: unknown key `{k}` (known: {KEYS})"))),
+            }
+        }
+        Ok(j)
+    }
+}
+
+fn wrong(key: &str, what: &str) -> Error {
+    Error::Config(format!("JSON: `{key}` must be {what}"))
+}
+
+fn string(key: &str, v: &Value) -> Result<String, Error> {
+    v.as_str().map(String::from).ok_or_else(|| wrong(key, "a string"))
+}
+
+fn boolean(key: &str, v: &Value) -> Result<bool, Error> {
+    v.as_bool().ok_or_else(|| wrong(key, "true or false"))
+}
+
+fn number(key: &str, v: &Value) -> Result<u64, Error> {
+    v.as_u64().ok_or_else(|| wrong(key, "a non-negative integer"))
+}
+
+fn narrow<T: TryFrom<u64>>(key: &str, v: u64) -> Result<T, Error> {
+    T::try_from(v).map_err(|_| wrong(key, "a smaller number"))
+}
+
+impl Config {
+    /// Reads a configuration from JSON, for example
+    /// `{"server":"https://127.0.0.1:6443","ca_file":"ca.crt","token_file":"token","resources":["pods","apps/v1/deployments"]}`.
+    ///
+    /// Keys: `server`, `ca_file`, `ca_data` (PEM text), `token`, `token_file`,
+    /// `insecure`, `namespace`, `label_selector`, `field_selector`,
+    /// `resources` (names as [`ResourceSpec::parse`] reads them),
+    /// `channel_capacity`, `idle_timeout_secs`, `connect_timeout_secs`, `gzip`,
+    /// `page_size`, `max_frame_bytes`. Files named are read now.
+    pub fn from_json(json: &str) -> Result<Config, Error> {
+        let j = JsonConfig::parse(json)?;
+        let server = j.server.ok_or_else(|| Error::Config("JSON: missing key `server`".into()))?;
+        let mut c = Config::new(&server);
+        let names = j.resources.ok_or_else(|| Error::Config("JSON: missing key `resources`".into()))?;
+        for name in &names {
+            for mut spec in ResourceSpec::parse(name)? {
+                if let Some(ns) = &j.namespace {
+                    spec = spec.in_namespace(ns);
+                }
+                spec.label_selector.clone_from(&j.label_selector);
+                spec.field_selector.clone_from(&j.field_selector);
+                c.resources.push(spec);
+            }
+        }
+        match (j.ca_file, j.ca_data) {
+            (Some(_), Some(_)) => return Err(Error::Config("JSON: give ca_file or ca_data, not both".into())),
+            (Some(f), None) => c = c.ca_file(&f)?,
+            (None, Some(pem)) => c.ca_pem = Some(pem.into_bytes()),
+            (None, None) => {}
+        }
+        match (j.token, j.token_file) {
+            (Some(_), Some(_)) => return Err(Error::Config("JSON: give token or token_file, not both".into())),
+            (Some(t), None) => c.token = Some(Token::new(&t)),
+            (None, Some(f)) => c = c.token_file(&f)?,
+            (None, None) => {}
+        }
+        c.insecure_skip_tls_verify = j.insecure.unwrap_or(false);
+        if let Some(v) = j.channel_capacity {
+            c.channel_capacity = narrow("channel_capacity", v)?;
+        }
+        if let Some(v) = j.idle_timeout_secs {
+            c.idle_timeout = Duration::from_secs(v);
+        }
+        if let Some(v) = j.connect_timeout_secs {
+            c.connect_timeout = Duration::from_secs(v);
+        }
+        if let Some(v) = j.gzip {
+            c.gzip = v;
+        }
+        if let Some(v) = j.page_size {
+            c.page_size = narrow("page_size", v)?;
+        }
+        if let Some(v) = j.max_frame_bytes {
+            c.max_frame_bytes = narrow("max_frame_bytes", v)?;
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_document() {
+        let c = Config::from_json(
+            r#"{"server":"https://10.0.0.1:6443","token":"t0k","insecure":true,"namespace":"ns",
+                "resources":["pods","nodes","apps/v1/deployments"],"label_selector":"app=x",
+                "channel_capacity":8,"idle_timeout_secs":60,"gzip":true,"page_size":100,
+                "ca_data":"-----BEGIN CERTIFICATE-----\n"}"#,
+        )
+        .unwrap();
+        assert_eq!(c.server, "https://10.0.0.1:6443");
+        assert_eq!(c.token.as_ref().unwrap().expose(), "t0k");
+        assert!(c.insecure_skip_tls_verify && c.gzip);
+        assert_eq!((c.channel_capacity, c.idle_timeout, c.page_size), (8, Duration::from_secs(60), 100));
+        let ns: Vec<Option<&str>> = c.resources.iter().map(|r| r.namespace.as_deref()).collect();
+        assert_eq!(ns, [Some("ns"), None, Some("ns")]);
+        assert!(c.resources.iter().all(|r| r.label_selector.as_deref() == Some("app=x")));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = |j: &str| Config::from_json(j).unwrap_err().to_string();
+        assert!(e(r#"{"server":"https://h","resources":["pods"],"tokn":"x"}"#).contains("`tokn`"));
+        assert!(e(r#"{"resources":["pods"]}"#).contains("`server`"));
+        assert!(e(r#"{"server":"https://h"}"#).contains("`resources`"));
+        assert!(e(r#"{"server":"https://h","resources":["podz"]}"#).contains("\"podz\""));
+        assert!(e(r#"{"server":"https://h","resources":["pods"],"token_file":"/no/such"}"#).contains("/no/such"));
+        assert!(e(r#"{"server":"https://h","resources":["pods"],"channel_capacity":"x"}"#).contains("channel_capacity"));
+        assert!(e("not json").contains("JSON"));
+    }
+}
