@@ -30,6 +30,58 @@ pub struct Reader {
 struct Inner {
     closing_tx: Option<Sender<()>>,
     streams: Vec<StreamHandle>,
+    /// What a new stream needs; `None` once stopped.
+    start: Option<Starter>,
+}
+
+/// Everything needed to start one more stream.
+struct Starter {
+    agent_config: ureq::config::Config,
+    settings: Arc<StreamSettings>,
+    tx: Sender<Entry>,
+    closing: Receiver<()>,
+}
+
+impl Starter {
+    fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
+        let agent = ureq::Agent::new_with_config(self.agent_config.clone());
+        let (stop_tx, own) = bounded(0);
+        let stop = Stop { all: self.closing.clone(), own };
+        let counters = Arc::new(Counters::default());
+        let stream = Stream::new(
+            spec.clone(),
+            agent.clone(),
+            self.settings.clone(),
+            self.tx.clone(),
+            stop,
+            counters.clone(),
+        );
+        let thread = spawn(spec, stream, self.tx.clone()).map_err(Error::Spawn)?;
+        Ok(StreamHandle {
+            spec: spec.clone(),
+            agent: Some(agent),
+            stop_tx: Some(stop_tx),
+            thread: Some(thread),
+            counters,
+        })
+    }
+}
+
+impl StreamHandle {
+    /// Signals the thread to stop and unblocks its socket; does not wait.
+    fn signal(&mut self) {
+        self.stop_tx = None;
+        if let Some(agent) = self.agent.take() {
+            agent.shutdown();
+        }
+    }
+
+    fn join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            // Panics are caught inside the thread; a join error cannot carry one.
+            let _ = t.join();
+        }
+    }
 }
 
 struct StreamHandle {
@@ -86,36 +138,27 @@ impl Reader {
         });
         let (tx, rx) = bounded(config.channel_capacity);
         let (closing_tx, closing) = bounded(0);
+        let start = Starter {
+            agent_config,
+            settings,
+            tx,
+            closing: closing.clone(),
+        };
         let reader = Reader {
             rx,
-            closing: closing.clone(),
+            closing,
             inner: Mutex::new(Inner {
                 closing_tx: Some(closing_tx),
                 streams: Vec::new(),
+                start: None,
             }),
         };
-        for spec in &config.resources {
-            let agent = ureq::Agent::new_with_config(agent_config.clone());
-            let (stop_tx, own) = bounded(0);
-            let stop = Stop { all: closing.clone(), own };
-            let counters = Arc::new(Counters::default());
-            let stream = Stream::new(
-                spec.clone(),
-                agent.clone(),
-                settings.clone(),
-                tx.clone(),
-                stop,
-                counters.clone(),
-            );
-            let thread = spawn(spec, stream, tx.clone()).map_err(Error::Spawn)?;
-            reader.inner.lock().streams.push(StreamHandle {
-                spec: spec.clone(),
-                agent: Some(agent),
-                stop_tx: Some(stop_tx),
-                thread: Some(thread),
-                counters,
-            });
+        for spec in dedup(&config.resources) {
+            // On failure, dropping `reader` stops and joins what was started.
+            let handle = start.start(&spec)?;
+            reader.inner.lock().streams.push(handle);
         }
+        reader.inner.lock().start = Some(start);
         Ok(reader)
     }
 
@@ -180,13 +223,56 @@ impl Reader {
     pub fn stop(&self) {
         let mut inner = self.inner.lock();
         inner.closing_tx = None;
+        inner.start = None;
         for s in &mut inner.streams {
-            s.stop_tx = None;
-            if let Some(agent) = s.agent.take() {
-                // Unblocks a read in progress on this stream's socket.
-                agent.shutdown();
+            s.signal();
+        }
+    }
+
+    /// Changes the set of resources streamed, while entries flow.
+    ///
+    /// Streams for added resources start (with a full initial sync), streams
+    /// for removed ones stop and are joined, the others keep running without a
+    /// reconnect. With `force`, every stream is restarted. Returns whether
+    /// anything changed; an unchanged set without `force` does nothing.
+    pub fn set_resources(&self, resources: &[ResourceSpec], force: bool) -> Result<bool, Error> {
+        let wanted = dedup(resources);
+        if wanted.is_empty() {
+            return Err(Error::Config("resources: nothing to watch".into()));
+        }
+        let mut inner = self.inner.lock();
+        if inner.start.is_none() {
+            return Err(Error::Config("the reader is stopped".into()));
+        }
+        let (mut keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
+            .streams
+            .drain(..)
+            .partition(|s| !force && wanted.contains(&s.spec));
+        let changed = force || !gone.is_empty() || wanted.len() != keep.len();
+        for s in &mut gone {
+            s.signal();
+        }
+        let mut result = Ok(changed);
+        for spec in &wanted {
+            if keep.iter().any(|s| &s.spec == spec) {
+                continue;
+            }
+            match inner.start.as_ref().expect("checked above").start(spec) {
+                Ok(h) => keep.push(h),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
         }
+        // Keep the configured order for stats().
+        keep.sort_by_key(|s| wanted.iter().position(|w| w == &s.spec));
+        inner.streams = keep;
+        drop(inner);
+        for s in &mut gone {
+            s.join();
+        }
+        result
     }
 
     /// True once [`stop`](Self::stop) or [`close`](Self::close) was called.
@@ -231,16 +317,9 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop();
-        let threads: Vec<JoinHandle<()>> = self
-            .inner
-            .lock()
-            .streams
-            .iter_mut()
-            .filter_map(|s| s.thread.take())
-            .collect();
-        for t in threads {
-            // Panics are caught inside the thread; a join error cannot carry one.
-            let _ = t.join();
+        let mut streams = std::mem::take(&mut self.inner.lock().streams);
+        for s in &mut streams {
+            s.join();
         }
     }
 }
@@ -256,6 +335,17 @@ impl Iterator for Iter<'_> {
     fn next(&mut self) -> Option<Entry> {
         self.reader.next().ok()
     }
+}
+
+/// The specs without repeats, in their first order.
+fn dedup(specs: &[ResourceSpec]) -> Vec<ResourceSpec> {
+    let mut out: Vec<ResourceSpec> = Vec::with_capacity(specs.len());
+    for s in specs {
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    out
 }
 
 /// Starts a stream's thread; a panic in it becomes an Error entry.
