@@ -19,14 +19,18 @@ use std::time::Duration;
 
 use tattler::{Change, Config, Entry, Reader, ResourceSpec};
 
-const USAGE: &str = "usage: watch [--demo] [--server URL] [--ca-file F] [--token-file F] [--insecure-skip-tls-verify]
-             [--namespace NS] [--selector L] [--until-synced] [--objects] [--gzip] RESOURCE...
+const USAGE: &str = "usage: watch [--demo] [--kubeconfig F] [--context C] [--server URL] [--ca-file F] [--token-file F]
+             [--insecure-skip-tls-verify] [--namespace NS] [--selector L] [--until-synced] [--objects] [--gzip]
+             RESOURCE...
   RESOURCE: pods, nodes, namespaces, services, endpoints, deployments, ingresses, persistentvolumes,
             rbac, configmaps, ..., or group/version/resource (apps/v1/deployments, example.com/v1/widgets)
-  Without --server, runs against a built-in simulated cluster (--demo).";
+  The cluster: --server, else --kubeconfig/--context, else $KUBECONFIG or ~/.kube/config, else the
+  pod's service account; with none of them, a built-in simulated cluster (as --demo).";
 
 struct Args {
     demo: bool,
+    kubeconfig: Option<String>,
+    context: Option<String>,
     server: Option<String>,
     ca_file: Option<String>,
     token_file: Option<String>,
@@ -42,6 +46,8 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         demo: false,
+        kubeconfig: None,
+        context: None,
         server: None,
         ca_file: None,
         token_file: None,
@@ -59,6 +65,8 @@ fn parse_args() -> Result<Args, String> {
         match arg.as_str() {
             "--demo" => a.demo = true,
             "--server" => a.server = Some(value("--server")?),
+            "--kubeconfig" => a.kubeconfig = Some(value("--kubeconfig")?),
+            "--context" => a.context = Some(value("--context")?),
             "--ca-file" => a.ca_file = Some(value("--ca-file")?),
             "--token-file" => a.token_file = Some(value("--token-file")?),
             "--insecure-skip-tls-verify" => a.insecure = true,
@@ -102,19 +110,30 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     // The demo cluster lives as long as this function.
     let mut _demo = None;
-    let server = match (&args.server, args.demo) {
-        (Some(s), false) => s.clone(),
-        (Some(_), true) => return Err("--demo and --server exclude each other".into()),
-        (None, _) => {
-            log::info!("no --server given: running against the built-in demo cluster");
-            let api = tattler_fakeapi::FakeApi::start();
-            api.start_churn(3, 12, Duration::from_millis(500));
-            let url = api.url();
-            _demo = Some(api);
-            url
-        }
+    let mut demo = |why: &str| {
+        log::info!("{why}: running against the built-in demo cluster");
+        let api = tattler_fakeapi::FakeApi::start();
+        api.start_churn(3, 12, Duration::from_millis(500));
+        let config = Config::new(&api.url());
+        _demo = Some(api);
+        config
     };
-    let mut config = Config::new(&server);
+    let explicit = args.kubeconfig.is_some() || args.context.is_some();
+    let mut config = match (&args.server, explicit, args.demo) {
+        (Some(_), true, _) => return Err("--server excludes --kubeconfig and --context".into()),
+        (_, _, true) if args.server.is_some() || explicit => {
+            return Err("--demo excludes the cluster flags".into())
+        }
+        (_, _, true) => demo("--demo"),
+        (Some(s), false, false) => Config::new(s),
+        (None, true, false) => {
+            Config::from_kubeconfig(args.kubeconfig.as_deref(), args.context.as_deref())?
+        }
+        (None, false, false) => match Config::infer() {
+            Ok(c) => c,
+            Err(e) => demo(&format!("no cluster configured ({e})")),
+        },
+    };
     for name in &args.resources {
         for mut spec in ResourceSpec::parse(name)? {
             if let Some(ns) = &args.namespace {
@@ -132,7 +151,9 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     if let Some(f) = &args.token_file {
         config = config.token_file(f)?;
     }
-    config.insecure_skip_tls_verify = args.insecure;
+    if args.insecure {
+        config.insecure_skip_tls_verify = true;
+    }
     config.gzip = args.gzip;
     let want: usize = config.resources.len();
     let reader = std::sync::Arc::new(Reader::open(config)?);
@@ -147,7 +168,12 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
             break; // the reading end of the pipe went away
         }
-        let gvr = format!("{}/{}/{}", entry.resource().group, entry.resource().version, entry.resource().resource);
+        let gvr = format!(
+            "{}/{}/{}",
+            entry.resource().group,
+            entry.resource().version,
+            entry.resource().resource
+        );
         match entry.change() {
             Change::Synced if args.until_synced => {
                 synced.insert(gvr);
@@ -182,7 +208,10 @@ fn json_line(e: &Entry, with_object: bool) -> String {
         m.insert("uid".into(), e.uid().into());
     }
     if e.change() != Change::Error {
-        m.insert("resourceVersion".into(), e.resource_version().to_string().into());
+        m.insert(
+            "resourceVersion".into(),
+            e.resource_version().to_string().into(),
+        );
     }
     if e.inferred() {
         m.insert("inferred".into(), true.into());

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::auth::{Auth, ClientIdentity};
 use crate::{Error, ResourceSpec};
 
 /// A bearer token. Its `Debug` output never shows the value.
@@ -24,6 +25,19 @@ impl fmt::Debug for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Token([redacted])")
     }
+}
+
+/// Which HTTP proxy requests go through.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ProxyConfig {
+    /// `HTTPS_PROXY`, `HTTP_PROXY` or `ALL_PROXY` from the environment, skipped
+    /// for hosts matching `NO_PROXY`.
+    #[default]
+    FromEnv,
+    /// Never a proxy.
+    None,
+    /// This proxy (`http://host:port`, or `socks5://…`), as kubeconfig `proxy-url`.
+    Url(String),
 }
 
 /// Retry pacing for a failing stream: exponential with full jitter.
@@ -59,10 +73,24 @@ pub struct Config {
     /// PEM bundle of the CA certificates to trust; `None` trusts the public
     /// web roots (rarely what a cluster uses).
     pub ca_pem: Option<Vec<u8>>,
-    /// Bearer token sent with every request.
-    pub token: Option<Token>,
+    /// Check the server's certificate for this name instead of the URL's host
+    /// (kubeconfig `tls-server-name`).
+    pub tls_server_name: Option<String>,
+    /// How requests authenticate: a token, a token file, basic auth or an exec plugin.
+    pub auth: Auth,
+    /// A client certificate and key for TLS client authentication.
+    pub client_identity: Option<ClientIdentity>,
+    /// Which HTTP proxy to use. Default: `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY`
+    /// with `NO_PROXY` honoured; loopback servers are never proxied.
+    pub proxy: ProxyConfig,
     /// Skip TLS certificate verification. Never on by default; logs a warning.
     pub insecure_skip_tls_verify: bool,
+    /// The namespace of the kubeconfig context or of the pod's service account,
+    /// for the caller's use: tattler watches the namespaces each
+    /// [`ResourceSpec`] names (all of them by default).
+    pub namespace: Option<String>,
+    /// Where this configuration came from, for logs (`explicit`, `kubeconfig …`, `in-cluster …`).
+    pub source: String,
     /// The resources to stream, one thread each.
     pub resources: Vec<ResourceSpec>,
     /// Capacity of the output channel; a full channel slows the streams down,
@@ -95,8 +123,13 @@ impl Config {
         Config {
             server: server.to_string(),
             ca_pem: None,
-            token: None,
+            tls_server_name: None,
+            auth: Auth::None,
+            client_identity: None,
+            proxy: ProxyConfig::FromEnv,
             insecure_skip_tls_verify: false,
+            namespace: None,
+            source: "explicit".into(),
             resources: Vec::new(),
             channel_capacity: 1024,
             idle_timeout: Duration::from_secs(300),
@@ -122,13 +155,58 @@ impl Config {
         Ok(self)
     }
 
-    /// Reads the bearer token from a file (white space around it is dropped).
+    /// Authenticates with a fixed bearer token.
+    pub fn token(mut self, token: &str) -> Self {
+        self.auth = Auth::Token(Token::new(token));
+        self
+    }
+
+    /// Authenticates with the bearer token in a file, re-read at least once a
+    /// minute and after a 401 (rotating service-account tokens). The file must
+    /// be readable now.
     pub fn token_file(mut self, path: &str) -> Result<Self, Error> {
-        let bytes = read_file(path)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| Error::Config(format!("token file {path} is not UTF-8")))?;
-        self.token = Some(Token::new(&text));
+        read_file(path)?;
+        self.auth = Auth::TokenFile(path.into());
         Ok(self)
+    }
+
+    /// Reads kubeconfig the way kubectl does: `path`, else `$KUBECONFIG`
+    /// (several files merged, the first file winning for each name), else
+    /// `~/.kube/config`; then `context`, else the current context.
+    pub fn from_kubeconfig(path: Option<&str>, context: Option<&str>) -> Result<Config, Error> {
+        let config = match path {
+            Some(p) => crate::kubeconfig::load(&[p.into()], context, false)?,
+            None => crate::kubeconfig::load(&crate::kubeconfig::default_paths(), context, true)?,
+        };
+        log::info!("cluster access from {}", config.source);
+        Ok(config)
+    }
+
+    /// The configuration of a pod's service account: `KUBERNETES_SERVICE_HOST`
+    /// and `_PORT`, and the token (re-read as it rotates), CA and namespace
+    /// under `/var/run/secrets/kubernetes.io/serviceaccount/`.
+    pub fn in_cluster() -> Result<Config, Error> {
+        Self::in_cluster_at(crate::kubeconfig::SERVICE_ACCOUNT_DIR)
+    }
+
+    /// [`in_cluster`](Self::in_cluster) with the service-account files in `dir`.
+    pub fn in_cluster_at(dir: &str) -> Result<Config, Error> {
+        let config = crate::kubeconfig::in_cluster(std::path::Path::new(dir))?;
+        log::info!("cluster access from {}", config.source);
+        Ok(config)
+    }
+
+    /// What kubectl and client-go would use: kubeconfig (`$KUBECONFIG` or
+    /// `~/.kube/config`) when there is one, else the in-cluster service account.
+    pub fn infer() -> Result<Config, Error> {
+        let paths = crate::kubeconfig::default_paths();
+        if paths.iter().any(|p| p.exists()) {
+            return Self::from_kubeconfig(None, None);
+        }
+        Self::in_cluster().map_err(|e| {
+            let looked: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            Error::Config(format!("no kubeconfig ({}) and {e}", looked.join(", ")))
+        })
     }
 
     /// Checks what can be checked without the network.
@@ -148,9 +226,11 @@ impl Config {
         if self.backoff.initial.is_zero() || self.backoff.max < self.backoff.initial {
             return Err(Error::Config("backoff: need 0 < initial <= max".into()));
         }
-        if let Some(t) = &self.token {
+        if let Auth::Token(t) = &self.auth {
             if t.0.is_empty() || t.0.bytes().any(|b| b.is_ascii_control()) {
-                return Err(Error::Config("token is empty or has control characters".into()));
+                return Err(Error::Config(
+                    "token is empty or has control characters".into(),
+                ));
             }
         }
         ServerUrl::parse(&self.server)
@@ -190,13 +270,18 @@ impl ServerUrl {
             return Err(bad("a query string is not allowed"));
         }
         Ok(ServerUrl {
-            base: format!("{}://{}{}", uri.scheme_str().unwrap_or("https"), authority, path),
+            base: format!(
+                "{}://{}{}",
+                uri.scheme_str().unwrap_or("https"),
+                authority,
+                path
+            ),
             https,
         })
     }
 }
 
-fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host == "localhost"
         || host
@@ -240,12 +325,9 @@ mod tests {
 
     #[test]
     fn token_debug_is_redacted() {
-        let c = Config {
-            token: Some(Token::new("s3cr3t\n")),
-            ..Config::new("https://h")
-        };
+        let c = Config::new("https://h").token("s3cr3t\n");
         assert!(!format!("{c:?}").contains("s3cr3t"));
-        assert_eq!(c.token.unwrap().expose(), "s3cr3t");
+        assert_eq!(c.auth, Auth::Token(Token::new("s3cr3t")));
     }
 
     #[test]
@@ -254,8 +336,15 @@ mod tests {
         assert!(c.validate().unwrap_err().to_string().contains("resources"));
         let mut c = Config::new("https://h").watch(&["pods"]).unwrap();
         c.channel_capacity = 0;
-        assert!(c.validate().unwrap_err().to_string().contains("channel_capacity"));
-        let e = Config::new("h").ca_file("/nonexistent/ca.crt").unwrap_err().to_string();
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("channel_capacity"));
+        let e = Config::new("h")
+            .ca_file("/nonexistent/ca.crt")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/nonexistent/ca.crt"), "{e}");
     }
 }

@@ -26,10 +26,21 @@ struct JsonConfig {
     gzip: Option<bool>,
     page_size: Option<u64>,
     max_frame_bytes: Option<u64>,
+    kubeconfig: Option<String>,
+    context: Option<String>,
+    in_cluster: Option<bool>,
+    tls_server_name: Option<String>,
+    proxy: Option<String>,
+    client_cert_file: Option<String>,
+    client_key_file: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    exec: Option<Value>,
 }
 
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
-field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes";
+field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
+kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -49,9 +60,15 @@ impl JsonConfig {
                 "label_selector" => j.label_selector = Some(string(k, v)?),
                 "field_selector" => j.field_selector = Some(string(k, v)?),
                 "resources" => {
-                    let list = v.as_array().ok_or_else(|| wrong(k, "an array of strings"))?;
+                    let list = v
+                        .as_array()
+                        .ok_or_else(|| wrong(k, "an array of strings"))?;
                     let names = list.iter().map(|n| n.as_str().map(String::from));
-                    j.resources = Some(names.collect::<Option<_>>().ok_or_else(|| wrong(k, "an array of strings"))?);
+                    j.resources = Some(
+                        names
+                            .collect::<Option<_>>()
+                            .ok_or_else(|| wrong(k, "an array of strings"))?,
+                    );
                 }
                 "channel_capacity" => j.channel_capacity = Some(number(k, v)?),
                 "idle_timeout_secs" => j.idle_timeout_secs = Some(number(k, v)?),
@@ -59,11 +76,65 @@ impl JsonConfig {
                 "gzip" => j.gzip = Some(boolean(k, v)?),
                 "page_size" => j.page_size = Some(number(k, v)?),
                 "max_frame_bytes" => j.max_frame_bytes = Some(number(k, v)?),
-                _ => return Err(Error::Config(format!("JSON: unknown key `{k}` (known: {KEYS})"))),
+                "kubeconfig" => j.kubeconfig = Some(string(k, v)?),
+                "context" => j.context = Some(string(k, v)?),
+                "in_cluster" => j.in_cluster = Some(boolean(k, v)?),
+                "tls_server_name" => j.tls_server_name = Some(string(k, v)?),
+                "proxy" => j.proxy = Some(string(k, v)?),
+                "client_cert_file" => j.client_cert_file = Some(string(k, v)?),
+                "client_key_file" => j.client_key_file = Some(string(k, v)?),
+                "username" => j.username = Some(string(k, v)?),
+                "password" => j.password = Some(string(k, v)?),
+                "exec" => j.exec = Some(v.clone()),
+                _ => {
+                    return Err(Error::Config(format!(
+                        "JSON: unknown key `{k}` (known: {KEYS})"
+                    )))
+                }
             }
         }
         Ok(j)
     }
+}
+
+/// `{"command":"…","args":[…],"env":{"K":"V"},"api_version":"client.authentication.k8s.io/v1"}`
+fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
+    let o = v.as_object().ok_or_else(|| wrong("exec", "an object"))?;
+    let mut e = crate::ExecConfig::new("", &[]);
+    for (k, v) in o {
+        match k.as_str() {
+            "command" => e.command = string("exec.command", v)?,
+            "api_version" => e.api_version = string("exec.api_version", v)?,
+            "args" => {
+                let list = v
+                    .as_array()
+                    .ok_or_else(|| wrong("exec.args", "an array of strings"))?;
+                e.args = list
+                    .iter()
+                    .map(|a| a.as_str().map(String::from))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| wrong("exec.args", "an array of strings"))?;
+            }
+            "env" => {
+                let map = v
+                    .as_object()
+                    .ok_or_else(|| wrong("exec.env", "an object of strings"))?;
+                for (name, val) in map {
+                    e.env
+                        .push((name.clone(), string(&format!("exec.env.{name}"), val)?));
+                }
+            }
+            other => {
+                return Err(Error::Config(format!(
+                    "JSON: unknown key `exec.{other}` (known: command, args, env, api_version)"
+                )))
+            }
+        }
+    }
+    if e.command.is_empty() {
+        return Err(Error::Config("JSON: missing key `exec.command`".into()));
+    }
+    Ok(e)
 }
 
 fn wrong(key: &str, what: &str) -> Error {
@@ -71,7 +142,9 @@ fn wrong(key: &str, what: &str) -> Error {
 }
 
 fn string(key: &str, v: &Value) -> Result<String, Error> {
-    v.as_str().map(String::from).ok_or_else(|| wrong(key, "a string"))
+    v.as_str()
+        .map(String::from)
+        .ok_or_else(|| wrong(key, "a string"))
 }
 
 fn boolean(key: &str, v: &Value) -> Result<bool, Error> {
@@ -79,7 +152,8 @@ fn boolean(key: &str, v: &Value) -> Result<bool, Error> {
 }
 
 fn number(key: &str, v: &Value) -> Result<u64, Error> {
-    v.as_u64().ok_or_else(|| wrong(key, "a non-negative integer"))
+    v.as_u64()
+        .ok_or_else(|| wrong(key, "a non-negative integer"))
 }
 
 fn narrow<T: TryFrom<u64>>(key: &str, v: u64) -> Result<T, Error> {
@@ -97,9 +171,28 @@ impl Config {
     /// `page_size`, `max_frame_bytes`. Files named are read now.
     pub fn from_json(json: &str) -> Result<Config, Error> {
         let j = JsonConfig::parse(json)?;
-        let server = j.server.ok_or_else(|| Error::Config("JSON: missing key `server`".into()))?;
-        let mut c = Config::new(&server);
-        let names = j.resources.ok_or_else(|| Error::Config("JSON: missing key `resources`".into()))?;
+        // Where the cluster is: explicit, a kubeconfig, in-cluster, or inferred as kubectl would.
+        let mut c = match (&j.server, &j.kubeconfig, &j.context, j.in_cluster) {
+            (Some(server), None, None, None | Some(false)) => Config::new(server),
+            (Some(_), _, _, _) => {
+                return Err(Error::Config(
+                    "JSON: `server` excludes `kubeconfig`, `context` and `in_cluster`".into(),
+                ))
+            }
+            (None, None, None, Some(true)) => Config::in_cluster()?,
+            (None, k, ctx, None | Some(false)) if k.is_some() || ctx.is_some() => {
+                Config::from_kubeconfig(k.as_deref(), ctx.as_deref())?
+            }
+            (None, _, _, Some(true)) => {
+                return Err(Error::Config(
+                    "JSON: `in_cluster` excludes `kubeconfig` and `context`".into(),
+                ))
+            }
+            (None, _, _, _) => Config::infer()?,
+        };
+        let names = j
+            .resources
+            .ok_or_else(|| Error::Config("JSON: missing key `resources`".into()))?;
         for name in &names {
             for mut spec in ResourceSpec::parse(name)? {
                 if let Some(ns) = &j.namespace {
@@ -111,18 +204,74 @@ impl Config {
             }
         }
         match (j.ca_file, j.ca_data) {
-            (Some(_), Some(_)) => return Err(Error::Config("JSON: give ca_file or ca_data, not both".into())),
+            (Some(_), Some(_)) => {
+                return Err(Error::Config(
+                    "JSON: give ca_file or ca_data, not both".into(),
+                ))
+            }
             (Some(f), None) => c = c.ca_file(&f)?,
             (None, Some(pem)) => c.ca_pem = Some(pem.into_bytes()),
             (None, None) => {}
         }
         match (j.token, j.token_file) {
-            (Some(_), Some(_)) => return Err(Error::Config("JSON: give token or token_file, not both".into())),
-            (Some(t), None) => c.token = Some(Token::new(&t)),
+            (Some(_), Some(_)) => {
+                return Err(Error::Config(
+                    "JSON: give token or token_file, not both".into(),
+                ))
+            }
+            (Some(t), None) => c.auth = crate::Auth::Token(Token::new(&t)),
             (None, Some(f)) => c = c.token_file(&f)?,
             (None, None) => {}
         }
-        c.insecure_skip_tls_verify = j.insecure.unwrap_or(false);
+        match (j.client_cert_file, j.client_key_file) {
+            (Some(cert), Some(key)) => {
+                let read = |f: &str| {
+                    std::fs::read(f).map_err(|source| Error::ReadFile {
+                        path: f.to_string(),
+                        source,
+                    })
+                };
+                c.client_identity = Some(crate::ClientIdentity {
+                    cert_pem: read(&cert)?,
+                    key_pem: read(&key)?,
+                });
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Config(
+                    "JSON: client_cert_file and client_key_file come together".into(),
+                ))
+            }
+        }
+        match (j.username, j.password) {
+            (Some(username), Some(pw)) => {
+                c.auth = crate::Auth::Basic {
+                    username,
+                    password: Token::new(&pw),
+                }
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Config(
+                    "JSON: username and password come together".into(),
+                ))
+            }
+        }
+        if let Some(e) = j.exec {
+            c.auth = crate::Auth::Exec(exec(&e)?);
+        }
+        if let Some(v) = j.insecure {
+            c.insecure_skip_tls_verify = v;
+        }
+        if let Some(v) = j.tls_server_name {
+            c.tls_server_name = Some(v);
+        }
+        match j.proxy.as_deref() {
+            None => {}
+            Some("env") => c.proxy = crate::ProxyConfig::FromEnv,
+            Some("none") => c.proxy = crate::ProxyConfig::None,
+            Some(url) => c.proxy = crate::ProxyConfig::Url(url.to_string()),
+        }
         if let Some(v) = j.channel_capacity {
             c.channel_capacity = narrow("channel_capacity", v)?;
         }
@@ -159,23 +308,45 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.server, "https://10.0.0.1:6443");
-        assert_eq!(c.token.as_ref().unwrap().expose(), "t0k");
+        assert_eq!(c.auth, crate::Auth::Token(Token::new("t0k")));
         assert!(c.insecure_skip_tls_verify && c.gzip);
-        assert_eq!((c.channel_capacity, c.idle_timeout, c.page_size), (8, Duration::from_secs(60), 100));
+        assert_eq!(
+            (c.channel_capacity, c.idle_timeout, c.page_size),
+            (8, Duration::from_secs(60), 100)
+        );
         let ns: Vec<Option<&str>> = c.resources.iter().map(|r| r.namespace.as_deref()).collect();
         assert_eq!(ns, [Some("ns"), None, Some("ns")]);
-        assert!(c.resources.iter().all(|r| r.label_selector.as_deref() == Some("app=x")));
+        assert!(c
+            .resources
+            .iter()
+            .all(|r| r.label_selector.as_deref() == Some("app=x")));
     }
 
     #[test]
     fn errors_name_the_key() {
         let e = |j: &str| Config::from_json(j).unwrap_err().to_string();
         assert!(e(r#"{"server":"https://h","resources":["pods"],"tokn":"x"}"#).contains("`tokn`"));
-        assert!(e(r#"{"resources":["pods"]}"#).contains("`server`"));
+        assert!(
+            e(r#"{"resources":["pods"],"kubeconfig":"/no/such/kubeconfig"}"#)
+                .contains("/no/such/kubeconfig")
+        );
+        assert!(
+            e(r#"{"server":"https://h","resources":["pods"],"exec":{"cmd":"x"}}"#)
+                .contains("`exec.cmd`")
+        );
+        assert!(
+            e(r#"{"server":"https://h","resources":["pods"],"username":"u"}"#).contains("password")
+        );
         assert!(e(r#"{"server":"https://h"}"#).contains("`resources`"));
         assert!(e(r#"{"server":"https://h","resources":["podz"]}"#).contains("\"podz\""));
-        assert!(e(r#"{"server":"https://h","resources":["pods"],"token_file":"/no/such"}"#).contains("/no/such"));
-        assert!(e(r#"{"server":"https://h","resources":["pods"],"channel_capacity":"x"}"#).contains("channel_capacity"));
+        assert!(
+            e(r#"{"server":"https://h","resources":["pods"],"token_file":"/no/such"}"#)
+                .contains("/no/such")
+        );
+        assert!(
+            e(r#"{"server":"https://h","resources":["pods"],"channel_capacity":"x"}"#)
+                .contains("channel_capacity")
+        );
         assert!(e("not json").contains("JSON"));
     }
 }

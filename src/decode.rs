@@ -175,7 +175,10 @@ pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
         namespace: m.namespace.filter(|n| !n.is_empty()),
         name: m.name.ok_or_else(|| missing("name"))?,
         uid: m.uid.ok_or_else(|| missing("uid"))?,
-        resource_version: parse_rv(&m.resource_version.ok_or_else(|| missing("resourceVersion"))?)?,
+        resource_version: parse_rv(
+            &m.resource_version
+                .ok_or_else(|| missing("resourceVersion"))?,
+        )?,
     })
 }
 
@@ -189,11 +192,16 @@ pub(crate) fn status(body: &[u8]) -> Status {
                 reason: s.reason,
                 message: s.message,
                 retry_after_secs: details.retry_after_seconds,
-                rv_too_large: details.causes.iter().any(|c| c.reason == "ResourceVersionTooLarge"),
+                rv_too_large: details
+                    .causes
+                    .iter()
+                    .any(|c| c.reason == "ResourceVersionTooLarge"),
             }
         }
         Err(_) => Status {
-            message: String::from_utf8_lossy(&body[..body.len().min(512)]).trim().to_string(),
+            message: String::from_utf8_lossy(&body[..body.len().min(512)])
+                .trim()
+                .to_string(),
             ..Status::default()
         },
     }
@@ -228,11 +236,17 @@ struct ListMeta {
 
 /// Decodes a LIST response body.
 pub(crate) fn list_page(body: &[u8]) -> Result<ListPage<'_>, DecodeError> {
-    let raw: RawList = serde_json::from_slice(body).map_err(|e| DecodeError(format!("list body: {e}")))?;
+    let raw: RawList =
+        serde_json::from_slice(body).map_err(|e| DecodeError(format!("list body: {e}")))?;
     Ok(ListPage {
         resource_version: parse_rv(&raw.metadata.resource_version)?,
         continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
-        items: raw.items.unwrap_or_default().into_iter().map(RawValue::get).collect(),
+        items: raw
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(RawValue::get)
+            .collect(),
     })
 }
 
@@ -283,7 +297,10 @@ impl<R: Read> FrameReader<R> {
     /// The next frame, `Ok(None)` at a clean end of the body.
     pub(crate) fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
         loop {
-            if let Some(pos) = self.buf[self.scan..self.end].iter().position(|&b| b == b'\n') {
+            if let Some(pos) = self.buf[self.scan..self.end]
+                .iter()
+                .position(|&b| b == b'\n')
+            {
                 let nl = self.scan + pos;
                 let line = &self.buf[self.start..nl];
                 self.start = nl + 1;
@@ -413,7 +430,10 @@ mod tests {
                     meta.name,
                     meta.resource_version
                 ),
-                Event::Bookmark { resource_version, initial_events_end } => {
+                Event::Bookmark {
+                    resource_version,
+                    initial_events_end,
+                } => {
                     format!("Bookmark {resource_version} {initial_events_end}")
                 }
                 Event::Error(s) => format!("Error {}", s.code),
@@ -439,7 +459,12 @@ mod tests {
     #[test]
     fn object_range_is_the_object_as_sent() {
         let frame = frames(WATCHLIST, 1 << 20, 1 << 20).remove(0).unwrap();
-        let Event::Object { object: (s, e), meta, .. } = event(&frame).unwrap() else {
+        let Event::Object {
+            object: (s, e),
+            meta,
+            ..
+        } = event(&frame).unwrap()
+        else {
             panic!("not an object")
         };
         let obj = &frame[s..e];
@@ -455,23 +480,40 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(
             event(f[0].as_ref().unwrap()).unwrap(),
-            Event::Bookmark { resource_version: 229, initial_events_end: true }
+            Event::Bookmark {
+                resource_version: 229,
+                initial_events_end: true
+            }
         );
     }
 
     #[test]
     fn error_events_carry_the_status() {
         let f = frames(EXPIRED, 1 << 20, 5).remove(0).unwrap();
-        let Event::Error(s) = event(&f).unwrap() else { panic!() };
+        let Event::Error(s) = event(&f).unwrap() else {
+            panic!()
+        };
         assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
         assert_eq!(s.message, "too old resource version: 1 (315)");
         let f = frames(TOO_LARGE, 1 << 20, 5).remove(0).unwrap();
-        let Event::Error(s) = event(&f).unwrap() else { panic!() };
-        assert_eq!((s.code, s.rv_too_large, s.retry_after_secs), (504, true, Some(1)));
+        let Event::Error(s) = event(&f).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (s.code, s.rv_too_large, s.retry_after_secs),
+            (504, true, Some(1))
+        );
         let s = status(FORBIDDEN);
         assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
-        assert!(s.message.contains("cannot watch resource \"pods\""), "{}", s.message);
-        assert_eq!(status(b"<html>bad gateway</html>").message, "<html>bad gateway</html>");
+        assert!(
+            s.message.contains("cannot watch resource \"pods\""),
+            "{}",
+            s.message
+        );
+        assert_eq!(
+            status(b"<html>bad gateway</html>").message,
+            "<html>bad gateway</html>"
+        );
     }
 
     #[test]
@@ -497,20 +539,32 @@ mod tests {
         let e = |f: &[u8]| event(f).unwrap_err().0;
         assert!(e(b"this is not json").contains("not a watch event"));
         assert!(e(b"{\"type\":\"NOPE\",\"object\":{}}").contains("\"NOPE\""));
-        assert!(e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"}}}")
-            .contains("resourceVersion"));
+        assert!(e(
+            b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"}}}"
+        )
+        .contains("resourceVersion"));
         assert!(e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"u\",\"resourceVersion\":\"abc\"}}}")
             .contains("\"abc\""));
-        assert!(e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xff\"}}}").contains("not a watch event"));
+        assert!(
+            e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xff\"}}}")
+                .contains("not a watch event")
+        );
     }
 
     #[test]
     fn list_pages() {
         let p = list_page(PAGE1).unwrap();
         assert_eq!(p.resource_version, 229);
-        assert!(p.continue_token.as_deref().unwrap().starts_with("eyJ2Ijoib"));
+        assert!(p
+            .continue_token
+            .as_deref()
+            .unwrap()
+            .starts_with("eyJ2Ijoib"));
         assert_eq!(p.items.len(), 2);
         let m = object_meta(p.items[0]).unwrap();
-        assert_eq!((m.kind, m.name.as_ref()), (None, "extension-apiserver-authentication"));
+        assert_eq!(
+            (m.kind, m.name.as_ref()),
+            (None, "extension-apiserver-authentication")
+        );
     }
 }

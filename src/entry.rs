@@ -193,7 +193,10 @@ impl fmt::Debug for Entry {
             .field("name", &self.name)
             .field("uid", &self.uid)
             .field("resource_version", &self.resource_version)
-            .field("object_len", &self.object.as_ref().map(|o| o.as_slice().len()))
+            .field(
+                "object_len",
+                &self.object.as_ref().map(|o| o.as_slice().len()),
+            )
             .field("inferred", &self.inferred)
             .field("error", &self.error)
             .finish()

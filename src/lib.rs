@@ -27,18 +27,23 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod auth;
 mod config;
 mod config_json;
 mod decode;
 mod entry;
 mod error;
+mod kubeconfig;
 mod reader;
 mod request;
 mod resource;
 mod state;
+mod transport;
+mod util;
 mod watch;
 
-pub use config::{Backoff, Config, Token};
+pub use auth::{Auth, ClientIdentity, ExecConfig};
+pub use config::{Backoff, Config, ProxyConfig, Token};
 pub use entry::{Change, Entry, ErrorInfo, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use reader::{Iter, Reader, StreamStats};

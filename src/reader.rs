@@ -9,8 +9,11 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
+use crate::transport::{AgentSlot, Transport};
 use crate::watch::{Counters, Stop, Stream, StreamSettings};
-use crate::{Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError};
+use crate::{
+    Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError,
+};
 
 /// Streams the chosen resources: their full state, then every change.
 ///
@@ -36,7 +39,7 @@ struct Inner {
 
 /// Everything needed to start one more stream.
 struct Starter {
-    agent_config: ureq::config::Config,
+    transport: Arc<Transport>,
     settings: Arc<StreamSettings>,
     tx: Sender<Entry>,
     closing: Receiver<()>,
@@ -44,13 +47,17 @@ struct Starter {
 
 impl Starter {
     fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
-        let agent = ureq::Agent::new_with_config(self.agent_config.clone());
+        let slot = Arc::new(AgentSlot::default());
         let (stop_tx, own) = bounded(0);
-        let stop = Stop { all: self.closing.clone(), own };
+        let stop = Stop {
+            all: self.closing.clone(),
+            own,
+        };
         let counters = Arc::new(Counters::default());
         let stream = Stream::new(
             spec.clone(),
-            agent.clone(),
+            self.transport.clone(),
+            slot.clone(),
             self.settings.clone(),
             self.tx.clone(),
             stop,
@@ -59,7 +66,7 @@ impl Starter {
         let thread = spawn(spec, stream, self.tx.clone()).map_err(Error::Spawn)?;
         Ok(StreamHandle {
             spec: spec.clone(),
-            agent: Some(agent),
+            slot,
             stop_tx: Some(stop_tx),
             thread: Some(thread),
             counters,
@@ -71,9 +78,7 @@ impl StreamHandle {
     /// Signals the thread to stop and unblocks its socket; does not wait.
     fn signal(&mut self) {
         self.stop_tx = None;
-        if let Some(agent) = self.agent.take() {
-            agent.shutdown();
-        }
+        self.slot.shutdown();
     }
 
     fn join(&mut self) {
@@ -86,7 +91,7 @@ impl StreamHandle {
 
 struct StreamHandle {
     spec: ResourceSpec,
-    agent: Option<ureq::Agent>,
+    slot: Arc<AgentSlot>,
     stop_tx: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
     counters: Arc<Counters>,
@@ -128,10 +133,14 @@ impl Reader {
     /// as retries, and as Error entries when retrying cannot help.
     pub fn open(config: Config) -> Result<Reader, Error> {
         let server = config.validate()?;
-        let agent_config = http_config(&config, server.https)?;
+        let transport = Arc::new(Transport::new(&config, &server)?);
+        log::info!(
+            "streaming {} resources from {} ({})",
+            config.resources.len(),
+            server.base,
+            config.source
+        );
         let settings = Arc::new(StreamSettings {
-            base: server.base,
-            token: config.token.clone(),
             page_size: config.page_size,
             max_frame_bytes: config.max_frame_bytes,
             backoff: config.backoff.clone(),
@@ -139,7 +148,7 @@ impl Reader {
         let (tx, rx) = bounded(config.channel_capacity);
         let (closing_tx, closing) = bounded(0);
         let start = Starter {
-            agent_config,
+            transport,
             settings,
             tx,
             closing: closing.clone(),
@@ -349,7 +358,11 @@ fn dedup(specs: &[ResourceSpec]) -> Vec<ResourceSpec> {
 }
 
 /// Starts a stream's thread; a panic in it becomes an Error entry.
-fn spawn(spec: &ResourceSpec, stream: Stream, out: Sender<Entry>) -> std::io::Result<JoinHandle<()>> {
+fn spawn(
+    spec: &ResourceSpec,
+    stream: Stream,
+    out: Sender<Entry>,
+) -> std::io::Result<JoinHandle<()>> {
     let name = format!("tattler-watch-{}", spec.resource);
     let resource = Arc::new(crate::Resource {
         group: spec.group.clone(),
@@ -374,40 +387,4 @@ fn spawn(spec: &ResourceSpec, stream: Stream, out: Sender<Entry>) -> std::io::Re
             let _ = out.try_send(Entry::failure(resource, info));
         }
     })
-}
-
-/// The HTTP client settings every stream shares.
-fn http_config(config: &Config, https: bool) -> Result<ureq::config::Config, Error> {
-    use ureq::tls::{Certificate, RootCerts, TlsConfig};
-    let mut tls = TlsConfig::builder();
-    if let Some(pem) = &config.ca_pem {
-        let mut certs = Vec::new();
-        for item in ureq::tls::parse_pem(pem) {
-            match item {
-                Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
-                Ok(_) => {}
-                Err(e) => return Err(Error::Tls(format!("CA bundle: {e}"))),
-            }
-        }
-        if certs.is_empty() {
-            return Err(Error::Tls("CA bundle holds no PEM certificate".into()));
-        }
-        let certs: Vec<Certificate<'static>> = certs;
-        tls = tls.root_certs(RootCerts::new_with_certs(&certs));
-    }
-    if config.insecure_skip_tls_verify && https {
-        log::warn!("TLS certificate verification is OFF (insecure_skip_tls_verify)");
-        tls = tls.disable_verification(true);
-    }
-    let accept = if config.gzip { "gzip" } else { "identity" };
-    Ok(ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .proxy(None)
-        .user_agent(concat!("tattler/", env!("CARGO_PKG_VERSION")))
-        .accept_encoding(accept)
-        .timeout_connect(Some(config.connect_timeout))
-        .timeout_per_read(Some(config.idle_timeout))
-        .tls_config(tls.build())
-        .build())
 }

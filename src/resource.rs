@@ -38,30 +38,133 @@ const KNOWN: &[(&str, &str, &str, &str, &str, bool)] = &[
     ("endpoints", "", "v1", "endpoints", "Endpoints", true),
     ("configmaps", "", "v1", "configmaps", "ConfigMap", true),
     ("secrets", "", "v1", "secrets", "Secret", true),
-    ("serviceaccounts", "", "v1", "serviceaccounts", "ServiceAccount", true),
+    (
+        "serviceaccounts",
+        "",
+        "v1",
+        "serviceaccounts",
+        "ServiceAccount",
+        true,
+    ),
     ("events", "", "v1", "events", "Event", true),
-    ("persistentvolumes", "", "v1", "persistentvolumes", "PersistentVolume", false),
-    ("persistentvolumeclaims", "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true),
-    ("deployments", "apps", "v1", "deployments", "Deployment", true),
-    ("replicasets", "apps", "v1", "replicasets", "ReplicaSet", true),
-    ("statefulsets", "apps", "v1", "statefulsets", "StatefulSet", true),
+    (
+        "persistentvolumes",
+        "",
+        "v1",
+        "persistentvolumes",
+        "PersistentVolume",
+        false,
+    ),
+    (
+        "persistentvolumeclaims",
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "PersistentVolumeClaim",
+        true,
+    ),
+    (
+        "deployments",
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        true,
+    ),
+    (
+        "replicasets",
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        true,
+    ),
+    (
+        "statefulsets",
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        true,
+    ),
     ("daemonsets", "apps", "v1", "daemonsets", "DaemonSet", true),
     ("jobs", "batch", "v1", "jobs", "Job", true),
     ("cronjobs", "batch", "v1", "cronjobs", "CronJob", true),
-    ("ingresses", "networking.k8s.io", "v1", "ingresses", "Ingress", true),
-    ("networkpolicies", "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true),
-    ("endpointslices", "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true),
-    ("roles", "rbac.authorization.k8s.io", "v1", "roles", "Role", true),
-    ("rolebindings", "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true),
-    ("clusterroles", "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false),
-    ("clusterrolebindings", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false),
-    ("customresourcedefinitions", "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false),
+    (
+        "ingresses",
+        "networking.k8s.io",
+        "v1",
+        "ingresses",
+        "Ingress",
+        true,
+    ),
+    (
+        "networkpolicies",
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        true,
+    ),
+    (
+        "endpointslices",
+        "discovery.k8s.io",
+        "v1",
+        "endpointslices",
+        "EndpointSlice",
+        true,
+    ),
+    (
+        "roles",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "roles",
+        "Role",
+        true,
+    ),
+    (
+        "rolebindings",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "RoleBinding",
+        true,
+    ),
+    (
+        "clusterroles",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        false,
+    ),
+    (
+        "clusterrolebindings",
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+    ),
+    (
+        "customresourcedefinitions",
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        false,
+    ),
 ];
 
 /// Names that stand for several resources.
 const SETS: &[(&str, &[&str])] = &[(
     "rbac",
-    &["roles", "rolebindings", "clusterroles", "clusterrolebindings"],
+    &[
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+    ],
 )];
 
 impl ResourceSpec {
@@ -90,7 +193,10 @@ impl ResourceSpec {
     pub fn parse(name: &str) -> Result<Vec<ResourceSpec>, Error> {
         let name = name.trim();
         if let Some((_, members)) = SETS.iter().find(|(n, _)| *n == name) {
-            return Ok(members.iter().map(|m| known(m).expect("set member is known")).collect());
+            return Ok(members
+                .iter()
+                .map(|m| known(m).expect("set member is known"))
+                .collect());
         }
         if let Some(spec) = known(name) {
             return Ok(vec![spec]);
@@ -107,14 +213,16 @@ impl ResourceSpec {
         };
         let valid = |s: &str| {
             !s.is_empty()
-                && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         };
         if !(group.is_empty() || valid(group)) || !valid(version) || !valid(resource) {
             return Err(Error::Resource(format!(
                 "{name:?}: group, version and resource must be lower-case DNS names"
             )));
         }
-        if let Some(mut spec) = known(resource).filter(|k| k.group == group && k.version == version) {
+        if let Some(mut spec) = known(resource).filter(|k| k.group == group && k.version == version)
+        {
             spec.resource = resource.to_string();
             return Ok(vec![spec]);
         }
@@ -175,7 +283,11 @@ mod tests {
     fn known_names_and_sets() {
         let pods = ResourceSpec::parse("pods").unwrap();
         assert_eq!(pods, vec![ResourceSpec::new("", "v1", "pods", "Pod", true)]);
-        let rbac: Vec<String> = ResourceSpec::parse("rbac").unwrap().iter().map(|s| s.gvr()).collect();
+        let rbac: Vec<String> = ResourceSpec::parse("rbac")
+            .unwrap()
+            .iter()
+            .map(|s| s.gvr())
+            .collect();
         assert_eq!(
             rbac,
             [
@@ -193,9 +305,15 @@ mod tests {
     #[test]
     fn group_version_resource() {
         let d = &ResourceSpec::parse("apps/v1/deployments").unwrap()[0];
-        assert_eq!((d.kind.as_str(), d.api_version().as_str()), ("Deployment", "apps/v1"));
+        assert_eq!(
+            (d.kind.as_str(), d.api_version().as_str()),
+            ("Deployment", "apps/v1")
+        );
         let w = &ResourceSpec::parse("example.com/v1alpha1/widgets").unwrap()[0];
-        assert_eq!(w, &ResourceSpec::new("example.com", "v1alpha1", "widgets", "", true));
+        assert_eq!(
+            w,
+            &ResourceSpec::new("example.com", "v1alpha1", "widgets", "", true)
+        );
         let p = &ResourceSpec::parse("v1/pods").unwrap()[0];
         assert_eq!(p.kind, "Pod");
     }

@@ -129,7 +129,11 @@ impl Tracker {
             out.push(Vanished {
                 namespace: self.namespace(t.namespace),
                 name: t.name,
-                uid: self.odd_uids.remove(&key).map(String::from).unwrap_or_else(|| format_uuid(key)),
+                uid: self
+                    .odd_uids
+                    .remove(&key)
+                    .map(String::from)
+                    .unwrap_or_else(|| format_uuid(key)),
                 resource_version: t.resource_version,
             });
         }
@@ -204,7 +208,14 @@ fn parse_uuid(uid: &str) -> Option<u128> {
 
 fn format_uuid(v: u128) -> String {
     let h = format!("{v:032x}");
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
 }
 
 #[cfg(test)]
@@ -238,13 +249,28 @@ mod tests {
         use EventType::*;
         let mut t = Tracker::default();
         t.begin_sync();
-        assert_eq!(t.observe(Added, &meta("a", "p1", U1, 10)), Verdict::Deliver(Add));
-        assert_eq!(t.observe(Added, &meta("a", "p2", "odd uid", 5)), Verdict::Deliver(Add));
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U1, 10)),
+            Verdict::Deliver(Add)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p2", "odd uid", 5)),
+            Verdict::Deliver(Add)
+        );
         assert!(t.end_sync().is_empty());
-        assert_eq!(t.observe(Modified, &meta("a", "p1", U1, 10)), Verdict::Duplicate);
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, 10)),
+            Verdict::Duplicate
+        );
         assert_eq!(t.observe(Modified, &meta("a", "p1", U1, 9)), Verdict::Stale);
-        assert_eq!(t.observe(Modified, &meta("a", "p1", U1, 11)), Verdict::Deliver(Update));
-        assert_eq!(t.observe(Deleted, &meta("a", "p1", U1, 12)), Verdict::Deliver(Delete));
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, 11)),
+            Verdict::Deliver(Update)
+        );
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p1", U1, 12)),
+            Verdict::Deliver(Delete)
+        );
         assert_eq!(t.observe(Deleted, &meta("a", "p1", U1, 13)), Verdict::Stale);
         assert_eq!(t.len(), 1);
     }
@@ -260,8 +286,14 @@ mod tests {
         t.observe(Added, &meta("", "odd", "odd uid", 12));
         t.end_sync();
         t.begin_sync();
-        assert_eq!(t.observe(Added, &meta("a", "keep", U1, 10)), Verdict::Deliver(Snapshot));
-        assert_eq!(t.observe(Added, &meta("", "odd", "odd uid", 20)), Verdict::Deliver(Update));
+        assert_eq!(
+            t.observe(Added, &meta("a", "keep", U1, 10)),
+            Verdict::Deliver(Snapshot)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("", "odd", "odd uid", 20)),
+            Verdict::Deliver(Update)
+        );
         let gone = t.end_sync();
         assert_eq!(
             gone,
@@ -280,9 +312,15 @@ mod tests {
         t.observe(Added, &meta("", "odd", "odd uid", 20));
         let gone = t.end_sync();
         assert_eq!(gone.len(), 1);
-        assert_eq!((gone[0].uid.as_str(), gone[0].namespace.clone()), (U1, Some(Arc::from("a"))));
+        assert_eq!(
+            (gone[0].uid.as_str(), gone[0].namespace.clone()),
+            (U1, Some(Arc::from("a")))
+        );
         t.begin_sync();
         let gone = t.end_sync();
-        assert_eq!((gone[0].uid.as_str(), gone[0].namespace.clone()), ("odd uid", None));
+        assert_eq!(
+            (gone[0].uid.as_str(), gone[0].namespace.clone()),
+            ("odd uid", None)
+        );
     }
 }

@@ -8,16 +8,15 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 
-use crate::config::{Backoff, Token};
+use crate::config::Backoff;
 use crate::decode::{self, Event, EventType, FrameError, FrameReader, ObjectMeta, Status};
 use crate::entry::ObjectBytes;
 use crate::state::{Tracker, Verdict};
+use crate::transport::{AgentSlot, Transport};
 use crate::{request, Change, Entry, ErrorInfo, Resource, ResourceSpec};
 
 /// Settings a stream needs, shared by all streams of a reader.
 pub(crate) struct StreamSettings {
-    pub base: String,
-    pub token: Option<Token>,
     pub page_size: u32,
     pub max_frame_bytes: usize,
     pub backoff: Backoff,
@@ -98,7 +97,8 @@ enum Outcome {
 pub(crate) struct Stream {
     spec: ResourceSpec,
     resource: Arc<Resource>,
-    agent: ureq::Agent,
+    transport: Arc<Transport>,
+    slot: Arc<AgentSlot>,
     settings: Arc<StreamSettings>,
     out: Sender<Entry>,
     stop: Stop,
@@ -108,13 +108,16 @@ pub(crate) struct Stream {
     rv: u64,
     synced: bool,
     list_fallback: bool,
+    /// A 401 was answered by reloading credentials once; a second one is final.
+    reloaded_after_401: bool,
     rng: u64,
 }
 
 impl Stream {
     pub(crate) fn new(
         spec: ResourceSpec,
-        agent: ureq::Agent,
+        transport: Arc<Transport>,
+        slot: Arc<AgentSlot>,
         settings: Arc<StreamSettings>,
         out: Sender<Entry>,
         stop: Stop,
@@ -130,7 +133,8 @@ impl Stream {
         Stream {
             spec,
             resource,
-            agent,
+            transport,
+            slot,
             settings,
             out,
             stop,
@@ -139,6 +143,7 @@ impl Stream {
             rv: 0,
             synced: false,
             list_fallback: false,
+            reloaded_after_401: false,
             rng,
         }
     }
@@ -174,7 +179,10 @@ impl Stream {
                     None
                 }
                 Outcome::Ended if started.elapsed() >= Duration::from_secs(1) => {
-                    log::debug!("{name}: watch ended; resuming from resourceVersion {}", self.rv);
+                    log::debug!(
+                        "{name}: watch ended; resuming from resourceVersion {}",
+                        self.rv
+                    );
                     None
                 }
                 Outcome::Ended => Some((String::from("watch ended at once"), None)),
@@ -184,7 +192,10 @@ impl Stream {
                     (failures > 0).then(|| (String::from("expired again"), None))
                 }
                 Outcome::TooLarge(after) => {
-                    log::info!("{name}: resourceVersion {} is ahead of the server; re-syncing", self.rv);
+                    log::info!(
+                        "{name}: resourceVersion {} is ahead of the server; re-syncing",
+                        self.rv
+                    );
                     self.resync();
                     Some((String::from("resourceVersion too large"), after.map(secs)))
                 }
@@ -198,7 +209,11 @@ impl Stream {
                     None
                 }
                 Outcome::Rejected(s) => {
-                    self.fail(ErrorInfo { code: s.code, reason: s.reason, message: s.message });
+                    self.fail(ErrorInfo {
+                        code: s.code,
+                        reason: s.reason,
+                        message: s.message,
+                    });
                     return;
                 }
                 Outcome::Fatal(info) => {
@@ -257,11 +272,26 @@ impl Stream {
     }
 
     /// One GET; a non-200 answer is turned into the outcome it calls for.
-    fn get(&self, path: &str) -> Result<ureq::http::Response<ureq::Body>, Outcome> {
-        let url = format!("{}{}", self.settings.base, path);
-        let mut req = self.agent.get(&url).header("Accept", "application/json");
-        if let Some(t) = &self.settings.token {
-            req = req.header("Authorization", &format!("Bearer {}", t.expose()));
+    fn get(&mut self, path: &str) -> Result<ureq::http::Response<ureq::Body>, Outcome> {
+        let creds = &self.transport.credentials;
+        let current = creds
+            .current()
+            .map_err(|e| Outcome::Retry(format!("credentials: {e}"), None))?;
+        let agent = match self.slot.get(&self.transport, &current) {
+            None => return Err(Outcome::Stopped),
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                return Err(Outcome::Fatal(ErrorInfo {
+                    code: 0,
+                    reason: "TlsIdentity".into(),
+                    message: e,
+                }))
+            }
+        };
+        let url = format!("{}{}", self.transport.base, path);
+        let mut req = agent.get(&url).header("Accept", "application/json");
+        if let Some(h) = &current.header {
+            req = req.header("Authorization", h);
         }
         log::debug!("GET {path}");
         let resp = match req.call() {
@@ -271,7 +301,17 @@ impl Stream {
         };
         let code = resp.status().as_u16();
         if code == 200 {
+            self.reloaded_after_401 = false;
             return Ok(resp);
+        }
+        if code == 401 && creds.reloadable() && !self.reloaded_after_401 {
+            // A rotated token or an expired exec credential: reload once, retry at once.
+            self.reloaded_after_401 = true;
+            creds.invalidate();
+            return Err(Outcome::Retry(
+                "401 Unauthorized; reloading credentials".into(),
+                Some(Duration::ZERO),
+            ));
         }
         let retry_after = resp
             .headers()
@@ -279,7 +319,11 @@ impl Stream {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u32>().ok());
         let mut body = Vec::new();
-        let _ = resp.into_body().into_reader().take(64 << 10).read_to_end(&mut body);
+        let _ = resp
+            .into_body()
+            .into_reader()
+            .take(64 << 10)
+            .read_to_end(&mut body);
         let mut status = decode::status(&body);
         if status.code == 0 {
             status.code = code;
@@ -294,7 +338,11 @@ impl Stream {
             500..=599 => Outcome::Retry(format!("server error {code}: {}", status.message), None),
             _ => Outcome::Fatal(ErrorInfo {
                 code,
-                reason: if status.reason.is_empty() { format!("HTTP {code}") } else { status.reason },
+                reason: if status.reason.is_empty() {
+                    format!("HTTP {code}")
+                } else {
+                    status.reason
+                },
                 message: status.message,
             }),
         })
@@ -310,28 +358,52 @@ impl Stream {
             Ok(r) => r,
             Err(o) => return o,
         };
-        let mut frames = FrameReader::new(resp.into_body().into_reader(), self.settings.max_frame_bytes);
+        let mut frames = FrameReader::new(
+            resp.into_body().into_reader(),
+            self.settings.max_frame_bytes,
+        );
         let mut counted = 0;
         loop {
             let next = frames.next_frame();
-            self.counters.bytes.fetch_add(frames.bytes - counted, Ordering::Relaxed);
+            self.counters
+                .bytes
+                .fetch_add(frames.bytes - counted, Ordering::Relaxed);
             counted = frames.bytes;
             let frame = match next {
                 Ok(Some(f)) => f,
                 Ok(None) if self.synced => return Outcome::Ended,
-                Ok(None) => return Outcome::Retry("stream ended before the initial state was complete".into(), None),
+                Ok(None) => {
+                    return Outcome::Retry(
+                        "stream ended before the initial state was complete".into(),
+                        None,
+                    )
+                }
                 Err(_) if self.stop.is_set() => return Outcome::Stopped,
                 Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-                    return Outcome::Retry("no data within idle_timeout: connection taken as dead".into(), None)
+                    return Outcome::Retry(
+                        "no data within idle_timeout: connection taken as dead".into(),
+                        None,
+                    )
                 }
-                Err(FrameError::Io(e)) => return Outcome::Retry(format!("stream broke: {e}"), None),
+                Err(FrameError::Io(e)) => {
+                    return Outcome::Retry(format!("stream broke: {e}"), None)
+                }
                 Err(FrameError::Truncated(n)) => {
-                    return Outcome::Retry(format!("stream ended in the middle of a frame ({n} bytes)"), None)
+                    return Outcome::Retry(
+                        format!("stream ended in the middle of a frame ({n} bytes)"),
+                        None,
+                    )
                 }
                 Err(FrameError::TooLarge(n)) => {
                     // Skipping it would lose the object silently; report and re-read.
                     let limit = self.settings.max_frame_bytes;
-                    self.report(0, "FrameTooLarge", format!("a watch frame of {n} bytes exceeds max_frame_bytes ({limit}); skipped"));
+                    self.report(
+                        0,
+                        "FrameTooLarge",
+                        format!(
+                            "a watch frame of {n} bytes exceeds max_frame_bytes ({limit}); skipped"
+                        ),
+                    );
                     continue;
                 }
             };
@@ -362,7 +434,10 @@ impl Stream {
                 }
                 None
             }
-            Event::Bookmark { resource_version, initial_events_end } => {
+            Event::Bookmark {
+                resource_version,
+                initial_events_end,
+            } => {
                 if self.synced {
                     self.set_rv(resource_version);
                 } else if initial_events_end {
@@ -376,12 +451,17 @@ impl Stream {
             Event::Error(s) => Some(match s.code {
                 410 => Outcome::Expired,
                 504 if s.rv_too_large => Outcome::TooLarge(s.retry_after_secs),
-                _ if initial && !self.synced && !self.list_fallback => Outcome::InitialError(format!(
-                    "server sent an error event: {} {} {}",
-                    s.code, s.reason, s.message
-                )),
+                _ if initial && !self.synced && !self.list_fallback => {
+                    Outcome::InitialError(format!(
+                        "server sent an error event: {} {} {}",
+                        s.code, s.reason, s.message
+                    ))
+                }
                 _ => Outcome::Retry(
-                    format!("server sent an error event: {} {} {}", s.code, s.reason, s.message),
+                    format!(
+                        "server sent an error event: {} {} {}",
+                        s.code, s.reason, s.message
+                    ),
                     s.retry_after_secs.map(secs),
                 ),
             }),
@@ -398,15 +478,23 @@ impl Stream {
                 Ok(r) => r,
                 Err(o) => return o,
             };
-            let limit = (self.settings.max_frame_bytes as u64).saturating_mul(u64::from(self.settings.page_size).min(64));
+            let limit = (self.settings.max_frame_bytes as u64)
+                .saturating_mul(u64::from(self.settings.page_size).min(64));
             let mut body = Vec::new();
-            if let Err(e) = resp.into_body().into_reader().take(limit + 1).read_to_end(&mut body) {
+            if let Err(e) = resp
+                .into_body()
+                .into_reader()
+                .take(limit + 1)
+                .read_to_end(&mut body)
+            {
                 if self.stop.is_set() {
                     return Outcome::Stopped;
                 }
                 return Outcome::Retry(format!("reading a list page failed: {e}"), None);
             }
-            self.counters.bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+            self.counters
+                .bytes
+                .fetch_add(body.len() as u64, Ordering::Relaxed);
             if body.len() as u64 > limit {
                 return Outcome::Fatal(ErrorInfo {
                     code: 0,
@@ -448,12 +536,23 @@ impl Stream {
     /// object looks the same whichever way it arrived. The rest is untouched.
     fn list_item_bytes(&self, item: &str, add_kind: bool) -> ObjectBytes {
         let mut buf = Vec::with_capacity(item.len() + 64);
-        match (add_kind && !self.resource.kind.is_empty(), item.strip_prefix('{')) {
+        match (
+            add_kind && !self.resource.kind.is_empty(),
+            item.strip_prefix('{'),
+        ) {
             (true, Some(rest)) => {
                 buf.extend_from_slice(b"{\"kind\":");
-                buf.extend_from_slice(serde_json::to_string(&self.resource.kind).unwrap_or_default().as_bytes());
+                buf.extend_from_slice(
+                    serde_json::to_string(&self.resource.kind)
+                        .unwrap_or_default()
+                        .as_bytes(),
+                );
                 buf.extend_from_slice(b",\"apiVersion\":");
-                buf.extend_from_slice(serde_json::to_string(&self.spec.api_version()).unwrap_or_default().as_bytes());
+                buf.extend_from_slice(
+                    serde_json::to_string(&self.spec.api_version())
+                        .unwrap_or_default()
+                        .as_bytes(),
+                );
                 if !rest.trim_start().starts_with('}') {
                     buf.push(b',');
                 }
@@ -483,7 +582,9 @@ impl Stream {
             }
             Verdict::Duplicate => return None,
         };
-        self.counters.objects.store(self.tracker.len() as u64, Ordering::Relaxed);
+        self.counters
+            .objects
+            .store(self.tracker.len() as u64, Ordering::Relaxed);
         Some(Entry {
             change,
             resource: self.resource.clone(),
@@ -501,7 +602,11 @@ impl Stream {
     fn finish_sync(&mut self) -> bool {
         let gone = self.tracker.end_sync();
         if !gone.is_empty() {
-            log::info!("{}: {} objects vanished during the re-sync", self.spec.gvr(), gone.len());
+            log::info!(
+                "{}: {} objects vanished during the re-sync",
+                self.spec.gvr(),
+                gone.len()
+            );
         }
         for v in gone {
             let entry = Entry {
@@ -521,8 +626,15 @@ impl Stream {
         }
         self.synced = true;
         self.counters.synced.store(true, Ordering::Relaxed);
-        self.counters.objects.store(self.tracker.len() as u64, Ordering::Relaxed);
-        log::info!("{}: synced {} objects at resourceVersion {}", self.spec.gvr(), self.tracker.len(), self.rv);
+        self.counters
+            .objects
+            .store(self.tracker.len() as u64, Ordering::Relaxed);
+        log::info!(
+            "{}: synced {} objects at resourceVersion {}",
+            self.spec.gvr(),
+            self.tracker.len(),
+            self.rv
+        );
         let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv);
         self.stop.send(&self.out, entry)
     }
@@ -530,7 +642,11 @@ impl Stream {
     /// An Error entry for a problem that does not stop the stream.
     fn report(&mut self, code: u16, reason: &str, message: String) {
         log::warn!("{}: {message}", self.spec.gvr());
-        let info = ErrorInfo { code, reason: reason.to_string(), message };
+        let info = ErrorInfo {
+            code,
+            reason: reason.to_string(),
+            message,
+        };
         let entry = Entry::failure(self.resource.clone(), info);
         self.stop.send(&self.out, entry);
     }
@@ -551,7 +667,10 @@ impl Stream {
         let b = &self.settings.backoff;
         let cap = b
             .initial
-            .saturating_mul(1u32.checked_shl(failures.saturating_sub(1).min(20)).unwrap_or(u32::MAX))
+            .saturating_mul(
+                1u32.checked_shl(failures.saturating_sub(1).min(20))
+                    .unwrap_or(u32::MAX),
+            )
             .min(b.max);
         let ms = cap.as_millis().max(1) as u64;
         Duration::from_millis(self.random() % (ms + 1))

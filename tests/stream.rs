@@ -21,7 +21,10 @@ fn synced_pods(api: &FakeApi) -> Reader {
     pod(api, "a", "p2");
     pod(api, "b", "p3");
     let r = open(api, &["pods"]);
-    assert_eq!(until_synced(&r), ["Add a/p1", "Add a/p2", "Add b/p3", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Add a/p1", "Add a/p2", "Add b/p3", "Synced pods"]
+    );
     r
 }
 
@@ -32,26 +35,41 @@ fn initial_state_then_live_changes() {
     let r = synced_pods(&api);
     let rv = pod(&api, "a", "p1");
     let e = next(&r);
-    assert_eq!((show(&e), e.resource_version()), ("Update a/p1".to_string(), rv));
+    assert_eq!(
+        (show(&e), e.resource_version()),
+        ("Update a/p1".to_string(), rv)
+    );
     let sent = api.get("pods", Some("a"), "p1").unwrap();
     let got: serde_json::Value = serde_json::from_slice(e.object().unwrap()).unwrap();
     assert_eq!(got, sent);
     assert_eq!(e.uid(), sent["metadata"]["uid"].as_str().unwrap());
-    assert_eq!((e.resource().kind.as_str(), e.resource().group.as_str()), ("Pod", ""));
+    assert_eq!(
+        (e.resource().kind.as_str(), e.resource().group.as_str()),
+        ("Pod", "")
+    );
     let rv = api.delete("pods", Some("b"), "p3").unwrap();
     let e = next(&r);
-    assert_eq!((show(&e), e.resource_version(), e.inferred()), ("Delete b/p3".into(), rv, false));
+    assert_eq!(
+        (show(&e), e.resource_version(), e.inferred()),
+        ("Delete b/p3".into(), rv, false)
+    );
     pod(&api, "b", "p4");
     assert_eq!(take(&r, 1), ["Add b/p4"]);
     assert_eq!(requests(&api), [WATCH_LIST]);
     let s = &r.stats()[0];
-    assert_eq!((s.resource.as_str(), s.synced, s.objects, s.reconnects), ("v1/pods", true, 3, 0));
+    assert_eq!(
+        (s.resource.as_str(), s.synced, s.objects, s.reconnects),
+        ("v1/pods", true, 3, 0)
+    );
     assert!(s.events >= 7 && s.bytes > 0, "{s:?}");
 }
 
 #[test]
 fn the_object_is_handed_out_byte_for_byte() {
-    let _w = Watchdog::new("the_object_is_handed_out_byte_for_byte", Duration::from_secs(30));
+    let _w = Watchdog::new(
+        "the_object_is_handed_out_byte_for_byte",
+        Duration::from_secs(30),
+    );
     let api = FakeApi::start();
     pod(&api, "a", "p1");
     let r = open(&api, &["pods"]);
@@ -104,7 +122,12 @@ fn expired_in_stream_resyncs_and_infers_deletes() {
     // Hold the client off for 2 s while the cluster changes behind its back.
     api.push_fault(
         "pods",
-        Fault::Status { code: 503, reason: "ServiceUnavailable".into(), message: "busy".into(), retry_after: Some(2) },
+        Fault::Status {
+            code: 503,
+            reason: "ServiceUnavailable".into(),
+            message: "busy".into(),
+            retry_after: Some(2),
+        },
     );
     api.end_watches();
     assert!(api.wait_requests(2, Duration::from_secs(10)));
@@ -114,9 +137,23 @@ fn expired_in_stream_resyncs_and_infers_deletes() {
     api.compact();
     assert_eq!(
         until_synced(&r),
-        ["Add b/p6", "Delete(inferred) a/p2", "Snapshot a/p1", "Update b/p3", "Synced pods"]
+        [
+            "Add b/p6",
+            "Delete(inferred) a/p2",
+            "Snapshot a/p1",
+            "Update b/p3",
+            "Synced pods"
+        ]
     );
-    assert_eq!(requests(&api), [WATCH_LIST.to_string(), watch_from(rv), watch_from(rv), WATCH_LIST.to_string()]);
+    assert_eq!(
+        requests(&api),
+        [
+            WATCH_LIST.to_string(),
+            watch_from(rv),
+            watch_from(rv),
+            WATCH_LIST.to_string()
+        ]
+    );
     let s = &r.stats()[0];
     assert_eq!((s.resyncs, s.objects), (1, 3));
     pod(&api, "a", "p1");
@@ -128,12 +165,36 @@ fn http_410_and_too_large_resource_version_resync() {
     let _w = Watchdog::new("http_410_resync", Duration::from_secs(30));
     let api = FakeApi::start();
     let r = synced_pods(&api);
-    api.push_fault("pods", Fault::Status { code: 410, reason: "Expired".into(), message: "gone".into(), retry_after: None });
+    api.push_fault(
+        "pods",
+        Fault::Status {
+            code: 410,
+            reason: "Expired".into(),
+            message: "gone".into(),
+            retry_after: None,
+        },
+    );
     api.end_watches();
-    assert_eq!(until_synced(&r), ["Snapshot a/p1", "Snapshot a/p2", "Snapshot b/p3", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        [
+            "Snapshot a/p1",
+            "Snapshot a/p2",
+            "Snapshot b/p3",
+            "Synced pods"
+        ]
+    );
     api.push_fault("pods", Fault::TooLargeInStream);
     api.end_watches();
-    assert_eq!(until_synced(&r), ["Snapshot a/p1", "Snapshot a/p2", "Snapshot b/p3", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        [
+            "Snapshot a/p1",
+            "Snapshot a/p2",
+            "Snapshot b/p3",
+            "Synced pods"
+        ]
+    );
     assert_eq!(r.stats()[0].resyncs, 2);
 }
 
@@ -152,20 +213,37 @@ fn without_watch_list_it_falls_back_to_paged_list_and_watch() {
     let first = next(&r);
     assert_eq!(
         until_synced(&r),
-        ["Add a/p2", "Add a/p3", "Add a/p4", "Add a/p5", "Synced pods"]
+        [
+            "Add a/p2",
+            "Add a/p3",
+            "Add a/p4",
+            "Add a/p5",
+            "Synced pods"
+        ]
     );
     assert_eq!(show(&first), "Add a/p1");
     // LIST items come without kind/apiVersion; tattler restores them.
     let obj: serde_json::Value = serde_json::from_slice(first.object().unwrap()).unwrap();
-    assert_eq!((obj["kind"].as_str(), obj["apiVersion"].as_str()), (Some("Pod"), Some("v1")));
+    assert_eq!(
+        (obj["kind"].as_str(), obj["apiVersion"].as_str()),
+        (Some("Pod"), Some("v1"))
+    );
     assert_eq!(obj["metadata"]["name"], "p1");
     pod(&api, "a", "p1");
     assert_eq!(take(&r, 1), ["Update a/p1"]);
     let reqs = requests(&api);
     assert_eq!(reqs[0], WATCH_LIST);
     assert_eq!(reqs[1], "GET /api/v1/pods?limit=2");
-    assert!(reqs[2].starts_with("GET /api/v1/pods?limit=2&continue="), "{}", reqs[2]);
-    assert!(reqs[3].starts_with("GET /api/v1/pods?limit=2&continue="), "{}", reqs[3]);
+    assert!(
+        reqs[2].starts_with("GET /api/v1/pods?limit=2&continue="),
+        "{}",
+        reqs[2]
+    );
+    assert!(
+        reqs[3].starts_with("GET /api/v1/pods?limit=2&continue="),
+        "{}",
+        reqs[3]
+    );
     assert_eq!(reqs[4], watch_from(rv));
     assert_eq!(reqs.len(), 5);
     assert!(r.stats()[0].list_fallback);
@@ -182,7 +260,10 @@ fn a_connection_cut_mid_frame_during_the_initial_state_loses_nothing() {
     let r = open(&api, &["pods"]);
     let first = take(&r, 1);
     let mut rest = until_synced(&r);
-    let snap = rest.iter().position(|s| s.starts_with("Snapshot")).expect("a snapshot of the first pod");
+    let snap = rest
+        .iter()
+        .position(|s| s.starts_with("Snapshot"))
+        .expect("a snapshot of the first pod");
     assert_eq!(rest.remove(snap), first[0].replace("Add", "Snapshot"));
     let mut all = rest.clone();
     all.insert(0, first[0].clone());
@@ -232,12 +313,21 @@ fn retry_after_on_429_is_honoured() {
     pod(&api, "a", "p1");
     api.push_fault(
         "pods",
-        Fault::Status { code: 429, reason: "TooManyRequests".into(), message: "slow down".into(), retry_after: Some(1) },
+        Fault::Status {
+            code: 429,
+            reason: "TooManyRequests".into(),
+            message: "slow down".into(),
+            retry_after: Some(1),
+        },
     );
     let start = Instant::now();
     let r = open(&api, &["pods"]);
     assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
-    assert!(start.elapsed() >= Duration::from_secs(1), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
     assert_eq!(requests(&api), [WATCH_LIST, WATCH_LIST]);
 }
 
@@ -247,7 +337,15 @@ fn server_errors_are_retried_with_backoff() {
     let api = FakeApi::start();
     pod(&api, "a", "p1");
     for _ in 0..3 {
-        api.push_fault("pods", Fault::Status { code: 500, reason: "InternalError".into(), message: "boom".into(), retry_after: None });
+        api.push_fault(
+            "pods",
+            Fault::Status {
+                code: 500,
+                reason: "InternalError".into(),
+                message: "boom".into(),
+                retry_after: None,
+            },
+        );
     }
     let r = open(&api, &["pods"]);
     assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
@@ -265,25 +363,34 @@ fn unauthorized_and_forbidden_stop_one_stream_only() {
     let r = open(&api, &["pods", "nodes"]);
     let mut got = take(&r, 3);
     got.sort();
-    assert_eq!(got, ["Add a/p1", "Error nodes 403 Forbidden", "Synced pods"]);
+    assert_eq!(
+        got,
+        ["Add a/p1", "Error nodes 403 Forbidden", "Synced pods"]
+    );
     pod(&api, "a", "p1");
     assert_eq!(take(&r, 1), ["Update a/p1"]);
     let s = r.stats();
     assert_eq!((s[0].failed, s[1].failed), (false, true));
     // The failed stream is not retried.
     assert_quiet(&r, Duration::from_millis(300));
-    assert_eq!(requests(&api).iter().filter(|q| q.contains("/nodes")).count(), 1);
+    assert_eq!(
+        requests(&api)
+            .iter()
+            .filter(|q| q.contains("/nodes"))
+            .count(),
+        1
+    );
 
     let api = FakeApi::start();
     api.require_token(Some("right"));
     let mut c = config(&api, &["pods"]);
-    c.token = Some(tattler::Token::new("wrong"));
+    c.auth = tattler::Auth::Token(tattler::Token::new("wrong"));
     let r = Reader::open(c).unwrap();
     let e = next(&r);
     assert_eq!(show(&e), "Error pods 401 Unauthorized");
     assert!(!format!("{:?} {:?}", e, r.stats()).contains("wrong"));
     let mut c = config(&api, &["pods"]);
-    c.token = Some(tattler::Token::new("right"));
+    c.auth = tattler::Auth::Token(tattler::Token::new("right"));
     let r = Reader::open(c).unwrap();
     assert_eq!(until_synced(&r), ["Synced pods"]);
 }
@@ -316,7 +423,10 @@ fn an_oversized_object_is_reported_and_the_rest_flows() {
     c.max_frame_bytes = 50_000;
     let r = Reader::open(c).unwrap();
     let got = until_synced(&r);
-    assert_eq!(got, ["Add a/p1", "Error pods 0 FrameTooLarge", "Synced pods"]);
+    assert_eq!(
+        got,
+        ["Add a/p1", "Error pods 0 FrameTooLarge", "Synced pods"]
+    );
 }
 
 #[test]
@@ -326,7 +436,10 @@ fn selectors_and_namespaces_reach_the_server() {
     pod(&api, "a", "p1");
     pod(&api, "b", "p2");
     let mut c = config(&api, &[]);
-    c.resources = vec![tattler::ResourceSpec::parse("pods").unwrap().remove(0).in_namespace("b")];
+    c.resources = vec![tattler::ResourceSpec::parse("pods")
+        .unwrap()
+        .remove(0)
+        .in_namespace("b")];
     let r = Reader::open(c).unwrap();
     assert_eq!(until_synced(&r), ["Add b/p2", "Synced pods"]);
     assert_eq!(
@@ -381,7 +494,11 @@ fn close_is_prompt_whatever_the_streams_are_doing() {
     assert!(api.wait_open_watches(3, Duration::from_secs(10)));
     let start = Instant::now();
     r.close();
-    assert!(start.elapsed() < Duration::from_secs(1), "close took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "close took {:?}",
+        start.elapsed()
+    );
     assert!(api.wait_open_watches(0, Duration::from_secs(5)));
 }
 
@@ -411,7 +528,10 @@ fn custom_resources_learn_their_kind() {
     api.apply("example.com/v1/widgets", FakeApi::object(Some("a"), "w1"));
     let r = open(&api, &["example.com/v1/widgets"]);
     let e = next(&r);
-    assert_eq!((show(&e), e.resource().kind.as_str()), ("Add a/w1".to_string(), "Widget"));
+    assert_eq!(
+        (show(&e), e.resource().kind.as_str()),
+        ("Add a/w1".to_string(), "Widget")
+    );
     assert_eq!(e.change(), Change::Add);
     assert_eq!(take(&r, 1), ["Synced widgets"]);
 }

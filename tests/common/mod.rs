@@ -63,7 +63,12 @@ pub fn show(e: &Entry) -> String {
         Change::Synced => format!("Synced {}", e.resource().resource),
         Change::Error => {
             let err = e.error().unwrap();
-            format!("Error {} {} {}", e.resource().resource, err.code, err.reason)
+            format!(
+                "Error {} {} {}",
+                e.resource().resource,
+                err.code,
+                err.reason
+            )
         }
         c => {
             let inferred = if e.inferred() { "(inferred)" } else { "" };
@@ -109,7 +114,10 @@ pub fn requests(api: &FakeApi) -> Vec<String> {
         .map(|r| match r.find("&timeoutSeconds=") {
             Some(i) => {
                 let secs: u32 = r[i + 16..].split('&').next().unwrap().parse().unwrap();
-                assert!((290..=600).contains(&secs), "timeoutSeconds {secs} out of range in {r}");
+                assert!(
+                    (290..=600).contains(&secs),
+                    "timeoutSeconds {secs} out of range in {r}"
+                );
                 r[..i].to_string()
             }
             None => r,

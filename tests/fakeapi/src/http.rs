@@ -133,7 +133,10 @@ pub(crate) fn read_request<R: BufRead>(r: &mut R) -> ReadResult {
     }
     let version = parts[2];
     if !version.starts_with("HTTP/1.") {
-        return ReadResult::Bad(format!("unsupported protocol version {}", json_free(version)));
+        return ReadResult::Bad(format!(
+            "unsupported protocol version {}",
+            json_free(version)
+        ));
     }
     let mut req = Request {
         method: parts[0].to_string(),
@@ -195,7 +198,10 @@ pub(crate) fn pct_decode(s: &str, plus_is_space: bool) -> Result<String, String>
         match b[i] {
             b'%' => {
                 let hex = |c: u8| (c as char).to_digit(16);
-                match (b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c))) {
+                match (
+                    b.get(i + 1).and_then(|c| hex(*c)),
+                    b.get(i + 2).and_then(|c| hex(*c)),
+                ) {
                     (Some(h), Some(l)) => out.push((h * 16 + l) as u8),
                     _ => {
                         let bad: String = s[i..].chars().take(3).collect();
@@ -371,8 +377,14 @@ mod tests {
     fn bad_input() {
         assert!(matches!(parse("GARBAGE\r\n\r\n"), ReadResult::Bad(_)));
         assert!(matches!(parse("GET / SPDY/3\r\n\r\n"), ReadResult::Bad(_)));
-        assert!(matches!(parse("GET / HTTP/1.1\r\nnocolon\r\n\r\n"), ReadResult::Bad(_)));
-        assert!(matches!(parse("GET / HTTP/1.1\r\nHost"), ReadResult::Closed));
+        assert!(matches!(
+            parse("GET / HTTP/1.1\r\nnocolon\r\n\r\n"),
+            ReadResult::Bad(_)
+        ));
+        assert!(matches!(
+            parse("GET / HTTP/1.1\r\nHost"),
+            ReadResult::Closed
+        ));
         let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(70_000));
         assert!(matches!(parse(&long), ReadResult::Bad(_)));
         assert!(matches!(
@@ -383,7 +395,10 @@ mod tests {
 
     #[test]
     fn targets() {
-        let (segs, q) = parse_target("/api/v1/namespaces/a%2Fb/pods?labelSelector=app%3Dweb%2Ctier+in+(x)&watch").unwrap();
+        let (segs, q) = parse_target(
+            "/api/v1/namespaces/a%2Fb/pods?labelSelector=app%3Dweb%2Ctier+in+(x)&watch",
+        )
+        .unwrap();
         assert_eq!(segs, ["api", "v1", "namespaces", "a/b", "pods"]);
         assert_eq!(q[0], ("labelSelector".into(), "app=web,tier in (x)".into()));
         assert_eq!(q[1], ("watch".into(), "".into()));

@@ -28,6 +28,9 @@ pub(crate) enum Ctx {
     ApiRes,
     /// Anything else: `name` first, then the rest sorted.
     Other,
+    /// A stored object as the test gave it: serialized exactly as `serde_json` does (its map
+    /// order, its escaping), so `serde_json::to_vec(&api.get(..))` equals the bytes on the wire.
+    Plain,
 }
 
 const TOP_HEAD: &[&str] = &["kind", "apiVersion", "groupVersion", "metadata", "versions"];
@@ -60,7 +63,14 @@ const MANAGED: &[&str] = &[
     "fieldsV1",
     "subresource",
 ];
-const DETAILS: &[&str] = &["name", "group", "kind", "uid", "causes", "retryAfterSeconds"];
+const DETAILS: &[&str] = &[
+    "name",
+    "group",
+    "kind",
+    "uid",
+    "causes",
+    "retryAfterSeconds",
+];
 const CAUSE: &[&str] = &["reason", "message", "field"];
 const GROUP: &[&str] = &["name", "versions", "preferredVersion"];
 const APIRES: &[&str] = &[
@@ -87,6 +97,7 @@ fn order(ctx: Ctx) -> (&'static [&'static str], &'static [&'static str]) {
         Ctx::Group => (GROUP, &[]),
         Ctx::ApiRes => (APIRES, &[]),
         Ctx::Other => (OTHER, &[]),
+        Ctx::Plain => (&[], &[]),
     }
 }
 
@@ -94,7 +105,7 @@ fn child(ctx: Ctx, key: &str) -> Ctx {
     match (ctx, key) {
         (Ctx::Top, "metadata") => Ctx::Meta,
         (Ctx::Top, "details") => Ctx::Details,
-        (Ctx::Top, "items") | (Ctx::Top, "object") => Ctx::Top,
+        (Ctx::Plain, _) | (Ctx::Top, "items") => Ctx::Plain,
         (Ctx::Top, "groups") => Ctx::Group,
         (Ctx::Top, "resources") => Ctx::ApiRes,
         (Ctx::Meta, "managedFields") => Ctx::Managed,
@@ -158,6 +169,11 @@ fn newline(out: &mut String, depth: usize) {
 }
 
 fn write_value(out: &mut String, v: &Value, ctx: Ctx, depth: Option<usize>) {
+    if ctx == Ctx::Plain && depth.is_none() {
+        // Serializing a Value into a String cannot fail.
+        out.push_str(&serde_json::to_string(v).unwrap_or_default());
+        return;
+    }
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -264,7 +280,19 @@ mod tests {
 
     #[test]
     fn escapes_like_go() {
-        assert_eq!(quote("a<b>&\"\\\n\u{0}"), r#""a\u003cb\u003e\u0026\"\\\n\u0000""#);
+        assert_eq!(
+            quote("a<b>&\"\\\n\u{0}"),
+            r#""a\u003cb\u003e\u0026\"\\\n\u0000""#
+        );
+    }
+
+    #[test]
+    fn plain_objects_are_serde_json_bytes() {
+        let v = json!({"kind":"Pod","metadata":{"name":"a<b","labels":{"z":"1","a":"2"}},"apiVersion":"v1"});
+        assert_eq!(compact(&v, Ctx::Plain), serde_json::to_string(&v).unwrap());
+        let list = json!({"kind":"PodList","items":[v.clone()]});
+        assert!(compact(&list, Ctx::Top).contains(&serde_json::to_string(&v).unwrap()));
+        assert!(pretty(&list, Ctx::Top).contains("\"name\": \"a\\u003cb\""));
     }
 
     #[test]

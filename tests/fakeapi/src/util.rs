@@ -180,7 +180,8 @@ mod tests {
 
     #[test]
     fn base64_roundtrip_matches_real_token() {
-        let token = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjI5LCJzdGFydCI6Ii93aXJlLWEvY20tMlx1MDAwMCJ9";
+        let token =
+            "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjI5LCJzdGFydCI6Ii93aXJlLWEvY20tMlx1MDAwMCJ9";
         let raw = base64_decode(token).unwrap();
         assert_eq!(
             String::from_utf8(raw.clone()).unwrap(),

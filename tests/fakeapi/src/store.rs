@@ -1,0 +1,696 @@
+//! The fake cluster's state: resource table, objects, per-resource event history, watchers,
+//! and the knobs set by the test (token, forbidden resources, faults...).
+
+use crate::util;
+use crate::Fault;
+use crossbeam_channel::Sender;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+/// Events kept per resource before the oldest tenth is dropped (an automatic compaction, so a
+/// long demo does not grow without bound; etcd compacts every 5 minutes too).
+const HISTORY_CAP: usize = 20_000;
+
+/// One served resource.
+#[derive(Clone, Debug)]
+pub(crate) struct ResourceDef {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) resource: String,
+    pub(crate) kind: String,
+    pub(crate) namespaced: bool,
+}
+
+impl ResourceDef {
+    /// `v1` or `group/version`.
+    pub(crate) fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// What the Go type's zero value adds to a BOOKMARK object after `metadata`
+    /// (copied from the captures for Pod and Deployment; derived from the Go types for the rest).
+    pub(crate) fn bookmark_extra(&self) -> &'static str {
+        match (self.group.as_str(), self.kind.as_str()) {
+            ("", "Pod") => r#","spec":{"containers":null},"status":{}"#,
+            ("apps", "Deployment") => {
+                r#","spec":{"replicas":0,"selector":null,"template":{"metadata":{},"spec":{"containers":null}},"strategy":{}},"status":{}"#
+            }
+            ("", "Node") => {
+                r#","spec":{},"status":{"daemonEndpoints":{"kubeletEndpoint":{"Port":0}},"nodeInfo":{"machineID":"","systemUUID":"","bootID":"","kernelVersion":"","osImage":"","containerRuntimeVersion":"","kubeletVersion":"","kubeProxyVersion":"","operatingSystem":"","architecture":""}}"#
+            }
+            ("", "Namespace") | ("", "PersistentVolume") => r#","spec":{},"status":{}"#,
+            ("", "Service") | ("networking.k8s.io", "Ingress") => {
+                r#","spec":{},"status":{"loadBalancer":{}}"#
+            }
+            ("rbac.authorization.k8s.io", "Role")
+            | ("rbac.authorization.k8s.io", "ClusterRole") => r#","rules":null"#,
+            ("rbac.authorization.k8s.io", "RoleBinding")
+            | ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+                r#","roleRef":{"apiGroup":"","kind":"","name":""}"#
+            }
+            _ => "",
+        }
+    }
+
+    /// kubectl short names of the built-in resources, for discovery.
+    pub(crate) fn short_names(&self) -> &'static [&'static str] {
+        match (self.group.as_str(), self.resource.as_str()) {
+            ("", "pods") => &["po"],
+            ("", "nodes") => &["no"],
+            ("", "namespaces") => &["ns"],
+            ("", "configmaps") => &["cm"],
+            ("", "services") => &["svc"],
+            ("", "endpoints") => &["ep"],
+            ("", "persistentvolumes") => &["pv"],
+            ("apps", "deployments") => &["deploy"],
+            ("networking.k8s.io", "ingresses") => &["ing"],
+            _ => &[],
+        }
+    }
+}
+
+/// One change, as kept in the history and sent to watchers.
+#[derive(Debug)]
+pub(crate) struct Event {
+    /// ADDED, MODIFIED or DELETED.
+    pub(crate) typ: &'static str,
+    pub(crate) rv: u64,
+    /// The object at this rv (for DELETED: the last state with the deletion's rv).
+    pub(crate) obj: Arc<Value>,
+    /// The state before (None for ADDED), for selector transitions and Exact lists.
+    pub(crate) prev: Option<Arc<Value>>,
+}
+
+/// What a watch stream's thread is told.
+pub(crate) enum WatchMsg {
+    Event(Arc<Event>),
+    /// A periodic bookmark at this rv.
+    Bookmark(u64),
+    /// End the stream normally.
+    End,
+}
+
+/// An open watch stream.
+pub(crate) struct Watcher {
+    pub(crate) id: u64,
+    pub(crate) res: usize,
+    pub(crate) tx: Sender<WatchMsg>,
+    pub(crate) bookmarks: bool,
+}
+
+/// A resource's objects and history.
+pub(crate) struct Resource {
+    pub(crate) def: ResourceDef,
+    /// Keyed `namespace/name` (namespaced) or `name`: the etcd key order.
+    pub(crate) objects: BTreeMap<String, Arc<Value>>,
+    pub(crate) history: VecDeque<Arc<Event>>,
+    /// Watches and Exact lists from a resourceVersion below this get 410.
+    pub(crate) compacted: u64,
+}
+
+/// Everything behind the one lock.
+pub(crate) struct State {
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) rv: u64,
+    pub(crate) compacted: u64,
+    pub(crate) watchers: Vec<Watcher>,
+    next_watcher: u64,
+    pub(crate) token: Option<String>,
+    pub(crate) forbidden: HashSet<usize>,
+    pub(crate) watchlist: bool,
+    pub(crate) gzip: bool,
+    pub(crate) faults: HashMap<usize, VecDeque<Fault>>,
+    pub(crate) requests: Vec<String>,
+}
+
+const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
+    ("", "v1", "pods", "Pod", true),
+    ("", "v1", "nodes", "Node", false),
+    ("", "v1", "namespaces", "Namespace", false),
+    ("", "v1", "configmaps", "ConfigMap", true),
+    ("", "v1", "secrets", "Secret", true),
+    ("", "v1", "services", "Service", true),
+    ("", "v1", "endpoints", "Endpoints", true),
+    ("", "v1", "persistentvolumes", "PersistentVolume", false),
+    ("apps", "v1", "deployments", "Deployment", true),
+    ("networking.k8s.io", "v1", "ingresses", "Ingress", true),
+    ("rbac.authorization.k8s.io", "v1", "roles", "Role", true),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "RoleBinding",
+        true,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        false,
+    ),
+];
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// The store key of an object: `namespace/name` or `name`.
+pub(crate) fn object_key(obj: &Value) -> String {
+    let name = meta_str(obj, "name").unwrap_or("");
+    match meta_str(obj, "namespace") {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+impl State {
+    pub(crate) fn new() -> State {
+        let mut st = State {
+            resources: Vec::new(),
+            rv: 1,
+            compacted: 0,
+            watchers: Vec::new(),
+            next_watcher: 1,
+            token: None,
+            forbidden: HashSet::new(),
+            watchlist: true,
+            gzip: false,
+            faults: HashMap::new(),
+            requests: Vec::new(),
+        };
+        for (g, v, r, k, n) in BUILTIN {
+            st.add_resource(ResourceDef {
+                group: g.to_string(),
+                version: v.to_string(),
+                resource: r.to_string(),
+                kind: k.to_string(),
+                namespaced: *n,
+            });
+        }
+        st
+    }
+
+    /// Adds a resource, or redefines one with the same group/version/resource.
+    pub(crate) fn add_resource(&mut self, def: ResourceDef) -> usize {
+        if let Some(i) = self.find(&def.group, &def.version, &def.resource) {
+            self.resources[i].def = def;
+            return i;
+        }
+        self.resources.push(Resource {
+            def,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            compacted: self.compacted,
+        });
+        self.resources.len() - 1
+    }
+
+    /// The resource served at `group`/`version`/`resource`.
+    pub(crate) fn find(&self, group: &str, version: &str, resource: &str) -> Option<usize> {
+        self.resources.iter().position(|r| {
+            r.def.group == group && r.def.version == version && r.def.resource == resource
+        })
+    }
+
+    /// A test's name for a resource: `pods`, `v1/pods`, `core/v1/pods` or `group/version/resource`.
+    pub(crate) fn resolve(&self, res: &str) -> Option<usize> {
+        let parts: Vec<&str> = res.trim_matches('/').split('/').collect();
+        let (group, version, resource) = match parts.as_slice() {
+            [r] => ("", None, *r),
+            [v, r] => ("", Some(*v), *r),
+            [g, v, r] => (if *g == "core" { "" } else { *g }, Some(*v), *r),
+            _ => return None,
+        };
+        self.resources.iter().position(|r| {
+            r.def.group == group
+                && r.def.resource == resource
+                && version.is_none_or(|v| r.def.version == v)
+        })
+    }
+
+    /// Creates or updates an object; returns its new resourceVersion.
+    pub(crate) fn apply(&mut self, idx: usize, obj: Value) -> Result<u64, String> {
+        let Value::Object(mut obj) = obj else {
+            return Err("the object must be a JSON object".into());
+        };
+        let def = self.resources[idx].def.clone();
+        let meta = obj.entry("metadata").or_insert_with(|| json!({}));
+        let Value::Object(meta) = meta else {
+            return Err("metadata must be a JSON object".into());
+        };
+        let name = match meta.get("name").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() => n.to_string(),
+            _ => return Err("metadata.name is required".into()),
+        };
+        let key = if def.namespaced {
+            let ns = match meta.get("namespace").and_then(Value::as_str) {
+                Some(ns) if !ns.is_empty() => ns.to_string(),
+                _ => "default".to_string(),
+            };
+            meta.insert("namespace".into(), Value::String(ns.clone()));
+            format!("{ns}/{name}")
+        } else {
+            meta.remove("namespace");
+            name
+        };
+        self.rv += 1;
+        let rv = self.rv;
+        let prev = self.resources[idx].objects.get(&key).cloned();
+        match &prev {
+            Some(p) => {
+                for f in ["uid", "creationTimestamp"] {
+                    match p.get("metadata").and_then(|m| m.get(f)) {
+                        Some(v) => meta.insert(f.into(), v.clone()),
+                        None => meta.remove(f),
+                    };
+                }
+            }
+            None => {
+                meta.insert("uid".into(), Value::String(util::uuid()));
+                meta.insert(
+                    "creationTimestamp".into(),
+                    Value::String(util::rfc3339_now()),
+                );
+            }
+        }
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        if obj.contains_key("spec") && def.kind != "Namespace" {
+            let generation = match &prev {
+                None => 1,
+                Some(p) => {
+                    let old = p
+                        .get("metadata")
+                        .and_then(|m| m.get("generation"))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(1);
+                    if p.get("spec") == obj.get("spec") {
+                        old
+                    } else {
+                        old + 1
+                    }
+                }
+            };
+            if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+                meta.insert("generation".into(), json!(generation));
+            }
+        }
+        let mut full = Map::new();
+        full.insert("kind".into(), Value::String(def.kind.clone()));
+        full.insert("apiVersion".into(), Value::String(def.api_version()));
+        full.extend(obj);
+        let obj = Arc::new(Value::Object(full));
+        self.resources[idx].objects.insert(key, obj.clone());
+        let typ = if prev.is_some() { "MODIFIED" } else { "ADDED" };
+        self.record(idx, Event { typ, rv, obj, prev });
+        Ok(rv)
+    }
+
+    /// Deletes an object; the DELETED event carries its last state with a new resourceVersion.
+    pub(crate) fn delete(
+        &mut self,
+        idx: usize,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<u64> {
+        let key = match (self.resources[idx].def.namespaced, namespace) {
+            (true, Some(ns)) => format!("{ns}/{name}"),
+            (true, None) => format!("default/{name}"),
+            (false, _) => name.to_string(),
+        };
+        let prev = self.resources[idx].objects.remove(&key)?;
+        self.rv += 1;
+        let rv = self.rv;
+        let mut obj = (*prev).clone();
+        if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        self.record(
+            idx,
+            Event {
+                typ: "DELETED",
+                rv,
+                obj: Arc::new(obj),
+                prev: Some(prev),
+            },
+        );
+        Some(rv)
+    }
+
+    fn record(&mut self, idx: usize, ev: Event) {
+        let ev = Arc::new(ev);
+        let res = &mut self.resources[idx];
+        res.history.push_back(ev.clone());
+        if res.history.len() > HISTORY_CAP {
+            for _ in 0..HISTORY_CAP / 10 {
+                if let Some(old) = res.history.pop_front() {
+                    res.compacted = res.compacted.max(old.rv);
+                }
+            }
+        }
+        for w in self.watchers.iter().filter(|w| w.res == idx) {
+            let _ = w.tx.send(WatchMsg::Event(ev.clone()));
+        }
+    }
+
+    /// Drops all history: resourceVersions below the current one are gone.
+    pub(crate) fn compact(&mut self) {
+        self.compacted = self.rv;
+        for r in &mut self.resources {
+            r.history.clear();
+            r.compacted = self.rv;
+        }
+    }
+
+    /// The objects of a resource as they were at `rv` (which must not be below its compaction).
+    pub(crate) fn snapshot_at(&self, idx: usize, rv: u64) -> BTreeMap<String, Arc<Value>> {
+        let res = &self.resources[idx];
+        let mut snap = res.objects.clone();
+        for ev in res.history.iter().rev() {
+            if ev.rv <= rv {
+                break;
+            }
+            let key = object_key(&ev.obj);
+            match (&ev.prev, ev.typ) {
+                (_, "ADDED") | (None, _) => {
+                    snap.remove(&key);
+                }
+                (Some(p), _) => {
+                    snap.insert(key, p.clone());
+                }
+            }
+        }
+        snap
+    }
+
+    pub(crate) fn register(&mut self, res: usize, tx: Sender<WatchMsg>, bookmarks: bool) -> u64 {
+        let id = self.next_watcher;
+        self.next_watcher += 1;
+        self.watchers.push(Watcher {
+            id,
+            res,
+            tx,
+            bookmarks,
+        });
+        id
+    }
+
+    pub(crate) fn unregister(&mut self, id: u64) {
+        self.watchers.retain(|w| w.id != id);
+    }
+
+    pub(crate) fn send_bookmarks(&self) {
+        for w in self.watchers.iter().filter(|w| w.bookmarks) {
+            let _ = w.tx.send(WatchMsg::Bookmark(self.rv));
+        }
+    }
+
+    pub(crate) fn end_watches(&self) {
+        for w in &self.watchers {
+            let _ = w.tx.send(WatchMsg::End);
+        }
+    }
+}
+
+/// One label selector requirement.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum LabelReq {
+    Eq(String, String),
+    Ne(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+/// One field selector requirement (`path=value` or `path!=value`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FieldReq {
+    pub(crate) path: Vec<String>,
+    pub(crate) value: String,
+    pub(crate) negate: bool,
+}
+
+fn valid_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 316
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+}
+
+fn valid_value(v: &str) -> bool {
+    v.len() <= 63
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Splits on commas outside parentheses.
+fn split_top(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// Parses a label selector: `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`.
+pub(crate) fn parse_label_selector(s: &str) -> Result<Vec<LabelReq>, String> {
+    let mut out = Vec::new();
+    if s.trim().is_empty() {
+        return Ok(out);
+    }
+    for term in split_top(s) {
+        let t = term.trim();
+        let bad = || format!("unable to parse requirement: invalid label selector term {t:?}");
+        let key = |k: &str| {
+            let k = k.trim();
+            if valid_key(k) {
+                Ok(k.to_string())
+            } else {
+                Err(bad())
+            }
+        };
+        let val = |v: &str| {
+            let v = v.trim();
+            if valid_value(v) {
+                Ok(v.to_string())
+            } else {
+                Err(bad())
+            }
+        };
+        let req = if let Some(rest) = t.strip_prefix('!') {
+            LabelReq::NotExists(key(rest)?)
+        } else if let Some((k, v)) = t.split_once("!=") {
+            LabelReq::Ne(key(k)?, val(v)?)
+        } else if let Some((k, v)) = t.split_once("==") {
+            LabelReq::Eq(key(k)?, val(v)?)
+        } else if let Some((k, v)) = t.split_once('=') {
+            LabelReq::Eq(key(k)?, val(v)?)
+        } else if let Some((lhs, rest)) = t.split_once('(') {
+            let inner = rest.strip_suffix(')').ok_or_else(bad)?;
+            let values = inner.split(',').map(val).collect::<Result<Vec<_>, _>>()?;
+            let words: Vec<&str> = lhs.split_whitespace().collect();
+            match words.as_slice() {
+                [k, "in"] => LabelReq::In(key(k)?, values),
+                [k, "notin"] => LabelReq::NotIn(key(k)?, values),
+                _ => return Err(bad()),
+            }
+        } else {
+            LabelReq::Exists(key(t)?)
+        };
+        out.push(req);
+    }
+    Ok(out)
+}
+
+/// Parses a field selector: `path=value`, `path==value`, `path!=value`, comma-separated.
+pub(crate) fn parse_field_selector(s: &str) -> Result<Vec<FieldReq>, String> {
+    let mut out = Vec::new();
+    if s.trim().is_empty() {
+        return Ok(out);
+    }
+    for term in s.split(',') {
+        let t = term.trim();
+        let (path, value, negate) = if let Some((p, v)) = t.split_once("!=") {
+            (p, v, true)
+        } else if let Some((p, v)) = t.split_once("==") {
+            (p, v, false)
+        } else if let Some((p, v)) = t.split_once('=') {
+            (p, v, false)
+        } else {
+            return Err(format!("invalid selector: '{s}'; can't understand '{t}'"));
+        };
+        let path = path.trim();
+        if path.is_empty() || path.split('.').any(str::is_empty) {
+            return Err(format!("invalid selector: '{s}'; can't understand '{t}'"));
+        }
+        out.push(FieldReq {
+            path: path.split('.').map(str::to_string).collect(),
+            value: value.trim().to_string(),
+            negate,
+        });
+    }
+    Ok(out)
+}
+
+/// Which objects a list or watch sees.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Filter {
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) labels: Vec<LabelReq>,
+    pub(crate) fields: Vec<FieldReq>,
+}
+
+impl Filter {
+    pub(crate) fn has_selectors(&self) -> bool {
+        !self.labels.is_empty() || !self.fields.is_empty()
+    }
+
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
+        if let Some(ns) = &self.namespace {
+            if meta_str(obj, "namespace") != Some(ns.as_str()) {
+                return false;
+            }
+        }
+        if let Some(name) = &self.name {
+            if meta_str(obj, "name") != Some(name.as_str()) {
+                return false;
+            }
+        }
+        let labels = obj.get("metadata").and_then(|m| m.get("labels"));
+        let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        let labels_ok = self.labels.iter().all(|r| match r {
+            LabelReq::Eq(k, v) => label(k) == Some(v.as_str()),
+            LabelReq::Ne(k, v) => label(k) != Some(v.as_str()),
+            LabelReq::In(k, vs) => label(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+            LabelReq::NotIn(k, vs) => label(k).is_none_or(|l| vs.iter().all(|v| v != l)),
+            LabelReq::Exists(k) => label(k).is_some(),
+            LabelReq::NotExists(k) => label(k).is_none(),
+        });
+        labels_ok
+            && self.fields.iter().all(|f| {
+                let mut cur = Some(obj);
+                for p in &f.path {
+                    cur = cur.and_then(|c| c.get(p));
+                }
+                let got = match cur {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Null) | None => String::new(),
+                    Some(v) => v.to_string(),
+                };
+                (got == f.value) != f.negate
+            })
+    }
+
+    /// What a watcher with this filter sees of an event: objects moving into the selection are
+    /// ADDED, moving out are DELETED (as the watch cache does).
+    pub(crate) fn transform(&self, ev: &Event) -> Option<(&'static str, Arc<Value>)> {
+        let now = self.matches(&ev.obj);
+        if ev.typ == "MODIFIED" {
+            let before = ev.prev.as_deref().is_some_and(|p| self.matches(p));
+            match (before, now) {
+                (true, true) => Some(("MODIFIED", ev.obj.clone())),
+                (false, true) => Some(("ADDED", ev.obj.clone())),
+                (true, false) => Some(("DELETED", ev.obj.clone())),
+                (false, false) => None,
+            }
+        } else {
+            now.then(|| (ev.typ, ev.obj.clone()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_selectors() {
+        let r = parse_label_selector("app=web, tier != db,env in (a, b),!legacy,x notin (y),z")
+            .unwrap();
+        assert_eq!(r.len(), 6);
+        let f = Filter {
+            labels: r,
+            ..Filter::default()
+        };
+        let obj = json!({"metadata":{"labels":{"app":"web","env":"b","z":""}}});
+        assert!(f.matches(&obj));
+        let obj = json!({"metadata":{"labels":{"app":"web","env":"c","z":""}}});
+        assert!(!f.matches(&obj));
+        assert!(parse_label_selector("a b c").is_err());
+        assert!(parse_label_selector("a in (b").is_err());
+        assert!(parse_label_selector("=x").is_err());
+    }
+
+    #[test]
+    fn field_selectors() {
+        let f = Filter {
+            fields: parse_field_selector("metadata.name=a,metadata.namespace!=kube-system")
+                .unwrap(),
+            ..Filter::default()
+        };
+        assert!(f.matches(&json!({"metadata":{"name":"a","namespace":"x"}})));
+        assert!(!f.matches(&json!({"metadata":{"name":"a","namespace":"kube-system"}})));
+        assert!(parse_field_selector("metadata.name").is_err());
+    }
+
+    #[test]
+    fn apply_delete_snapshot() {
+        let mut st = State::new();
+        let pods = st.resolve("pods").unwrap();
+        assert_eq!(st.resolve("v1/pods"), Some(pods));
+        assert_eq!(
+            st.resolve("apps/v1/deployments"),
+            st.find("apps", "v1", "deployments")
+        );
+        assert!(st.resolve("apps/v2/deployments").is_none());
+        let rv1 = st
+            .apply(
+                pods,
+                json!({"metadata":{"name":"a","namespace":"n"},"spec":{"x":1}}),
+            )
+            .unwrap();
+        let a = st.resources[pods].objects["n/a"].clone();
+        assert_eq!(a["kind"], "Pod");
+        assert_eq!(a["metadata"]["generation"], 1);
+        let rv2 = st
+            .apply(
+                pods,
+                json!({"metadata":{"name":"a","namespace":"n"},"spec":{"x":2}}),
+            )
+            .unwrap();
+        let a2 = st.resources[pods].objects["n/a"].clone();
+        assert_eq!(a2["metadata"]["uid"], a["metadata"]["uid"]);
+        assert_eq!(a2["metadata"]["generation"], 2);
+        let rv3 = st.delete(pods, Some("n"), "a").unwrap();
+        assert!(rv1 < rv2 && rv2 < rv3);
+        assert!(st.snapshot_at(pods, rv3).is_empty());
+        assert_eq!(st.snapshot_at(pods, rv2)["n/a"]["spec"]["x"], 2);
+        assert_eq!(st.snapshot_at(pods, rv1)["n/a"]["spec"]["x"], 1);
+        assert!(st.snapshot_at(pods, rv1 - 1).is_empty());
+    }
+}
