@@ -161,6 +161,13 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let on_signal = reader.clone();
     ctrlc::set_handler(move || on_signal.stop())?;
 
+    let code = print_entries(&reader, &args, want);
+    // Stop the streams before the demo cluster (if any) goes away.
+    reader.stop();
+    Ok(code)
+}
+
+fn print_entries(reader: &Reader, args: &Args, want: usize) -> ExitCode {
     let mut synced: HashSet<String> = HashSet::new();
     let mut out = std::io::stdout().lock();
     for entry in reader.iter() {
@@ -178,57 +185,59 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             Change::Synced if args.until_synced => {
                 synced.insert(gvr);
                 if synced.len() == want {
-                    return Ok(ExitCode::SUCCESS);
+                    return ExitCode::SUCCESS;
                 }
             }
             Change::Error if args.until_synced => {
                 eprintln!("watch: {gvr} failed; it will never be synced");
-                return Ok(ExitCode::from(1));
+                return ExitCode::from(1);
             }
             _ => {}
         }
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
-/// One output line. The object is spliced in as received, not re-serialised.
+/// One output line, keys in the documented order. The object is spliced in
+/// as received, not re-serialised.
 fn json_line(e: &Entry, with_object: bool) -> String {
+    fn field(line: &mut String, key: &str, value: impl serde::Serialize) {
+        line.push_str(if line.len() > 1 { ",\"" } else { "\"" });
+        line.push_str(key);
+        line.push_str("\":");
+        line.push_str(&serde_json::to_string(&value).expect("strings and numbers serialise"));
+    }
     let r = e.resource();
-    let mut v = serde_json::json!({
-        "change": e.change().as_str(),
-        "group": r.group,
-        "version": r.version,
-        "resource": r.resource,
-        "kind": r.kind,
-    });
-    let m = v.as_object_mut().expect("built as an object");
+    let mut line = String::from("{");
+    field(&mut line, "change", e.change().as_str());
+    field(&mut line, "group", &r.group);
+    field(&mut line, "version", &r.version);
+    field(&mut line, "resource", &r.resource);
+    field(&mut line, "kind", &r.kind);
     if !matches!(e.change(), Change::Synced | Change::Error) {
-        m.insert("namespace".into(), e.namespace().unwrap_or("").into());
-        m.insert("name".into(), e.name().into());
-        m.insert("uid".into(), e.uid().into());
+        field(&mut line, "namespace", e.namespace().unwrap_or(""));
+        field(&mut line, "name", e.name());
+        field(&mut line, "uid", e.uid());
     }
     if e.change() != Change::Error {
-        m.insert(
-            "resourceVersion".into(),
-            e.resource_version().to_string().into(),
+        field(
+            &mut line,
+            "resourceVersion",
+            e.resource_version().to_string(),
         );
     }
     if e.inferred() {
-        m.insert("inferred".into(), true.into());
+        field(&mut line, "inferred", true);
     }
     if let Some(err) = e.error() {
-        m.insert(
-            "error".into(),
-            serde_json::json!({"code": err.code, "reason": err.reason, "message": err.message}),
-        );
+        let v = serde_json::json!({"code": err.code, "reason": err.reason, "message": err.message});
+        field(&mut line, "error", v);
     }
-    let mut line = v.to_string();
     if let (true, Some(obj)) = (with_object, e.object()) {
-        line.pop();
         line.push_str(",\"object\":");
         line.push_str(&String::from_utf8_lossy(obj));
-        line.push('}');
     }
+    line.push('}');
     line
 }
 

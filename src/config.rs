@@ -205,7 +205,11 @@ impl Config {
         }
         Self::in_cluster().map_err(|e| {
             let looked: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            Error::Config(format!("no kubeconfig ({}) and {e}", looked.join(", ")))
+            let why = match e {
+                Error::Config(m) => m,
+                other => other.to_string(),
+            };
+            Error::Config(format!("no kubeconfig ({}) and {why}", looked.join(", ")))
         })
     }
 
