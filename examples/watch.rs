@@ -21,7 +21,7 @@ use tattler::{Change, Config, Entry, Reader, ResourceSpec};
 
 const USAGE: &str = "usage: watch [--demo] [--kubeconfig F] [--context C] [--server URL] [--ca-file F] [--token-file F]
              [--insecure-skip-tls-verify] [--namespace NS] [--selector L] [--until-synced] [--objects] [--gzip]
-             RESOURCE...
+             [--relist SECONDS] [--no-scrub] [--drop-managed-fields] RESOURCE...
   RESOURCE: pods, nodes, namespaces, services, endpoints, deployments, ingresses, persistentvolumes,
             rbac, configmaps, ..., or group/version/resource (apps/v1/deployments, example.com/v1/widgets)
   The cluster: --server, else --kubeconfig/--context, else $KUBECONFIG or ~/.kube/config, else the
@@ -40,6 +40,9 @@ struct Args {
     until_synced: bool,
     objects: bool,
     gzip: bool,
+    relist: Option<u64>,
+    no_scrub: bool,
+    drop_managed_fields: bool,
     resources: Vec<String>,
 }
 
@@ -57,6 +60,9 @@ fn parse_args() -> Result<Args, String> {
         until_synced: false,
         objects: false,
         gzip: false,
+        relist: None,
+        no_scrub: false,
+        drop_managed_fields: false,
         resources: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -75,6 +81,15 @@ fn parse_args() -> Result<Args, String> {
             "--until-synced" => a.until_synced = true,
             "--objects" => a.objects = true,
             "--gzip" => a.gzip = true,
+            "--relist" => {
+                let v = value("--relist")?;
+                a.relist = Some(
+                    v.parse()
+                        .map_err(|_| format!("--relist takes seconds, not {v:?}"))?,
+                );
+            }
+            "--no-scrub" => a.no_scrub = true,
+            "--drop-managed-fields" => a.drop_managed_fields = true,
             "--help" | "-h" => return Err(String::new()),
             s if s.starts_with('-') => return Err(format!("unknown flag {s}")),
             s => a.resources.push(s.to_string()),
@@ -155,6 +170,9 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         config.insecure_skip_tls_verify = true;
     }
     config.gzip = args.gzip;
+    config.relist_interval = args.relist.map(Duration::from_secs);
+    config.shaping.scrub = !args.no_scrub;
+    config.shaping.drop_managed_fields = args.drop_managed_fields;
     let want: usize = config.resources.len();
     let reader = std::sync::Arc::new(Reader::open(config)?);
 

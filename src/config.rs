@@ -115,6 +115,14 @@ pub struct Config {
     pub max_frame_bytes: usize,
     /// Retry pacing.
     pub backoff: Backoff,
+    /// Relist every resource this often by swapping in a fresh stream (off by
+    /// default; 1 minute to 7 days). The new stream syncs while the old one
+    /// runs on; unchanged objects come out as Snapshot, changed ones as
+    /// Update, vanished ones as inferred Delete, then Synced.
+    pub relist_interval: Option<Duration>,
+    /// Secret scrubbing (on by default), managedFields, event filtering and a
+    /// transform hook, applied before an entry enters the output channel.
+    pub shaping: crate::Shaping,
 }
 
 impl Config {
@@ -138,6 +146,8 @@ impl Config {
             page_size: 500,
             max_frame_bytes: 64 << 20,
             backoff: Backoff::default(),
+            relist_interval: None,
+            shaping: crate::Shaping::default(),
         }
     }
 
@@ -226,6 +236,13 @@ impl Config {
         }
         if self.page_size == 0 {
             return Err(Error::Config("page_size must be at least 1".into()));
+        }
+        if let Some(r) = self.relist_interval {
+            if r < Duration::from_secs(60) || r > Duration::from_secs(7 * 86_400) {
+                return Err(Error::Config(
+                    "relist_interval must be between 1 minute and 7 days".into(),
+                ));
+            }
         }
         if self.backoff.initial.is_zero() || self.backoff.max < self.backoff.initial {
             return Err(Error::Config("backoff: need 0 < initial <= max".into()));

@@ -36,11 +36,16 @@ struct JsonConfig {
     username: Option<String>,
     password: Option<String>,
     exec: Option<Value>,
+    scrub: Option<bool>,
+    relist_interval_secs: Option<u64>,
+    drop_managed_fields: Option<bool>,
+    event_kinds: Option<Vec<String>>,
 }
 
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
-kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec";
+kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
+scrub, drop_managed_fields, event_kinds, relist_interval_secs";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -86,6 +91,10 @@ impl JsonConfig {
                 "username" => j.username = Some(string(k, v)?),
                 "password" => j.password = Some(string(k, v)?),
                 "exec" => j.exec = Some(v.clone()),
+                "scrub" => j.scrub = Some(boolean(k, v)?),
+                "relist_interval_secs" => j.relist_interval_secs = Some(number(k, v)?),
+                "drop_managed_fields" => j.drop_managed_fields = Some(boolean(k, v)?),
+                "event_kinds" => j.event_kinds = Some(strings(k, v)?),
                 _ => {
                     return Err(Error::Config(format!(
                         "JSON: unknown key `{k}` (known: {KEYS})"
@@ -105,16 +114,7 @@ fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
         match k.as_str() {
             "command" => e.command = string("exec.command", v)?,
             "api_version" => e.api_version = string("exec.api_version", v)?,
-            "args" => {
-                let list = v
-                    .as_array()
-                    .ok_or_else(|| wrong("exec.args", "an array of strings"))?;
-                e.args = list
-                    .iter()
-                    .map(|a| a.as_str().map(String::from))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| wrong("exec.args", "an array of strings"))?;
-            }
+            "args" => e.args = strings("exec.args", v)?,
             "env" => {
                 let map = v
                     .as_object()
@@ -145,6 +145,16 @@ fn string(key: &str, v: &Value) -> Result<String, Error> {
     v.as_str()
         .map(String::from)
         .ok_or_else(|| wrong(key, "a string"))
+}
+
+fn strings(key: &str, v: &Value) -> Result<Vec<String>, Error> {
+    let list = v
+        .as_array()
+        .ok_or_else(|| wrong(key, "an array of strings"))?;
+    let names = list.iter().map(|n| n.as_str().map(String::from));
+    names
+        .collect::<Option<_>>()
+        .ok_or_else(|| wrong(key, "an array of strings"))
 }
 
 fn boolean(key: &str, v: &Value) -> Result<bool, Error> {
@@ -259,6 +269,18 @@ impl Config {
         }
         if let Some(e) = j.exec {
             c.auth = crate::Auth::Exec(exec(&e)?);
+        }
+        if let Some(v) = j.relist_interval_secs {
+            c.relist_interval = (v > 0).then(|| Duration::from_secs(v));
+        }
+        if let Some(v) = j.scrub {
+            c.shaping.scrub = v;
+        }
+        if let Some(v) = j.drop_managed_fields {
+            c.shaping.drop_managed_fields = v;
+        }
+        if j.event_kinds.is_some() {
+            c.shaping.event_kinds = j.event_kinds;
         }
         if let Some(v) = j.insecure {
             c.insecure_skip_tls_verify = v;

@@ -10,7 +10,7 @@ use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
 use crate::transport::{AgentSlot, Transport};
-use crate::watch::{Counters, Stop, Stream, StreamSettings};
+use crate::watch::{Counters, Role, Shared, Stop, Stream, StreamInit, StreamSettings};
 use crate::{
     Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError,
 };
@@ -27,7 +27,9 @@ pub struct Reader {
     rx: Receiver<Entry>,
     /// Disconnects when the reader stops.
     closing: Receiver<()>,
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
+    /// The relist timer, when `relist_interval` is set.
+    timer: Mutex<Option<JoinHandle<()>>>,
 }
 
 struct Inner {
@@ -37,7 +39,7 @@ struct Inner {
     start: Option<Starter>,
 }
 
-/// Everything needed to start one more stream.
+/// Everything needed to start one more stream thread.
 struct Starter {
     transport: Arc<Transport>,
     settings: Arc<StreamSettings>,
@@ -46,35 +48,64 @@ struct Starter {
 }
 
 impl Starter {
-    fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
+    /// Starts a stream thread for `spec` over the resource's shared state.
+    fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
         let slot = Arc::new(AgentSlot::default());
         let (stop_tx, own) = bounded(0);
-        let stop = Stop {
-            all: self.closing.clone(),
-            own,
-        };
-        let counters = Arc::new(Counters::default());
-        let stream = Stream::new(
-            spec.clone(),
-            self.transport.clone(),
-            slot.clone(),
-            self.settings.clone(),
-            self.tx.clone(),
-            stop,
-            counters.clone(),
-        );
-        let thread = spawn(spec, stream, self.tx.clone()).map_err(Error::Spawn)?;
-        Ok(StreamHandle {
-            spec: spec.clone(),
+        let stream = Stream::new(StreamInit {
+            spec: h.spec.clone(),
+            transport: self.transport.clone(),
+            slot: slot.clone(),
+            settings: self.settings.clone(),
+            out: self.tx.clone(),
+            stop: Stop {
+                all: self.closing.clone(),
+                own,
+            },
+            counters: h.counters.clone(),
+            shared: h.shared.clone(),
+            role,
+        });
+        let thread = spawn(&h.spec, stream, self.tx.clone()).map_err(Error::Spawn)?;
+        Ok(Thread {
             slot,
             stop_tx: Some(stop_tx),
-            thread: Some(thread),
-            counters,
+            join: Some(thread),
         })
+    }
+
+    fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
+        let mut h = StreamHandle {
+            spec: spec.clone(),
+            shared: Arc::new(Shared::default()),
+            counters: Arc::new(Counters::default()),
+            running: Thread::default(),
+            pending: None,
+        };
+        h.running = self.spawn(&h, Role::Primary)?;
+        Ok(h)
     }
 }
 
-impl StreamHandle {
+/// One resource: its shared state, its running stream thread and, during a
+/// relist, the replacement being synced.
+struct StreamHandle {
+    spec: ResourceSpec,
+    shared: Arc<Shared>,
+    counters: Arc<Counters>,
+    running: Thread,
+    pending: Option<Thread>,
+}
+
+/// A stream thread and what stops it.
+#[derive(Default)]
+struct Thread {
+    slot: Arc<AgentSlot>,
+    stop_tx: Option<Sender<()>>,
+    join: Option<JoinHandle<()>>,
+}
+
+impl Thread {
     /// Signals the thread to stop and unblocks its socket; does not wait.
     fn signal(&mut self) {
         self.stop_tx = None;
@@ -82,19 +113,31 @@ impl StreamHandle {
     }
 
     fn join(&mut self) {
-        if let Some(t) = self.thread.take() {
+        if let Some(t) = self.join.take() {
             // Panics are caught inside the thread; a join error cannot carry one.
             let _ = t.join();
         }
     }
+
+    fn finished(&self) -> bool {
+        self.join.as_ref().is_none_or(JoinHandle::is_finished)
+    }
 }
 
-struct StreamHandle {
-    spec: ResourceSpec,
-    slot: Arc<AgentSlot>,
-    stop_tx: Option<Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-    counters: Arc<Counters>,
+impl StreamHandle {
+    fn signal(&mut self) {
+        self.running.signal();
+        if let Some(p) = &mut self.pending {
+            p.signal();
+        }
+    }
+
+    fn join(&mut self) {
+        self.running.join();
+        if let Some(p) = &mut self.pending {
+            p.join();
+        }
+    }
 }
 
 /// A snapshot of one resource stream's counters.
@@ -111,6 +154,8 @@ pub struct StreamStats {
     pub reconnects: u64,
     /// Full re-syncs (410 Expired, resourceVersion too large).
     pub resyncs: u64,
+    /// Relist swaps completed (see `relist_interval`).
+    pub relists: u64,
     /// Events dropped as older than what was already delivered.
     pub stale_drops: u64,
     /// The last resourceVersion seen.
@@ -144,6 +189,7 @@ impl Reader {
             page_size: config.page_size,
             max_frame_bytes: config.max_frame_bytes,
             backoff: config.backoff.clone(),
+            shaping: config.shaping.clone(),
         });
         let (tx, rx) = bounded(config.channel_capacity);
         let (closing_tx, closing) = bounded(0);
@@ -155,12 +201,13 @@ impl Reader {
         };
         let reader = Reader {
             rx,
-            closing,
-            inner: Mutex::new(Inner {
+            closing: closing.clone(),
+            inner: Arc::new(Mutex::new(Inner {
                 closing_tx: Some(closing_tx),
                 streams: Vec::new(),
                 start: None,
-            }),
+            })),
+            timer: Mutex::new(None),
         };
         for spec in dedup(&config.resources) {
             // On failure, dropping `reader` stops and joins what was started.
@@ -168,6 +215,14 @@ impl Reader {
             reader.inner.lock().streams.push(handle);
         }
         reader.inner.lock().start = Some(start);
+        if let Some(interval) = config.relist_interval {
+            let inner = reader.inner.clone();
+            let t = std::thread::Builder::new()
+                .name("tattler-relist".into())
+                .spawn(move || relist_timer(&inner, &closing, interval))
+                .map_err(Error::Spawn)?;
+            *reader.timer.lock() = Some(t);
+        }
         Ok(reader)
     }
 
@@ -249,24 +304,46 @@ impl Reader {
         if wanted.is_empty() {
             return Err(Error::Config("resources: nothing to watch".into()));
         }
-        let mut inner = self.inner.lock();
-        if inner.start.is_none() {
+        let mut guard = self.inner.lock();
+        if guard.start.is_none() {
             return Err(Error::Config("the reader is stopped".into()));
         }
+        let inner = &mut *guard;
+        let start = inner.start.as_ref().expect("checked above");
         let (mut keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
             .streams
             .drain(..)
-            .partition(|s| !force && wanted.contains(&s.spec));
+            .partition(|s| wanted.contains(&s.spec));
         let changed = force || !gone.is_empty() || wanted.len() != keep.len();
         for s in &mut gone {
             s.signal();
         }
+        let mut restarted = Vec::new();
         let mut result = Ok(changed);
+        if force {
+            // Restart every kept stream; its dedupe state carries over, so the
+            // consumer sees Snapshots, not a second Add.
+            for h in &mut keep {
+                h.signal();
+                h.shared
+                    .replacing
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                let fresh = match start.spawn(h, Role::Primary) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        result = Err(e);
+                        Thread::default()
+                    }
+                };
+                restarted.push(std::mem::replace(&mut h.running, fresh));
+                restarted.extend(h.pending.take());
+            }
+        }
         for spec in &wanted {
             if keep.iter().any(|s| &s.spec == spec) {
                 continue;
             }
-            match inner.start.as_ref().expect("checked above").start(spec) {
+            match start.start(spec) {
                 Ok(h) => keep.push(h),
                 Err(e) => {
                     result = Err(e);
@@ -277,11 +354,32 @@ impl Reader {
         // Keep the configured order for stats().
         keep.sort_by_key(|s| wanted.iter().position(|w| w == &s.spec));
         inner.streams = keep;
-        drop(inner);
+        drop(guard);
         for s in &mut gone {
             s.join();
         }
+        for t in &mut restarted {
+            t.join();
+        }
         result
+    }
+
+    /// Relists every resource now, one at a time, as the relist timer does
+    /// (see [`Config::relist_interval`]): a fresh stream syncs while the
+    /// running one goes on, then replaces it. Blocks until done; the entries
+    /// it produces must be consumed meanwhile (from another thread), as
+    /// always. Returns false if the reader stopped first.
+    pub fn relist(&self) -> bool {
+        let specs: Vec<ResourceSpec> = self
+            .inner
+            .lock()
+            .streams
+            .iter()
+            .map(|s| s.spec.clone())
+            .collect();
+        specs
+            .iter()
+            .all(|spec| relist(&self.inner, &self.closing, spec))
     }
 
     /// True once [`stop`](Self::stop) or [`close`](Self::close) was called.
@@ -311,6 +409,7 @@ impl Reader {
                     bytes: c.bytes.load(Ordering::Relaxed),
                     reconnects: c.reconnects.load(Ordering::Relaxed),
                     resyncs: c.resyncs.load(Ordering::Relaxed),
+                    relists: c.relists.load(Ordering::Relaxed),
                     stale_drops: c.stale_drops.load(Ordering::Relaxed),
                     resource_version: c.resource_version.load(Ordering::Relaxed),
                     objects: c.objects.load(Ordering::Relaxed),
@@ -326,6 +425,9 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop();
+        if let Some(t) = self.timer.lock().take() {
+            let _ = t.join();
+        }
         let mut streams = std::mem::take(&mut self.inner.lock().streams);
         for s in &mut streams {
             s.join();
@@ -346,6 +448,90 @@ impl Iterator for Iter<'_> {
     }
 }
 
+/// Every `interval`, relists each synced resource in turn: a replacement
+/// stream syncs while the running one goes on, then takes its place. One
+/// relist at a time, to spare the apiserver.
+fn relist_timer(inner: &Mutex<Inner>, closing: &Receiver<()>, interval: Duration) {
+    loop {
+        select! {
+            recv(closing) -> _ => return,
+            default(interval) => {}
+        }
+        let specs: Vec<ResourceSpec> = inner
+            .lock()
+            .streams
+            .iter()
+            .map(|s| s.spec.clone())
+            .collect();
+        if !specs.iter().all(|spec| relist(inner, closing, spec)) {
+            return;
+        }
+    }
+}
+
+/// One relist; false when the reader is stopping.
+fn relist(inner: &Mutex<Inner>, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
+    let (done_tx, done) = bounded(1);
+    {
+        let mut g = inner.lock();
+        let g = &mut *g;
+        let Some(start) = g.start.as_ref() else {
+            return false;
+        };
+        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
+            return true;
+        };
+        if !h.counters.synced.load(Ordering::Relaxed) || h.pending.is_some() {
+            return true;
+        }
+        h.shared.replacing.store(true, Ordering::Relaxed);
+        match start.spawn(h, Role::Replacement(done_tx)) {
+            Ok(t) => h.pending = Some(t),
+            Err(e) => {
+                log::warn!("{}: cannot start a relist: {e}", spec.gvr());
+                h.shared.replacing.store(false, Ordering::Relaxed);
+                return true;
+            }
+        }
+    }
+    log::info!("{}: relisting", spec.gvr());
+    // Synced, or the replacement ended without syncing (dropping the sender).
+    let synced = select! {
+        recv(done) -> r => r.is_ok(),
+        recv(closing) -> _ => return false,
+    };
+    let mut old = {
+        let mut g = inner.lock();
+        let g = &mut *g;
+        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
+            return true;
+        };
+        let Some(mut new) = h.pending.take() else {
+            return true;
+        };
+        h.shared.replacing.store(false, Ordering::Relaxed);
+        if synced {
+            h.counters.relists.fetch_add(1, Ordering::Relaxed);
+            std::mem::replace(&mut h.running, new)
+        } else {
+            new.join();
+            if h.running.finished() {
+                // The running stream left its re-sync to the relist, which failed.
+                if let Some(start) = g.start.as_ref() {
+                    match start.spawn(h, Role::Primary) {
+                        Ok(t) => h.running = t,
+                        Err(e) => log::error!("{}: cannot restart the stream: {e}", spec.gvr()),
+                    }
+                }
+            }
+            return true;
+        }
+    };
+    old.signal();
+    old.join();
+    true
+}
+
 /// The specs without repeats, in their first order.
 fn dedup(specs: &[ResourceSpec]) -> Vec<ResourceSpec> {
     let mut out: Vec<ResourceSpec> = Vec::with_capacity(specs.len());
@@ -363,7 +549,12 @@ fn spawn(
     stream: Stream,
     out: Sender<Entry>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let name = format!("tattler-watch-{}", spec.resource);
+    let what = if spec.resource.is_empty() {
+        spec.kind.to_lowercase()
+    } else {
+        spec.resource.clone()
+    };
+    let name = format!("tattler-watch-{what}");
     let resource = Arc::new(crate::Resource {
         group: spec.group.clone(),
         version: spec.version.clone(),

@@ -201,6 +201,9 @@ impl ResourceSpec {
         if let Some(spec) = known(name) {
             return Ok(vec![spec]);
         }
+        if let Some((gv, kind)) = name.split_once(' ') {
+            return Self::parse_kind(name, gv, kind.trim()).map(|s| vec![s]);
+        }
         let parts: Vec<&str> = name.split('/').collect();
         let (group, version, resource) = match parts.as_slice() {
             [v, r] => ("", *v, *r),
@@ -229,8 +232,37 @@ impl ResourceSpec {
         Ok(vec![ResourceSpec::new(group, version, resource, "", true)])
     }
 
+    /// `apps/v1 Deployment`, `v1 Pod`, `example.com/v1 Widget`: a kind, whose
+    /// resource name and scope tattler knows or finds by discovery.
+    fn parse_kind(name: &str, gv: &str, kind: &str) -> Result<ResourceSpec, Error> {
+        let (group, version) = gv.rsplit_once('/').unwrap_or(("", gv));
+        let valid_kind = kind.starts_with(|c: char| c.is_ascii_uppercase())
+            && kind.bytes().all(|b| b.is_ascii_alphanumeric());
+        if version.is_empty() || !valid_kind {
+            return Err(Error::Resource(format!(
+                "{name:?}: a kind is named as group/version Kind (apps/v1 Deployment, v1 Pod)"
+            )));
+        }
+        if let Some(&(_, g, v, r, k, ns)) = KNOWN
+            .iter()
+            .find(|k| k.1 == group && k.2 == version && k.4 == kind)
+        {
+            return Ok(ResourceSpec::new(g, v, r, k, ns));
+        }
+        Ok(ResourceSpec::new(group, version, "", kind, true))
+    }
+
+    /// Whether the resource name is still to be found by discovery (the spec
+    /// names only a kind).
+    pub fn needs_discovery(&self) -> bool {
+        self.resource.is_empty()
+    }
+
     /// `group/version/resource`, or `version/resource` for the core group.
     pub fn gvr(&self) -> String {
+        if self.resource.is_empty() {
+            return format!("{} {}", self.api_version(), self.kind);
+        }
         if self.group.is_empty() {
             format!("{}/{}", self.version, self.resource)
         } else {
@@ -319,8 +351,27 @@ mod tests {
     }
 
     #[test]
+    fn kinds() {
+        let d = &ResourceSpec::parse("apps/v1 Deployment").unwrap()[0];
+        assert_eq!((d.resource.as_str(), d.namespaced), ("deployments", true));
+        let n = &ResourceSpec::parse("v1 Node").unwrap()[0];
+        assert_eq!((n.resource.as_str(), n.namespaced), ("nodes", false));
+        let w = &ResourceSpec::parse("example.com/v1 Widget").unwrap()[0];
+        assert!(w.needs_discovery());
+        assert_eq!(w.gvr(), "example.com/v1 Widget");
+    }
+
+    #[test]
     fn bad_names_are_errors_naming_the_input() {
-        for bad in ["", "podz", "a/b/c/d", "Apps/v1/deployments", "apps//x"] {
+        for bad in [
+            "",
+            "podz",
+            "a/b/c/d",
+            "Apps/v1/deployments",
+            "apps//x",
+            "apps/v1 deployment",
+            "apps/v1 De-ploy",
+        ] {
             let e = ResourceSpec::parse(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{e}");
         }

@@ -53,6 +53,27 @@ pub(crate) struct Tracker {
     namespace_ids: HashMap<Arc<str>, u32>,
     generation: u32,
     in_sync: bool,
+    /// Objects deleted while a sync is in progress, with the deletion's
+    /// resourceVersion: a relist's snapshot may still hold them, and must not
+    /// bring them back. Emptied when the sync ends.
+    tombstones: HashMap<u128, u64>,
+    /// How to take back the last delivered verdict, should its entry not be
+    /// sent after all (the stream was stopped while the send waited).
+    last: Option<Undo>,
+}
+
+enum Undo {
+    Added(u128),
+    Changed {
+        key: u128,
+        resource_version: u64,
+        seen: u32,
+    },
+    Removed {
+        key: u128,
+        tracked: Tracked,
+        tombstoned: bool,
+    },
 }
 
 impl Tracker {
@@ -62,28 +83,48 @@ impl Tracker {
         self.in_sync = true;
     }
 
-    /// Judges one event and records it if it is delivered.
-    pub(crate) fn observe(&mut self, kind: EventType, meta: &ObjectMeta) -> Verdict {
+    /// Judges one event and records it if it is delivered. `initial`: the
+    /// event is part of a full state (watch-list initial events, LIST items).
+    pub(crate) fn observe(&mut self, kind: EventType, meta: &ObjectMeta, initial: bool) -> Verdict {
+        if let Some(Undo::Removed { key, .. }) = self.last.take() {
+            // The delete was sent: its odd uid (if any) is no longer needed.
+            if !self.objects.contains_key(&key) {
+                self.odd_uids.remove(&key);
+            }
+        }
         let key = self.key(&meta.uid);
         let rv = meta.resource_version;
         let generation = self.generation;
-        let in_sync = self.in_sync;
+        let in_sync = initial && self.in_sync;
+        if initial && self.tombstones.get(&key).is_some_and(|&gone| rv <= gone) {
+            return Verdict::Stale;
+        }
         match (kind, self.objects.entry(key)) {
             (EventType::Deleted, MapEntry::Occupied(o)) => {
                 if rv < o.get().resource_version {
                     return Verdict::Stale;
                 }
-                o.remove();
-                self.odd_uids.remove(&key);
+                let tracked = o.remove();
+                let tombstoned = self.in_sync && self.tombstones.insert(key, rv).is_none();
+                self.last = Some(Undo::Removed {
+                    key,
+                    tracked,
+                    tombstoned,
+                });
                 Verdict::Deliver(Change::Delete)
             }
             (EventType::Deleted, MapEntry::Vacant(_)) => Verdict::Stale,
             (_, MapEntry::Occupied(mut o)) => {
                 let t = o.get_mut();
+                let undo = Undo::Changed {
+                    key,
+                    resource_version: t.resource_version,
+                    seen: t.seen,
+                };
                 if in_sync {
                     t.seen = generation;
                 }
-                if rv < t.resource_version {
+                let verdict = if rv < t.resource_version {
                     Verdict::Stale
                 } else if rv == t.resource_version {
                     if in_sync {
@@ -94,7 +135,11 @@ impl Tracker {
                 } else {
                     t.resource_version = rv;
                     Verdict::Deliver(Change::Update)
+                };
+                if matches!(verdict, Verdict::Deliver(_)) {
+                    self.last = Some(undo);
                 }
+                verdict
             }
             (_, MapEntry::Vacant(v)) => {
                 let namespace = match &meta.namespace {
@@ -107,20 +152,55 @@ impl Tracker {
                     namespace,
                     seen: generation,
                 });
+                self.last = Some(Undo::Added(key));
                 Verdict::Deliver(Change::Add)
             }
         }
     }
 
-    /// Ends a full state: every object not seen in it is gone. Returns them
-    /// (and forgets them), in no particular order.
-    pub(crate) fn end_sync(&mut self) -> Vec<Vanished> {
+    /// Takes back the last delivered verdict of [`observe`](Self::observe):
+    /// its entry was not sent, so later events must be judged as if the
+    /// event had never come.
+    pub(crate) fn undo_last(&mut self) {
+        match self.last.take() {
+            Some(Undo::Added(key)) => {
+                self.objects.remove(&key);
+            }
+            Some(Undo::Changed {
+                key,
+                resource_version,
+                seen,
+            }) => {
+                if let Some(t) = self.objects.get_mut(&key) {
+                    t.resource_version = resource_version;
+                    t.seen = seen;
+                }
+            }
+            Some(Undo::Removed {
+                key,
+                tracked,
+                tombstoned,
+            }) => {
+                self.objects.insert(key, tracked);
+                if tombstoned {
+                    self.tombstones.remove(&key);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Ends a full state taken at `snapshot_rv`: every object not seen in it
+    /// is gone — unless a live event newer than the snapshot vouched for it.
+    /// Returns them (and forgets them), in no particular order.
+    pub(crate) fn end_sync(&mut self, snapshot_rv: u64) -> Vec<Vanished> {
         self.in_sync = false;
+        self.tombstones = HashMap::new();
         let generation = self.generation;
         let gone: Vec<u128> = self
             .objects
             .iter()
-            .filter(|(_, t)| t.seen != generation)
+            .filter(|(_, t)| t.seen != generation && t.resource_version <= snapshot_rv)
             .map(|(k, _)| *k)
             .collect();
         let mut out = Vec::with_capacity(gone.len());
@@ -250,28 +330,55 @@ mod tests {
         let mut t = Tracker::default();
         t.begin_sync();
         assert_eq!(
-            t.observe(Added, &meta("a", "p1", U1, 10)),
+            t.observe(Added, &meta("a", "p1", U1, 10), true),
             Verdict::Deliver(Add)
         );
         assert_eq!(
-            t.observe(Added, &meta("a", "p2", "odd uid", 5)),
+            t.observe(Added, &meta("a", "p2", "odd uid", 5), true),
             Verdict::Deliver(Add)
         );
-        assert!(t.end_sync().is_empty());
+        assert!(t.end_sync(100).is_empty());
         assert_eq!(
-            t.observe(Modified, &meta("a", "p1", U1, 10)),
+            t.observe(Modified, &meta("a", "p1", U1, 10), false),
             Verdict::Duplicate
         );
-        assert_eq!(t.observe(Modified, &meta("a", "p1", U1, 9)), Verdict::Stale);
         assert_eq!(
-            t.observe(Modified, &meta("a", "p1", U1, 11)),
+            t.observe(Modified, &meta("a", "p1", U1, 9), false),
+            Verdict::Stale
+        );
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, 11), false),
             Verdict::Deliver(Update)
         );
         assert_eq!(
-            t.observe(Deleted, &meta("a", "p1", U1, 12)),
+            t.observe(Deleted, &meta("a", "p1", U1, 12), false),
             Verdict::Deliver(Delete)
         );
-        assert_eq!(t.observe(Deleted, &meta("a", "p1", U1, 13)), Verdict::Stale);
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p1", U1, 13), false),
+            Verdict::Stale
+        );
+        // A verdict whose entry was never sent is taken back.
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p2", "odd uid", 6), false),
+            Verdict::Deliver(Update)
+        );
+        t.undo_last();
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p2", "odd uid", 6), false),
+            Verdict::Deliver(Update)
+        );
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p2", "odd uid", 7), false),
+            Verdict::Deliver(Delete)
+        );
+        t.undo_last();
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p2", "odd uid", 7), false),
+            Verdict::Deliver(Delete)
+        );
+        t.undo_last();
+        assert_eq!(t.len(), 1);
         assert_eq!(t.len(), 1);
     }
 
@@ -281,20 +388,20 @@ mod tests {
         use EventType::*;
         let mut t = Tracker::default();
         t.begin_sync();
-        t.observe(Added, &meta("a", "keep", U1, 10));
-        t.observe(Added, &meta("a", "gone", U2, 11));
-        t.observe(Added, &meta("", "odd", "odd uid", 12));
-        t.end_sync();
+        t.observe(Added, &meta("a", "keep", U1, 10), true);
+        t.observe(Added, &meta("a", "gone", U2, 11), true);
+        t.observe(Added, &meta("", "odd", "odd uid", 12), true);
+        t.end_sync(100);
         t.begin_sync();
         assert_eq!(
-            t.observe(Added, &meta("a", "keep", U1, 10)),
+            t.observe(Added, &meta("a", "keep", U1, 10), true),
             Verdict::Deliver(Snapshot)
         );
         assert_eq!(
-            t.observe(Added, &meta("", "odd", "odd uid", 20)),
+            t.observe(Added, &meta("", "odd", "odd uid", 20), true),
             Verdict::Deliver(Update)
         );
-        let gone = t.end_sync();
+        let gone = t.end_sync(100);
         assert_eq!(
             gone,
             vec![Vanished {
@@ -307,20 +414,64 @@ mod tests {
         assert_eq!(t.len(), 2);
         // An interrupted re-sync followed by a complete one loses nothing.
         t.begin_sync();
-        t.observe(Added, &meta("a", "keep", U1, 10));
+        t.observe(Added, &meta("a", "keep", U1, 10), true);
         t.begin_sync();
-        t.observe(Added, &meta("", "odd", "odd uid", 20));
-        let gone = t.end_sync();
+        t.observe(Added, &meta("", "odd", "odd uid", 20), true);
+        let gone = t.end_sync(100);
         assert_eq!(gone.len(), 1);
         assert_eq!(
             (gone[0].uid.as_str(), gone[0].namespace.clone()),
             (U1, Some(Arc::from("a")))
         );
         t.begin_sync();
-        let gone = t.end_sync();
+        let gone = t.end_sync(100);
         assert_eq!(
             (gone[0].uid.as_str(), gone[0].namespace.clone()),
             ("odd uid", None)
+        );
+    }
+
+    #[test]
+    fn a_relist_racing_live_events_neither_resurrects_nor_wrongly_deletes() {
+        use Change::*;
+        use EventType::*;
+        let mut t = Tracker::default();
+        t.begin_sync();
+        t.observe(Added, &meta("a", "p1", U1, 10), true);
+        t.observe(Added, &meta("a", "p2", U2, 11), true);
+        t.end_sync(11);
+        // A relist's snapshot is taken at rv 20; meanwhile the live stream
+        // deletes p2 (rv 21) and adds p3 (rv 22) before the snapshot arrives.
+        t.begin_sync();
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p2", U2, 21), false),
+            Verdict::Deliver(Delete)
+        );
+        let u3 = "00000000-0000-0000-0000-000000000003";
+        assert_eq!(
+            t.observe(Added, &meta("a", "p3", u3, 22), false),
+            Verdict::Deliver(Add)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U1, 10), true),
+            Verdict::Deliver(Snapshot)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p2", U2, 11), true),
+            Verdict::Stale,
+            "no resurrection"
+        );
+        assert_eq!(
+            t.end_sync(20),
+            vec![],
+            "p3 is newer than the snapshot: not deleted"
+        );
+        assert_eq!(t.len(), 2);
+        // Tombstones last one sync only.
+        t.begin_sync();
+        assert_eq!(
+            t.observe(Added, &meta("a", "p2", U2, 30), true),
+            Verdict::Deliver(Add)
         );
     }
 }

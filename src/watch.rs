@@ -11,15 +11,18 @@ use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 use crate::config::Backoff;
 use crate::decode::{self, Event, EventType, FrameError, FrameReader, ObjectMeta, Status};
 use crate::entry::ObjectBytes;
+use crate::shape::Shaped;
 use crate::state::{Tracker, Verdict};
 use crate::transport::{AgentSlot, Transport};
 use crate::{request, Change, Entry, ErrorInfo, Resource, ResourceSpec};
+use parking_lot::Mutex;
 
 /// Settings a stream needs, shared by all streams of a reader.
 pub(crate) struct StreamSettings {
     pub page_size: u32,
     pub max_frame_bytes: usize,
     pub backoff: Backoff,
+    pub shaping: crate::Shaping,
 }
 
 /// Live counters of one stream, read by [`crate::Reader::stats`].
@@ -29,6 +32,7 @@ pub(crate) struct Counters {
     pub bytes: AtomicU64,
     pub reconnects: AtomicU64,
     pub resyncs: AtomicU64,
+    pub relists: AtomicU64,
     pub stale_drops: AtomicU64,
     pub resource_version: AtomicU64,
     pub objects: AtomicU64,
@@ -94,6 +98,38 @@ enum Outcome {
     Stopped,
 }
 
+/// State one resource's streams share: the primary, and during a relist its
+/// replacement. Entries are judged and sent under the tracker's lock, so the
+/// two cannot reorder or double an object's changes.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub tracker: Mutex<Tracker>,
+    /// A replacement stream is syncing; the primary leaves re-syncs to it.
+    pub replacing: AtomicBool,
+}
+
+/// What a stream is for.
+pub(crate) enum Role {
+    /// The resource's stream.
+    Primary,
+    /// A relist: a fresh stream that syncs while the primary runs on, and
+    /// says so on this channel once synced, to be swapped in.
+    Replacement(Sender<()>),
+}
+
+/// Everything a stream thread starts with.
+pub(crate) struct StreamInit {
+    pub spec: ResourceSpec,
+    pub transport: Arc<Transport>,
+    pub slot: Arc<AgentSlot>,
+    pub settings: Arc<StreamSettings>,
+    pub out: Sender<Entry>,
+    pub stop: Stop,
+    pub counters: Arc<Counters>,
+    pub shared: Arc<Shared>,
+    pub role: Role,
+}
+
 pub(crate) struct Stream {
     spec: ResourceSpec,
     resource: Arc<Resource>,
@@ -103,7 +139,8 @@ pub(crate) struct Stream {
     out: Sender<Entry>,
     stop: Stop,
     counters: Arc<Counters>,
-    tracker: Tracker,
+    shared: Arc<Shared>,
+    role: Role,
     /// Last resourceVersion seen (event or bookmark) once synced.
     rv: u64,
     synced: bool,
@@ -114,15 +151,8 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
-    pub(crate) fn new(
-        spec: ResourceSpec,
-        transport: Arc<Transport>,
-        slot: Arc<AgentSlot>,
-        settings: Arc<StreamSettings>,
-        out: Sender<Entry>,
-        stop: Stop,
-        counters: Arc<Counters>,
-    ) -> Stream {
+    pub(crate) fn new(init: StreamInit) -> Stream {
+        let spec = init.spec;
         let resource = Arc::new(Resource {
             group: spec.group.clone(),
             version: spec.version.clone(),
@@ -133,19 +163,24 @@ impl Stream {
         Stream {
             spec,
             resource,
-            transport,
-            slot,
-            settings,
-            out,
-            stop,
-            counters,
-            tracker: Tracker::default(),
+            transport: init.transport,
+            slot: init.slot,
+            settings: init.settings,
+            out: init.out,
+            stop: init.stop,
+            counters: init.counters,
+            shared: init.shared,
+            role: init.role,
             rv: 0,
             synced: false,
             list_fallback: false,
             reloaded_after_401: false,
             rng,
         }
+    }
+
+    fn is_replacement(&self) -> bool {
+        matches!(self.role, Role::Replacement(_))
     }
 
     /// Runs until stopped or failed for good.
@@ -158,7 +193,9 @@ impl Stream {
                 return;
             }
             let started = Instant::now();
-            let outcome = if self.synced {
+            let outcome = if self.spec.needs_discovery() {
+                self.discover()
+            } else if self.synced {
                 let timeout = self.timeout_secs();
                 let url = request::watch_from(&self.spec, &self.rv.to_string(), timeout);
                 self.watch(&url)
@@ -186,6 +223,12 @@ impl Stream {
                     None
                 }
                 Outcome::Ended => Some((String::from("watch ended at once"), None)),
+                Outcome::Expired | Outcome::TooLarge(_)
+                    if !self.is_replacement() && self.shared.replacing.load(Ordering::Relaxed) =>
+                {
+                    log::info!("{name}: history expired during a relist; the relist takes over");
+                    return;
+                }
                 Outcome::Expired => {
                     log::info!("{name}: resourceVersion {} expired; re-syncing", self.rv);
                     self.resync();
@@ -259,6 +302,17 @@ impl Stream {
     }
 
     fn fail(&mut self, info: ErrorInfo) {
+        if self.is_replacement() {
+            // The primary runs on; the next relist tries again.
+            log::warn!(
+                "{}: relist failed ({} {} {}); keeping the running stream",
+                self.spec.gvr(),
+                info.code,
+                info.reason,
+                info.message
+            );
+            return;
+        }
         log::error!(
             "{}: giving up: {} {} {}",
             self.spec.gvr(),
@@ -336,6 +390,8 @@ impl Stream {
                 retry_after.map(|s| secs(s.min(300))),
             ),
             500..=599 => Outcome::Retry(format!("server error {code}: {}", status.message), None),
+            // Not served (yet): a CRD being established, an API being added.
+            404 => Outcome::Retry(format!("not served (404 {})", status.message), None),
             _ => Outcome::Fatal(ErrorInfo {
                 code,
                 reason: if status.reason.is_empty() {
@@ -348,11 +404,77 @@ impl Stream {
         })
     }
 
+    /// Finds the resource name and scope of a kind through discovery
+    /// (`/api/v1`, `/apis/group/version`), asked afresh on every attempt.
+    fn discover(&mut self) -> Outcome {
+        let path = if self.spec.group.is_empty() {
+            format!("/api/{}", self.spec.version)
+        } else {
+            format!("/apis/{}/{}", self.spec.group, self.spec.version)
+        };
+        let resp = match self.get(&path) {
+            Ok(r) => r,
+            Err(o) => return o,
+        };
+        let mut body = Vec::new();
+        if let Err(e) = resp
+            .into_body()
+            .into_reader()
+            .take(16 << 20)
+            .read_to_end(&mut body)
+        {
+            return Outcome::Retry(format!("discovery: {e}"), None);
+        }
+        #[derive(serde::Deserialize)]
+        struct List {
+            resources: Vec<Res>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Res {
+            name: String,
+            kind: String,
+            namespaced: bool,
+        }
+        let list: List = match serde_json::from_slice(&body) {
+            Ok(l) => l,
+            Err(e) => return Outcome::Retry(format!("discovery {path}: {e}"), None),
+        };
+        let found = list
+            .resources
+            .into_iter()
+            .find(|r| r.kind == self.spec.kind && !r.name.contains('/'));
+        let Some(r) = found else {
+            return Outcome::Retry(
+                format!("{path} does not serve kind {} (yet)", self.spec.kind),
+                None,
+            );
+        };
+        log::info!(
+            "{}: served as {} ({})",
+            self.spec.gvr(),
+            r.name,
+            if r.namespaced {
+                "namespaced"
+            } else {
+                "cluster-scoped"
+            }
+        );
+        self.spec.resource = r.name;
+        self.spec.namespaced = r.namespaced;
+        if !r.namespaced {
+            self.spec.namespace = None;
+        }
+        let mut res = (*self.resource).clone();
+        res.resource = self.spec.resource.clone();
+        self.resource = Arc::new(res);
+        Outcome::Listed
+    }
+
     /// Reads one watch (or watch-list) response to its end.
     fn watch(&mut self, path: &str) -> Outcome {
         let initial = !self.synced;
         if initial {
-            self.tracker.begin_sync();
+            self.shared.tracker.lock().begin_sync();
         }
         let resp = match self.get(path) {
             Ok(r) => r,
@@ -423,10 +545,19 @@ impl Stream {
         match event {
             Event::Object { kind, meta, object } => {
                 let rv = meta.resource_version;
-                if let Some(mut entry) = self.judge(kind, &meta) {
-                    entry.object = Some(ObjectBytes::new(frame, object.0, object.1));
-                    if !self.stop.send(&self.out, entry) {
-                        return Some(Outcome::Stopped);
+                let shaped = self.shape(&frame[object.0..object.1]);
+                if shaped != Shaped::Drop {
+                    let shared = self.shared.clone();
+                    let mut tracker = shared.tracker.lock();
+                    if let Some(mut entry) = self.judge(&mut tracker, kind, &meta) {
+                        entry.object = Some(match shaped {
+                            Shaped::Replace(v) => whole(v),
+                            _ => ObjectBytes::new(frame, object.0, object.1),
+                        });
+                        if !self.stop.send(&self.out, entry) {
+                            tracker.undo_last();
+                            return Some(Outcome::Stopped);
+                        }
                     }
                 }
                 if !initial || self.synced {
@@ -470,7 +601,7 @@ impl Stream {
 
     /// Pages through a LIST as the initial state (fallback when the server has no watch-list).
     fn list(&mut self) -> Outcome {
-        self.tracker.begin_sync();
+        self.shared.tracker.lock().begin_sync();
         let mut token: Option<String> = None;
         loop {
             let path = request::list_page(&self.spec, self.settings.page_size, token.as_deref());
@@ -512,9 +643,18 @@ impl Stream {
                     Err(e) => return Outcome::Retry(format!("bad list item: {}", e.0), None),
                 };
                 self.counters.events.fetch_add(1, Ordering::Relaxed);
-                if let Some(mut entry) = self.judge(EventType::Added, &meta) {
-                    entry.object = Some(self.list_item_bytes(item, meta.kind.is_none()));
+                let bytes = self.list_item_bytes(item, meta.kind.is_none());
+                let object = match self.shape(bytes.as_slice()) {
+                    Shaped::Drop => continue,
+                    Shaped::Replace(v) => whole(v),
+                    Shaped::Keep => bytes,
+                };
+                let shared = self.shared.clone();
+                let mut tracker = shared.tracker.lock();
+                if let Some(mut entry) = self.judge(&mut tracker, EventType::Added, &meta) {
+                    entry.object = Some(object);
                     if !self.stop.send(&self.out, entry) {
+                        tracker.undo_last();
                         return Outcome::Stopped;
                     }
                 }
@@ -529,6 +669,14 @@ impl Stream {
                     return Outcome::Listed;
                 }
             }
+        }
+    }
+
+    fn shape(&self, object: &[u8]) -> Shaped {
+        if self.settings.shaping.active() {
+            self.settings.shaping.apply(&self.resource, object)
+        } else {
+            Shaped::Keep
         }
     }
 
@@ -560,13 +708,17 @@ impl Stream {
             }
             _ => buf.extend_from_slice(item.as_bytes()),
         }
-        let len = buf.len();
-        ObjectBytes::new(buf, 0, len)
+        whole(buf)
     }
 
     /// Dedupes one object event: the entry to deliver (its object still to
     /// be attached), or `None` when it is dropped.
-    fn judge(&mut self, kind: EventType, meta: &ObjectMeta) -> Option<Entry> {
+    fn judge(
+        &mut self,
+        tracker: &mut Tracker,
+        kind: EventType,
+        meta: &ObjectMeta,
+    ) -> Option<Entry> {
         if self.resource.kind.is_empty() {
             if let Some(k) = &meta.kind {
                 let mut r = (*self.resource).clone();
@@ -574,7 +726,7 @@ impl Stream {
                 self.resource = Arc::new(r);
             }
         }
-        let change = match self.tracker.observe(kind, meta) {
+        let change = match tracker.observe(kind, meta, !self.synced) {
             Verdict::Deliver(c) => c,
             Verdict::Stale => {
                 self.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
@@ -584,11 +736,11 @@ impl Stream {
         };
         self.counters
             .objects
-            .store(self.tracker.len() as u64, Ordering::Relaxed);
+            .store(tracker.len() as u64, Ordering::Relaxed);
         Some(Entry {
             change,
             resource: self.resource.clone(),
-            namespace: self.tracker.namespace_arc(meta.namespace.as_deref()),
+            namespace: tracker.namespace_arc(meta.namespace.as_deref()),
             name: Box::from(meta.name.as_ref()),
             uid: Box::from(meta.uid.as_ref()),
             resource_version: meta.resource_version,
@@ -600,10 +752,12 @@ impl Stream {
 
     /// Completes a (re-)sync: inferred deletes, then Synced. False when stopping.
     fn finish_sync(&mut self) -> bool {
-        let gone = self.tracker.end_sync();
+        let shared = self.shared.clone();
+        let mut tracker = shared.tracker.lock();
+        let gone = tracker.end_sync(self.rv);
         if !gone.is_empty() {
             log::info!(
-                "{}: {} objects vanished during the re-sync",
+                "{}: {} objects vanished since the last sync",
                 self.spec.gvr(),
                 gone.len()
             );
@@ -625,18 +779,26 @@ impl Stream {
             }
         }
         self.synced = true;
+        let objects = tracker.len();
         self.counters.synced.store(true, Ordering::Relaxed);
         self.counters
             .objects
-            .store(self.tracker.len() as u64, Ordering::Relaxed);
+            .store(objects as u64, Ordering::Relaxed);
         log::info!(
-            "{}: synced {} objects at resourceVersion {}",
+            "{}: synced {objects} objects at resourceVersion {}",
             self.spec.gvr(),
-            self.tracker.len(),
             self.rv
         );
         let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv);
-        self.stop.send(&self.out, entry)
+        if !self.stop.send(&self.out, entry) {
+            return false;
+        }
+        drop(tracker);
+        if let Role::Replacement(done) = &self.role {
+            // The reader swaps this stream in; it may already have gone away.
+            let _ = done.try_send(());
+        }
+        true
     }
 
     /// An Error entry for a problem that does not stop the stream.
@@ -683,6 +845,11 @@ impl Stream {
         self.rng ^= self.rng >> 27;
         self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
+}
+
+fn whole(buf: Vec<u8>) -> ObjectBytes {
+    let len = buf.len();
+    ObjectBytes::new(buf, 0, len)
 }
 
 fn secs(s: u32) -> Duration {

@@ -1,0 +1,355 @@
+//! Relist by reader swap, a watch set that changes at runtime, and shaping,
+//! against the scripted fake apiserver.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use tattler::{Change, Entry, Reader, ResourceSpec};
+use tattler_fakeapi::{FakeApi, Fault};
+
+/// Runs `r.relist()` on another thread; join it to learn whether it finished.
+fn relist_in_background(r: &Arc<Reader>) -> std::thread::JoinHandle<bool> {
+    let r = r.clone();
+    std::thread::spawn(move || r.relist())
+}
+
+fn synced_pods(api: &FakeApi, n: usize) -> Arc<Reader> {
+    for i in 1..=n {
+        pod(api, "a", &format!("p{i}"));
+    }
+    let r = Arc::new(open(api, &["pods"]));
+    let got = until_synced(&r);
+    assert_eq!(got.len(), n + 1);
+    r
+}
+
+#[test]
+fn a_relist_swaps_in_a_fresh_stream_without_loss_or_doubles() {
+    let _w = Watchdog::new("relist_swap", Duration::from_secs(30));
+    let api = FakeApi::start();
+    let r = synced_pods(&api, 3);
+    pod(&api, "a", "p1");
+    assert_eq!(take(&r, 1), ["Update a/p1"]);
+    let relist = relist_in_background(&r);
+    assert_eq!(
+        until_synced(&r),
+        [
+            "Snapshot a/p1",
+            "Snapshot a/p2",
+            "Snapshot a/p3",
+            "Synced pods"
+        ]
+    );
+    assert!(relist.join().unwrap());
+    // The old stream is closed, the new one carries on; one update, once.
+    assert!(api.wait_open_watches(1, Duration::from_secs(10)));
+    pod(&api, "a", "p2");
+    assert_eq!(take(&r, 1), ["Update a/p2"]);
+    assert_quiet(&r, Duration::from_millis(300));
+    let s = &r.stats()[0];
+    assert_eq!((s.relists, s.objects, s.resyncs), (1, 3, 0));
+    let wl = requests(&api)
+        .iter()
+        .filter(|q| q.contains("sendInitialEvents=true"))
+        .count();
+    assert_eq!(wl, 2);
+}
+
+#[test]
+fn a_relist_finds_objects_the_running_stream_missed() {
+    let _w = Watchdog::new("relist_missed", Duration::from_secs(30));
+    let api = FakeApi::start();
+    let r = synced_pods(&api, 3);
+    // The running stream reconnects into a stall: it sees nothing from here on.
+    api.push_fault("pods", Fault::Stall);
+    api.end_watches();
+    assert!(api.wait_requests(2, Duration::from_secs(10)));
+    assert!(api.wait_open_watches(1, Duration::from_secs(10)));
+    api.delete("pods", Some("a"), "p2");
+    pod(&api, "a", "p3");
+    let relist = relist_in_background(&r);
+    let got = until_synced(&r);
+    assert_eq!(
+        got,
+        [
+            "Delete(inferred) a/p2",
+            "Snapshot a/p1",
+            "Update a/p3",
+            "Synced pods"
+        ]
+    );
+    assert!(relist.join().unwrap());
+    pod(&api, "a", "p4");
+    assert_eq!(take(&r, 1), ["Add a/p4"]);
+}
+
+#[test]
+fn a_relist_that_fails_to_start_retries_while_the_old_stream_runs() {
+    let _w = Watchdog::new("relist_retry", Duration::from_secs(30));
+    let api = FakeApi::start();
+    let r = synced_pods(&api, 1);
+    for _ in 0..2 {
+        let f = Fault::Status {
+            code: 500,
+            reason: "InternalError".into(),
+            message: "etcd".into(),
+            retry_after: None,
+        };
+        api.push_fault("pods", f);
+    }
+    let relist = relist_in_background(&r);
+    assert!(api.wait_requests(3, Duration::from_secs(10)));
+    // Meanwhile the running stream delivers live changes.
+    pod(&api, "a", "p9");
+    let mut got = Vec::new();
+    loop {
+        let e = next(&r);
+        got.push(show(&e));
+        if e.change() == Change::Synced {
+            break;
+        }
+    }
+    assert_eq!(got[0], "Add a/p9", "{got:?}");
+    got.sort();
+    assert_eq!(
+        got,
+        ["Add a/p9", "Snapshot a/p1", "Snapshot a/p9", "Synced pods"]
+    );
+    assert!(relist.join().unwrap());
+    assert_eq!(requests(&api).len(), 4);
+}
+
+/// What a consumer builds from entries: uid -> (namespace/name, resourceVersion).
+fn apply(state: &mut HashMap<String, (String, u64)>, e: &Entry) {
+    let key = format!("{}/{}", e.namespace().unwrap_or(""), e.name());
+    match e.change() {
+        Change::Add => {
+            assert!(!state.contains_key(e.uid()), "duplicate Add for {key}");
+            state.insert(e.uid().to_string(), (key, e.resource_version()));
+        }
+        Change::Update | Change::Snapshot => {
+            let old = state
+                .get(e.uid())
+                .unwrap_or_else(|| panic!("{:?} for unknown {key}", e.change()));
+            assert!(e.resource_version() >= old.1, "{key} went back in time");
+            state.insert(e.uid().to_string(), (key, e.resource_version()));
+        }
+        Change::Delete => {
+            assert!(state.remove(e.uid()).is_some(), "Delete for unknown {key}");
+        }
+        _ => {}
+    }
+}
+
+fn server_state(api: &FakeApi) -> HashMap<String, (String, u64)> {
+    api.objects("pods")
+        .into_iter()
+        .map(|o| {
+            let m = &o["metadata"];
+            let key = format!(
+                "{}/{}",
+                m["namespace"].as_str().unwrap(),
+                m["name"].as_str().unwrap()
+            );
+            let rv = m["resourceVersion"].as_str().unwrap().parse().unwrap();
+            (m["uid"].as_str().unwrap().to_string(), (key, rv))
+        })
+        .collect()
+}
+
+#[test]
+fn relists_racing_creates_updates_and_deletes_converge() {
+    let _w = Watchdog::new("relist_race", Duration::from_secs(60));
+    let api = Arc::new(FakeApi::start());
+    for i in 0..30 {
+        pod(&api, "a", &format!("p{i}"));
+    }
+    let r = Arc::new(open(&api, &["pods"]));
+    let mut state = HashMap::new();
+    loop {
+        let e = next(&r);
+        apply(&mut state, &e);
+        if e.change() == Change::Synced {
+            break;
+        }
+    }
+    let churn = {
+        let api = api.clone();
+        std::thread::spawn(move || {
+            for round in 0..300u32 {
+                let i = round * 7 % 40;
+                match round % 3 {
+                    0 | 1 => {
+                        pod(&api, "a", &format!("p{i}"));
+                    }
+                    _ => {
+                        api.delete("pods", Some("a"), &format!("p{i}"));
+                    }
+                }
+            }
+        })
+    };
+    let relister = {
+        let r = r.clone();
+        std::thread::spawn(move || (0..3).all(|_| r.relist()))
+    };
+    while !(churn.is_finished() && relister.is_finished()) {
+        if let Ok(e) = r.next_timeout(Duration::from_millis(50)) {
+            apply(&mut state, &e);
+        }
+    }
+    assert!(relister.join().unwrap());
+    churn.join().unwrap();
+    // Drain until the consumer's view equals the server's.
+    let want = server_state(&api);
+    while state != want {
+        let e = next(&r);
+        apply(&mut state, &e);
+    }
+    assert_quiet(&r, Duration::from_millis(300));
+    assert_eq!(r.stats()[0].relists, 3);
+}
+
+#[test]
+fn the_watch_set_changes_while_entries_flow() {
+    let _w = Watchdog::new("set_resources", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.apply("nodes", FakeApi::object(None, "n1"));
+    let r = open(&api, &["pods"]);
+    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    let pods = ResourceSpec::parse("pods").unwrap();
+    let nodes = ResourceSpec::parse("nodes").unwrap();
+    let both: Vec<ResourceSpec> = pods.iter().chain(&nodes).cloned().collect();
+    assert!(r.set_resources(&both, false).unwrap());
+    assert_eq!(until_synced(&r), ["Add n1", "Synced nodes"]);
+    assert!(
+        !r.set_resources(&both, false).unwrap(),
+        "unchanged set: nothing happens"
+    );
+    let pod_requests = || {
+        requests(&api)
+            .iter()
+            .filter(|q| q.contains("/pods"))
+            .count()
+    };
+    assert_eq!(pod_requests(), 1, "pods kept streaming without a reconnect");
+    pod(&api, "a", "p2");
+    assert_eq!(take(&r, 1), ["Add a/p2"]);
+
+    assert!(r.set_resources(&nodes, false).unwrap());
+    assert!(api.wait_open_watches(1, Duration::from_secs(10)));
+    pod(&api, "a", "p3");
+    api.apply("nodes", FakeApi::object(None, "n2"));
+    assert_eq!(take(&r, 1), ["Add n2"], "pods stopped");
+    assert_eq!(r.stats().len(), 1);
+
+    assert!(r.set_resources(&nodes, true).unwrap(), "force restarts");
+    assert_eq!(
+        until_synced(&r),
+        ["Snapshot n1", "Snapshot n2", "Synced nodes"]
+    );
+    assert!(r.set_resources(&[], false).is_err());
+}
+
+#[test]
+fn a_custom_resource_that_appears_after_start_is_picked_up() {
+    let _w = Watchdog::new("crd_later", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    let mut c = config(&api, &["pods"]);
+    c.resources
+        .extend(ResourceSpec::parse("example.com/v1 Widget").unwrap());
+    let r = Reader::open(c).unwrap();
+    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    // Discovery does not know the kind yet: the stream retries, pods are unaffected.
+    assert!(api.wait_requests(3, Duration::from_secs(10)));
+    api.add_resource("example.com", "v1", "widgets", "Widget", false);
+    api.apply("example.com/v1/widgets", FakeApi::object(None, "w1"));
+    let e = next(&r);
+    assert_eq!(show(&e), "Add w1");
+    assert_eq!(
+        (e.resource().resource.as_str(), e.resource().kind.as_str()),
+        ("widgets", "Widget")
+    );
+    assert_eq!(take(&r, 1), ["Synced widgets"]);
+    assert!(requests(&api)
+        .iter()
+        .any(|q| q == "GET /apis/example.com/v1"));
+}
+
+#[test]
+fn a_resource_named_by_gvr_that_is_not_served_yet_is_retried() {
+    let _w = Watchdog::new("gvr_404", Duration::from_secs(30));
+    let api = FakeApi::start();
+    let r = open(&api, &["example.com/v1/gadgets"]);
+    assert!(api.wait_requests(2, Duration::from_secs(10)));
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", true);
+    api.apply("example.com/v1/gadgets", FakeApi::object(Some("a"), "g1"));
+    assert_eq!(until_synced(&r), ["Add a/g1", "Synced gadgets"]);
+    assert!(!r.stats()[0].failed);
+}
+
+#[test]
+fn secrets_are_scrubbed_on_every_path() {
+    let _w = Watchdog::new("scrub_paths", Duration::from_secs(30));
+    let api = FakeApi::start();
+    let secret_pod = || {
+        let mut p = FakeApi::pod("a", "p1");
+        p["spec"]["containers"][0]["env"] = serde_json::json!([{"name":"PW","value":"hunter2"}]);
+        p
+    };
+    api.apply("pods", secret_pod());
+    let check = |e: &Entry| {
+        let text = String::from_utf8_lossy(e.object().unwrap()).into_owned();
+        assert!(!text.contains("hunter2"), "leak in {:?}", e.change());
+        assert!(text.contains("REDACTED"));
+    };
+    // watch-list
+    let r = Arc::new(open(&api, &["pods"]));
+    check(&next(&r));
+    assert_eq!(take(&r, 1), ["Synced pods"]);
+    // live update and delete
+    api.apply("pods", secret_pod());
+    check(&next(&r));
+    // relist
+    let relist = relist_in_background(&r);
+    check(&next(&r));
+    assert_eq!(take(&r, 1), ["Synced pods"]);
+    assert!(relist.join().unwrap());
+    // re-sync after 410
+    api.push_fault("pods", Fault::ExpiredInStream);
+    api.end_watches();
+    check(&next(&r));
+    assert_eq!(take(&r, 1), ["Synced pods"]);
+    api.delete("pods", Some("a"), "p1");
+    check(&next(&r));
+    // LIST fallback
+    api.set_watchlist(false);
+    api.apply("pods", secret_pod());
+    let r = open(&api, &["pods"]);
+    check(&next(&r));
+}
+
+#[test]
+fn shaping_options_apply_before_the_channel() {
+    let _w = Watchdog::new("shaping", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    let mut c = config(&api, &["pods"]);
+    c.shaping.drop_managed_fields = true;
+    c.shaping.transform = Some(Arc::new(|_, v| v["metadata"]["name"] != "p2"));
+    let r = Reader::open(c).unwrap();
+    let e = next(&r);
+    let obj: serde_json::Value = serde_json::from_slice(e.object().unwrap()).unwrap();
+    assert!(obj["metadata"].get("managedFields").is_none());
+    assert_eq!(obj["metadata"]["name"], "p1");
+    assert_eq!(take(&r, 1), ["Synced pods"]);
+    pod(&api, "a", "p2");
+    pod(&api, "a", "p3");
+    assert_eq!(take(&r, 1), ["Add a/p3"], "the transform dropped p2");
+}
