@@ -37,6 +37,7 @@ mod kubeconfig;
 mod reader;
 mod request;
 mod resource;
+mod scrub;
 mod shape;
 mod state;
 mod transport;

@@ -85,6 +85,18 @@ impl Shaping {
         if !(scrub || managed || filter || self.transform.is_some()) {
             return Shaped::Keep;
         }
+        if !filter && self.transform.is_none() {
+            // The hot path: edit the bytes, build no Value.
+            let edits = crate::scrub::Edits {
+                scrub,
+                drop_managed_fields: managed,
+            };
+            match crate::scrub::edit(obj, edits) {
+                Ok(Some(v)) => return Shaped::Replace(v),
+                Ok(None) => return Shaped::Keep,
+                Err(_) => {} // cannot happen on a decoded object; the Value path decides
+            }
+        }
         let Ok(mut v) = serde_json::from_slice::<Value>(obj) else {
             // The decoder already parsed its metadata; this cannot fail on a
             // server's object. If it does, withhold rather than leak.

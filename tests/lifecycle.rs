@@ -207,8 +207,20 @@ fn relists_racing_creates_updates_and_deletes_converge() {
     // Drain until the consumer's view equals the server's.
     let want = server_state(&api);
     while state != want {
-        let e = next(&r);
-        apply(&mut state, &e);
+        match r.next_timeout(Duration::from_secs(5)) {
+            Ok(e) => apply(&mut state, &e),
+            Err(_) => {
+                let missing: Vec<_> = want
+                    .iter()
+                    .filter(|(k, v)| state.get(*k) != Some(v))
+                    .collect();
+                let extra: Vec<_> = state
+                    .iter()
+                    .filter(|(k, v)| want.get(*k) != Some(v))
+                    .collect();
+                panic!("consumer diverged: missing or different {missing:?}; extra or different {extra:?}");
+            }
+        }
     }
     assert_quiet(&r, Duration::from_millis(300));
     assert_eq!(r.stats()[0].relists, 3);

@@ -88,6 +88,7 @@ done
 ldflags="-s -w ${vx[*]}"
 
 tmp="$(mktemp -d "$dest/bin.tmp.XXXXXX")"
+chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 
 cd "$here"

@@ -74,6 +74,10 @@ func main() {
 	cfg.LogOutputs = []string{"stderr"}
 	cfg.UnsafeNoFsync = *unsafeNoFsync
 	cfg.WatchProgressNotifyInterval = *progressNtf
+	// etcdmain sets these from its flag defaults; embed.NewConfig leaves them
+	// at 0, which logs every request as slow.
+	cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
+	cfg.WarningApplyDuration = embed.DefaultWarningApplyDuration
 	if *quota > 0 {
 		cfg.QuotaBackendBytes = *quota
 	}
