@@ -57,6 +57,10 @@ pub(crate) struct Tracker {
     /// resourceVersion: a relist's snapshot may still hold them, and must not
     /// bring them back. Emptied when the sync ends.
     tombstones: HashMap<u128, u64>,
+    /// The resourceVersion of the last completed full state: an object it did
+    /// not hold cannot show up with an older or equal version (such an event
+    /// comes from a stream the snapshot superseded, during a relist swap).
+    floor: u64,
     /// How to take back the last delivered verdict, should its entry not be
     /// sent after all (the stream was stopped while the send waited).
     last: Option<Undo>,
@@ -114,6 +118,7 @@ impl Tracker {
                 Verdict::Deliver(Change::Delete)
             }
             (EventType::Deleted, MapEntry::Vacant(_)) => Verdict::Stale,
+            (_, MapEntry::Vacant(_)) if rv <= self.floor && !initial => Verdict::Stale,
             (_, MapEntry::Occupied(mut o)) => {
                 let t = o.get_mut();
                 let undo = Undo::Changed {
@@ -150,7 +155,12 @@ impl Tracker {
                     resource_version: rv,
                     name: Box::from(meta.name.as_ref()),
                     namespace,
-                    seen: generation,
+                    // A live event does not vouch for the snapshot being read.
+                    seen: if in_sync {
+                        generation
+                    } else {
+                        generation.wrapping_sub(1)
+                    },
                 });
                 self.last = Some(Undo::Added(key));
                 Verdict::Deliver(Change::Add)
@@ -196,6 +206,7 @@ impl Tracker {
     pub(crate) fn end_sync(&mut self, snapshot_rv: u64) -> Vec<Vanished> {
         self.in_sync = false;
         self.tombstones = HashMap::new();
+        self.floor = self.floor.max(snapshot_rv);
         let generation = self.generation;
         let gone: Vec<u128> = self
             .objects

@@ -197,8 +197,16 @@ fn relists_racing_creates_updates_and_deletes_converge() {
         let r = r.clone();
         std::thread::spawn(move || (0..3).all(|_| r.relist()))
     };
+    let mut log: Vec<String> = Vec::new();
     while !(churn.is_finished() && relister.is_finished()) {
         if let Ok(e) = r.next_timeout(Duration::from_millis(50)) {
+            log.push(format!(
+                "{} {} {} {}",
+                show(&e),
+                e.uid(),
+                e.resource_version(),
+                e.inferred()
+            ));
             apply(&mut state, &e);
         }
     }
@@ -208,8 +216,29 @@ fn relists_racing_creates_updates_and_deletes_converge() {
     let want = server_state(&api);
     while state != want {
         match r.next_timeout(Duration::from_secs(5)) {
-            Ok(e) => apply(&mut state, &e),
+            Ok(e) => {
+                log.push(format!(
+                    "{} {} {} {}",
+                    show(&e),
+                    e.uid(),
+                    e.resource_version(),
+                    e.inferred()
+                ));
+                apply(&mut state, &e)
+            }
             Err(_) => {
+                let first = state
+                    .keys()
+                    .find(|k| !want.contains_key(*k))
+                    .cloned()
+                    .unwrap_or_default();
+                let name = state.get(&first).map(|v| v.0.clone()).unwrap_or_default();
+                for l in &log {
+                    if l.contains(&name) || l.starts_with("Synced") {
+                        eprintln!("LOG {l}");
+                    }
+                }
+                eprintln!("uid {first}");
                 let missing: Vec<_> = want
                     .iter()
                     .filter(|(k, v)| state.get(*k) != Some(v))
@@ -302,7 +331,10 @@ fn a_resource_named_by_gvr_that_is_not_served_yet_is_retried() {
     assert!(api.wait_requests(2, Duration::from_secs(10)));
     api.add_resource("example.com", "v1", "gadgets", "Gadget", true);
     api.apply("example.com/v1/gadgets", FakeApi::object(Some("a"), "g1"));
-    assert_eq!(until_synced(&r), ["Add a/g1", "Synced gadgets"]);
+    // The object may land in the initial state or just after it.
+    let mut got = take(&r, 2);
+    got.sort();
+    assert_eq!(got, ["Add a/g1", "Synced gadgets"]);
     assert!(!r.stats()[0].failed);
 }
 

@@ -1,0 +1,808 @@
+//! Cluster-access test support: certificates made at run time, a TLS front
+//! for the plain-HTTP fake apiserver (optionally demanding a client
+//! certificate, and recording what the client sent), an HTTP CONNECT proxy,
+//! a capturing logger and a temporary folder.
+//!
+//! Everything listens on 127.0.0.1 only and stops promptly when dropped.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Once};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig, ServerConnection};
+
+/// The folder of the fixture files.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn fixture(name: &str) -> String {
+    let p = fixtures().join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
+}
+
+// ---------------------------------------------------------------------------
+// Certificates
+
+/// The private key of a client certificate, in the PEM form a kubeconfig holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// ECDSA P-256 made now, PKCS#8 (`BEGIN PRIVATE KEY`).
+    EcPkcs8,
+    /// The fixture ECDSA P-256 key as SEC1 (`BEGIN EC PRIVATE KEY`).
+    EcSec1,
+    /// The fixture RSA 2048 key as PKCS#1 (`BEGIN RSA PRIVATE KEY`), as kubeadm writes it.
+    /// (ring cannot make RSA keys, hence the fixture.)
+    RsaPkcs1,
+    /// The same RSA key as PKCS#8.
+    RsaPkcs8,
+}
+
+/// A certificate and its key.
+pub struct Issued {
+    pub cert_pem: String,
+    /// The key as the client side (kubeconfig) gets it; see [`KeyKind`].
+    pub key_pem: String,
+    pub cert_der: CertificateDer<'static>,
+    /// PKCS#8 DER of the same key, for the server side.
+    key_pkcs8: Vec<u8>,
+}
+
+impl Issued {
+    fn key_der(&self) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_pkcs8.clone()))
+    }
+}
+
+/// A certificate authority made at run time (ECDSA P-256).
+pub struct Pki {
+    pub ca_pem: String,
+    pub ca_der: CertificateDer<'static>,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl Pki {
+    pub fn new(name: &str) -> Pki {
+        let key = KeyPair::generate().expect("CA key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let cert = params.self_signed(&key).expect("self-signed CA");
+        Pki {
+            ca_pem: cert.pem(),
+            ca_der: cert.der().clone(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// A server certificate for these names: IP addresses become IP SANs,
+    /// anything else DNS SANs.
+    pub fn server(&self, sans: &[&str]) -> Issued {
+        let key = KeyPair::generate().expect("server key");
+        let mut params =
+            CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .expect("SANs");
+        params.distinguished_name.push(
+            DnType::CommonName,
+            sans.first().copied().unwrap_or("server"),
+        );
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        let cert = params.signed_by(&key, &self.issuer).expect("server cert");
+        Issued {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            cert_der: cert.der().clone(),
+            key_pkcs8: key.serialize_der(),
+        }
+    }
+
+    /// A client certificate for `cn` with a key of the given kind.
+    pub fn client(&self, cn: &str, kind: KeyKind) -> Issued {
+        let (key, key_pem) = match kind {
+            KeyKind::EcPkcs8 => {
+                let k = KeyPair::generate().expect("client key");
+                let pem = k.serialize_pem();
+                (k, pem)
+            }
+            KeyKind::EcSec1 => (
+                KeyPair::from_pem(&fixture("client-ec.pkcs8.key")).expect("EC fixture"),
+                fixture("client-ec.sec1.key"),
+            ),
+            KeyKind::RsaPkcs1 => (
+                KeyPair::from_pem(&fixture("client-rsa.pkcs8.key")).expect("RSA fixture"),
+                fixture("client-rsa.pkcs1.key"),
+            ),
+            KeyKind::RsaPkcs8 => {
+                let pem = fixture("client-rsa.pkcs8.key");
+                (KeyPair::from_pem(&pem).expect("RSA fixture"), pem)
+            }
+        };
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        let cert = params.signed_by(&key, &self.issuer).expect("client cert");
+        Issued {
+            cert_pem: cert.pem(),
+            key_pem,
+            cert_der: cert.der().clone(),
+            key_pkcs8: key.serialize_der(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared plumbing of the two servers
+
+/// Sockets and threads of a test server, so that dropping it stops everything.
+#[derive(Default)]
+struct Registry {
+    stop: AtomicBool,
+    sockets: Mutex<Vec<TcpStream>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Registry {
+    /// Keeps a clone of `s` to shut down at the end; false (and `s` shut) when stopping.
+    fn track(&self, s: &TcpStream) -> bool {
+        let mut socks = self.sockets.lock().unwrap();
+        if self.stop.load(Ordering::SeqCst) {
+            let _ = s.shutdown(Shutdown::Both);
+            return false;
+        }
+        if let Ok(c) = s.try_clone() {
+            socks.push(c);
+        }
+        true
+    }
+
+    fn spawn(&self, name: &str, f: impl FnOnce() + Send + 'static) {
+        let h = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .expect("spawn");
+        self.threads.lock().unwrap().push(h);
+    }
+
+    /// Stops the accept loop at `addr` and every connection; joins all threads.
+    fn shutdown(&self, addr: SocketAddr, accept: Option<JoinHandle<()>>) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect_timeout(&addr, Duration::from_millis(500));
+        if let Some(h) = accept {
+            let _ = h.join();
+        }
+        loop {
+            for s in self.sockets.lock().unwrap().drain(..) {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            let threads: Vec<_> = self.threads.lock().unwrap().drain(..).collect();
+            if threads.is_empty() {
+                return;
+            }
+            for h in threads {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    reg: Arc<Registry>,
+    name: &'static str,
+    handle: impl Fn(TcpStream) + Send + Sync + 'static,
+) -> JoinHandle<()> {
+    let handle = Arc::new(handle);
+    std::thread::Builder::new()
+        .name(format!("{name}-accept"))
+        .spawn(move || {
+            for s in listener.incoming() {
+                if reg.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(s) = s else { continue };
+                if !reg.track(&s) {
+                    return;
+                }
+                let h = handle.clone();
+                reg.spawn(name, move || h(s));
+            }
+        })
+        .expect("spawn accept thread")
+}
+
+// ---------------------------------------------------------------------------
+// The TLS front
+
+/// What the front saw.
+#[derive(Default)]
+struct Seen {
+    /// Per connection: the plaintext the client sent (request lines and headers).
+    sent: Vec<Vec<u8>>,
+    /// Per completed handshake: the client's leaf certificate, if it gave one.
+    handshakes: Vec<Option<CertificateDer<'static>>>,
+    /// Failed handshakes: rustls's reason.
+    errors: Vec<String>,
+}
+
+struct FrontShared {
+    reg: Registry,
+    seen: Mutex<Seen>,
+    cond: Condvar,
+}
+
+/// A TLS-terminating proxy on 127.0.0.1 in front of a plain-HTTP backend
+/// (the fake apiserver): the stand-in for a real kube-apiserver's TLS.
+pub struct TlsFront {
+    addr: SocketAddr,
+    shared: Arc<FrontShared>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl TlsFront {
+    /// Serves `server`'s certificate and forwards to `backend` (`http://127.0.0.1:PORT`).
+    /// With `client_ca`, a client certificate issued by it is required.
+    pub fn start(backend: &str, server: &Issued, client_ca: Option<&Pki>) -> TlsFront {
+        let backend: SocketAddr = backend
+            .strip_prefix("http://")
+            .expect("backend is http://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("backend address");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap();
+        let builder = match client_ca {
+            Some(ca) => {
+                let mut roots = RootCertStore::empty();
+                roots.add(ca.ca_der.clone()).unwrap();
+                let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                    .build()
+                    .unwrap();
+                builder.with_client_cert_verifier(v)
+            }
+            None => builder.with_no_client_auth(),
+        };
+        let config = Arc::new(
+            builder
+                .with_single_cert(vec![server.cert_der.clone()], server.key_der())
+                .expect("server config"),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(FrontShared {
+            reg: Registry::default(),
+            seen: Mutex::new(Seen::default()),
+            cond: Condvar::new(),
+        });
+        let accept = {
+            let sh2 = shared.clone();
+            std::thread::Builder::new()
+                .name("tls-front-accept".into())
+                .spawn(move || {
+                    for s in listener.incoming() {
+                        if sh2.reg.stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        let Ok(s) = s else { continue };
+                        if !sh2.reg.track(&s) {
+                            return;
+                        }
+                        let (sh3, cfg) = (sh2.clone(), config.clone());
+                        sh2.reg
+                            .spawn("tls-front", move || serve_tls(sh3, s, cfg, backend));
+                    }
+                })
+                .unwrap()
+        };
+        TlsFront {
+            addr,
+            shared,
+            accept: Some(accept),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// `https://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// Every value of request header `name` (any case) the clients sent, in order.
+    pub fn header_values(&self, name: &str) -> Vec<String> {
+        let seen = self.shared.seen.lock().unwrap();
+        let mut out = Vec::new();
+        for conn in &seen.sent {
+            for line in String::from_utf8_lossy(conn).split("\r\n") {
+                if let Some((k, v)) = line.split_once(':') {
+                    if k.trim().eq_ignore_ascii_case(name) {
+                        out.push(v.trim().to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The request lines (`GET /api/v1/pods?... HTTP/1.1`) that went through.
+    pub fn request_lines(&self) -> Vec<String> {
+        let seen = self.shared.seen.lock().unwrap();
+        let mut out = Vec::new();
+        for conn in &seen.sent {
+            for line in String::from_utf8_lossy(conn).split("\r\n") {
+                if line.starts_with("GET ") {
+                    out.push(line.to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// The client certificates of the completed handshakes (`None`: none given).
+    pub fn handshakes(&self) -> Vec<Option<CertificateDer<'static>>> {
+        self.shared.seen.lock().unwrap().handshakes.clone()
+    }
+
+    /// Why handshakes failed, as rustls on the server side saw it.
+    pub fn handshake_errors(&self) -> Vec<String> {
+        self.shared.seen.lock().unwrap().errors.clone()
+    }
+
+    /// Waits until at least `n` handshakes have failed; false on timeout.
+    pub fn wait_handshake_errors(&self, n: usize, timeout: Duration) -> bool {
+        self.wait(timeout, |s| s.errors.len() >= n)
+    }
+
+    /// Waits until at least `n` handshakes have completed; false on timeout.
+    pub fn wait_handshakes(&self, n: usize, timeout: Duration) -> bool {
+        self.wait(timeout, |s| s.handshakes.len() >= n)
+    }
+
+    fn wait(&self, timeout: Duration, done: impl Fn(&Seen) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut seen = self.shared.seen.lock().unwrap();
+        while !done(&seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            seen = self.shared.cond.wait_timeout(seen, left).unwrap().0;
+        }
+        true
+    }
+}
+
+impl Drop for TlsFront {
+    fn drop(&mut self) {
+        self.shared.reg.shutdown(self.addr, self.accept.take());
+    }
+}
+
+/// One client connection: TLS in, plain bytes to the backend and back.
+fn serve_tls(sh: Arc<FrontShared>, tcp: TcpStream, config: Arc<ServerConfig>, backend: SocketAddr) {
+    let Ok(conn) = ServerConnection::new(config) else {
+        return;
+    };
+    let Ok(writer) = tcp.try_clone() else { return };
+    let tls = Arc::new(Mutex::new((conn, writer)));
+    let index = {
+        let mut seen = sh.seen.lock().unwrap();
+        seen.sent.push(Vec::new());
+        seen.sent.len() - 1
+    };
+    let mut reader = tcp;
+    let mut up: Option<TcpStream> = None;
+    let mut buf = vec![0u8; 32 << 10];
+    let mut plain_buf = vec![0u8; 32 << 10];
+    'conn: loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut plain = Vec::new();
+        let mut closed = false;
+        {
+            let mut g = tls.lock().unwrap();
+            let (conn, w) = &mut *g;
+            let mut rd = &buf[..n];
+            while !rd.is_empty() {
+                if conn.read_tls(&mut rd).is_err() {
+                    break 'conn;
+                }
+                if let Err(e) = conn.process_new_packets() {
+                    let handshaking = conn.is_handshaking();
+                    let _ = conn.write_tls(w);
+                    if handshaking {
+                        sh.seen.lock().unwrap().errors.push(e.to_string());
+                        sh.cond.notify_all();
+                    }
+                    break 'conn;
+                }
+                loop {
+                    match conn.reader().read(&mut plain_buf) {
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Ok(k) => plain.extend_from_slice(&plain_buf[..k]),
+                        Err(_) => break,
+                    }
+                }
+            }
+            while conn.wants_write() {
+                if conn.write_tls(w).is_err() {
+                    break 'conn;
+                }
+            }
+            if up.is_none() && !conn.is_handshaking() {
+                let peer = conn.peer_certificates().and_then(|c| c.first().cloned());
+                sh.seen.lock().unwrap().handshakes.push(peer);
+                sh.cond.notify_all();
+                let Ok(u) = TcpStream::connect(backend) else {
+                    break 'conn;
+                };
+                if !sh.reg.track(&u) {
+                    break 'conn;
+                }
+                let (Ok(u_read), Ok(client)) = (u.try_clone(), reader.try_clone()) else {
+                    break 'conn;
+                };
+                let tls2 = tls.clone();
+                sh.reg
+                    .spawn("tls-front-down", move || pump_down(tls2, u_read, client));
+                up = Some(u);
+            }
+        }
+        if !plain.is_empty() {
+            sh.seen.lock().unwrap().sent[index].extend_from_slice(&plain);
+            let sent = up.as_mut().is_some_and(|u| u.write_all(&plain).is_ok());
+            if !sent {
+                break;
+            }
+        }
+        if closed {
+            break;
+        }
+    }
+    let _ = reader.shutdown(Shutdown::Both);
+    if let Some(u) = up {
+        let _ = u.shutdown(Shutdown::Both);
+    }
+}
+
+/// Backend bytes to the client, encrypted.
+fn pump_down(tls: Arc<Mutex<(ServerConnection, TcpStream)>>, mut up: TcpStream, client: TcpStream) {
+    let mut buf = vec![0u8; 32 << 10];
+    'pump: loop {
+        let n = match up.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut g = tls.lock().unwrap();
+        let (conn, w) = &mut *g;
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            match conn.writer().write(rest) {
+                Ok(k) => rest = &rest[k..],
+                Err(_) => break 'pump,
+            }
+            while conn.wants_write() {
+                if conn.write_tls(w).is_err() {
+                    break 'pump;
+                }
+            }
+        }
+    }
+    {
+        let mut g = tls.lock().unwrap();
+        let (conn, w) = &mut *g;
+        conn.send_close_notify();
+        let _ = conn.write_tls(w);
+    }
+    let _ = client.shutdown(Shutdown::Both);
+}
+
+// ---------------------------------------------------------------------------
+// The CONNECT proxy
+
+#[derive(Default)]
+struct ProxySeen {
+    /// `host:port` of each CONNECT.
+    targets: Vec<String>,
+    /// The `Proxy-Authorization` header of each CONNECT, if any.
+    auth: Vec<Option<String>>,
+}
+
+/// An HTTP CONNECT proxy on 127.0.0.1 that records each target and tunnels
+/// to 127.0.0.1 at the target's port, whatever host was asked for (so that
+/// names such as `kubernetes.internal` need no DNS).
+pub struct ConnectProxy {
+    addr: SocketAddr,
+    reg: Arc<Registry>,
+    seen: Arc<Mutex<ProxySeen>>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl ConnectProxy {
+    pub fn start() -> ConnectProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let reg = Arc::new(Registry::default());
+        let seen = Arc::new(Mutex::new(ProxySeen::default()));
+        let (r, s) = (reg.clone(), seen.clone());
+        let accept = accept_loop(listener, reg.clone(), "connect-proxy", move |c| {
+            tunnel(&r, &s, c)
+        });
+        ConnectProxy {
+            addr,
+            reg,
+            seen,
+            accept: Some(accept),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The CONNECT targets asked for, in order.
+    pub fn targets(&self) -> Vec<String> {
+        self.seen.lock().unwrap().targets.clone()
+    }
+
+    /// The `Proxy-Authorization` header of each CONNECT.
+    pub fn auth(&self) -> Vec<Option<String>> {
+        self.seen.lock().unwrap().auth.clone()
+    }
+}
+
+impl Drop for ConnectProxy {
+    fn drop(&mut self) {
+        self.reg.shutdown(self.addr, self.accept.take());
+    }
+}
+
+fn tunnel(reg: &Arc<Registry>, seen: &Mutex<ProxySeen>, mut c: TcpStream) {
+    // The request head, byte by byte so nothing after it is consumed.
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match c.read(&mut b) {
+            Ok(1) if head.len() < 16 << 10 => head.push(b[0]),
+            _ => return,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let mut lines = head.split("\r\n");
+    let first = lines.next().unwrap_or_default();
+    let mut parts = first.split(' ');
+    let (Some("CONNECT"), Some(target)) = (parts.next(), parts.next()) else {
+        let _ = c.write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n");
+        return;
+    };
+    let auth = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("proxy-authorization"))
+        .map(|(_, v)| v.trim().to_string());
+    {
+        let mut s = seen.lock().unwrap();
+        s.targets.push(target.to_string());
+        s.auth.push(auth);
+    }
+    let port: u16 = match target.rsplit_once(':').and_then(|(_, p)| p.parse().ok()) {
+        Some(p) => p,
+        None => return,
+    };
+    let Ok(up) = TcpStream::connect(("127.0.0.1", port)) else {
+        let _ = c.write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n");
+        return;
+    };
+    if !reg.track(&up) {
+        return;
+    }
+    if c.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        .is_err()
+    {
+        return;
+    }
+    let (Ok(mut up_r), Ok(mut c_w)) = (up.try_clone(), c.try_clone()) else {
+        return;
+    };
+    reg.spawn("connect-proxy-down", move || {
+        let _ = std::io::copy(&mut up_r, &mut c_w);
+        let _ = c_w.shutdown(Shutdown::Both);
+    });
+    let mut up_w = up;
+    let _ = std::io::copy(&mut c, &mut up_w);
+    let _ = up_w.shutdown(Shutdown::Both);
+}
+
+// ---------------------------------------------------------------------------
+// Capturing logger
+
+/// Every log record of the process, as `LEVEL target [thread]: message`.
+pub struct CaptureLog {
+    lines: Mutex<Vec<String>>,
+    cond: Condvar,
+}
+
+static CAPTURE: CaptureLog = CaptureLog {
+    lines: Mutex::new(Vec::new()),
+    cond: Condvar::new(),
+};
+static INSTALL: Once = Once::new();
+
+impl log::Log for CaptureLog {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Debug
+    }
+
+    fn log(&self, r: &log::Record) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let t = std::thread::current();
+        let line = format!(
+            "{} {} [{}]: {}",
+            r.level(),
+            r.target(),
+            t.name().unwrap_or("?"),
+            r.args()
+        );
+        self.lines.lock().unwrap().push(line);
+        self.cond.notify_all();
+    }
+
+    fn flush(&self) {}
+}
+
+/// Installs the capturing logger (once per process, at Debug level).
+pub fn capture_log() -> &'static CaptureLog {
+    INSTALL.call_once(|| {
+        log::set_logger(&CAPTURE).expect("no other logger in this test binary");
+        log::set_max_level(log::LevelFilter::Debug);
+    });
+    &CAPTURE
+}
+
+impl CaptureLog {
+    /// All lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Lines so far that contain every one of `parts`.
+    pub fn matching(&self, parts: &[&str]) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| parts.iter().all(|p| l.contains(p)))
+            .cloned()
+            .collect()
+    }
+
+    /// Waits for a line containing every one of `parts`.
+    pub fn wait_for(&self, parts: &[&str], timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        let mut lines = self.lines.lock().unwrap();
+        loop {
+            if let Some(l) = lines.iter().find(|l| parts.iter().all(|p| l.contains(p))) {
+                return Some(l.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            lines = self.cond.wait_timeout(lines, left).unwrap().0;
+        }
+    }
+
+    /// Lines written by the library and its HTTP stack (not the fake apiserver,
+    /// which is the test's server) that contain `secret`.
+    pub fn leaks(&self, secret: &str) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| !l.contains(" tattler_fakeapi") && l.contains(secret))
+            .cloned()
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Small helpers
+
+/// A fresh folder under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "tattler-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Writes `name` (folders made as needed) and returns its path as a string.
+    pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> String {
+        let p = self.0.join(name);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(&p, contents).unwrap();
+        p.display().to_string()
+    }
+
+    pub fn file(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Standard base64, padded: kubeconfig `*-data` fields.
+pub fn b64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The base64 lines of a PEM block (the key material): none may appear in a message.
+pub fn pem_lines(pem: &str) -> Vec<String> {
+    pem.lines()
+        .filter(|l| !l.starts_with("-----") && l.len() >= 16)
+        .map(String::from)
+        .collect()
+}
