@@ -1,0 +1,680 @@
+//! The same scenarios against a real kube-apiserver and etcd on loopback
+//! (tests/k8s builds them from Go modules and brings them up).
+//!
+//! Each test gets a fresh cluster; the tests run one at a time (a cluster
+//! start costs a few seconds of both cores).
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::{show, Watchdog};
+use tattler::{Change, Config, Entry, Reader, ResourceSpec};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Builds (or finds cached) kube-apiserver, kubectl and etcd once per run.
+fn bin_dir() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = Command::new(repo().join("tests/k8s/build.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run tests/k8s/build.sh (needs Go)");
+        assert!(
+            out.status.success(),
+            "tests/k8s/build.sh failed: the real-cluster tests need Go and the module proxy"
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(
+            text.lines()
+                .last()
+                .expect("build.sh prints the bin dir")
+                .trim(),
+        )
+    })
+}
+
+struct Cluster {
+    dir: PathBuf,
+    env: HashMap<String, String>,
+}
+
+impl Cluster {
+    fn up(extra: &[&str]) -> Cluster {
+        let bin = bin_dir();
+        let dir = std::env::temp_dir().join(format!(
+            "tattler-real-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let st = Command::new(repo().join("tests/k8s/cluster.sh"))
+            .arg("up")
+            .arg(&dir)
+            .args(extra)
+            .env("TATTLER_K8S_BIN", bin)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "cluster.sh up failed");
+        let env = std::fs::read_to_string(dir.join("env"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim().trim_start_matches("export ");
+                let (k, v) = l.split_once('=')?;
+                Some((
+                    k.to_string(),
+                    v.trim_matches(|c| c == '"' || c == '\'').to_string(),
+                ))
+            })
+            .collect();
+        Cluster { dir, env }
+    }
+
+    fn script(&self, cmd: &str) {
+        let st = Command::new(repo().join("tests/k8s/cluster.sh"))
+            .arg(cmd)
+            .arg(&self.dir)
+            .env("TATTLER_K8S_BIN", bin_dir())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "cluster.sh {cmd} failed");
+    }
+
+    fn kubeconfig(&self) -> String {
+        self.dir.join("kubeconfig").display().to_string()
+    }
+
+    fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let mut child = Command::new(bin_dir().join("kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut input = child.stdin.take().unwrap();
+            if let Some(s) = stdin {
+                input.write_all(s.as_bytes()).unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn kubectl(&self, args: &[&str]) -> String {
+        self.kubectl_in(args, None)
+    }
+
+    fn apply(&self, yaml: &str) {
+        self.kubectl_in(&["apply", "-f", "-"], Some(yaml));
+    }
+
+    /// An admin config for `names`.
+    fn config(&self, names: &[&str]) -> Config {
+        let mut c = Config::from_kubeconfig(Some(&self.kubeconfig()), None)
+            .unwrap()
+            .watch(names)
+            .unwrap();
+        c.backoff.initial = Duration::from_millis(100);
+        c.backoff.max = Duration::from_secs(2);
+        c
+    }
+
+    /// What `kubectl get` says: uid -> (namespace/name, resourceVersion).
+    fn state(&self, resource: &str, namespace: Option<&str>) -> BTreeMap<String, (String, u64)> {
+        let mut args = vec!["get", resource, "-o", "json"];
+        match namespace {
+            Some(ns) => args.extend(["-n", ns]),
+            None => args.push("-A"),
+        }
+        let list: serde_json::Value = serde_json::from_str(&self.kubectl(&args)).unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let m = &o["metadata"];
+                (
+                    m["uid"].as_str().unwrap().to_string(),
+                    (
+                        format!(
+                            "{}/{}",
+                            m["namespace"].as_str().unwrap_or(""),
+                            m["name"].as_str().unwrap()
+                        ),
+                        m["resourceVersion"].as_str().unwrap().parse().unwrap(),
+                    ),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("tests/k8s/cluster.sh"))
+            .arg("down")
+            .arg(&self.dir)
+            .env("TATTLER_K8S_BIN", bin_dir())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        } else {
+            eprintln!("cluster logs kept in {}", self.dir.display());
+        }
+    }
+}
+
+/// What a consumer builds from the entries of one resource.
+#[derive(Default)]
+struct View {
+    objects: BTreeMap<String, (String, u64)>,
+    synced: bool,
+}
+
+impl View {
+    fn apply(&mut self, e: &Entry) {
+        let key = format!("{}/{}", e.namespace().unwrap_or(""), e.name());
+        match e.change() {
+            Change::Add => {
+                assert!(
+                    !self.objects.contains_key(e.uid()),
+                    "duplicate Add for {key}"
+                );
+                self.objects
+                    .insert(e.uid().into(), (key, e.resource_version()));
+            }
+            Change::Update | Change::Snapshot => {
+                assert!(
+                    self.objects.contains_key(e.uid()),
+                    "{:?} for unknown {key}",
+                    e.change()
+                );
+                self.objects
+                    .insert(e.uid().into(), (key, e.resource_version()));
+            }
+            Change::Delete => {
+                assert!(
+                    self.objects.remove(e.uid()).is_some(),
+                    "Delete for unknown {key}"
+                );
+            }
+            Change::Synced => self.synced = true,
+            Change::Error => panic!("unexpected error entry: {:?}", e.error()),
+        }
+    }
+}
+
+/// Consumes entries into per-resource views until `done` says so (30 s at most).
+fn consume(
+    r: &Reader,
+    views: &mut HashMap<String, View>,
+    mut done: impl FnMut(&HashMap<String, View>) -> bool,
+) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    while !done(views) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let e = r
+            .next_timeout(left)
+            .unwrap_or_else(|e| panic!("waiting for entries: {e}; got {seen:?}"));
+        seen.push(format!("{} {}", e.resource().resource, show(&e)));
+        views
+            .entry(e.resource().resource.clone())
+            .or_default()
+            .apply(&e);
+    }
+    seen
+}
+
+fn in_namespace(v: &View, ns: &str) -> BTreeMap<String, (String, u64)> {
+    v.objects
+        .iter()
+        .filter(|(_, (k, _))| k.starts_with(&format!("{ns}/")))
+        .map(|(u, x)| (u.clone(), x.clone()))
+        .collect()
+}
+
+const SEED: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: wire-a}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm-1, namespace: wire-a}
+data: {k: "1"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm-2, namespace: wire-a}
+data: {k: "2"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm-3, namespace: wire-a}
+data: {k: "3"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-a1, namespace: wire-a}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    env: [{name: PASSWORD, value: hunter2}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+"#;
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+fn widget(name: &str) -> String {
+    format!("apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: {name}, namespace: wire-a}}\nsize: 3\n")
+}
+
+fn crd_with_widgets(c: &Cluster, names: &[&str]) {
+    c.apply(CRD);
+    c.kubectl(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=60s",
+        "crd/widgets.example.com",
+    ]);
+    for n in names {
+        c.apply(&widget(n));
+    }
+}
+
+#[test]
+fn initial_state_of_several_kinds_then_live_changes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: initial state", Duration::from_secs(180));
+    c.apply(SEED);
+    crd_with_widgets(&c, &["w1", "w2"]);
+    let r = Reader::open(c.config(&[
+        "pods",
+        "nodes",
+        "namespaces",
+        "configmaps",
+        "example.com/v1/widgets",
+    ]))
+    .unwrap();
+    let mut views = HashMap::new();
+    consume(&r, &mut views, |v| {
+        v.len() == 5 && v.values().all(|x| x.synced)
+    });
+    for (res, ns) in [
+        ("pods", None),
+        ("nodes", None),
+        ("namespaces", None),
+        ("configmaps", None),
+        ("widgets", None),
+    ] {
+        assert_eq!(
+            views[res].objects,
+            c.state(res, ns),
+            "{res}: the initial state equals kubectl get"
+        );
+    }
+    // The pod's env value never leaves tattler.
+    assert_eq!(in_namespace(&views["pods"], "wire-a").len(), 1);
+
+    c.apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-4, namespace: wire-a}\n");
+    c.kubectl(&["label", "configmap", "cm-1", "-n", "wire-a", "x=y"]);
+    c.kubectl(&["delete", "configmap", "cm-2", "-n", "wire-a"]);
+    c.apply(&widget("w3"));
+    let want = c.state("configmaps", Some("wire-a"));
+    let seen = consume(&r, &mut views, |v| {
+        in_namespace(&v["configmaps"], "wire-a") == want && v["widgets"].objects.len() == 3
+    });
+    let cms: Vec<&String> = seen
+        .iter()
+        .filter(|s| s.starts_with("configmaps") && s.contains("wire-a"))
+        .collect();
+    assert_eq!(
+        cms,
+        [
+            "configmaps Add wire-a/cm-4",
+            "configmaps Update wire-a/cm-1",
+            "configmaps Delete wire-a/cm-2"
+        ]
+    );
+    assert_eq!(views["widgets"].objects, c.state("widgets", None));
+}
+
+#[test]
+fn the_bookmark_ends_the_initial_state_and_env_values_are_scrubbed() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: bookmark", Duration::from_secs(120));
+    c.apply(SEED);
+    let mut cfg = c.config(&[]);
+    cfg.resources = vec![ResourceSpec::parse("pods")
+        .unwrap()
+        .remove(0)
+        .in_namespace("wire-a")];
+    let r = Reader::open(cfg).unwrap();
+    let e = r.next_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(show(&e), "Add wire-a/pod-a1");
+    let text = String::from_utf8_lossy(e.object().unwrap()).into_owned();
+    assert!(
+        text.contains(r#""name":"PASSWORD","value":"REDACTED""#),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"));
+    let synced = r.next_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(synced.change(), Change::Synced);
+    assert!(synced.resource_version() >= e.resource_version());
+    assert!(!r.stats()[0].list_fallback);
+}
+
+#[test]
+fn a_forbidden_resource_is_one_error_entry_and_the_others_stream() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: 403", Duration::from_secs(120));
+    c.apply(SEED);
+    c.kubectl(&[
+        "create",
+        "clusterrole",
+        "cm-reader",
+        "--verb=get,list,watch",
+        "--resource=configmaps",
+    ]);
+    c.kubectl(&[
+        "create",
+        "clusterrolebinding",
+        "nobody-cm",
+        "--clusterrole=cm-reader",
+        "--user=nobody",
+    ]);
+    let mut cfg = Config::from_kubeconfig(
+        Some(&c.dir.join("kubeconfig-nobody").display().to_string()),
+        None,
+    )
+    .unwrap()
+    .watch(&["configmaps", "pods"])
+    .unwrap();
+    cfg.backoff.initial = Duration::from_millis(100);
+    let r = Reader::open(cfg).unwrap();
+    let mut error = None;
+    let mut synced = false;
+    while error.is_none() || !synced {
+        let e = r.next_timeout(Duration::from_secs(30)).unwrap();
+        match e.change() {
+            Change::Error => error = Some(e),
+            Change::Synced => synced = true,
+            _ => assert_eq!(e.resource().resource, "configmaps"),
+        }
+    }
+    let e = error.unwrap();
+    let err = e.error().unwrap();
+    assert_eq!(
+        (
+            e.resource().resource.as_str(),
+            err.code,
+            err.reason.as_str()
+        ),
+        ("pods", 403, "Forbidden")
+    );
+    assert!(
+        err.message.contains(r#"User "nobody" cannot"#),
+        "{}",
+        err.message
+    );
+    c.kubectl(&["label", "configmap", "cm-3", "-n", "wire-a", "x=y"]);
+    loop {
+        let e = r.next_timeout(Duration::from_secs(30)).unwrap();
+        if e.name() == "cm-3" {
+            assert_eq!(e.change(), Change::Update);
+            break;
+        }
+    }
+    let s = r.stats();
+    assert_eq!((s[0].failed, s[1].failed), (false, true));
+}
+
+#[test]
+fn an_apiserver_restart_under_a_running_reader_loses_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: restart", Duration::from_secs(180));
+    c.apply(SEED);
+    let mut cfg = c.config(&[]);
+    cfg.resources = vec![ResourceSpec::parse("configmaps")
+        .unwrap()
+        .remove(0)
+        .in_namespace("wire-a")];
+    let r = Reader::open(cfg).unwrap();
+    let mut views = HashMap::new();
+    consume(&r, &mut views, |v| {
+        v.get("configmaps").is_some_and(|x| x.synced)
+    });
+    c.kubectl(&[
+        "label",
+        "configmap",
+        "cm-1",
+        "-n",
+        "wire-a",
+        "before=restart",
+    ]);
+    c.script("restart-apiserver");
+    c.kubectl(&[
+        "label",
+        "configmap",
+        "cm-2",
+        "-n",
+        "wire-a",
+        "after=restart",
+    ]);
+    c.kubectl(&["delete", "configmap", "cm-3", "-n", "wire-a"]);
+    c.apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-5, namespace: wire-a}\n");
+    let want = c.state("configmaps", Some("wire-a"));
+    consume(&r, &mut views, |v| v["configmaps"].objects == want);
+    assert!(r.stats()[0].reconnects >= 1, "{:?}", r.stats());
+}
+
+#[test]
+fn deletes_while_the_apiserver_was_down_are_inferred_after_compaction() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: 410", Duration::from_secs(180));
+    c.apply(SEED);
+    let mut cfg = c.config(&[]);
+    cfg.resources = vec![ResourceSpec::parse("configmaps")
+        .unwrap()
+        .remove(0)
+        .in_namespace("wire-a")];
+    let r = Reader::open(cfg).unwrap();
+    let mut views = HashMap::new();
+    consume(&r, &mut views, |v| {
+        v.get("configmaps").is_some_and(|x| x.synced)
+    });
+    c.script("stop-apiserver");
+    // Behind the apiserver's back: delete cm-2 in etcd, write twice more, compact.
+    let etcd = &c.env["ETCD_ENDPOINT"];
+    let b64 = |s: &str| {
+        let out = Command::new("base64")
+            .arg("-w0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        out.stdin.as_ref().unwrap().write_all(s.as_bytes()).unwrap();
+        String::from_utf8(out.wait_with_output().unwrap().stdout).unwrap()
+    };
+    let post = |path: &str, body: String| {
+        let out = Command::new("curl")
+            .args(["-fsS", "-X", "POST", &format!("{etcd}{path}"), "-d", &body])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "etcd {path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let deleted = post(
+        "/v3/kv/deleterange",
+        format!(r#"{{"key":"{}"}}"#, b64("/registry/configmaps/wire-a/cm-2")),
+    );
+    assert!(deleted.contains(r#""deleted":"1""#), "{deleted}");
+    post(
+        "/v3/kv/put",
+        format!(
+            r#"{{"key":"{}","value":"{}"}}"#,
+            b64("/tattler-test/a"),
+            b64("1")
+        ),
+    );
+    post(
+        "/v3/kv/put",
+        format!(
+            r#"{{"key":"{}","value":"{}"}}"#,
+            b64("/tattler-test/a"),
+            b64("2")
+        ),
+    );
+    c.script("compact");
+    c.script("start-apiserver");
+    views.get_mut("configmaps").unwrap().synced = false;
+    let seen = consume(&r, &mut views, |v| {
+        v["configmaps"].objects.len() == 2 && v["configmaps"].synced
+    });
+    let tail: Vec<&String> = seen.iter().filter(|s| !s.contains("Snapshot")).collect();
+    assert_eq!(
+        tail,
+        [
+            "configmaps Delete(inferred) wire-a/cm-2",
+            "configmaps Synced configmaps"
+        ]
+    );
+    assert_eq!(
+        views["configmaps"].objects,
+        c.state("configmaps", Some("wire-a"))
+    );
+    let s = &r.stats()[0];
+    assert!(s.resyncs >= 1, "{s:?}");
+}
+
+#[test]
+fn a_crd_created_after_start_is_picked_up_by_set_resources() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: crd later", Duration::from_secs(180));
+    c.apply(SEED);
+    let r = Reader::open(c.config(&["namespaces"])).unwrap();
+    let mut views = HashMap::new();
+    consume(&r, &mut views, |v| {
+        v.get("namespaces").is_some_and(|x| x.synced)
+    });
+    let mut specs = ResourceSpec::parse("namespaces").unwrap();
+    specs.extend(ResourceSpec::parse("example.com/v1 Widget").unwrap());
+    assert!(r.set_resources(&specs, false).unwrap());
+    // The kind is not served yet: discovery is retried until it is.
+    crd_with_widgets(&c, &["w1"]);
+    let seen = consume(&r, &mut views, |v| {
+        v.get("widgets")
+            .is_some_and(|x| x.synced && x.objects.len() == 1)
+    });
+    assert!(
+        seen.contains(&"widgets Add wire-a/w1".to_string()),
+        "{seen:?}"
+    );
+    assert_eq!(views["widgets"].objects, c.state("widgets", None));
+}
+
+#[test]
+fn with_watch_list_off_list_and_watch_give_the_same_entries() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let run = |extra: &[&str]| {
+        let c = Cluster::up(extra);
+        c.apply(SEED);
+        let mut cfg = c.config(&[]);
+        cfg.page_size = 2;
+        cfg.resources = vec![ResourceSpec::parse("configmaps")
+            .unwrap()
+            .remove(0)
+            .in_namespace("wire-a")];
+        let r = Reader::open(cfg).unwrap();
+        let mut views = HashMap::new();
+        let mut seen = consume(&r, &mut views, |v| {
+            v.get("configmaps").is_some_and(|x| x.synced)
+        });
+        seen.sort();
+        let first = r.next_timeout(Duration::from_millis(1)).ok();
+        assert!(first.is_none());
+        c.kubectl(&["label", "configmap", "cm-1", "-n", "wire-a", "x=y"]);
+        let e = r.next_timeout(Duration::from_secs(30)).unwrap();
+        seen.push(show(&e));
+        let obj: serde_json::Value = serde_json::from_slice(e.object().unwrap()).unwrap();
+        assert_eq!(
+            (obj["kind"].as_str(), obj["apiVersion"].as_str()),
+            (Some("ConfigMap"), Some("v1"))
+        );
+        (seen, r.stats()[0].list_fallback)
+    };
+    let _w = Watchdog::new("real: watch-list off", Duration::from_secs(240));
+    let (with, fallback_with) = run(&[]);
+    let (without, fallback_without) = run(&["--feature-gates=WatchList=false"]);
+    assert_eq!((fallback_with, fallback_without), (false, true));
+    assert_eq!(with, without);
+    assert_eq!(
+        with,
+        [
+            "configmaps Add wire-a/cm-1",
+            "configmaps Add wire-a/cm-2",
+            "configmaps Add wire-a/cm-3",
+            "configmaps Synced configmaps",
+            "Update wire-a/cm-1"
+        ]
+    );
+}
