@@ -36,7 +36,8 @@ pub enum Auth {
 }
 
 /// An exec credential plugin, as kubeconfig's `users[].user.exec` describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its `Debug` output leaves out the values of `env` (they may be secrets).
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExecConfig {
     /// `client.authentication.k8s.io/v1` or `…/v1beta1`.
@@ -55,6 +56,19 @@ pub struct ExecConfig {
     /// The cluster's server and CA, passed to the plugin when it asks
     /// (`provideClusterInfo: true`).
     pub cluster_info: Option<serde_json::Value>,
+}
+
+impl std::fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("ExecConfig")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env_names", &env)
+            .field("interactive_mode", &self.interactive_mode)
+            .finish()
+    }
 }
 
 impl ExecConfig {

@@ -28,16 +28,41 @@ impl fmt::Debug for Token {
 }
 
 /// Which HTTP proxy requests go through.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default)]
 pub enum ProxyConfig {
-    /// `HTTPS_PROXY`, `HTTP_PROXY` or `ALL_PROXY` from the environment, skipped
-    /// for hosts matching `NO_PROXY`.
+    /// For an https server `HTTPS_PROXY`, for http `HTTP_PROXY`, else
+    /// `ALL_PROXY` (lower-case names too), skipped for hosts matching
+    /// `NO_PROXY` (hosts, domain suffixes, CIDR ranges, `*`).
     #[default]
     FromEnv,
     /// Never a proxy.
     None,
-    /// This proxy (`http://host:port`, or `socks5://…`), as kubeconfig `proxy-url`.
+    /// This HTTP CONNECT proxy (`http://[user:password@]host:port`), as
+    /// kubeconfig `proxy-url`. SOCKS proxies are not supported.
     Url(String),
+}
+
+impl fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProxyConfig::FromEnv => f.write_str("FromEnv"),
+            ProxyConfig::None => f.write_str("None"),
+            ProxyConfig::Url(u) => f.debug_tuple("Url").field(&redact_userinfo(u)).finish(),
+        }
+    }
+}
+
+/// A URL with any `user:password@` replaced by `[redacted]@`.
+pub(crate) fn redact_userinfo(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (format!("{s}://"), r),
+        None => (String::new(), url),
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}[redacted]{}", &rest[at..]),
+        None => url.to_string(),
+    }
 }
 
 /// Retry pacing for a failing stream: exponential with full jitter.
@@ -342,6 +367,20 @@ mod tests {
             let e = ServerUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains(bad), "{e}");
         }
+    }
+
+    #[test]
+    fn proxy_credentials_are_redacted() {
+        assert_eq!(
+            redact_userinfo("http://u:p@h:3128/x"),
+            "http://[redacted]@h:3128/x"
+        );
+        assert_eq!(redact_userinfo("h:3128"), "h:3128");
+        let d = format!(
+            "{:?}",
+            ProxyConfig::Url("http://u:s3cr3t@proxy:3128".into())
+        );
+        assert!(!d.contains("s3cr3t"), "{d}");
     }
 
     #[test]

@@ -127,12 +127,29 @@ struct StatusCause {
 
 /// Decodes one watch frame (`{"type":…,"object":{…}}`).
 pub(crate) fn event(frame: &[u8]) -> Result<Event<'_>, DecodeError> {
+    // The apiserver writes `{"type":"…","object":{…}}`: find the object
+    // without a pass over it; parsing it below validates it. Anything else
+    // (or a fast-path failure) takes the general path, which names the error.
+    if let Some((kind, obj)) = split_envelope(frame) {
+        if let Ok(ev) = event_of(kind, obj, frame) {
+            return Ok(ev);
+        }
+    }
     let raw: RawEvent = serde_json::from_slice(frame)
         .map_err(|e| DecodeError(format!("watch frame is not a watch event: {e}")))?;
     let obj = raw.object.get();
-    match raw.kind.as_ref() {
+    event_of(raw.kind, obj, frame)
+}
+
+/// The event of type `kind` carrying `obj`, a slice of `frame`.
+fn event_of<'a>(
+    kind: Cow<'a, str>,
+    obj: &'a str,
+    frame: &'a [u8],
+) -> Result<Event<'a>, DecodeError> {
+    match kind.as_ref() {
         "ADDED" | "MODIFIED" | "DELETED" => {
-            let kind = match raw.kind.as_ref() {
+            let kind = match kind.as_ref() {
                 "ADDED" => EventType::Added,
                 "MODIFIED" => EventType::Modified,
                 _ => EventType::Deleted,
@@ -163,7 +180,26 @@ pub(crate) fn event(frame: &[u8]) -> Result<Event<'_>, DecodeError> {
     }
 }
 
-/// Parses the metadata of one object's JSON.
+/// `{"type":"T","object":OBJ}` → (T, OBJ) when the frame has exactly that
+/// shape (no white space, type first, object last); `None` otherwise.
+fn split_envelope(frame: &[u8]) -> Option<(Cow<'_, str>, &str)> {
+    const HEAD: &[u8] = b"{\"type\":\"";
+    const MID: &[u8] = b"\",\"object\":{";
+    let rest = frame.strip_prefix(HEAD)?;
+    let q = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    let (kind, rest) = rest.split_at(q);
+    let rest = rest.strip_prefix(MID)?;
+    let start = frame.len() - rest.len() - 1;
+    if !rest.ends_with(b"}}") {
+        return None;
+    }
+    let obj = std::str::from_utf8(&frame[start..frame.len() - 1]).ok()?;
+    let kind = std::str::from_utf8(kind).ok()?;
+    Some((Cow::Borrowed(kind), obj))
+}
+
+/// Parses the metadata of one object's JSON (a full pass: this also checks
+/// that the object is valid JSON).
 pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
     let head: Head = serde_json::from_str(obj).map_err(|e| DecodeError(format!("object: {e}")))?;
     let m = head

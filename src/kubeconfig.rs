@@ -193,6 +193,10 @@ pub(crate) fn load(
         &cluster.dir,
     )
     .map_err(bad)?;
+    if let Some(pem) = &config.ca_pem {
+        crate::transport::certificates(pem)
+            .map_err(|e| bad(format!("certificate-authority: {e}")))?;
+    }
     config.insecure_skip_tls_verify = c.insecure_skip_tls_verify;
     config.tls_server_name = c.tls_server_name.clone().filter(|s| !s.is_empty());
     if let Some(p) = c.proxy_url.as_ref().filter(|p| !p.is_empty()) {
@@ -253,10 +257,11 @@ pub(crate) fn load(
                 base_dir: Some(user.dir.clone()),
                 cluster_info,
             })
+        } else if let Some(f) = u.token_file.as_ref().filter(|f| !f.is_empty()) {
+            // As client-go: the file wins over a fixed token, and is re-read.
+            Auth::TokenFile(resolve(&user.dir, f))
         } else if let Some(t) = u.token.as_ref().filter(|t| !t.is_empty()) {
             Auth::Token(Token::new(t))
-        } else if let Some(f) = &u.token_file {
-            Auth::TokenFile(resolve(&user.dir, f))
         } else if let (Some(name), Some(pw)) = (&u.username, &u.password) {
             Auth::Basic {
                 username: name.clone(),
@@ -322,8 +327,15 @@ fn parse_file(path: &Path) -> Result<File, Error> {
     if value.is_null() {
         return Ok(File::default());
     }
-    serde_json::from_value(value)
-        .map_err(|e| Error::Config(format!("kubeconfig {}: {e}", path.display())))
+    serde_json::from_value(value).map_err(|e| {
+        // serde quotes the offending value, which may be a password: drop it.
+        let msg = e.to_string();
+        let msg = match (msg.find('`'), msg.rfind('`')) {
+            (Some(a), Some(b)) if a < b => format!("{}…{}", &msg[..a], &msg[b + 1..]),
+            _ => msg,
+        };
+        Error::Config(format!("kubeconfig {}: {msg}", path.display()))
+    })
 }
 
 fn to_json(y: Yaml) -> Value {

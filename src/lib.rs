@@ -48,6 +48,6 @@ pub use auth::{Auth, ClientIdentity, ExecConfig};
 pub use config::{Backoff, Config, ProxyConfig, Token};
 pub use entry::{Change, Entry, ErrorInfo, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
-pub use reader::{Iter, Reader, StreamStats};
+pub use reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use resource::ResourceSpec;
 pub use shape::{Shaping, Transform, REDACTED};

@@ -24,6 +24,7 @@ use crate::{
 /// `Reader` is `Send + Sync`: one thread may block in [`next`](Self::next)
 /// while another calls [`stop`](Self::stop).
 pub struct Reader {
+    info: ReaderInfo,
     rx: Receiver<Entry>,
     /// Disconnects when the reader stops.
     closing: Receiver<()>,
@@ -168,6 +169,20 @@ pub struct StreamStats {
     pub list_fallback: bool,
     /// The stream failed for good and sent an Error entry.
     pub failed: bool,
+    /// Why the stream last retried or gave up (a refused connection, a
+    /// failing exec plugin, a 503…); `None` once a sync completes.
+    pub last_error: Option<String>,
+}
+
+/// Where a reader streams from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReaderInfo {
+    /// The server's URL.
+    pub server: String,
+    /// Where the configuration came from: `explicit`, `kubeconfig …, context …`,
+    /// `in-cluster service account …`.
+    pub source: String,
 }
 
 impl Reader {
@@ -200,6 +215,10 @@ impl Reader {
             closing: closing.clone(),
         };
         let reader = Reader {
+            info: ReaderInfo {
+                server: config.server.clone(),
+                source: config.source.clone(),
+            },
             rx,
             closing: closing.clone(),
             inner: Arc::new(Mutex::new(Inner {
@@ -395,6 +414,11 @@ impl Reader {
         drop(self)
     }
 
+    /// The server and where the configuration came from.
+    pub fn info(&self) -> &ReaderInfo {
+        &self.info
+    }
+
     /// Counters of each stream, in the order the resources were configured.
     pub fn stats(&self) -> Vec<StreamStats> {
         let inner = self.inner.lock();
@@ -416,6 +440,7 @@ impl Reader {
                     synced: c.synced.load(Ordering::Relaxed),
                     list_fallback: c.list_fallback.load(Ordering::Relaxed),
                     failed: c.failed.load(Ordering::Relaxed),
+                    last_error: c.last_error.lock().clone(),
                 }
             })
             .collect()

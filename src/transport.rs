@@ -80,7 +80,7 @@ impl Transport {
         Ok(Transport {
             base,
             credentials: Credentials::new(config.auth.clone()),
-            proxy: proxy(&config.proxy, &host)?,
+            proxy: proxy(&config.proxy, &host, server.https)?,
             accept_encoding: if config.gzip { "gzip" } else { "identity" },
             connect_timeout: config.connect_timeout,
             idle_timeout: config.idle_timeout,
@@ -188,7 +188,7 @@ impl Resolver for RenameResolver {
     }
 }
 
-fn certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
+pub(crate) fn certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
     let mut certs = Vec::new();
     for item in ureq::tls::parse_pem(pem) {
         if let PemItem::Certificate(c) = item.map_err(|e| format!("not valid PEM: {e}"))? {
@@ -204,35 +204,57 @@ fn certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
 fn client_cert(id: &ClientIdentity) -> Result<ClientCert, String> {
     let chain = certificates(&id.cert_pem).map_err(|e| format!("client certificate: {e}"))?;
     // The key's parse error is not quoted: it could echo key material.
-    let key = PrivateKey::from_pem(&id.key_pem)
-        .map_err(|_| "client key: not a PEM RSA, EC or PKCS#8 private key".to_string())?;
+    let bad_key = || "client key: not a PEM RSA, EC or PKCS#8 private key".to_string();
+    let key = PrivateKey::from_pem(&id.key_pem).map_err(|_| bad_key())?;
+    // PEM parsing does not look inside the key; rustls would refuse it only
+    // at the first handshake (a panic inside ureq). Check it now.
+    let der =
+        rustls::pki_types::PrivateKeyDer::try_from(key.der().to_vec()).map_err(|_| bad_key())?;
+    rustls::crypto::ring::sign::any_supported_type(&der).map_err(|_| bad_key())?;
     Ok(ClientCert::new_with_certs(&chain, key))
 }
 
-fn proxy(setting: &ProxyConfig, host: &str) -> Result<Option<ureq::Proxy>, Error> {
+/// A proxy URL; errors name `what` and never show the URL's credentials.
+fn http_proxy(what: &str, u: &str) -> Result<ureq::Proxy, Error> {
+    let shown = crate::config::redact_userinfo(u);
+    let u = if u.contains("://") {
+        u.to_string()
+    } else {
+        format!("http://{u}")
+    };
+    if !(u.starts_with("http://") || u.starts_with("https://")) {
+        return Err(Error::Config(format!(
+            "{what} {shown:?}: only http:// and https:// proxies are supported"
+        )));
+    }
+    ureq::Proxy::new(&u).map_err(|_| Error::Config(format!("{what} {shown:?}: not a proxy URL")))
+}
+
+fn proxy(setting: &ProxyConfig, host: &str, https: bool) -> Result<Option<ureq::Proxy>, Error> {
     let loopback = crate::config::is_loopback(host);
     match setting {
         ProxyConfig::None => Ok(None),
         _ if loopback => Ok(None),
-        ProxyConfig::Url(u) => {
-            if !(u.starts_with("http://") || u.starts_with("https://")) {
-                return Err(Error::Config(format!(
-                    "proxy-url {u:?}: only http:// and https:// proxies are supported"
-                )));
-            }
-            ureq::Proxy::new(u)
-                .map(Some)
-                .map_err(|e| Error::Config(format!("proxy-url {u:?}: {e}")))
-        }
+        ProxyConfig::Url(u) => http_proxy("proxy-url", u).map(Some),
         ProxyConfig::FromEnv => {
-            let no_proxy = ["NO_PROXY", "no_proxy"]
-                .iter()
-                .find_map(|k| std::env::var(k).ok())
-                .unwrap_or_default();
-            if no_proxy_matches(host, &no_proxy) {
+            let var = |names: &[&str]| {
+                names
+                    .iter()
+                    .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+            };
+            if no_proxy_matches(host, &var(&["NO_PROXY", "no_proxy"]).unwrap_or_default()) {
                 return Ok(None);
             }
-            Ok(ureq::Proxy::try_from_env())
+            // The scheme's own variable first, then ALL_PROXY, as curl and Go do.
+            let own: &[&str] = if https {
+                &["HTTPS_PROXY", "https_proxy"]
+            } else {
+                &["HTTP_PROXY", "http_proxy"]
+            };
+            match var(own).or_else(|| var(&["ALL_PROXY", "all_proxy"])) {
+                Some(u) => http_proxy("the proxy from the environment", &u).map(Some),
+                None => Ok(None),
+            }
         }
     }
 }

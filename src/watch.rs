@@ -39,6 +39,8 @@ pub(crate) struct Counters {
     pub synced: AtomicBool,
     pub list_fallback: AtomicBool,
     pub failed: AtomicBool,
+    /// Why the stream last had to retry or give up; cleared by a completed sync.
+    pub last_error: Mutex<Option<String>>,
 }
 
 /// Tells a stream to stop: either receiver disconnecting means stop.
@@ -282,6 +284,7 @@ impl Stream {
                 failures = failures.saturating_add(1);
                 let delay = after.unwrap_or_else(|| self.backoff(failures));
                 log::warn!("{name}: {why}; retrying in {delay:?}");
+                *self.counters.last_error.lock() = Some(why);
                 self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
                 if self.stop.sleep(delay) {
                     return;
@@ -321,6 +324,8 @@ impl Stream {
             info.message
         );
         self.counters.failed.store(true, Ordering::Relaxed);
+        *self.counters.last_error.lock() =
+            Some(format!("{} {}: {}", info.code, info.reason, info.message));
         let entry = Entry::failure(self.resource.clone(), info);
         self.stop.send(&self.out, entry);
     }
@@ -779,6 +784,7 @@ impl Stream {
             }
         }
         self.synced = true;
+        *self.counters.last_error.lock() = None;
         let objects = tracker.len();
         self.counters.synced.store(true, Ordering::Relaxed);
         self.counters

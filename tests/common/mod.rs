@@ -1,6 +1,9 @@
 //! Shared helpers for the integration tests against the fake apiserver.
 #![allow(dead_code)]
 
+/// Certificates, the TLS front, the CONNECT proxy and the capturing logger of the cluster-access tests.
+pub mod tls;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

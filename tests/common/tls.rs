@@ -413,6 +413,8 @@ fn serve_tls(sh: Arc<FrontShared>, tcp: TcpStream, config: Arc<ServerConfig>, ba
     };
     let mut reader = tcp;
     let mut up: Option<TcpStream> = None;
+    // A handshake failure already recorded.
+    let mut failed = false;
     let mut buf = vec![0u8; 32 << 10];
     let mut plain_buf = vec![0u8; 32 << 10];
     'conn: loop {
@@ -431,9 +433,9 @@ fn serve_tls(sh: Arc<FrontShared>, tcp: TcpStream, config: Arc<ServerConfig>, ba
                     break 'conn;
                 }
                 if let Err(e) = conn.process_new_packets() {
-                    let handshaking = conn.is_handshaking();
                     let _ = conn.write_tls(w);
-                    if handshaking {
+                    if conn.is_handshaking() {
+                        failed = true;
                         sh.seen.lock().unwrap().errors.push(e.to_string());
                         sh.cond.notify_all();
                     }
@@ -486,8 +488,18 @@ fn serve_tls(sh: Arc<FrontShared>, tcp: TcpStream, config: Arc<ServerConfig>, ba
         }
     }
     let _ = reader.shutdown(Shutdown::Both);
-    if let Some(u) = up {
-        let _ = u.shutdown(Shutdown::Both);
+    match up {
+        Some(u) => {
+            let _ = u.shutdown(Shutdown::Both);
+        }
+        None if !failed => {
+            // A client that rejects the server's certificate may just hang up.
+            let mut seen = sh.seen.lock().unwrap();
+            seen.errors
+                .push("connection closed during the handshake".into());
+            sh.cond.notify_all();
+        }
+        None => {}
     }
 }
 
