@@ -51,3 +51,69 @@ pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use resource::ResourceSpec;
 pub use shape::{Shaping, Transform, REDACTED};
+
+/// Entry points for the fuzz targets in `fuzz/`; not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod __fuzz {
+    /// Splits `body` into frames (arriving `chunk` bytes at a time) and
+    /// decodes each one, as a stream does.
+    pub fn frames(body: &[u8], chunk: usize, max_frame: usize) {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl std::io::Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(self.1.max(1)).min(out.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut r = crate::decode::FrameReader::new(Trickle(body, chunk), max_frame.max(1));
+        loop {
+            match r.next_frame() {
+                Ok(Some(frame)) => {
+                    let _ = crate::decode::event(&frame);
+                }
+                Err(crate::decode::FrameError::TooLarge(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+
+    /// Decodes one watch frame.
+    pub fn event(frame: &[u8]) {
+        let _ = crate::decode::event(frame);
+    }
+
+    /// Decodes a LIST body and each item's metadata.
+    pub fn list(body: &[u8]) {
+        if let Ok(page) = crate::decode::list_page(body) {
+            for item in page.items {
+                let _ = crate::decode::object_meta(item);
+            }
+        }
+    }
+
+    /// Scrubs an object; when it is JSON, the output must be JSON too.
+    pub fn scrub(obj: &[u8]) {
+        let edits = crate::scrub::Edits {
+            scrub: true,
+            drop_managed_fields: true,
+        };
+        if let Ok(Some(out)) = crate::scrub::edit(obj, edits) {
+            assert!(
+                serde_json::from_slice::<serde_json::Value>(&out).is_ok(),
+                "scrub produced invalid JSON"
+            );
+        }
+    }
+
+    /// Reads a kubeconfig file's text (through a temporary file).
+    pub fn kubeconfig(text: &[u8]) {
+        let path =
+            std::env::temp_dir().join(format!("tattler-fuzz-kubeconfig-{}", std::process::id()));
+        if std::fs::write(&path, text).is_ok() {
+            let _ = crate::Config::from_kubeconfig(path.to_str(), None);
+        }
+    }
+}
