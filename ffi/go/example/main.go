@@ -1,0 +1,102 @@
+// Command example streams Kubernetes objects through the tattler Go package
+// and prints one line per entry, as ffi/examples/watch.c does:
+//
+//	Add default/web-1 1234
+//	Synced v1/pods 1240
+//
+// Usage:
+//
+//	go run ./example -server https://10.0.0.1:6443 -ca-file ca.crt -token-file token pods nodes
+//	go run ./example -until-synced -server http://127.0.0.1:PORT pods   # against ffi's fakeapi_serve
+//
+// Without -server the cluster is found as kubectl finds it (kubeconfig, in-cluster).
+// SIGINT or SIGTERM ends the wait and closes the reader. Log lines go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"tattler.dev/tattler"
+)
+
+func main() {
+	var cfg tattler.Config
+	flag.StringVar(&cfg.Server, "server", "", "apiserver URL (default: kubeconfig or in-cluster)")
+	flag.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle (PEM)")
+	flag.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file")
+	flag.StringVar(&cfg.Namespace, "namespace", "", "watch only this namespace")
+	untilSynced := flag.Bool("until-synced", false, "exit once every resource is synced")
+	flag.Parse()
+	cfg.Resources = flag.Args()
+	if len(cfg.Resources) == 0 {
+		cfg.Resources = []string{"pods"}
+	}
+	if err := run(cfg, *untilSynced); err != nil {
+		fmt.Fprintln(os.Stderr, "example:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfg tattler.Config, untilSynced bool) error {
+	logger := log.New(os.Stderr, "", 0)
+	if err := tattler.SetLogFunc(func(l tattler.LogLevel, target, msg string) {
+		logger.Printf("%s %s: %s", l, target, msg)
+	}); err != nil {
+		return err
+	}
+	r, err := tattler.Open(cfg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	stats, err := r.Stats()
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	synced := map[string]bool{}
+	for {
+		e, err := r.Next(ctx)
+		if errors.Is(err, tattler.ErrClosed) || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch e.Change {
+		case tattler.Synced:
+			fmt.Printf("Synced %s %d\n", gvr(e), e.ResourceVersion)
+			synced[gvr(e)] = true
+			if untilSynced && len(synced) == len(stats) {
+				return nil
+			}
+		case tattler.Error:
+			fmt.Printf("Error %s %v\n", gvr(e), e.Err)
+			if untilSynced {
+				return fmt.Errorf("%s failed: %w", gvr(e), e.Err)
+			}
+		default:
+			name := e.Name
+			if e.Namespace != "" {
+				name = e.Namespace + "/" + e.Name
+			}
+			fmt.Printf("%s %s %d\n", e.Change, name, e.ResourceVersion)
+		}
+	}
+}
+
+func gvr(e tattler.Entry) string {
+	if e.Group == "" {
+		return e.Version + "/" + e.Resource
+	}
+	return e.Group + "/" + e.Version + "/" + e.Resource
+}

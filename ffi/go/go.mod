@@ -1,0 +1,3 @@
+module tattler.dev/tattler
+
+go 1.22

@@ -1,0 +1,6 @@
+//go:build tattler_pkgconfig
+
+package tattler
+
+// #cgo pkg-config: tattler-static
+import "C"

@@ -1,0 +1,127 @@
+//! Every raw-pointer cast of the crate, and nothing else.
+//!
+//! Each function is `unsafe` and says what the C caller must have promised;
+//! the extern functions check for NULL, then call these inside `unsafe` blocks
+//! that point back here. Nothing outside this module turns a pointer into a
+//! reference.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::Arc;
+
+use crate::entry::tattler_entry;
+use crate::error::Failure;
+use crate::logging::LogFn;
+use crate::reader::tattler_reader;
+use crate::status::tattler_status::TATTLER_ERR_INVALID_UTF8;
+
+/// Hands a reader to C: the pointer carries the creator's reference.
+pub(crate) fn reader_into_raw(r: Arc<tattler_reader>) -> *mut tattler_reader {
+    Arc::into_raw(r).cast_mut()
+}
+
+/// A counted reference to the reader behind `r`, for the length of one call:
+/// a `tattler_close` on another thread meanwhile cannot free it.
+///
+/// # Safety
+/// `r` is non-NULL, came from `tattler_open`, and `tattler_close` had not
+/// returned for it when this call started.
+pub(crate) unsafe fn reader(r: *const tattler_reader) -> Arc<tattler_reader> {
+    // SAFETY: `r` came from `Arc::into_raw` (reader_into_raw) and the creator's
+    // reference is still held, so the count is at least 1 while we add ours.
+    unsafe {
+        Arc::increment_strong_count(r);
+        Arc::from_raw(r)
+    }
+}
+
+/// Takes back the creator's reference (`tattler_close`).
+///
+/// # Safety
+/// `r` is non-NULL, came from `tattler_open`, and is closed only this once.
+pub(crate) unsafe fn reader_release(r: *const tattler_reader) -> Arc<tattler_reader> {
+    // SAFETY: the reference `reader_into_raw` leaked, given back exactly once.
+    unsafe { Arc::from_raw(r) }
+}
+
+/// Hands an entry to C; `entry_free` takes it back.
+pub(crate) fn entry_into_raw(e: Box<tattler_entry>) -> *mut tattler_entry {
+    Box::into_raw(e)
+}
+
+/// Borrows the entry behind `e`.
+///
+/// # Safety
+/// `e` is non-NULL, came from `tattler_next_entry` and is not freed while the
+/// borrow lives (the caller's promise: not before `tattler_entry_free`).
+pub(crate) unsafe fn entry<'a>(e: *const tattler_entry) -> &'a tattler_entry {
+    // SAFETY: a live Box allocation, only ever read through shared references.
+    unsafe { &*e }
+}
+
+/// Takes back an entry for freeing.
+///
+/// # Safety
+/// `e` is non-NULL, came from `tattler_next_entry` and is freed only this once.
+pub(crate) unsafe fn entry_release(e: *mut tattler_entry) -> Box<tattler_entry> {
+    // SAFETY: the Box `entry_into_raw` leaked, given back exactly once.
+    unsafe { Box::from_raw(e) }
+}
+
+/// The UTF-8 text of a NUL-terminated C string.
+///
+/// # Safety
+/// `s` is non-NULL and points to a NUL-terminated string that stays unchanged
+/// during the call.
+pub(crate) unsafe fn str_arg<'a>(s: *const c_char, what: &str) -> Result<&'a str, Failure> {
+    // SAFETY: the caller's promise above.
+    let bytes = unsafe { CStr::from_ptr(s) };
+    bytes.to_str().map_err(|e| {
+        Failure::new(
+            TATTLER_ERR_INVALID_UTF8,
+            format!("{what} is not UTF-8: {e}"),
+        )
+    })
+}
+
+/// The caller's output buffer; empty when `buf` is NULL or `len` is 0.
+///
+/// # Safety
+/// `buf` is NULL or points to `len` writable bytes that nothing else touches
+/// during the call.
+pub(crate) unsafe fn buf_arg<'a>(buf: *mut c_char, len: usize) -> &'a mut [u8] {
+    if buf.is_null() || len == 0 {
+        return &mut [];
+    }
+    // SAFETY: the caller's promise above; `c_char` and `u8` have one layout.
+    unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }
+}
+
+/// Writes an out-parameter.
+///
+/// # Safety
+/// `out` is non-NULL, aligned and writable.
+pub(crate) unsafe fn write<T: Copy>(out: *mut T, value: T) {
+    // SAFETY: the caller's promise above; `T: Copy` has no destructor to skip.
+    unsafe { out.write(value) }
+}
+
+/// The log callback's `user` pointer: tattler never dereferences it, it only
+/// passes it back, from whichever thread logs.
+#[derive(Clone, Copy)]
+pub(crate) struct UserData(pub(crate) *mut c_void);
+
+// SAFETY: the pointer is opaque to tattler; `tattler_set_log_callback`
+// documents that the callback (and so its `user`) is called from any thread.
+unsafe impl Send for UserData {}
+// SAFETY: as for Send; tattler never reads or writes through it.
+unsafe impl Sync for UserData {}
+
+/// Calls the C log callback.
+///
+/// # Safety
+/// `cb` and `user` are what the caller installed with
+/// `tattler_set_log_callback`, which has not been replaced since.
+pub(crate) unsafe fn call_log(cb: LogFn, user: UserData, level: c_int, target: &CStr, msg: &CStr) {
+    // SAFETY: the caller's promise above; the strings outlive the call.
+    unsafe { cb(user.0, level, target.as_ptr(), msg.as_ptr()) }
+}

@@ -1,0 +1,110 @@
+//! Failures: a status plus its text, the panic guard every extern function
+//! runs its body in, and copying text into a caller's buffer.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::status::tattler_status::{self, *};
+
+/// A failed call: what to return, and the text the caller can fetch.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) status: tattler_status,
+    pub(crate) message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(status: tattler_status, message: impl Into<String>) -> Failure {
+        Failure {
+            status,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn null(what: &str) -> Failure {
+        Failure::new(TATTLER_ERR_NULL_ARG, format!("{what} is NULL"))
+    }
+}
+
+impl From<tattler_core::Error> for Failure {
+    fn from(e: tattler_core::Error) -> Failure {
+        use tattler_core::Error;
+        let status = match &e {
+            Error::Config(_) => TATTLER_ERR_INVALID_CONFIG,
+            Error::ReadFile { .. } | Error::Spawn(_) => TATTLER_ERR_IO,
+            Error::Resource(_) => TATTLER_ERR_INVALID_RESOURCE,
+            Error::Tls(_) => TATTLER_ERR_TLS,
+            _ => TATTLER_ERR_OTHER,
+        };
+        Failure::new(status, e.to_string())
+    }
+}
+
+/// Runs `body`, turning a panic into `TATTLER_ERR_PANIC` so that it never
+/// unwinds into C.
+pub(crate) fn guard<T>(body: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(r) => r,
+        Err(panic) => Err(Failure::new(
+            TATTLER_ERR_PANIC,
+            format!("panic: {}", panic_text(&*panic)),
+        )),
+    }
+}
+
+/// Runs a getter that has no way to report a failure: a panic gives `default`.
+pub(crate) fn guard_value<T>(default: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(default)
+}
+
+fn panic_text(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Copies `text` into `buf` NUL-terminated, cut at a UTF-8 character boundary
+/// to fit. An empty `buf` receives nothing.
+pub(crate) fn copy_truncated(text: &str, buf: &mut [u8]) {
+    let Some(room) = buf.len().checked_sub(1) else {
+        return;
+    };
+    let mut n = text.len().min(room);
+    while !text.is_char_boundary(n) {
+        n -= 1;
+    }
+    buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+    buf[n] = 0;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_utf8_whole_and_terminates() {
+        let mut buf = [0xffu8; 6];
+        copy_truncated("héllo wörld", &mut buf);
+        assert_eq!(&buf, b"h\xc3\xa9ll\0");
+        let mut buf = [0xffu8; 3];
+        copy_truncated("hé", &mut buf);
+        assert_eq!(&buf, b"h\0\xff");
+        let mut buf = [0xffu8; 8];
+        copy_truncated("ok", &mut buf);
+        assert_eq!(&buf[..3], b"ok\0");
+        copy_truncated("x", &mut []);
+    }
+
+    #[test]
+    fn panics_become_a_status() {
+        let r: Result<(), Failure> = guard(|| panic!("boom {}", 1));
+        let f = r.unwrap_err();
+        assert_eq!(
+            (f.status, f.message.as_str()),
+            (TATTLER_ERR_PANIC, "panic: boom 1")
+        );
+        assert_eq!(guard_value(7, || panic!("x")), 7);
+    }
+}

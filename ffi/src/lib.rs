@@ -1,0 +1,49 @@
+//! The C ABI of tattler: `libtattler.a`, `libtattler.so` and
+//! `include/tattler.h` (generated from this crate by cbindgen; see
+//! `ffi/gen-header.sh`).
+//!
+//! The only crate of the project with `unsafe` code. Every raw-pointer cast is
+//! in the private `cast` module; the extern functions check for NULL, run
+//! their body under `catch_unwind`, and write out-parameters only on success.
+//! One file per C object: `reader.rs` (`tattler_reader`), `entry.rs`
+//! (`tattler_entry`), `status.rs` (`tattler_status`), `error.rs` (failure text),
+//! `config.rs` (the JSON a caller passes), `logging.rs` (the log callback).
+//!
+//! The `rlib` is for `ffi/tests`, which call the extern functions directly.
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![allow(non_camel_case_types)]
+
+// In this order in include/tattler.h (cbindgen follows the modules).
+mod status;
+
+mod reader;
+
+mod entry;
+
+mod logging;
+
+// Internal.
+mod cast;
+mod config;
+mod error;
+
+#[cfg(test)]
+mod tests;
+
+pub use entry::{
+    tattler_change, tattler_entry, tattler_entry_change, tattler_entry_error_code,
+    tattler_entry_error_message, tattler_entry_error_reason, tattler_entry_free,
+    tattler_entry_group, tattler_entry_inferred, tattler_entry_kind, tattler_entry_name,
+    tattler_entry_namespace, tattler_entry_object, tattler_entry_resource,
+    tattler_entry_resource_version, tattler_entry_uid, tattler_entry_version,
+};
+pub use logging::{
+    tattler_log_fn, tattler_log_level, tattler_set_log_callback, tattler_set_log_level,
+};
+pub use reader::{
+    tattler_close, tattler_last_error, tattler_next_entry, tattler_open, tattler_reader,
+    tattler_set_resources, tattler_stats_json, tattler_stop,
+};
+pub use status::{tattler_status, tattler_status_str, tattler_version};

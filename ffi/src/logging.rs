@@ -1,0 +1,221 @@
+//! Routing tattler's log lines into the caller's own logging.
+
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+use parking_lot::RwLock;
+
+use crate::cast::{self, UserData};
+use crate::error::guard;
+use crate::status::tattler_status::{self, *};
+
+/// The level of a log line, as passed to the log callback's `level`.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum tattler_log_level {
+    /// No log lines (only for `tattler_set_log_level`).
+    TATTLER_LOG_OFF = 0,
+    /// A stream failed for good, a thread panicked.
+    TATTLER_LOG_ERROR = 1,
+    /// Something the operator should know: a retry, TLS verification off.
+    TATTLER_LOG_WARN = 2,
+    /// Streams starting, syncing, re-syncing.
+    TATTLER_LOG_INFO = 3,
+    /// Detail for debugging: requests, reconnect reasons.
+    TATTLER_LOG_DEBUG = 4,
+    /// Very detailed; costly.
+    TATTLER_LOG_TRACE = 5,
+}
+
+/// The log callback: `user` as given to `tattler_set_log_callback`, `level` a
+/// `tattler_log_level` (1 error ... 5 trace), `target` the module that logged
+/// (e.g. `"tattler::watch"`), `msg` the line. Both strings are valid only
+/// during the call.
+#[allow(non_camel_case_types)]
+pub type tattler_log_fn = Option<
+    unsafe extern "C" fn(
+        user: *mut c_void,
+        level: c_int,
+        target: *const c_char,
+        msg: *const c_char,
+    ),
+>;
+
+/// The callback itself, never NULL.
+pub(crate) type LogFn = unsafe extern "C" fn(
+    user: *mut c_void,
+    level: c_int,
+    target: *const c_char,
+    msg: *const c_char,
+);
+
+struct Sink {
+    cb: LogFn,
+    user: UserData,
+}
+
+struct CallbackLogger {
+    sink: RwLock<Option<Sink>>,
+}
+
+static LOGGER: CallbackLogger = CallbackLogger {
+    sink: RwLock::new(None),
+};
+/// Whether `LOGGER` is the process's logger, decided on first use.
+static INSTALLED: OnceLock<bool> = OnceLock::new();
+/// The level set with `tattler_set_log_level` (a `LevelFilter` as usize).
+static LEVEL: AtomicUsize = AtomicUsize::new(LevelFilter::Info as usize);
+
+fn level_filter(n: usize) -> LevelFilter {
+    LevelFilter::iter()
+        .find(|l| *l as usize == n)
+        .unwrap_or(LevelFilter::Info)
+}
+
+impl Log for CallbackLogger {
+    fn enabled(&self, _: &Metadata) -> bool {
+        self.sink.read_recursive().is_some()
+    }
+
+    fn log(&self, record: &Record) {
+        if record.level() > level_filter(LEVEL.load(Ordering::Relaxed)) {
+            return;
+        }
+        // Held during the call, so that once tattler_set_log_callback returns
+        // the old callback is never called again and its `user` may be freed.
+        // Recursive: a callback whose own work logs must not deadlock.
+        let sink = self.sink.read_recursive();
+        let Some(sink) = sink.as_ref() else {
+            return;
+        };
+        let level = match record.level() {
+            Level::Error => 1,
+            Level::Warn => 2,
+            Level::Info => 3,
+            Level::Debug => 4,
+            Level::Trace => 5,
+        };
+        let target = c_string(record.target().to_string());
+        let msg = c_string(record.args().to_string());
+        // SAFETY: the callback and user the caller installed, not replaced
+        // while we hold the read lock.
+        unsafe { cast::call_log(sink.cb, sink.user, level, &target, &msg) };
+    }
+
+    fn flush(&self) {}
+}
+
+fn c_string(s: String) -> CString {
+    CString::new(s).unwrap_or_else(|e| {
+        let mut bytes = e.into_vec();
+        bytes.retain(|&b| b != 0);
+        CString::new(bytes).unwrap_or_default()
+    })
+}
+
+fn apply_level() {
+    let on = LOGGER.sink.read_recursive().is_some();
+    let level = if on {
+        level_filter(LEVEL.load(Ordering::Relaxed))
+    } else {
+        LevelFilter::Off
+    };
+    log::set_max_level(level);
+}
+
+/// Routes tattler's log lines to `cb`. Without a callback tattler logs
+/// nothing.
+///
+/// Parameters:
+/// - `cb`: called once per log line, from whichever thread logs (mostly
+///   tattler's stream threads, named `tattler-watch-<resource>`); NULL
+///   removes the callback.
+/// - `user`: passed back to `cb` untouched; tattler never reads it.
+///
+/// Returns: `TATTLER_OK`; `TATTLER_ERR_LOGGER_IN_USE` when the process
+/// already has another Rust `log` logger (a Rust host program's own): tattler
+/// logs through that one and `cb` is not installed.
+///
+/// Ownership: `user` stays the caller's. Once this call returns, the
+/// previous callback is never called again, so its `user` may be freed.
+///
+/// Thread safety: process-global; one callback serves every reader. May be
+/// called at any time from any thread, also to replace or remove the
+/// callback. `cb` must be callable from any thread, must not unwind, and must
+/// not call `tattler_set_log_callback` (that would deadlock); it may call
+/// other tattler functions.
+///
+/// # Safety
+/// `cb` is NULL or a function with this signature that stays callable, with
+/// this `user`, until it is replaced or removed.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_set_log_callback(
+    cb: tattler_log_fn,
+    user: *mut c_void,
+) -> tattler_status {
+    let result = guard(|| {
+        let ours = *INSTALLED.get_or_init(|| log::set_logger(&LOGGER).is_ok());
+        if !ours {
+            return Err(crate::error::Failure::new(TATTLER_ERR_LOGGER_IN_USE, ""));
+        }
+        *LOGGER.sink.write() = cb.map(|cb| Sink {
+            cb,
+            user: UserData(user),
+        });
+        apply_level();
+        Ok(TATTLER_OK)
+    });
+    result.unwrap_or_else(|f| f.status)
+}
+
+/// Sets the most detailed level passed to the log callback; `TATTLER_LOG_INFO`
+/// by default. Lines below it are not even formatted.
+///
+/// Parameters: `level`, a `tattler_log_level` (0 off ... 5 trace).
+///
+/// Returns: `TATTLER_OK`, or `TATTLER_ERR_INVALID_ARG` for a number outside
+/// 0 to 5.
+///
+/// Thread safety: process-global, like the callback; any thread, any time.
+#[no_mangle]
+pub extern "C" fn tattler_set_log_level(level: c_int) -> tattler_status {
+    let result = guard(|| {
+        let n = usize::try_from(level)
+            .ok()
+            .filter(|n| *n <= LevelFilter::Trace as usize)
+            .ok_or_else(|| {
+                crate::error::Failure::new(TATTLER_ERR_INVALID_ARG, "level must be 0 to 5")
+            })?;
+        LEVEL.store(n, Ordering::Relaxed);
+        if INSTALLED.get() == Some(&true) {
+            apply_level();
+        }
+        Ok(TATTLER_OK)
+    });
+    result.unwrap_or_else(|f: crate::error::Failure| f.status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_match_log_crate() {
+        assert_eq!(
+            LevelFilter::Off as usize,
+            tattler_log_level::TATTLER_LOG_OFF as usize
+        );
+        assert_eq!(
+            LevelFilter::Error as usize,
+            tattler_log_level::TATTLER_LOG_ERROR as usize
+        );
+        assert_eq!(
+            LevelFilter::Trace as usize,
+            tattler_log_level::TATTLER_LOG_TRACE as usize
+        );
+        assert_eq!(level_filter(4), LevelFilter::Debug);
+    }
+}

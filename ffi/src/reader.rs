@@ -1,0 +1,496 @@
+//! `tattler_reader`: open, next entry, stop, close, and the calls between.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use tattler_core::{NextTimeoutError, Reader, ResourceSpec, StreamStats, TryNextError};
+
+use crate::cast;
+use crate::config::{parse_config, parse_resources};
+use crate::entry::tattler_entry;
+use crate::error::{copy_truncated, guard, guard_value, Failure};
+use crate::status::tattler_status::{self, *};
+
+/// A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
+///
+/// Behind the pointer is a reference-counted handle: every call holds its own
+/// reference while it runs, so a `tattler_close` racing with a call already
+/// inside (say, blocked in `tattler_next_entry`) cannot free what that call uses.
+pub struct tattler_reader {
+    pub(crate) reader: Reader,
+    scope: Scope,
+    last_error: Mutex<String>,
+}
+
+/// The namespace and selectors of the open configuration, applied again to
+/// the resources `tattler_set_resources` names.
+#[derive(Default)]
+struct Scope {
+    namespace: Option<String>,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+}
+
+impl Scope {
+    /// Reads the three keys from a configuration `Config::from_json` accepted.
+    fn from_json(json: &str) -> Scope {
+        let doc: Value = serde_json::from_str(json).unwrap_or_default();
+        let key = |k: &str| doc.get(k).and_then(Value::as_str).map(String::from);
+        Scope {
+            namespace: key("namespace"),
+            label_selector: key("label_selector"),
+            field_selector: key("field_selector"),
+        }
+    }
+
+    /// What `Config::from_json` does to each resource it reads.
+    fn apply(&self, specs: Vec<ResourceSpec>) -> Vec<ResourceSpec> {
+        specs
+            .into_iter()
+            .map(|mut spec| {
+                if let Some(ns) = &self.namespace {
+                    spec = spec.in_namespace(ns);
+                }
+                spec.label_selector.clone_from(&self.label_selector);
+                spec.field_selector.clone_from(&self.field_selector);
+                spec
+            })
+            .collect()
+    }
+}
+
+/// Timeouts longer than this (about 30 years) mean "forever": a deadline that
+/// far off could overflow the clock.
+const FOREVER_MS: i64 = 1 << 40;
+
+/// One call on a reader: the NULL check, a counted reference for the length of
+/// the call, panics caught, and a failure's text kept as the last error.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` whose `tattler_close` had not
+/// returned when the call started.
+unsafe fn with_reader(
+    r: *const tattler_reader,
+    body: impl FnOnce(&tattler_reader) -> Result<tattler_status, Failure>,
+) -> tattler_status {
+    if r.is_null() {
+        return TATTLER_ERR_NULL_ARG;
+    }
+    // SAFETY: non-NULL, and live by the caller's promise.
+    let handle = unsafe { cast::reader(r) };
+    let status = match guard(|| body(&handle)) {
+        Ok(status) => status,
+        Err(f) => {
+            *handle.last_error.lock() = f.message;
+            f.status
+        }
+    };
+    // When a close raced with this call, this is the last reference: the
+    // stream threads are joined here.
+    guard_value((), move || drop(handle));
+    status
+}
+
+/// Opens a reader: checks the configuration and starts one thread per
+/// resource. Entries start arriving at once.
+///
+/// Parameters:
+/// - `config_json`: the configuration as a JSON object, e.g.
+///   `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`.
+///   `resources` (required) names what to stream: `pods`, `nodes`, `rbac`,
+///   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ....
+///   Where the cluster is: `server` (with `ca_file` or `ca_data`, `token`
+///   or `token_file`, `insecure`), or `kubeconfig` and `context`, or
+///   `in_cluster`; with none of these, as kubectl finds it. Narrowing:
+///   `namespace`, `label_selector`, `field_selector`. Tuning:
+///   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
+///   of the Rust `tattler::Config::from_json`. An unknown key is an error
+///   that lists the known ones. Files named are read now.
+/// - `out`: where to store the new reader.
+/// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+///   and 0. The text is NUL-terminated and cut to fit.
+///
+/// Returns: `TATTLER_OK` and `*out` set; or a failure
+/// (`TATTLER_ERR_INVALID_CONFIG`, `TATTLER_ERR_INVALID_RESOURCE`,
+/// `TATTLER_ERR_IO`, `TATTLER_ERR_TLS`, `TATTLER_ERR_INVALID_UTF8`,
+/// `TATTLER_ERR_NULL_ARG`) with the reason in `err_buf` and `*out`
+/// untouched. Only what can be judged without the network fails here; an
+/// unreachable or refusing server shows up later as retries (logged) and as
+/// Error entries.
+///
+/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
+/// `config_json` is only read during the call.
+///
+/// Thread safety: any thread; readers are independent of each other.
+///
+/// # Safety
+/// `config_json` is NULL or a NUL-terminated string; `out` is NULL or
+/// writable; `err_buf` is NULL or has `err_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_open(
+    config_json: *const c_char,
+    out: *mut *mut tattler_reader,
+    err_buf: *mut c_char,
+    err_len: usize,
+) -> tattler_status {
+    // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
+    let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
+    let result = guard(|| {
+        if config_json.is_null() {
+            return Err(Failure::null("config_json"));
+        }
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
+        let json = unsafe { cast::str_arg(config_json, "config_json") }?;
+        let config = parse_config(json)?;
+        let handle = Arc::new(tattler_reader {
+            reader: Reader::open(config)?,
+            scope: Scope::from_json(json),
+            last_error: Mutex::new(String::new()),
+        });
+        // SAFETY: non-NULL and writable, by the caller's promise.
+        unsafe { cast::write(out, cast::reader_into_raw(handle)) };
+        Ok(TATTLER_OK)
+    });
+    result.unwrap_or_else(|f| {
+        copy_truncated(&f.message, err_buf);
+        f.status
+    })
+}
+
+/// Waits for the next entry.
+///
+/// Parameters:
+/// - `r`: the reader.
+/// - `timeout_ms`: how long to wait at most: negative waits until an entry
+///   comes or the reader stops; 0 only takes an entry that is ready.
+/// - `out`: where to store the entry.
+///
+/// Returns:
+/// - `TATTLER_OK`: `*out` holds the next entry.
+/// - `TATTLER_TIMEOUT`: no entry within `timeout_ms`; the reader runs on.
+/// - `TATTLER_CLOSED`: the reader was stopped (`tattler_stop`,
+///   `tattler_close`) and every entry it had queued has been handed out;
+///   every later call returns `TATTLER_CLOSED` too.
+/// - `TATTLER_ERR_NULL_ARG`: `r` or `out` is NULL.
+///
+/// `*out` is written only with `TATTLER_OK`. Entries of one resource come in
+/// order; a consumer that falls behind slows the streams down, no entry is
+/// ever dropped.
+///
+/// Ownership: the caller owns `*out` and must free it with
+/// `tattler_entry_free`; it stays valid after `tattler_close(r)`.
+///
+/// Thread safety: may run while another thread calls `tattler_stop(r)`
+/// (which wakes it with `TATTLER_CLOSED`), `tattler_stats_json(r)` or
+/// `tattler_set_resources(r)`. Several threads may wait on one reader; each
+/// entry goes to one of them.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed; `out` is NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_next_entry(
+    r: *mut tattler_reader,
+    timeout_ms: i64,
+    out: *mut *mut tattler_entry,
+) -> tattler_status {
+    let body = |h: &tattler_reader| {
+        if out.is_null() {
+            return Err(Failure::null("out"));
+        }
+        let got = if !(0..=FOREVER_MS).contains(&timeout_ms) {
+            h.reader.next().map_err(|_| TATTLER_CLOSED)
+        } else if timeout_ms == 0 {
+            h.reader.try_next().map_err(|e| match e {
+                TryNextError::Empty => TATTLER_TIMEOUT,
+                TryNextError::Closed => TATTLER_CLOSED,
+            })
+        } else {
+            let timeout = Duration::from_millis(timeout_ms.unsigned_abs());
+            h.reader.next_timeout(timeout).map_err(|e| match e {
+                NextTimeoutError::Timeout => TATTLER_TIMEOUT,
+                NextTimeoutError::Closed => TATTLER_CLOSED,
+            })
+        };
+        match got {
+            Ok(entry) => {
+                let entry = cast::entry_into_raw(Box::new(tattler_entry::new(entry)));
+                // SAFETY: non-NULL (checked above) and writable, by the caller's promise.
+                unsafe { cast::write(out, entry) };
+                Ok(TATTLER_OK)
+            }
+            Err(status) => Ok(status),
+        }
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { with_reader(r, body) }
+}
+
+/// Stops the reader: every stream ends, and a thread blocked in
+/// `tattler_next_entry(r)` wakes up. Entries already queued are still handed
+/// out; after them `tattler_next_entry` returns `TATTLER_CLOSED`. Does not
+/// wait for the stream threads (`tattler_close` joins them).
+///
+/// Parameters: `r`, the reader, or NULL (then nothing happens).
+///
+/// Ownership: `r` stays the caller's; it must still be closed.
+///
+/// Thread safety: safe from any thread, at any time before
+/// `tattler_close(r)`, any number of times, concurrently with any other call
+/// on `r`. This is how another thread (a signal handler's helper thread, a Go
+/// context) cancels a blocked `tattler_next_entry`.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_stop(r: *mut tattler_reader) {
+    // SAFETY: the caller's promise, passed on.
+    unsafe {
+        with_reader(r, |h| {
+            h.reader.stop();
+            Ok(TATTLER_OK)
+        })
+    };
+}
+
+/// Stops the reader, joins its threads and frees it.
+///
+/// Returns within about a second whatever the streams are doing (a thread in
+/// the middle of a TCP connect finishes it first, bounded by
+/// `connect_timeout_secs`). Entries already handed out stay valid.
+///
+/// Parameters: `r`, the reader, or NULL (then nothing happens).
+///
+/// Ownership: takes `r`; it is invalid afterwards.
+///
+/// Thread safety: call it once, when no other thread is inside a call on
+/// `r` and none will start one. Use `tattler_stop` to wake a thread blocked
+/// in `tattler_next_entry` first. If a call on `r` is still running on
+/// another thread anyway (a close racing with a blocked
+/// `tattler_next_entry`), nothing breaks: that call returns `TATTLER_CLOSED`,
+/// and the threads are joined and the memory freed when it returns, on its
+/// thread. A call that *starts* after `tattler_close` uses freed memory.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open`, closed only this once.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) {
+    if r.is_null() {
+        return;
+    }
+    // SAFETY: non-NULL, from tattler_open, closed once: the caller's promise.
+    let handle = unsafe { cast::reader_release(r) };
+    guard_value((), move || {
+        handle.reader.stop();
+        // The last reference (unless a racing call holds one): Reader's drop
+        // joins the stream threads.
+        drop(handle);
+    });
+}
+
+/// Changes the resources streamed, while entries flow.
+///
+/// Streams for added resources start with a full initial sync (their entries
+/// then Synced), streams for removed ones stop, the others run on without a
+/// reconnect. With `force`, every stream restarts. The `namespace`,
+/// `label_selector` and `field_selector` of the open configuration apply to
+/// the new list as they did to the first.
+///
+/// Parameters:
+/// - `r`: the reader.
+/// - `resources_json`: a JSON array of resource names, the same names as
+///   the configuration's `resources`, e.g. `["pods","apps/v1/deployments"]`.
+/// - `force`: restart every stream even if the set is unchanged.
+/// - `changed`: where to store whether anything changed, or NULL.
+///
+/// Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
+/// is stopped; or a failure (`TATTLER_ERR_INVALID_RESOURCE` for a bad name
+/// or not an array of strings, `TATTLER_ERR_INVALID_CONFIG` for an empty
+/// list, `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot
+/// start, `TATTLER_ERR_NULL_ARG`), its text kept for `tattler_last_error`.
+/// A bad list changes nothing.
+///
+/// Ownership: `resources_json` is only read during the call.
+///
+/// Thread safety: may run while other threads are in `tattler_next_entry`,
+/// `tattler_stop` or `tattler_stats_json` on `r`; two `tattler_set_resources`
+/// on one reader take turns.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed;
+/// `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_set_resources(
+    r: *mut tattler_reader,
+    resources_json: *const c_char,
+    force: bool,
+    changed: *mut bool,
+) -> tattler_status {
+    let body = |h: &tattler_reader| {
+        if resources_json.is_null() {
+            return Err(Failure::null("resources_json"));
+        }
+        // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
+        let json = unsafe { cast::str_arg(resources_json, "resources_json") }?;
+        let specs = h.scope.apply(parse_resources(json)?);
+        match h.reader.set_resources(&specs, force) {
+            Ok(c) => {
+                if !changed.is_null() {
+                    // SAFETY: non-NULL and writable, by the caller's promise.
+                    unsafe { cast::write(changed, c) };
+                }
+                Ok(TATTLER_OK)
+            }
+            Err(_) if h.reader.is_stopped() => Ok(TATTLER_CLOSED),
+            Err(e) => Err(e.into()),
+        }
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { with_reader(r, body) }
+}
+
+/// The counters of each stream as a JSON array, in the configured order:
+/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":1234,"objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+///
+/// Parameters:
+/// - `r`: the reader.
+/// - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+/// - `needed`: where to store the bytes required, NUL included, or NULL.
+///
+/// Returns: `TATTLER_OK` with the NUL-terminated JSON in `buf`;
+/// `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the JSON is never
+/// cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
+/// non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+/// `TATTLER_ERR_BUFFER_TOO_SMALL`. Counters move: the size may grow between
+/// two calls, so leave some room (or retry).
+///
+/// Ownership: the caller owns `buf`.
+///
+/// Thread safety: any thread, concurrently with any call on `r` but
+/// `tattler_close`.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+/// or has `len` writable bytes; `needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_stats_json(
+    r: *mut tattler_reader,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> tattler_status {
+    let body = |h: &tattler_reader| {
+        if buf.is_null() && len != 0 {
+            return Err(Failure::null("buf"));
+        }
+        let json = stats_json(&h.reader.stats());
+        let need = json.len() + 1;
+        if !needed.is_null() {
+            // SAFETY: non-NULL and writable, by the caller's promise.
+            unsafe { cast::write(needed, need) };
+        }
+        if len < need {
+            return Err(Failure::new(
+                TATTLER_ERR_BUFFER_TOO_SMALL,
+                format!("stats need {need} bytes, the buffer has {len}"),
+            ));
+        }
+        // SAFETY: non-NULL (len >= need > 0) with `len` writable bytes, by the caller's promise.
+        let out = unsafe { cast::buf_arg(buf, len) };
+        out[..json.len()].copy_from_slice(json.as_bytes());
+        out[json.len()] = 0;
+        Ok(TATTLER_OK)
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { with_reader(r, body) }
+}
+
+fn stats_json(stats: &[StreamStats]) -> String {
+    let list: Vec<Value> = stats
+        .iter()
+        .map(|s| {
+            json!({
+                "resource": s.resource,
+                "events": s.events,
+                "bytes": s.bytes,
+                "reconnects": s.reconnects,
+                "resyncs": s.resyncs,
+                "stale_drops": s.stale_drops,
+                "resource_version": s.resource_version,
+                "objects": s.objects,
+                "synced": s.synced,
+                "list_fallback": s.list_fallback,
+                "failed": s.failed,
+            })
+        })
+        .collect();
+    Value::Array(list).to_string()
+}
+
+/// The text of the last failed call on `r` (what a status of 100 or more
+/// was about), e.g. `resources_json must be a JSON array of strings: ...`.
+///
+/// Kept per reader, never per thread: a Go program or a thread pool may read
+/// it from another thread than the one whose call failed. It stays until the
+/// next failure on `r`; a successful call does not clear it. `""` if no call
+/// on `r` has failed.
+///
+/// Parameters: `r`, the reader; `buf`, `len`: the caller's buffer. The text
+/// is NUL-terminated and cut (at a UTF-8 character boundary) to fit.
+///
+/// Returns: `TATTLER_OK`, or `TATTLER_ERR_NULL_ARG` for a NULL `r` or `buf`.
+///
+/// Ownership: the caller owns `buf`.
+///
+/// Thread safety: any thread, concurrently with any call on `r` but
+/// `tattler_close`.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+/// or has `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_last_error(
+    r: *mut tattler_reader,
+    buf: *mut c_char,
+    len: usize,
+) -> tattler_status {
+    if r.is_null() || buf.is_null() {
+        return TATTLER_ERR_NULL_ARG;
+    }
+    // SAFETY: non-NULL, and live by the caller's promise.
+    let handle = unsafe { cast::reader(r) };
+    // SAFETY: non-NULL with `len` writable bytes, by the caller's promise.
+    let buf = unsafe { cast::buf_arg(buf, len) };
+    // Not through with_reader: fetching the error must not replace it.
+    let status = guard(|| {
+        copy_truncated(&handle.last_error.lock(), buf);
+        Ok(TATTLER_OK)
+    })
+    .unwrap_or_else(|f| f.status);
+    guard_value((), move || drop(handle));
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_is_applied_like_from_json() {
+        let scope =
+            Scope::from_json(r#"{"namespace":"prod","label_selector":"app=web","server":"x"}"#);
+        let specs = scope.apply(parse_resources(r#"["pods","nodes"]"#).unwrap());
+        assert_eq!(specs[0].namespace.as_deref(), Some("prod"));
+        assert_eq!(specs[1].namespace, None, "nodes are cluster-scoped");
+        assert!(specs
+            .iter()
+            .all(|s| s.label_selector.as_deref() == Some("app=web")));
+        assert!(specs.iter().all(|s| s.field_selector.is_none()));
+    }
+}

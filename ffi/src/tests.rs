@@ -1,0 +1,672 @@
+//! The C ABI called from Rust as a C program would call it, misuse included:
+//! NULL everywhere, bad strings, calls after stop, entries outliving their
+//! reader, a close racing a blocked wait. Against the fake apiserver; every
+//! wait is bounded so a hang fails the test.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ptr::{self, null, null_mut};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use tattler_fakeapi::FakeApi;
+
+use crate::entry::*;
+use crate::logging::*;
+use crate::reader::*;
+use crate::status::tattler_status::{self, *};
+use crate::status::*;
+
+/// Long enough for any entry the fake has to arrive; a hang fails instead.
+const WAIT_MS: i64 = 10_000;
+
+fn config(api: &FakeApi, resources: &[&str]) -> String {
+    serde_json::json!({"server": api.url(), "resources": resources}).to_string()
+}
+
+fn open(json: &str) -> Result<*mut tattler_reader, (tattler_status, String)> {
+    let json = CString::new(json).unwrap();
+    let mut r = null_mut();
+    let mut err = [0u8; 512];
+    // SAFETY: valid string, out-pointer and buffer.
+    let st = unsafe { tattler_open(json.as_ptr(), &mut r, err.as_mut_ptr().cast(), err.len()) };
+    if st == TATTLER_OK {
+        assert!(!r.is_null());
+        Ok(r)
+    } else {
+        assert!(r.is_null(), "*out written on failure");
+        Err((st, text(&err)))
+    }
+}
+
+fn text(buf: &[u8]) -> String {
+    CStr::from_bytes_until_nul(buf)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A borrowed C string as a Rust one.
+fn s(p: *const c_char) -> String {
+    assert!(!p.is_null(), "a string getter returned NULL");
+    // SAFETY: getters return NUL-terminated strings valid while the entry lives.
+    unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string()
+}
+
+fn next(r: *mut tattler_reader, timeout_ms: i64) -> (tattler_status, *mut tattler_entry) {
+    let mut e = null_mut();
+    // SAFETY: a live reader (or NULL, tested on purpose) and a valid out-pointer.
+    let st = unsafe { tattler_next_entry(r, timeout_ms, &mut e) };
+    assert_eq!(
+        st == TATTLER_OK,
+        !e.is_null(),
+        "*out written exactly on OK ({st:?})"
+    );
+    (st, e)
+}
+
+fn last_error(r: *mut tattler_reader) -> String {
+    let mut buf = [0u8; 512];
+    // SAFETY: a live reader and a valid buffer.
+    let st = unsafe { tattler_last_error(r, buf.as_mut_ptr().cast(), buf.len()) };
+    assert_eq!(st, TATTLER_OK);
+    text(&buf)
+}
+
+/// `Change namespace/name rv` or `Synced group/version/resource rv`, then frees the entry.
+fn line(e: *mut tattler_entry) -> String {
+    // SAFETY: a live entry from tattler_next_entry, freed once at the end.
+    unsafe {
+        let change = tattler_entry_change(e);
+        let rv = tattler_entry_resource_version(e);
+        let l = match change {
+            tattler_change::TATTLER_CHANGE_SYNCED => {
+                format!(
+                    "Synced {}/{} {rv}",
+                    s(tattler_entry_version(e)),
+                    s(tattler_entry_resource(e))
+                )
+            }
+            tattler_change::TATTLER_CHANGE_ERROR => format!(
+                "Error {} {} {}",
+                s(tattler_entry_resource(e)),
+                tattler_entry_error_code(e),
+                s(tattler_entry_error_reason(e))
+            ),
+            c => {
+                let names = ["None", "Add", "Update", "Delete", "Snapshot"];
+                format!(
+                    "{} {}/{} {rv}",
+                    names[c as usize],
+                    s(tattler_entry_namespace(e)),
+                    s(tattler_entry_name(e))
+                )
+            }
+        };
+        tattler_entry_free(e);
+        l
+    }
+}
+
+/// Reads entries up to and including the `n`th Synced.
+fn until_synced(r: *mut tattler_reader, n: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut synced = 0;
+    while synced < n {
+        let (st, e) = next(r, WAIT_MS);
+        assert_eq!(st, TATTLER_OK, "after {lines:?}");
+        let l = line(e);
+        synced += usize::from(l.starts_with("Synced"));
+        lines.push(l);
+    }
+    lines
+}
+
+fn close(r: *mut tattler_reader) {
+    // SAFETY: a reader from open, closed once.
+    unsafe { tattler_close(r) }
+}
+
+#[test]
+fn null_arguments_are_refused_not_followed() {
+    let api = FakeApi::start();
+    let cfg = CString::new(config(&api, &["pods"])).unwrap();
+    let mut err = [0xffu8; 64];
+    let mut r = null_mut();
+    // SAFETY: every pointer is NULL or valid; NULL is what is under test.
+    unsafe {
+        assert_eq!(
+            tattler_open(null(), &mut r, err.as_mut_ptr().cast(), err.len()),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(text(&err), "config_json is NULL");
+        assert_eq!(
+            tattler_open(cfg.as_ptr(), null_mut(), null_mut(), 0),
+            TATTLER_ERR_NULL_ARG
+        );
+        // A NULL error buffer with a length is ignored, not written.
+        assert_eq!(
+            tattler_open(null(), &mut r, null_mut(), 100),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert!(r.is_null());
+
+        let mut e = null_mut();
+        assert_eq!(
+            tattler_next_entry(null_mut(), 0, &mut e),
+            TATTLER_ERR_NULL_ARG
+        );
+        tattler_stop(null_mut());
+        tattler_close(null_mut());
+        let mut changed = false;
+        assert_eq!(
+            tattler_set_resources(null_mut(), c"[]".as_ptr(), false, &mut changed),
+            TATTLER_ERR_NULL_ARG
+        );
+        let mut needed = 0;
+        assert_eq!(
+            tattler_stats_json(null_mut(), null_mut(), 0, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(
+            tattler_last_error(null_mut(), err.as_mut_ptr().cast(), err.len()),
+            TATTLER_ERR_NULL_ARG
+        );
+
+        let r = open(&config(&api, &["pods"])).unwrap();
+        assert_eq!(tattler_next_entry(r, 0, null_mut()), TATTLER_ERR_NULL_ARG);
+        assert_eq!(last_error(r), "out is NULL");
+        assert_eq!(
+            tattler_set_resources(r, null(), false, &mut changed),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(last_error(r), "resources_json is NULL");
+        assert_eq!(
+            tattler_stats_json(r, null_mut(), 10, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(last_error(r), "buf is NULL");
+        assert_eq!(tattler_last_error(r, null_mut(), 10), TATTLER_ERR_NULL_ARG);
+        close(r);
+
+        let e: *const tattler_entry = null();
+        assert_eq!(tattler_entry_change(e), tattler_change::TATTLER_CHANGE_NONE);
+        for getter in [
+            tattler_entry_group,
+            tattler_entry_version,
+            tattler_entry_resource,
+            tattler_entry_kind,
+            tattler_entry_namespace,
+            tattler_entry_name,
+            tattler_entry_uid,
+            tattler_entry_error_reason,
+            tattler_entry_error_message,
+        ] {
+            assert_eq!(s(getter(e)), "");
+        }
+        assert_eq!(tattler_entry_resource_version(e), 0);
+        assert!(!tattler_entry_inferred(e));
+        assert_eq!(tattler_entry_error_code(e), 0);
+        let mut len = 99;
+        assert!(tattler_entry_object(e, &mut len).is_null());
+        assert_eq!(len, 0);
+        assert!(tattler_entry_object(e, null_mut()).is_null());
+        tattler_entry_free(null_mut());
+    }
+}
+
+#[test]
+fn bad_configurations_say_what_is_wrong() {
+    let cases: [(&[u8], tattler_status, &str); 6] = [
+        (
+            b"{\"server\":\"http://127.0.0.1:1\",\"resources\":[\"p\xffds\"]}",
+            TATTLER_ERR_INVALID_UTF8,
+            "not UTF-8",
+        ),
+        (b"{not json", TATTLER_ERR_INVALID_CONFIG, "JSON"),
+        (b"[]", TATTLER_ERR_INVALID_CONFIG, "JSON"),
+        (
+            b"{\"server\":5,\"resources\":[\"pods\"]}",
+            TATTLER_ERR_INVALID_CONFIG,
+            "`server`",
+        ),
+        (
+            b"{\"server\":\"http://127.0.0.1:1\",\"resources\":[\"pods\"],\"tokn\":\"x\"}",
+            TATTLER_ERR_INVALID_CONFIG,
+            "`tokn`",
+        ),
+        (
+            b"{\"server\":\"http://127.0.0.1:1\",\"resources\":[\"podz\"]}",
+            TATTLER_ERR_INVALID_RESOURCE,
+            "\"podz\"",
+        ),
+    ];
+    for (json, status, needle) in cases {
+        let json = CString::new(json).unwrap();
+        let sentinel = ptr::dangling_mut::<tattler_reader>();
+        let mut r = sentinel;
+        let mut err = [0u8; 512];
+        // SAFETY: valid string, out-pointer and buffer.
+        let st = unsafe { tattler_open(json.as_ptr(), &mut r, err.as_mut_ptr().cast(), err.len()) };
+        let msg = text(&err);
+        assert_eq!(st, status, "{json:?}: {msg}");
+        assert!(msg.contains(needle), "{json:?}: {msg:?} lacks {needle:?}");
+        assert_eq!(r, sentinel, "*out written on failure");
+    }
+    let (st, msg) = open(
+        r#"{"server":"http://127.0.0.1:1","resources":["pods"],"token_file":"/no/such/token"}"#,
+    )
+    .unwrap_err();
+    assert_eq!(st, TATTLER_ERR_IO);
+    assert!(msg.contains("/no/such/token"), "{msg}");
+}
+
+#[test]
+fn error_text_is_cut_to_the_buffer() {
+    let json = c"{not json";
+    let mut r = null_mut();
+    let mut err = [0xffu8; 8];
+    // SAFETY: valid string, out-pointer and buffer.
+    let st = unsafe { tattler_open(json.as_ptr(), &mut r, err.as_mut_ptr().cast(), err.len()) };
+    assert_eq!(st, TATTLER_ERR_INVALID_CONFIG);
+    assert_eq!(&err, b"invalid\0");
+    let mut one = [0xffu8; 1];
+    // SAFETY: as above.
+    unsafe { tattler_open(json.as_ptr(), &mut r, one.as_mut_ptr().cast(), one.len()) };
+    assert_eq!(one, [0]);
+}
+
+#[test]
+fn entries_carry_the_object_and_outlive_their_reader() {
+    let api = FakeApi::start();
+    let rv1 = api.apply("pods", FakeApi::pod("default", "web-1"));
+    let r = open(&config(&api, &["pods"])).unwrap();
+    let (st, add) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let (st, synced) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    close(r);
+
+    // SAFETY: live entries, read after their reader was closed, freed once.
+    unsafe {
+        assert_eq!(
+            tattler_entry_change(add),
+            tattler_change::TATTLER_CHANGE_ADD
+        );
+        assert_eq!(s(tattler_entry_group(add)), "");
+        assert_eq!(s(tattler_entry_version(add)), "v1");
+        assert_eq!(s(tattler_entry_resource(add)), "pods");
+        assert_eq!(s(tattler_entry_kind(add)), "Pod");
+        assert_eq!(s(tattler_entry_namespace(add)), "default");
+        assert_eq!(s(tattler_entry_name(add)), "web-1");
+        assert!(!s(tattler_entry_uid(add)).is_empty());
+        assert_eq!(tattler_entry_resource_version(add), rv1);
+        assert!(!tattler_entry_inferred(add));
+        assert_eq!(
+            (
+                tattler_entry_error_code(add),
+                s(tattler_entry_error_message(add))
+            ),
+            (0, String::new())
+        );
+        let mut len = 0;
+        let obj = tattler_entry_object(add, &mut len);
+        let obj: serde_json::Value =
+            serde_json::from_slice(std::slice::from_raw_parts(obj, len)).unwrap();
+        assert_eq!(obj["metadata"]["name"], "web-1");
+        assert_eq!(
+            obj["metadata"]["uid"].as_str().unwrap(),
+            s(tattler_entry_uid(add))
+        );
+        tattler_entry_free(add);
+
+        assert_eq!(
+            tattler_entry_change(synced),
+            tattler_change::TATTLER_CHANGE_SYNCED
+        );
+        assert_eq!(tattler_entry_resource_version(synced), rv1);
+        assert_eq!(
+            (
+                s(tattler_entry_namespace(synced)),
+                s(tattler_entry_name(synced))
+            ),
+            (String::new(), String::new())
+        );
+        let mut len = 99;
+        assert!(tattler_entry_object(synced, &mut len).is_null());
+        assert_eq!(len, 0);
+        tattler_entry_free(synced);
+    }
+}
+
+#[test]
+fn updates_deletes_and_errors_come_through() {
+    let api = FakeApi::start();
+    api.forbid("nodes", true);
+    let rv = api.apply("pods", FakeApi::pod("ns", "a"));
+    let r = open(&config(&api, &["pods", "nodes"])).unwrap();
+    let mut first: Vec<String> = (0..3).map(|_| line(next(r, WAIT_MS).1)).collect();
+    first.sort();
+    assert_eq!(
+        first,
+        [
+            format!("Add ns/a {rv}"),
+            "Error nodes 403 Forbidden".into(),
+            format!("Synced v1/pods {rv}")
+        ]
+    );
+    assert!(api.wait_open_watches(1, Duration::from_secs(10)));
+    let rv2 = api.apply("pods", FakeApi::pod("ns", "a"));
+    assert_eq!(line(next(r, WAIT_MS).1), format!("Update ns/a {rv2}"));
+    let rv3 = api.delete("pods", Some("ns"), "a").unwrap();
+    assert_eq!(line(next(r, WAIT_MS).1), format!("Delete ns/a {rv3}"));
+    close(r);
+}
+
+#[test]
+fn stop_twice_then_next_says_closed_for_every_timeout() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    assert_eq!(
+        until_synced(r, 1),
+        [format!("Synced v1/pods {}", api.current_rv())]
+    );
+    // SAFETY: a live reader.
+    unsafe {
+        tattler_stop(r);
+        tattler_stop(r);
+    }
+    for timeout in [0, 50, -1, i64::MAX, i64::MIN] {
+        let sentinel = ptr::dangling_mut::<tattler_entry>();
+        let mut e = sentinel;
+        // SAFETY: a live reader and a valid out-pointer.
+        let st = unsafe { tattler_next_entry(r, timeout, &mut e) };
+        assert_eq!(st, TATTLER_CLOSED, "timeout {timeout}");
+        assert_eq!(e, sentinel, "*out written without an entry");
+    }
+    let mut changed = true;
+    // SAFETY: a live reader, a valid string and out-pointer.
+    let st = unsafe { tattler_set_resources(r, c"[\"pods\"]".as_ptr(), true, &mut changed) };
+    assert_eq!(st, TATTLER_CLOSED);
+    close(r);
+}
+
+#[test]
+fn timeouts_wait_as_long_as_asked() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    let t = Instant::now();
+    assert_eq!(next(r, 0).0, TATTLER_TIMEOUT);
+    assert_eq!(next(r, 100).0, TATTLER_TIMEOUT);
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_millis(100) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+    close(r);
+}
+
+#[test]
+fn stop_from_another_thread_wakes_a_forever_wait() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    let addr = r as usize;
+    let (done_tx, done_rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let st = next(addr as *mut tattler_reader, -1).0;
+        done_tx.send(st).unwrap();
+    });
+    assert!(
+        done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "returned without an entry"
+    );
+    // SAFETY: a live reader; tattler_stop may race with any call.
+    unsafe { tattler_stop(r) };
+    assert_eq!(
+        done_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        TATTLER_CLOSED
+    );
+    waiter.join().unwrap();
+    close(r);
+}
+
+#[test]
+fn close_racing_a_blocked_wait_frees_after_it_returns() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    let addr = r as usize;
+    let (done_tx, done_rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let st = next(addr as *mut tattler_reader, -1).0;
+        done_tx.send(st).unwrap();
+    });
+    // Let the waiter get inside tattler_next_entry: the rule says close only
+    // after it returned; the reference count makes this case safe anyway.
+    assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+    close(r);
+    assert_eq!(
+        done_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        TATTLER_CLOSED
+    );
+    waiter.join().unwrap();
+    // The last reference went with the waiter's call: every stream ended.
+    assert!(api.wait_open_watches(0, Duration::from_secs(10)));
+}
+
+#[test]
+fn set_resources_changes_the_streams_or_says_why_not() {
+    let api = FakeApi::start();
+    let r = open(
+        r#"{"server":"URL","resources":["pods"],"namespace":"ns"}"#
+            .replace("URL", &api.url())
+            .as_str(),
+    )
+    .unwrap();
+    until_synced(r, 1);
+    // `initial` is the opposite of the answer expected, so that an unwritten
+    // `*changed` shows.
+    let set = |json: &CStr, initial: bool| {
+        let mut changed = initial;
+        // SAFETY: a live reader, a valid string and out-pointer.
+        let st = unsafe { tattler_set_resources(r, json.as_ptr(), false, &mut changed) };
+        (st, changed)
+    };
+    assert_eq!(set(c"[\"pods\",\"nodes\"]", false), (TATTLER_OK, true));
+    assert_eq!(
+        until_synced(r, 1),
+        [format!("Synced v1/nodes {}", api.current_rv())]
+    );
+    assert_eq!(set(c"[\"nodes\",\"pods\"]", true), (TATTLER_OK, false));
+
+    let mut changed = true;
+    for (json, status, needle) in [
+        (
+            c"{\"pods\":1}",
+            TATTLER_ERR_INVALID_RESOURCE,
+            "JSON array of strings",
+        ),
+        (c"[\"podz\"]", TATTLER_ERR_INVALID_RESOURCE, "\"podz\""),
+        (c"[]", TATTLER_ERR_INVALID_CONFIG, "nothing to watch"),
+        (c"[\"p\xffds\"]", TATTLER_ERR_INVALID_UTF8, "not UTF-8"),
+    ] {
+        // SAFETY: a live reader, a valid string and out-pointer.
+        let st = unsafe { tattler_set_resources(r, json.as_ptr(), false, &mut changed) };
+        assert_eq!(st, status, "{json:?}");
+        assert!(
+            last_error(r).contains(needle),
+            "{json:?}: {}",
+            last_error(r)
+        );
+        assert!(changed, "*changed written on failure");
+    }
+    // The namespace of the open configuration still applies.
+    assert!(api.wait_open_watches(2, Duration::from_secs(10)));
+    let pods_requests: Vec<String> = api
+        .requests()
+        .into_iter()
+        .filter(|q| q.contains("pods"))
+        .collect();
+    assert!(
+        pods_requests
+            .iter()
+            .all(|q| q.contains("/namespaces/ns/pods")),
+        "{pods_requests:?}"
+    );
+    // SAFETY: a live reader; NULL `changed` is allowed.
+    let st = unsafe { tattler_set_resources(r, c"[\"pods\"]".as_ptr(), true, null_mut()) };
+    assert_eq!(st, TATTLER_OK);
+    close(r);
+}
+
+#[test]
+fn stats_are_json_and_never_cut() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("default", "a"));
+    let r = open(&config(&api, &["pods", "apps/v1/deployments"])).unwrap();
+    until_synced(r, 2);
+    let mut needed = 0;
+    // SAFETY: a live reader; NULL buffer with length 0 asks for the size.
+    let st = unsafe { tattler_stats_json(r, null_mut(), 0, &mut needed) };
+    assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
+    let mut buf = vec![0xffu8; needed - 1];
+    // SAFETY: a live reader and a buffer of buf.len() bytes.
+    let st = unsafe { tattler_stats_json(r, buf.as_mut_ptr().cast(), buf.len(), &mut needed) };
+    assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
+    assert!(buf.iter().all(|&b| b == 0xff), "buffer written on failure");
+    assert!(last_error(r).contains("bytes"), "{}", last_error(r));
+    let mut buf = vec![0xffu8; needed];
+    // SAFETY: as above.
+    let st = unsafe { tattler_stats_json(r, buf.as_mut_ptr().cast(), buf.len(), null_mut()) };
+    assert_eq!(st, TATTLER_OK);
+    let stats: serde_json::Value = serde_json::from_str(&text(&buf)).unwrap();
+    assert_eq!(stats[0]["resource"], "v1/pods");
+    assert_eq!(stats[0]["objects"], 1);
+    assert_eq!(stats[0]["synced"], true);
+    assert_eq!(stats[1]["resource"], "apps/v1/deployments");
+    assert_eq!(stats.as_array().unwrap().len(), 2);
+    assert_eq!(stats[0].as_object().unwrap().len(), 11, "{stats}");
+    close(r);
+}
+
+#[test]
+fn status_texts_and_version() {
+    let mut seen = std::collections::HashSet::new();
+    for n in (0..3).chain(100..111) {
+        let t = s(tattler_status_str(n));
+        assert!(tattler_status::from_int(n).is_some(), "{n} is a status");
+        assert!(
+            !t.is_empty() && t != "unknown status" && seen.insert(t.clone()),
+            "{n}: {t}"
+        );
+    }
+    for n in [-1, 3, 99, 111, c_int::MAX] {
+        assert_eq!(s(tattler_status_str(n)), "unknown status");
+    }
+    assert_eq!(TATTLER_ERR_NULL_ARG as c_int, 100);
+    assert_eq!(TATTLER_ERR_OTHER as c_int, 110);
+    assert_eq!(s(tattler_version()), env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn change_numbers_are_the_rust_ones() {
+    use tattler_core::Change;
+    for c in [
+        Change::Add,
+        Change::Update,
+        Change::Delete,
+        Change::Snapshot,
+        Change::Synced,
+        Change::Error,
+    ] {
+        assert_eq!(tattler_change::from(c) as u8, c as u8, "{c}");
+    }
+}
+
+/// Log lines the callback received: (level, target, message).
+type Lines = std::sync::Mutex<Vec<(c_int, String, String)>>;
+
+unsafe extern "C" fn collect(
+    user: *mut c_void,
+    level: c_int,
+    target: *const c_char,
+    msg: *const c_char,
+) {
+    // SAFETY: `user` is the Lines the test installed; the strings live during the call.
+    let lines = unsafe { &*(user as *const Lines) };
+    lines.lock().unwrap().push((level, s(target), s(msg)));
+}
+
+#[test]
+fn log_lines_reach_the_callback_until_it_is_removed() {
+    let lines: &'static Lines = Box::leak(Box::default());
+    let user = lines as *const Lines as *mut c_void;
+    assert_eq!(tattler_set_log_level(6), TATTLER_ERR_INVALID_ARG);
+    assert_eq!(tattler_set_log_level(-1), TATTLER_ERR_INVALID_ARG);
+    assert_eq!(
+        tattler_set_log_level(tattler_log_level::TATTLER_LOG_INFO as c_int),
+        TATTLER_OK
+    );
+    // SAFETY: `collect` may be called from any thread with `user` for ever (leaked).
+    let st = unsafe { tattler_set_log_callback(Some(collect), user) };
+    assert_eq!(st, TATTLER_OK);
+
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["configmaps"])).unwrap();
+    until_synced(r, 1);
+    close(r);
+    // SAFETY: removing the callback.
+    let st = unsafe { tattler_set_log_callback(None, null_mut()) };
+    assert_eq!(st, TATTLER_OK);
+    let got = lines.lock().unwrap().clone();
+    let ours: Vec<_> = got
+        .iter()
+        .filter(|(_, _, m)| m.contains(&api.url()))
+        .collect();
+    assert!(
+        ours.iter()
+            .any(|(level, target, _)| *level == 3 && target.starts_with("tattler")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter().all(|(level, _, _)| (1..=3).contains(level)),
+        "a level above INFO passed: {got:?}"
+    );
+
+    let before = lines.lock().unwrap().len();
+    let r = open(&config(&api, &["configmaps"])).unwrap();
+    until_synced(r, 1);
+    close(r);
+    assert_eq!(lines.lock().unwrap().len(), before, "called after removal");
+}
+
+#[test]
+fn close_only_drops_the_creators_reference() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    // What a call in progress on another thread holds.
+    // SAFETY: a live reader.
+    let in_call = unsafe { crate::cast::reader(r) };
+    close(r);
+    assert!(in_call.reader.is_stopped(), "close stops at once");
+    assert!(
+        in_call
+            .reader
+            .next_timeout(Duration::from_secs(10))
+            .is_err(),
+        "stopped and drained"
+    );
+    assert_eq!(
+        std::sync::Arc::strong_count(&in_call),
+        1,
+        "only the call's reference is left"
+    );
+    drop(in_call);
+    assert!(
+        api.wait_open_watches(0, Duration::from_secs(10)),
+        "the last reference ended the streams"
+    );
+}

@@ -1,0 +1,409 @@
+//! The C and C++ programs in ffi/examples, built with gcc/g++ against
+//! include/tattler.h and the libraries cargo just built, run against the fake
+//! apiserver (in this process), with AddressSanitizer + UBSan and valgrind.
+//!
+//! gcc and g++ are required. valgrind is used when present; with
+//! TATTLER_REQUIRE_VALGRIND=1 (ffi/test.sh sets it) its absence fails.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use tattler_fakeapi::FakeApi;
+
+/// No run of a program may take longer (valgrind included).
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// target/<profile>, where cargo put libtattler.a and libtattler.so.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    assert!(
+        dir.join("libtattler.a").exists(),
+        "no libtattler.a in {}",
+        dir.display()
+    );
+    dir
+}
+
+fn out_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ffi-c-programs");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Libraries the Rust standard library needs when linked statically.
+const NATIVE_LIBS: [&str; 4] = ["-lpthread", "-ldl", "-lm", "-lrt"];
+
+fn compile(compiler: &str, source: &str, flags: &[&str], link: &[String], out: &str) -> PathBuf {
+    let out = out_dir().join(out);
+    let include = format!("-I{}", root().join("include").display());
+    let src = root().join("ffi/examples").join(source);
+    let result = Command::new(compiler)
+        .args(["-Wall", "-Wextra", "-Werror", "-g"])
+        .args(flags)
+        .arg(&include)
+        .arg(&src)
+        .args(link)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {compiler} (install it: apt-get install gcc g++): {e}")
+        });
+    assert!(
+        result.status.success(),
+        "{compiler} {source} failed:\n{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    out
+}
+
+fn static_link() -> Vec<String> {
+    let mut l = vec![lib_dir().join("libtattler.a").display().to_string()];
+    l.extend(NATIVE_LIBS.map(String::from));
+    l
+}
+
+fn shared_link() -> Vec<String> {
+    let d = lib_dir().display().to_string();
+    vec![
+        format!("-L{d}"),
+        "-ltattler".into(),
+        format!("-Wl,-rpath,{d}"),
+        "-lpthread".into(),
+    ]
+}
+
+const C_FLAGS: [&str; 2] = ["-std=c11", "-D_POSIX_C_SOURCE=200809L"];
+
+fn watch_static() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| compile("gcc", "watch.c", &C_FLAGS, &static_link(), "watch-static"))
+}
+
+fn watch_sanitized() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let mut flags = C_FLAGS.to_vec();
+        flags.extend([
+            "-O1",
+            "-fno-omit-frame-pointer",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+        ]);
+        compile("gcc", "watch.c", &flags, &static_link(), "watch-asan")
+    })
+}
+
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+}
+
+/// Runs a program, which must succeed.
+fn run(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
+    let run = run_to_end(program, args, prefix);
+    assert!(
+        run.status.success(),
+        "{} {args:?} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        program.display(),
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+    run
+}
+
+/// Runs a program to its end, killing it after RUN_TIMEOUT.
+fn run_to_end(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
+    let mut cmd = match prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    let mut child = cmd
+        .args(args)
+        .env(
+            "ASAN_OPTIONS",
+            "detect_leaks=1:abort_on_error=0:exitcode=86",
+        )
+        .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = pipe.read_to_string(&mut s);
+            s
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} {args:?} hung for {RUN_TIMEOUT:?}; stderr:\n{}",
+                program.display(),
+                err.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// A fake cluster with three pods, and the lines watch.c must print for
+/// them: the Adds (in any order), then Synced at the last resourceVersion.
+fn cluster() -> (FakeApi, Vec<String>, String) {
+    let api = FakeApi::start();
+    let adds = ["web-1", "web-2", "db-0"]
+        .map(|name| {
+            let rv = api.apply("pods", FakeApi::pod("shop", name));
+            format!("Add shop/{name} {rv}")
+        })
+        .to_vec();
+    let synced = format!("Synced v1/pods {}", api.current_rv());
+    (api, adds, synced)
+}
+
+/// Checks the first sync: exactly the Adds, then the Synced line.
+fn assert_first_sync(lines: &[&str], adds: &[String], synced: &str) {
+    assert!(lines.len() > adds.len(), "{lines:?}");
+    let mut got: Vec<&str> = lines[..adds.len()].to_vec();
+    got.sort();
+    let mut want: Vec<&str> = adds.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(got, want, "{lines:?}");
+    assert_eq!(lines[adds.len()], synced, "{lines:?}");
+}
+
+fn assert_sanitizers_quiet(run: &Run) {
+    for bad in ["AddressSanitizer", "LeakSanitizer", "runtime error:"] {
+        assert!(
+            !run.stderr.contains(bad),
+            "{bad} in stderr:\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn c_example_prints_one_line_per_entry_then_synced() {
+    let (api, adds, synced) = cluster();
+    let run = run(watch_static(), &["--until-synced", &api.url(), "pods"], &[]);
+    assert_first_sync(&run.lines(), &adds, &synced);
+    assert_eq!(run.lines().len(), adds.len() + 1, "{}", run.stdout);
+    // The log callback routed tattler's lines to stderr.
+    assert!(run.stderr.contains("INFO tattler"), "{}", run.stderr);
+}
+
+#[test]
+fn c_example_reports_a_forbidden_resource_and_fails() {
+    let (api, _, _) = cluster();
+    api.forbid("nodes", true);
+    let run = run_to_end(
+        watch_static(),
+        &["--until-synced", &api.url(), "pods", "nodes"],
+        &[],
+    );
+    assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
+    let errors: Vec<&str> = run
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("Error"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{}", run.stdout);
+    assert!(
+        errors[0].starts_with("Error v1/nodes 403 Forbidden: "),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
+fn c_example_close_and_stop_racing_a_blocked_wait() {
+    let (api, adds, synced) = cluster();
+    for mode in ["--close-race", "--stop-race"] {
+        let run = run(watch_static(), &[mode, &api.url(), "pods"], &[]);
+        let lines = run.lines();
+        assert_first_sync(&lines, &adds, &synced);
+        assert_eq!(lines[adds.len() + 1..], ["Closed"], "{mode}: {lines:?}");
+    }
+}
+
+#[test]
+fn c_example_under_address_and_undefined_behaviour_sanitizers() {
+    let (api, adds, synced) = cluster();
+    for mode in ["--until-synced", "--close-race", "--stop-race"] {
+        let run = run(watch_sanitized(), &[mode, &api.url(), "pods", "nodes"], &[]);
+        assert_sanitizers_quiet(&run);
+        let pods: Vec<&str> = run
+            .lines()
+            .into_iter()
+            .filter(|l| !l.contains("nodes"))
+            .collect();
+        assert_first_sync(&pods, &adds, &synced);
+        assert!(run
+            .lines()
+            .contains(&format!("Synced v1/nodes {}", api.current_rv()).as_str()));
+    }
+}
+
+fn valgrind() -> Option<&'static str> {
+    let present = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !present && std::env::var_os("TATTLER_REQUIRE_VALGRIND").is_some_and(|v| v == "1") {
+        panic!("valgrind is missing (apt-get install valgrind) and TATTLER_REQUIRE_VALGRIND=1");
+    }
+    present.then_some("valgrind")
+}
+
+#[test]
+fn c_example_under_valgrind() {
+    let Some(valgrind) = valgrind() else {
+        eprintln!(
+            "valgrind not installed: skipped (set TATTLER_REQUIRE_VALGRIND=1 to fail instead)"
+        );
+        return;
+    };
+    let (api, adds, synced) = cluster();
+    let supp = format!(
+        "--suppressions={}",
+        root().join("ffi/valgrind.supp").display()
+    );
+    let prefix = [
+        valgrind,
+        "-q",
+        "--error-exitcode=1",
+        "--leak-check=full",
+        "--errors-for-leak-kinds=definite,possible",
+        &supp,
+    ];
+    for mode in ["--until-synced", "--close-race"] {
+        let run = run(watch_static(), &[mode, &api.url(), "pods"], &prefix);
+        assert_first_sync(&run.lines(), &adds, &synced);
+        assert!(
+            !run.stderr.contains("=="),
+            "valgrind reported:\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn c_example_links_the_shared_library() {
+    let bin = compile("gcc", "watch.c", &C_FLAGS, &shared_link(), "watch-shared");
+    let ldd = Command::new("ldd").arg(&bin).output().expect("ldd");
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.contains(&lib_dir().join("libtattler.so").display().to_string()),
+        "{ldd}"
+    );
+    let (api, adds, synced) = cluster();
+    let run = run(&bin, &["--until-synced", &api.url(), "pods"], &[]);
+    assert_first_sync(&run.lines(), &adds, &synced);
+}
+
+#[test]
+fn cpp_smoke_test_links_the_static_library() {
+    let flags = ["-std=c++17", "-pedantic"];
+    let bin = compile("g++", "smoke.cpp", &flags, &static_link(), "smoke-static");
+    let (api, _, _) = cluster();
+    let run = run(&bin, &[&api.url()], &[]);
+    assert_eq!(
+        run.lines(),
+        ["smoke: 3 pods synced", "smoke: ok"],
+        "{}",
+        run.stderr
+    );
+    let bin = compile("g++", "smoke.cpp", &flags, &shared_link(), "smoke-shared");
+    assert_eq!(run_lines(&bin), ["smoke: ok"]);
+}
+
+fn run_lines(bin: &Path) -> Vec<String> {
+    run(bin, &[], &[])
+        .lines()
+        .into_iter()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn pkg_config_files_find_the_header_and_both_libraries() {
+    if Command::new("pkg-config")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("pkg-config not installed: skipped");
+        return;
+    }
+    let pc_dir = out_dir().join("pkgconfig");
+    let gen = Command::new(root().join("ffi/gen-pc.sh"))
+        .arg(lib_dir())
+        .arg(&pc_dir)
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    for (pc, out) in [
+        ("tattler-static", "smoke-pc-static"),
+        ("tattler", "smoke-pc-shared"),
+    ] {
+        let flags = Command::new("pkg-config")
+            .args(["--cflags", "--libs", pc])
+            .env("PKG_CONFIG_PATH", &pc_dir)
+            .output()
+            .unwrap();
+        assert!(
+            flags.status.success(),
+            "{}",
+            String::from_utf8_lossy(&flags.stderr)
+        );
+        let flags: Vec<String> = String::from_utf8(flags.stdout)
+            .unwrap()
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let bin = compile("g++", "smoke.cpp", &["-std=c++17"], &flags, out);
+        assert_eq!(run_lines(&bin), ["smoke: ok"], "{pc}");
+    }
+}
