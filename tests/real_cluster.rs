@@ -7,187 +7,26 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{show, Watchdog};
 use tattler::{Change, Config, Entry, Reader, ResourceSpec};
 
-static SERIAL: Mutex<()> = Mutex::new(());
+#[path = "k8s/fixture.rs"]
+mod fixture;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use fixture::{Cluster, SERIAL};
 
-/// Builds (or finds cached) kube-apiserver, kubectl and etcd once per run.
-fn bin_dir() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let out = Command::new(repo().join("tests/k8s/build.sh"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run tests/k8s/build.sh (needs Go)");
-        assert!(
-            out.status.success(),
-            "tests/k8s/build.sh failed: the real-cluster tests need Go and the module proxy"
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
-        PathBuf::from(
-            text.lines()
-                .last()
-                .expect("build.sh prints the bin dir")
-                .trim(),
-        )
-    })
-}
-
-struct Cluster {
-    dir: PathBuf,
-    env: HashMap<String, String>,
-}
-
-impl Cluster {
-    fn up(extra: &[&str]) -> Cluster {
-        let bin = bin_dir();
-        let dir = std::env::temp_dir().join(format!(
-            "tattler-real-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        let st = Command::new(repo().join("tests/k8s/cluster.sh"))
-            .arg("up")
-            .arg(&dir)
-            .args(extra)
-            .env("TATTLER_K8S_BIN", bin)
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success(), "cluster.sh up failed");
-        let env = std::fs::read_to_string(dir.join("env"))
-            .unwrap()
-            .lines()
-            .filter_map(|l| {
-                let l = l.trim().trim_start_matches("export ");
-                let (k, v) = l.split_once('=')?;
-                Some((
-                    k.to_string(),
-                    v.trim_matches(|c| c == '"' || c == '\'').to_string(),
-                ))
-            })
-            .collect();
-        Cluster { dir, env }
-    }
-
-    fn script(&self, cmd: &str) {
-        let st = Command::new(repo().join("tests/k8s/cluster.sh"))
-            .arg(cmd)
-            .arg(&self.dir)
-            .env("TATTLER_K8S_BIN", bin_dir())
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success(), "cluster.sh {cmd} failed");
-    }
-
-    fn kubeconfig(&self) -> String {
-        self.dir.join("kubeconfig").display().to_string()
-    }
-
-    fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let mut child = Command::new(bin_dir().join("kubectl"))
-            .arg("--kubeconfig")
-            .arg(self.kubeconfig())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        {
-            use std::io::Write;
-            let mut input = child.stdin.take().unwrap();
-            if let Some(s) = stdin {
-                input.write_all(s.as_bytes()).unwrap();
-            }
-        }
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn kubectl(&self, args: &[&str]) -> String {
-        self.kubectl_in(args, None)
-    }
-
-    fn apply(&self, yaml: &str) {
-        self.kubectl_in(&["apply", "-f", "-"], Some(yaml));
-    }
-
-    /// An admin config for `names`.
-    fn config(&self, names: &[&str]) -> Config {
-        let mut c = Config::from_kubeconfig(Some(&self.kubeconfig()), None)
-            .unwrap()
-            .watch(names)
-            .unwrap();
-        c.backoff.initial = Duration::from_millis(100);
-        c.backoff.max = Duration::from_secs(2);
-        c
-    }
-
-    /// What `kubectl get` says: uid -> (namespace/name, resourceVersion).
-    fn state(&self, resource: &str, namespace: Option<&str>) -> BTreeMap<String, (String, u64)> {
-        let mut args = vec!["get", resource, "-o", "json"];
-        match namespace {
-            Some(ns) => args.extend(["-n", ns]),
-            None => args.push("-A"),
-        }
-        let list: serde_json::Value = serde_json::from_str(&self.kubectl(&args)).unwrap();
-        list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| {
-                let m = &o["metadata"];
-                (
-                    m["uid"].as_str().unwrap().to_string(),
-                    (
-                        format!(
-                            "{}/{}",
-                            m["namespace"].as_str().unwrap_or(""),
-                            m["name"].as_str().unwrap()
-                        ),
-                        m["resourceVersion"].as_str().unwrap().parse().unwrap(),
-                    ),
-                )
-            })
-            .collect()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("tests/k8s/cluster.sh"))
-            .arg("down")
-            .arg(&self.dir)
-            .env("TATTLER_K8S_BIN", bin_dir())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        } else {
-            eprintln!("cluster logs kept in {}", self.dir.display());
-        }
-    }
+/// An admin config for `names`.
+fn admin(c: &Cluster, names: &[&str]) -> Config {
+    let mut cfg = Config::from_kubeconfig(Some(&c.kubeconfig()), None)
+        .unwrap()
+        .watch(names)
+        .unwrap();
+    cfg.backoff.initial = Duration::from_millis(100);
+    cfg.backoff.max = Duration::from_secs(2);
+    cfg
 }
 
 /// What a consumer builds from the entries of one resource.
@@ -337,13 +176,16 @@ fn initial_state_of_several_kinds_then_live_changes() {
     let _w = Watchdog::new("real: initial state", Duration::from_secs(180));
     c.apply(SEED);
     crd_with_widgets(&c, &["w1", "w2"]);
-    let r = Reader::open(c.config(&[
-        "pods",
-        "nodes",
-        "namespaces",
-        "configmaps",
-        "example.com/v1/widgets",
-    ]))
+    let r = Reader::open(admin(
+        &c,
+        &[
+            "pods",
+            "nodes",
+            "namespaces",
+            "configmaps",
+            "example.com/v1/widgets",
+        ],
+    ))
     .unwrap();
     let mut views = HashMap::new();
     consume(&r, &mut views, |v| {
@@ -394,7 +236,7 @@ fn the_bookmark_ends_the_initial_state_and_env_values_are_scrubbed() {
     let c = Cluster::up(&[]);
     let _w = Watchdog::new("real: bookmark", Duration::from_secs(120));
     c.apply(SEED);
-    let mut cfg = c.config(&[]);
+    let mut cfg = admin(&c, &[]);
     cfg.resources = vec![ResourceSpec::parse("pods")
         .unwrap()
         .remove(0)
@@ -486,7 +328,7 @@ fn an_apiserver_restart_under_a_running_reader_loses_nothing() {
     let c = Cluster::up(&[]);
     let _w = Watchdog::new("real: restart", Duration::from_secs(180));
     c.apply(SEED);
-    let mut cfg = c.config(&[]);
+    let mut cfg = admin(&c, &[]);
     cfg.resources = vec![ResourceSpec::parse("configmaps")
         .unwrap()
         .remove(0)
@@ -526,7 +368,7 @@ fn deletes_while_the_apiserver_was_down_are_inferred_after_compaction() {
     let c = Cluster::up(&[]);
     let _w = Watchdog::new("real: 410", Duration::from_secs(180));
     c.apply(SEED);
-    let mut cfg = c.config(&[]);
+    let mut cfg = admin(&c, &[]);
     cfg.resources = vec![ResourceSpec::parse("configmaps")
         .unwrap()
         .remove(0)
@@ -611,7 +453,7 @@ fn a_crd_created_after_start_is_picked_up_by_set_resources() {
     let c = Cluster::up(&[]);
     let _w = Watchdog::new("real: crd later", Duration::from_secs(180));
     c.apply(SEED);
-    let r = Reader::open(c.config(&["namespaces"])).unwrap();
+    let r = Reader::open(admin(&c, &["namespaces"])).unwrap();
     let mut views = HashMap::new();
     consume(&r, &mut views, |v| {
         v.get("namespaces").is_some_and(|x| x.synced)
@@ -638,7 +480,7 @@ fn with_watch_list_off_list_and_watch_give_the_same_entries() {
     let run = |extra: &[&str]| {
         let c = Cluster::up(extra);
         c.apply(SEED);
-        let mut cfg = c.config(&[]);
+        let mut cfg = admin(&c, &[]);
         cfg.page_size = 2;
         cfg.resources = vec![ResourceSpec::parse("configmaps")
             .unwrap()

@@ -2,14 +2,12 @@
 //! apiserver, linking the libtattler.a this `cargo test` built. Go is
 //! required: a missing toolchain fails the test, it is not skipped.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 
-fn target_dir() -> PathBuf {
-    // target/<profile>/deps/go_package-… → target/<profile>
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
+use common::{go_env, target_dir};
 
 fn go(args: &[&str], dir: &Path, envs: &[(&str, String)]) {
     let out = Command::new("go")
@@ -43,18 +41,8 @@ fn go_vet_and_go_test_race() {
         lib.display(),
         fake.display()
     );
-    // Go does not notice a changed header or archive: their hash in CGO_CFLAGS
-    // forces a rebuild and relink (as ffi/test.sh does).
-    let header = std::fs::read(root.join("../include/tattler.h")).unwrap();
-    let archive = std::fs::read(&lib).unwrap();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    std::hash::Hash::hash(&(header, archive), &mut h);
-    let inputs = std::hash::Hasher::finish(&h);
-    let envs = [
-        ("CGO_ENABLED", "1".to_string()),
-        ("CGO_CFLAGS", format!("-O2 -g -DTATTLER_INPUTS={inputs:x}")),
-        ("TATTLER_FAKEAPI", fake.display().to_string()),
-    ];
+    let mut envs = go_env();
+    envs.push(("TATTLER_FAKEAPI", fake.display().to_string()));
     let dir = root.join("go");
     go(&["vet", "./..."], &dir, &envs);
     go(

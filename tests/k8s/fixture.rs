@@ -1,0 +1,187 @@
+//! A real kube-apiserver + etcd for tests (tests/k8s/cluster.sh), shared by
+//! the core's tests/real_cluster.rs and ffi/tests/real_cluster.rs through
+//! `#[path]`. Needs Go to build the binaries the first time.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+/// Tests that bring up clusters run one at a time.
+pub static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    let start = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    start
+        .ancestors()
+        .find(|d| d.join("tests/k8s/cluster.sh").exists())
+        .expect("tests/k8s/cluster.sh above the crate")
+        .to_path_buf()
+}
+
+/// Builds (or finds cached) kube-apiserver, kubectl and etcd once per run.
+pub fn bin_dir() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = Command::new(repo().join("tests/k8s/build.sh"))
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run tests/k8s/build.sh (needs Go)");
+        assert!(
+            out.status.success(),
+            "tests/k8s/build.sh failed: the real-cluster tests need Go and the module proxy"
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        PathBuf::from(
+            text.lines()
+                .last()
+                .expect("build.sh prints the bin dir")
+                .trim(),
+        )
+    })
+}
+
+/// One apiserver + etcd, stopped on drop (its logs are kept if a test failed).
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub env: HashMap<String, String>,
+}
+
+impl Cluster {
+    /// Brings a cluster up; `extra` goes to kube-apiserver.
+    pub fn up(extra: &[&str]) -> Cluster {
+        let bin = bin_dir();
+        let dir = std::env::temp_dir().join(format!(
+            "tattler-real-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        let st = Command::new(repo().join("tests/k8s/cluster.sh"))
+            .arg("up")
+            .arg(&dir)
+            .args(extra)
+            .env("TATTLER_K8S_BIN", bin)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "cluster.sh up failed");
+        let env = std::fs::read_to_string(dir.join("env"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim().trim_start_matches("export ");
+                let (k, v) = l.split_once('=')?;
+                Some((
+                    k.to_string(),
+                    v.trim_matches(|c| c == '"' || c == '\'').to_string(),
+                ))
+            })
+            .collect();
+        Cluster { dir, env }
+    }
+
+    /// `cluster.sh CMD DIR`: restart-apiserver, stop-apiserver, start-apiserver, compact.
+    pub fn script(&self, cmd: &str) {
+        let st = Command::new(repo().join("tests/k8s/cluster.sh"))
+            .arg(cmd)
+            .arg(&self.dir)
+            .env("TATTLER_K8S_BIN", bin_dir())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "cluster.sh {cmd} failed");
+    }
+
+    pub fn kubeconfig(&self) -> String {
+        self.dir.join("kubeconfig").display().to_string()
+    }
+
+    pub fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let mut child = Command::new(bin_dir().join("kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut input = child.stdin.take().unwrap();
+            if let Some(s) = stdin {
+                input.write_all(s.as_bytes()).unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        self.kubectl_in(args, None)
+    }
+
+    pub fn apply(&self, yaml: &str) {
+        self.kubectl_in(&["apply", "-f", "-"], Some(yaml));
+    }
+
+    /// What `kubectl get` says: uid -> (namespace/name, resourceVersion).
+    pub fn state(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> BTreeMap<String, (String, u64)> {
+        let mut args = vec!["get", resource, "-o", "json"];
+        match namespace {
+            Some(ns) => args.extend(["-n", ns]),
+            None => args.push("-A"),
+        }
+        let list: serde_json::Value = serde_json::from_str(&self.kubectl(&args)).unwrap();
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                let m = &o["metadata"];
+                (
+                    m["uid"].as_str().unwrap().to_string(),
+                    (
+                        format!(
+                            "{}/{}",
+                            m["namespace"].as_str().unwrap_or(""),
+                            m["name"].as_str().unwrap()
+                        ),
+                        m["resourceVersion"].as_str().unwrap().parse().unwrap(),
+                    ),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("tests/k8s/cluster.sh"))
+            .arg("down")
+            .arg(&self.dir)
+            .env("TATTLER_K8S_BIN", bin_dir())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        } else {
+            eprintln!("cluster logs kept in {}", self.dir.display());
+        }
+    }
+}
