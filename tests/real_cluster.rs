@@ -29,6 +29,21 @@ fn admin(c: &Cluster, names: &[&str]) -> Config {
     cfg
 }
 
+/// A reader of wire-a's configmaps, synced, and the view it built.
+fn synced_configmaps(c: &Cluster) -> (Reader, HashMap<String, View>) {
+    let mut cfg = admin(c, &[]);
+    cfg.resources = vec![ResourceSpec::parse("configmaps")
+        .unwrap()
+        .remove(0)
+        .in_namespace("wire-a")];
+    let r = Reader::open(cfg).unwrap();
+    let mut views = HashMap::new();
+    consume(&r, &mut views, |v| {
+        v.get("configmaps").is_some_and(|x| x.synced)
+    });
+    (r, views)
+}
+
 /// What a consumer builds from the entries of one resource.
 #[derive(Default)]
 struct View {
@@ -328,16 +343,7 @@ fn an_apiserver_restart_under_a_running_reader_loses_nothing() {
     let c = Cluster::up(&[]);
     let _w = Watchdog::new("real: restart", Duration::from_secs(180));
     c.apply(SEED);
-    let mut cfg = admin(&c, &[]);
-    cfg.resources = vec![ResourceSpec::parse("configmaps")
-        .unwrap()
-        .remove(0)
-        .in_namespace("wire-a")];
-    let r = Reader::open(cfg).unwrap();
-    let mut views = HashMap::new();
-    consume(&r, &mut views, |v| {
-        v.get("configmaps").is_some_and(|x| x.synced)
-    });
+    let (r, mut views) = synced_configmaps(&c);
     c.kubectl(&[
         "label",
         "configmap",
@@ -368,16 +374,7 @@ fn deletes_while_the_apiserver_was_down_are_inferred_after_compaction() {
     let c = Cluster::up(&[]);
     let _w = Watchdog::new("real: 410", Duration::from_secs(180));
     c.apply(SEED);
-    let mut cfg = admin(&c, &[]);
-    cfg.resources = vec![ResourceSpec::parse("configmaps")
-        .unwrap()
-        .remove(0)
-        .in_namespace("wire-a")];
-    let r = Reader::open(cfg).unwrap();
-    let mut views = HashMap::new();
-    consume(&r, &mut views, |v| {
-        v.get("configmaps").is_some_and(|x| x.synced)
-    });
+    let (r, mut views) = synced_configmaps(&c);
     c.script("stop-apiserver");
     // Behind the apiserver's back: delete cm-2 in etcd, write twice more, compact.
     let etcd = &c.env["ETCD_ENDPOINT"];

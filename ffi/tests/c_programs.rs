@@ -5,6 +5,8 @@
 //! gcc and g++ are required. valgrind is used when present; with
 //! TATTLER_REQUIRE_VALGRIND=1 (ffi/test.sh sets it) its absence fails.
 
+mod common;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -25,8 +27,7 @@ fn root() -> PathBuf {
 
 /// target/<profile>, where cargo put libtattler.a and libtattler.so.
 fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let dir = common::target_dir();
     assert!(
         dir.join("libtattler.a").exists(),
         "no libtattler.a in {}",

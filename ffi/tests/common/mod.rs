@@ -3,11 +3,27 @@
 
 use std::path::{Path, PathBuf};
 
-/// target/<profile>, where this `cargo test` put libtattler.a and the examples.
+/// target/<profile>, holding libtattler.a and .so (built here if `cargo
+/// test` did not: it builds a staticlib/cdylib only when asked) and the examples.
 pub fn target_dir() -> PathBuf {
     // target/<profile>/deps/<test binary>
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let profile = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let mut cmd = std::process::Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "tattler-ffi", "--lib"]);
+        if profile == "release" {
+            cmd.arg("--release");
+        }
+        let st = cmd
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo");
+        assert!(st.success(), "cargo build -p tattler-ffi --lib failed");
+    });
+    dir
 }
 
 /// The environment for `go` commands that link target/debug/libtattler.a.
