@@ -84,6 +84,11 @@ impl Log for CallbackLogger {
         if record.level() > level_filter(LEVEL.load(Ordering::Relaxed)) {
             return;
         }
+        // The HTTP client's TRACE lines carry raw request bytes, the
+        // Authorization header included: they never reach the callback.
+        if record.level() == Level::Trace && !record.target().starts_with("tattler") {
+            return;
+        }
         // Held during the call, so that once tattler_set_log_callback returns
         // the old callback is never called again and its `user` may be freed.
         // Recursive: a callback whose own work logs must not deadlock.
