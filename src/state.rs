@@ -2,7 +2,9 @@
 //!
 //! For each object only its uid (as 16 bytes), last delivered resourceVersion,
 //! name and an interned namespace are kept — enough to judge the next event and
-//! to name an object that vanished, never the object itself.
+//! to name an object that vanished, never the object itself. A map bucket is
+//! 40 bytes; names live packed in 64 KiB chunks, compacted as deletes leave
+//! holes (tests/memory.rs measures the total at under 128 bytes per object).
 
 use std::collections::hash_map::{DefaultHasher, Entry as MapEntry};
 use std::collections::HashMap;
@@ -12,14 +14,128 @@ use std::sync::Arc;
 use crate::decode::{EventType, ObjectMeta};
 use crate::Change;
 
-const NO_NAMESPACE: u32 = u32::MAX;
+/// `Tracked::namespace` of a cluster-scoped object.
+const NO_NAMESPACE: u16 = u16::MAX;
+/// `Tracked::namespace` when the table is full (over 65,000 live namespaces;
+/// Kubernetes supports 10,000): the namespace is in `Tracker::ns_overflow`.
+const NS_OVERFLOW: u16 = u16::MAX - 1;
 
+/// A uid as a map key: two words, so a bucket needs no 16-byte alignment.
+type Key = (u64, u64);
+
+/// 16 bytes: with its key, a map bucket is 32.
 struct Tracked {
     resource_version: u64,
-    name: Box<str>,
-    namespace: u32,
-    /// The sync generation in which this object was last seen.
-    seen: u32,
+    /// Where the name is in [`Names`].
+    name_at: u32,
+    namespace: u16,
+    name_len: u8,
+    /// The sync generation (mod 256) in which this object was last seen. Every
+    /// object is seen by, or removed at, one of any two consecutive syncs, so
+    /// the wrap is harmless.
+    seen: u8,
+}
+
+/// uids are random (v4 UUIDs, or SipHash of an odd uid): mixing them with a
+/// per-tracker random seed is enough, and much cheaper than SipHash.
+#[derive(Clone)]
+struct UidHash(u64);
+
+impl Default for UidHash {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        UidHash(std::collections::hash_map::RandomState::new().hash_one(0u8) | 1)
+    }
+}
+
+impl std::hash::BuildHasher for UidHash {
+    type Hasher = UidHasher;
+    fn build_hasher(&self) -> UidHasher {
+        UidHasher(self.0)
+    }
+}
+
+struct UidHasher(u64);
+
+impl Hasher for UidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(23) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// Object names packed in fixed chunks; a name of over 255 bytes (no
+/// Kubernetes name is) is kept on its own.
+#[derive(Default)]
+struct Names {
+    chunks: Vec<Box<[u8]>>,
+    /// Bytes used in the last chunk.
+    used: usize,
+    /// Bytes of names still referenced, and all bytes written.
+    live: usize,
+    written: usize,
+    long: HashMap<u32, Box<str>>,
+    /// Long names are numbered down from u32::MAX (chunk offsets count up).
+    long_taken: u32,
+}
+
+const CHUNK: usize = 64 << 10;
+const LONG: u8 = 0;
+
+impl Names {
+    /// Stores a name; returns where and how long (`LONG` for a long name).
+    fn add(&mut self, name: &str) -> (u32, u8) {
+        let b = name.as_bytes();
+        if b.is_empty() || b.len() > 255 {
+            self.long_taken += 1;
+            let at = u32::MAX - self.long_taken;
+            self.long.insert(at, Box::from(name));
+            return (at, LONG);
+        }
+        if self.chunks.is_empty() || self.used + b.len() > CHUNK {
+            if !self.chunks.is_empty() {
+                // The old chunk's unused tail is lost space, like a hole.
+                self.written += CHUNK - self.used;
+            }
+            self.chunks.push(vec![0; CHUNK].into_boxed_slice());
+            self.used = 0;
+        }
+        let chunk = self.chunks.len() - 1;
+        self.chunks[chunk][self.used..self.used + b.len()].copy_from_slice(b);
+        let at = (chunk * CHUNK + self.used) as u32;
+        self.used += b.len();
+        self.live += b.len();
+        self.written += b.len();
+        (at, b.len() as u8)
+    }
+
+    fn get(&self, at: u32, len: u8) -> &str {
+        if len == LONG {
+            return self.long.get(&at).map_or("", |s| s);
+        }
+        let (c, o) = (at as usize / CHUNK, at as usize % CHUNK);
+        std::str::from_utf8(&self.chunks[c][o..o + len as usize]).unwrap_or("")
+    }
+
+    fn release(&mut self, at: u32, len: u8) {
+        if len == LONG {
+            self.long.remove(&at);
+        } else {
+            self.live -= len as usize;
+        }
+    }
+
+    /// More than a sixth of the chunks' bytes are holes.
+    fn wasteful(&self) -> bool {
+        self.written > 4 * CHUNK && self.live * 6 < self.written * 5
+    }
 }
 
 /// What to do with an event.
@@ -45,18 +161,20 @@ pub(crate) struct Vanished {
 /// Dedupe state of one resource stream.
 #[derive(Default)]
 pub(crate) struct Tracker {
-    objects: HashMap<u128, Tracked>,
+    objects: HashMap<Key, Tracked, UidHash>,
+    names: Names,
     /// uids that are not canonical UUIDs, by their hashed key (real servers
     /// never produce them; kept so that such a uid still round-trips).
-    odd_uids: HashMap<u128, Box<str>>,
+    odd_uids: HashMap<Key, Box<str>>,
     namespaces: Vec<Arc<str>>,
-    namespace_ids: HashMap<Arc<str>, u32>,
-    generation: u32,
+    namespace_ids: HashMap<Arc<str>, u16>,
+    ns_overflow: HashMap<Key, Arc<str>>,
+    generation: u8,
     in_sync: bool,
     /// Objects deleted while a sync is in progress, with the deletion's
     /// resourceVersion: a relist's snapshot may still hold them, and must not
     /// bring them back. Emptied when the sync ends.
-    tombstones: HashMap<u128, u64>,
+    tombstones: HashMap<Key, u64>,
     /// The resourceVersion of the last completed full state: an object it did
     /// not hold cannot show up with an older or equal version (such an event
     /// comes from a stream the snapshot superseded, during a relist swap).
@@ -67,14 +185,14 @@ pub(crate) struct Tracker {
 }
 
 enum Undo {
-    Added(u128),
+    Added(Key),
     Changed {
-        key: u128,
+        key: Key,
         resource_version: u64,
-        seen: u32,
+        seen: u8,
     },
     Removed {
-        key: u128,
+        key: Key,
         tracked: Tracked,
         tombstoned: bool,
     },
@@ -90,12 +208,15 @@ impl Tracker {
     /// Judges one event and records it if it is delivered. `initial`: the
     /// event is part of a full state (watch-list initial events, LIST items).
     pub(crate) fn observe(&mut self, kind: EventType, meta: &ObjectMeta, initial: bool) -> Verdict {
-        if let Some(Undo::Removed { key, .. }) = self.last.take() {
-            // The delete was sent: its odd uid (if any) is no longer needed.
+        if let Some(Undo::Removed { key, tracked, .. }) = self.last.take() {
+            // The delete was sent: its name and odd uid are no longer needed.
+            self.names.release(tracked.name_at, tracked.name_len);
             if !self.objects.contains_key(&key) {
                 self.odd_uids.remove(&key);
+                self.ns_overflow.remove(&key);
             }
         }
+        self.compact_names();
         let key = self.key(&meta.uid);
         let rv = meta.resource_version;
         let generation = self.generation;
@@ -148,12 +269,18 @@ impl Tracker {
             }
             (_, MapEntry::Vacant(v)) => {
                 let namespace = match &meta.namespace {
-                    Some(ns) => intern(&mut self.namespaces, &mut self.namespace_ids, ns),
+                    Some(ns) => intern(&mut self.namespaces, &mut self.namespace_ids, ns)
+                        .unwrap_or_else(|| {
+                            self.ns_overflow.insert(key, Arc::from(ns.as_ref()));
+                            NS_OVERFLOW
+                        }),
                     None => NO_NAMESPACE,
                 };
+                let (name_at, name_len) = self.names.add(&meta.name);
                 v.insert(Tracked {
                     resource_version: rv,
-                    name: Box::from(meta.name.as_ref()),
+                    name_at,
+                    name_len,
                     namespace,
                     // A live event does not vouch for the snapshot being read.
                     seen: if in_sync {
@@ -174,7 +301,9 @@ impl Tracker {
     pub(crate) fn undo_last(&mut self) {
         match self.last.take() {
             Some(Undo::Added(key)) => {
-                self.objects.remove(&key);
+                if let Some(t) = self.objects.remove(&key) {
+                    self.names.release(t.name_at, t.name_len);
+                }
             }
             Some(Undo::Changed {
                 key,
@@ -204,11 +333,14 @@ impl Tracker {
     /// is gone — unless a live event newer than the snapshot vouched for it.
     /// Returns them (and forgets them), in no particular order.
     pub(crate) fn end_sync(&mut self, snapshot_rv: u64) -> Vec<Vanished> {
+        if let Some(Undo::Removed { tracked, .. }) = self.last.take() {
+            self.names.release(tracked.name_at, tracked.name_len);
+        }
         self.in_sync = false;
         self.tombstones = HashMap::new();
         self.floor = self.floor.max(snapshot_rv);
         let generation = self.generation;
-        let gone: Vec<u128> = self
+        let gone: Vec<Key> = self
             .objects
             .iter()
             .filter(|(_, t)| t.seen != generation && t.resource_version <= snapshot_rv)
@@ -217,9 +349,11 @@ impl Tracker {
         let mut out = Vec::with_capacity(gone.len());
         for key in gone {
             let t = self.objects.remove(&key).expect("key was just listed");
+            let name = Box::from(self.names.get(t.name_at, t.name_len));
+            self.names.release(t.name_at, t.name_len);
             out.push(Vanished {
-                namespace: self.namespace(t.namespace),
-                name: t.name,
+                namespace: self.namespace(key, t.namespace),
+                name,
                 uid: self
                     .odd_uids
                     .remove(&key)
@@ -228,13 +362,52 @@ impl Tracker {
                 resource_version: t.resource_version,
             });
         }
+        self.compact_names();
         out
+    }
+
+    /// Rewrites the name chunks without holes, when holes waste enough, and
+    /// the namespace table without namespaces no object is in any more.
+    fn compact_names(&mut self) {
+        if !self.names.wasteful() {
+            return;
+        }
+        let mut names = Names::default();
+        let mut namespaces = Vec::new();
+        let mut namespace_ids = HashMap::new();
+        for (key, t) in self.objects.iter_mut() {
+            let (at, len) = names.add(self.names.get(t.name_at, t.name_len));
+            t.name_at = at;
+            t.name_len = len;
+            let ns = match t.namespace {
+                NO_NAMESPACE => continue,
+                NS_OVERFLOW => self.ns_overflow.get(key).cloned(),
+                id => Some(self.namespaces[id as usize].clone()),
+            };
+            if let Some(ns) = ns {
+                if let Some(id) = intern(&mut namespaces, &mut namespace_ids, &ns) {
+                    t.namespace = id;
+                    self.ns_overflow.remove(key);
+                } else {
+                    t.namespace = NS_OVERFLOW;
+                    self.ns_overflow.insert(*key, ns);
+                }
+            }
+        }
+        self.names = names;
+        self.namespaces = namespaces;
+        self.namespace_ids = namespace_ids;
     }
 
     /// The shared copy of a namespace name, for entries.
     pub(crate) fn namespace_arc(&mut self, ns: Option<&str>) -> Option<Arc<str>> {
-        let id = intern(&mut self.namespaces, &mut self.namespace_ids, ns?);
-        self.namespace(id)
+        let ns = ns?;
+        Some(
+            match intern(&mut self.namespaces, &mut self.namespace_ids, ns) {
+                Some(id) => self.namespaces[id as usize].clone(),
+                None => Arc::from(ns),
+            },
+        )
     }
 
     /// Number of objects tracked.
@@ -242,13 +415,17 @@ impl Tracker {
         self.objects.len()
     }
 
-    fn namespace(&self, id: u32) -> Option<Arc<str>> {
-        (id != NO_NAMESPACE).then(|| self.namespaces[id as usize].clone())
+    fn namespace(&mut self, key: Key, id: u16) -> Option<Arc<str>> {
+        match id {
+            NO_NAMESPACE => None,
+            NS_OVERFLOW => self.ns_overflow.remove(&key),
+            _ => Some(self.namespaces[id as usize].clone()),
+        }
     }
 
-    fn key(&mut self, uid: &str) -> u128 {
+    fn key(&mut self, uid: &str) -> Key {
         if let Some(k) = parse_uuid(uid) {
-            return k;
+            return ((k >> 64) as u64, k as u64);
         }
         let mut h1 = DefaultHasher::new();
         (1u8, uid).hash(&mut h1);
@@ -256,21 +433,24 @@ impl Tracker {
         (2u8, uid).hash(&mut h2);
         // The top bits mark hashed keys so they never equal a parsed UUID's
         // canonical form in practice; the map lookup is the real guard.
-        let k = (u128::from(h1.finish()) << 64) | u128::from(h2.finish());
+        let k = (h1.finish(), h2.finish());
         self.odd_uids.entry(k).or_insert_with(|| Box::from(uid));
         k
     }
 }
 
-fn intern(list: &mut Vec<Arc<str>>, ids: &mut HashMap<Arc<str>, u32>, ns: &str) -> u32 {
+/// The id of a namespace, `None` when the table is full.
+fn intern(list: &mut Vec<Arc<str>>, ids: &mut HashMap<Arc<str>, u16>, ns: &str) -> Option<u16> {
     if let Some(&id) = ids.get(ns) {
-        return id;
+        return Some(id);
     }
+    let id = u16::try_from(list.len())
+        .ok()
+        .filter(|&id| id < NS_OVERFLOW)?;
     let arc: Arc<str> = Arc::from(ns);
-    let id = list.len() as u32;
     list.push(arc.clone());
     ids.insert(arc, id);
-    id
+    Some(id)
 }
 
 /// A canonical lower-case UUID (`8-4-4-4-12`) as a number; anything else is `None`.
@@ -297,8 +477,8 @@ fn parse_uuid(uid: &str) -> Option<u128> {
     Some(v)
 }
 
-fn format_uuid(v: u128) -> String {
-    let h = format!("{v:032x}");
+fn format_uuid((hi, lo): Key) -> String {
+    let h = format!("{hi:016x}{lo:016x}");
     format!(
         "{}-{}-{}-{}-{}",
         &h[..8],
@@ -329,9 +509,51 @@ mod tests {
 
     #[test]
     fn uuids_round_trip() {
-        assert_eq!(format_uuid(parse_uuid(U1).unwrap()), U1);
+        let k = parse_uuid(U1).unwrap();
+        assert_eq!(format_uuid(((k >> 64) as u64, k as u64)), U1);
         assert_eq!(parse_uuid("6F824E9E-B6CA-474E-ABFE-1335F933EEB9"), None);
         assert_eq!(parse_uuid("not-a-uuid"), None);
+    }
+
+    #[test]
+    fn names_survive_compaction_and_long_names_work() {
+        use EventType::*;
+        let mut t = Tracker::default();
+        t.begin_sync();
+        let uid = |i: u32| format!("00000000-0000-0000-0000-{i:012}");
+        let long = "x".repeat(300);
+        for i in 0..20_000u32 {
+            let name = if i % 1000 == 7 {
+                long.clone()
+            } else {
+                format!("object-number-{i}")
+            };
+            t.observe(Added, &meta("ns", &name, &uid(i), u64::from(i) + 1), true);
+        }
+        t.end_sync(100_000);
+        for i in (0..20_000u32).filter(|i| i % 3 != 0) {
+            t.observe(Deleted, &meta("ns", "", &uid(i), 200_000), false);
+        }
+        // Compaction ran (the holes were most of the chunks) and kept every name.
+        t.begin_sync();
+        let mut gone = t.end_sync(300_000);
+        gone.sort_by_key(|v| v.resource_version);
+        assert_eq!(gone.len(), 6667);
+        for v in &gone {
+            let i = (v.resource_version - 1) as u32;
+            let want = if i % 1000 == 7 {
+                long.clone()
+            } else {
+                format!("object-number-{i}")
+            };
+            assert_eq!(&*v.name, want.as_str());
+            assert_eq!(v.uid, uid(i));
+        }
+        assert!(
+            t.names.written < 4 * CHUNK,
+            "names were compacted: {}",
+            t.names.written
+        );
     }
 
     #[test]
