@@ -7,6 +7,8 @@ use std::io::{self, Read};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::scrub::Edits;
+
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EventType {
@@ -45,6 +47,8 @@ pub(crate) enum Event<'a> {
         kind: EventType,
         meta: ObjectMeta<'a>,
         object: (usize, usize),
+        /// The object after the requested edits, when they changed it.
+        edited: Option<Vec<u8>>,
     },
     /// A BOOKMARK: progress to `resource_version`; `initial_events_end` marks
     /// the end of a watch-list's initial state.
@@ -66,26 +70,6 @@ struct RawEvent<'a> {
     kind: Cow<'a, str>,
     #[serde(borrow)]
     object: &'a RawValue,
-}
-
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    metadata: Option<MetaHead<'a>>,
-}
-
-#[derive(Deserialize)]
-struct MetaHead<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    uid: Option<Cow<'a, str>>,
-    #[serde(rename = "resourceVersion", borrow, default)]
-    resource_version: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -126,19 +110,19 @@ struct StatusCause {
 }
 
 /// Decodes one watch frame (`{"type":…,"object":{…}}`).
-pub(crate) fn event(frame: &[u8]) -> Result<Event<'_>, DecodeError> {
+pub(crate) fn event(frame: &[u8], edits: Edits) -> Result<Event<'_>, DecodeError> {
     // The apiserver writes `{"type":"…","object":{…}}`: find the object
     // without a pass over it; parsing it below validates it. Anything else
     // (or a fast-path failure) takes the general path, which names the error.
     if let Some((kind, obj)) = split_envelope(frame) {
-        if let Ok(ev) = event_of(kind, obj, frame) {
+        if let Ok(ev) = event_of(kind, obj, frame, edits) {
             return Ok(ev);
         }
     }
     let raw: RawEvent = serde_json::from_slice(frame)
         .map_err(|e| DecodeError(format!("watch frame is not a watch event: {e}")))?;
     let obj = raw.object.get();
-    event_of(raw.kind, obj, frame)
+    event_of(raw.kind, obj, frame, edits)
 }
 
 /// The event of type `kind` carrying `obj`, a slice of `frame`.
@@ -146,6 +130,7 @@ fn event_of<'a>(
     kind: Cow<'a, str>,
     obj: &'a str,
     frame: &'a [u8],
+    edits: Edits,
 ) -> Result<Event<'a>, DecodeError> {
     match kind.as_ref() {
         "ADDED" | "MODIFIED" | "DELETED" => {
@@ -155,10 +140,12 @@ fn event_of<'a>(
                 _ => EventType::Deleted,
             };
             let start = obj.as_ptr() as usize - frame.as_ptr() as usize;
+            let (meta, edited) = object_walk(obj, edits)?;
             Ok(Event::Object {
                 kind,
-                meta: object_meta(obj)?,
+                meta,
                 object: (start, start + obj.len()),
+                edited,
             })
         }
         "BOOKMARK" => {
@@ -201,21 +188,50 @@ fn split_envelope(frame: &[u8]) -> Option<(Cow<'_, str>, &str)> {
 /// Parses the metadata of one object's JSON (a full pass: this also checks
 /// that the object is valid JSON).
 pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
-    let head: Head = serde_json::from_str(obj).map_err(|e| DecodeError(format!("object: {e}")))?;
-    let m = head
-        .metadata
-        .ok_or_else(|| DecodeError("object has no metadata".into()))?;
+    object_walk(obj, NO_EDITS).map(|(meta, _)| meta)
+}
+
+/// No byte-level edits.
+pub(crate) const NO_EDITS: Edits = Edits {
+    scrub: false,
+    drop_managed_fields: false,
+};
+
+/// One structural pass over an object: checks it, makes `edits` (the edited
+/// bytes, if anything changed) and finds its metadata.
+pub(crate) fn object_walk(
+    obj: &str,
+    edits: Edits,
+) -> Result<(ObjectMeta<'_>, Option<Vec<u8>>), DecodeError> {
+    let (edited, found) = crate::scrub::walk(obj.as_bytes(), edits).map_err(|_| {
+        // Let serde say what is wrong and where.
+        match serde_json::from_str::<serde::de::IgnoredAny>(obj) {
+            Err(e) => DecodeError(format!("object: {e}")),
+            Ok(_) => DecodeError("object is not a JSON object".into()),
+        }
+    })?;
+    let text = |span: Option<(usize, usize)>| -> Option<Cow<'_, str>> {
+        let (s, e) = span?;
+        let raw = &obj[s + 1..e - 1];
+        if raw.contains('\\') {
+            serde_json::from_str::<String>(&obj[s..e])
+                .ok()
+                .map(Cow::Owned)
+        } else {
+            Some(Cow::Borrowed(raw))
+        }
+    };
     let missing = |f: &str| DecodeError(format!("object has no metadata.{f}"));
-    Ok(ObjectMeta {
-        kind: head.kind,
-        namespace: m.namespace.filter(|n| !n.is_empty()),
-        name: m.name.ok_or_else(|| missing("name"))?,
-        uid: m.uid.ok_or_else(|| missing("uid"))?,
+    let meta = ObjectMeta {
+        kind: text(found.kind),
+        namespace: text(found.namespace).filter(|n| !n.is_empty()),
+        name: text(found.name).ok_or_else(|| missing("name"))?,
+        uid: text(found.uid).ok_or_else(|| missing("uid"))?,
         resource_version: parse_rv(
-            &m.resource_version
-                .ok_or_else(|| missing("resourceVersion"))?,
+            &text(found.resource_version).ok_or_else(|| missing("resourceVersion"))?,
         )?,
-    })
+    };
+    Ok((meta, edited))
 }
 
 /// A Status body; anything unparsable becomes a Status with just the text.
@@ -333,10 +349,7 @@ impl<R: Read> FrameReader<R> {
     /// The next frame, `Ok(None)` at a clean end of the body.
     pub(crate) fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
         loop {
-            if let Some(pos) = self.buf[self.scan..self.end]
-                .iter()
-                .position(|&b| b == b'\n')
-            {
+            if let Some(pos) = crate::util::find2(&self.buf[self.scan..self.end], b'\n', b'\n') {
                 let nl = self.scan + pos;
                 let line = &self.buf[self.start..nl];
                 self.start = nl + 1;
@@ -459,7 +472,7 @@ mod tests {
     fn real_watch_list_decodes_to_the_expected_events() {
         let got: Vec<String> = frames(WATCHLIST, 1 << 20, 7)
             .into_iter()
-            .map(|f| match event(&f.unwrap()).unwrap() {
+            .map(|f| match event(&f.unwrap(), NO_EDITS).unwrap() {
                 Event::Object { kind, meta, .. } => format!(
                     "{kind:?} {}/{} {}",
                     meta.namespace.unwrap_or_default(),
@@ -499,7 +512,7 @@ mod tests {
             object: (s, e),
             meta,
             ..
-        } = event(&frame).unwrap()
+        } = event(&frame, NO_EDITS).unwrap()
         else {
             panic!("not an object")
         };
@@ -526,13 +539,13 @@ mod tests {
     #[test]
     fn error_events_carry_the_status() {
         let f = frames(EXPIRED, 1 << 20, 5).remove(0).unwrap();
-        let Event::Error(s) = event(&f).unwrap() else {
+        let Event::Error(s) = event(&f, NO_EDITS).unwrap() else {
             panic!()
         };
         assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
         assert_eq!(s.message, "too old resource version: 1 (315)");
         let f = frames(TOO_LARGE, 1 << 20, 5).remove(0).unwrap();
-        let Event::Error(s) = event(&f).unwrap() else {
+        let Event::Error(s) = event(&f, NO_EDITS).unwrap() else {
             panic!()
         };
         assert_eq!(
@@ -572,7 +585,7 @@ mod tests {
 
     #[test]
     fn bad_frames_name_the_problem() {
-        let e = |f: &[u8]| event(f).unwrap_err().0;
+        let e = |f: &[u8]| event(f, NO_EDITS).unwrap_err().0;
         assert!(e(b"this is not json").contains("not a watch event"));
         assert!(e(b"{\"type\":\"NOPE\",\"object\":{}}").contains("\"NOPE\""));
         assert!(e(

@@ -72,7 +72,7 @@ pub mod __fuzz {
         loop {
             match r.next_frame() {
                 Ok(Some(frame)) => {
-                    let _ = crate::decode::event(&frame);
+                    let _ = crate::decode::event(&frame, crate::decode::NO_EDITS);
                 }
                 Err(crate::decode::FrameError::TooLarge(_)) => {}
                 Ok(None) | Err(_) => break,
@@ -82,7 +82,13 @@ pub mod __fuzz {
 
     /// Decodes one watch frame.
     pub fn event(frame: &[u8]) {
-        let _ = crate::decode::event(frame);
+        let _ = crate::decode::event(
+            frame,
+            crate::scrub::Edits {
+                scrub: true,
+                drop_managed_fields: true,
+            },
+        );
     }
 
     /// Decodes a LIST body and each item's metadata.

@@ -37,8 +37,24 @@ pub(crate) struct Edits {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct NotJson;
 
+/// Where the strings tattler needs are in the object (quotes included).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub kind: Option<(usize, usize)>,
+    pub name: Option<(usize, usize)>,
+    pub namespace: Option<(usize, usize)>,
+    pub uid: Option<(usize, usize)>,
+    pub resource_version: Option<(usize, usize)>,
+}
+
 /// The edited object, or `None` when nothing changed.
 pub(crate) fn edit(obj: &[u8], edits: Edits) -> Result<Option<Vec<u8>>, NotJson> {
+    walk(obj, edits).map(|(edited, _)| edited)
+}
+
+/// One pass over an object: its structure checked, the edits made, and the
+/// metadata strings located.
+pub(crate) fn walk(obj: &[u8], edits: Edits) -> Result<(Option<Vec<u8>>, Found), NotJson> {
     let mut w = Walker {
         src: obj,
         pos: 0,
@@ -47,18 +63,22 @@ pub(crate) fn edit(obj: &[u8], edits: Edits) -> Result<Option<Vec<u8>>, NotJson>
         changed: false,
         edits,
         path: Vec::with_capacity(16),
+        found: Found::default(),
     };
     w.ws();
+    if !matches!(w.peek(), Ok(b'{')) {
+        return Err(NotJson);
+    }
     w.value().map_err(|Bad| NotJson)?;
     w.ws();
     if w.pos != obj.len() {
         return Err(NotJson);
     }
     if !w.changed {
-        return Ok(None);
+        return Ok((None, w.found));
     }
     w.out.extend_from_slice(&obj[w.copied..]);
-    Ok(Some(w.out))
+    Ok((Some(w.out), w.found))
 }
 
 struct Walker<'a> {
@@ -71,6 +91,7 @@ struct Walker<'a> {
     edits: Edits,
     /// Object keys from the root; arrays add nothing.
     path: Vec<&'a [u8]>,
+    found: Found,
 }
 
 struct Bad;
@@ -124,10 +145,7 @@ impl<'a> Walker<'a> {
         self.pos += 1;
         loop {
             let rest = self.src.get(self.pos..).ok_or(Bad)?;
-            let i = rest
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\')
-                .ok_or(Bad)?;
+            let i = crate::util::find2(rest, b'"', b'\\').ok_or(Bad)?;
             self.pos += i;
             if self.src[self.pos] == b'"' {
                 self.pos += 1;
@@ -228,7 +246,18 @@ impl<'a> Walker<'a> {
     }
 
     fn on_string(&mut self, start: usize, end: usize) {
-        if !self.edits.scrub {
+        match self.path.as_slice() {
+            [b"kind"] => self.found.kind = Some((start, end)),
+            [b"metadata", field] => match *field {
+                b"name" => self.found.name = Some((start, end)),
+                b"namespace" => self.found.namespace = Some((start, end)),
+                b"uid" => self.found.uid = Some((start, end)),
+                b"resourceVersion" => self.found.resource_version = Some((start, end)),
+                _ => {}
+            },
+            _ => {}
+        }
+        if !self.edits.scrub || self.path.len() < 3 {
             return;
         }
         if ENV_PATHS.iter().any(|p| self.path_is(p)) {

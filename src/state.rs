@@ -179,6 +179,8 @@ pub(crate) struct Tracker {
     /// not hold cannot show up with an older or equal version (such an event
     /// comes from a stream the snapshot superseded, during a relist swap).
     floor: u64,
+    /// The stream whose live events count (see [`Tracker::owner`]).
+    owner: u64,
     /// How to take back the last delivered verdict, should its entry not be
     /// sent after all (the stream was stopped while the send waited).
     last: Option<Undo>,
@@ -199,6 +201,20 @@ enum Undo {
 }
 
 impl Tracker {
+    /// The stream whose live events are delivered. A relist's replacement
+    /// takes over when its snapshot is complete: from then on it delivers
+    /// every change after the snapshot, in order, and the stream it replaces
+    /// (still reading, about to be stopped) could only repeat them, or bring
+    /// back an object already deleted.
+    pub(crate) fn owner(&self) -> u64 {
+        self.owner
+    }
+
+    /// Makes `stream` the one whose live events are delivered.
+    pub(crate) fn set_owner(&mut self, stream: u64) {
+        self.owner = stream;
+    }
+
     /// Starts delivering a full state (first sync or re-sync).
     pub(crate) fn begin_sync(&mut self) {
         self.generation = self.generation.wrapping_add(1);

@@ -95,3 +95,54 @@ mod tests {
         assert_eq!(t("2026-13-01T00:00:00Z"), None);
     }
 }
+
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// Bytes of `w` equal to `b` have their top bit set in the result; the lowest
+/// set bit marks the first one exactly (the classic has-zero-byte trick).
+#[inline]
+fn eq_mask(w: u64, b: u8) -> u64 {
+    let x = w ^ (LO * u64::from(b));
+    x.wrapping_sub(LO) & !x & HI
+}
+
+/// The first position of `a` or `b` in `hay`, eight bytes at a time.
+#[inline]
+pub(crate) fn find2(hay: &[u8], a: u8, b: u8) -> Option<usize> {
+    let mut i = 0;
+    while i + 8 <= hay.len() {
+        let w = u64::from_le_bytes(hay[i..i + 8].try_into().expect("8 bytes"));
+        let m = eq_mask(w, a) | eq_mask(w, b);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    hay[i..]
+        .iter()
+        .position(|&c| c == a || c == b)
+        .map(|p| i + p)
+}
+
+#[cfg(test)]
+mod find_tests {
+    use super::find2;
+
+    #[test]
+    fn find2_agrees_with_a_plain_search() {
+        let text: Vec<u8> = (0..300u32)
+            .map(|i| [b'a', b'"', b'x', b'\\', b'\n', 0x80, 0xff][(i * 7 % 11 % 7) as usize])
+            .collect();
+        for start in 0..text.len() {
+            for (a, b) in [(b'"', b'\\'), (b'\n', b'\n'), (0x80, 0xff), (b'z', b'q')] {
+                let hay = &text[start..];
+                assert_eq!(
+                    find2(hay, a, b),
+                    hay.iter().position(|&c| c == a || c == b),
+                    "{start} {a} {b}"
+                );
+            }
+        }
+    }
+}

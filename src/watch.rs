@@ -149,8 +149,18 @@ pub(crate) struct Stream {
     list_fallback: bool,
     /// A 401 was answered by reloading credentials once; a second one is final.
     reloaded_after_401: bool,
+    /// The byte-level edits the decoder makes, and whether they are all the
+    /// shaping there is (no transform, no event filter).
+    edits: crate::scrub::Edits,
+    edits_only: bool,
+    /// Unique among a reader's streams; see `Tracker::owner`.
+    id: u64,
+    /// Another stream owns the live events now: this one ends.
+    superseded: bool,
     rng: u64,
 }
+
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Stream {
     pub(crate) fn new(init: StreamInit) -> Stream {
@@ -162,6 +172,19 @@ impl Stream {
             kind: spec.kind.clone(),
         });
         let rng = seed(&spec.gvr());
+        let shaping = &init.settings.shaping;
+        let is_event =
+            spec.resource == "events" && matches!(spec.group.as_str(), "" | "events.k8s.io");
+        let edits_only =
+            shaping.transform.is_none() && !(is_event && shaping.event_kinds.is_some());
+        let edits = if edits_only {
+            crate::scrub::Edits {
+                scrub: shaping.scrub,
+                drop_managed_fields: shaping.drop_managed_fields,
+            }
+        } else {
+            decode::NO_EDITS
+        };
         Stream {
             spec,
             resource,
@@ -177,6 +200,10 @@ impl Stream {
             synced: false,
             list_fallback: false,
             reloaded_after_401: false,
+            edits,
+            edits_only,
+            id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+            superseded: false,
             rng,
         }
     }
@@ -188,6 +215,11 @@ impl Stream {
     /// Runs until stopped or failed for good.
     pub(crate) fn run(mut self) {
         let name = self.spec.gvr();
+        if !self.is_replacement() {
+            // A (re)started primary delivers from now on; a replacement waits
+            // for its snapshot (finish_sync).
+            self.shared.tracker.lock().set_owner(self.id);
+        }
         let mut failures: u32 = 0;
         let mut initial_errors: u32 = 0;
         loop {
@@ -543,14 +575,24 @@ impl Stream {
 
     /// Handles one frame; `Some` ends the connection.
     fn on_frame(&mut self, frame: Vec<u8>, initial: bool) -> Option<Outcome> {
-        let event = match decode::event(&frame) {
+        let event = match decode::event(&frame, self.edits) {
             Ok(e) => e,
             Err(e) => return Some(Outcome::Retry(format!("bad frame: {}", e.0), None)),
         };
         match event {
-            Event::Object { kind, meta, object } => {
+            Event::Object {
+                kind,
+                meta,
+                object,
+                edited,
+            } => {
                 let rv = meta.resource_version;
-                let shaped = self.shape(&frame[object.0..object.1]);
+                let shaped = match edited {
+                    // The decoder made the edits in its pass over the object.
+                    Some(v) => Shaped::Replace(v),
+                    None if self.edits_only => Shaped::Keep,
+                    None => self.shape(&frame[object.0..object.1]),
+                };
                 if shaped != Shaped::Drop {
                     let shared = self.shared.clone();
                     let mut tracker = shared.tracker.lock();
@@ -564,6 +606,9 @@ impl Stream {
                             return Some(Outcome::Stopped);
                         }
                     }
+                }
+                if self.superseded {
+                    return Some(Outcome::Stopped);
                 }
                 if !initial || self.synced {
                     self.set_rv(rv);
@@ -724,6 +769,11 @@ impl Stream {
         kind: EventType,
         meta: &ObjectMeta,
     ) -> Option<Entry> {
+        if self.synced && tracker.owner() != self.id {
+            // Replaced by a relist: its stream delivers these changes.
+            self.superseded = true;
+            return None;
+        }
         if self.resource.kind.is_empty() {
             if let Some(k) = &meta.kind {
                 let mut r = (*self.resource).clone();
@@ -759,6 +809,7 @@ impl Stream {
     fn finish_sync(&mut self) -> bool {
         let shared = self.shared.clone();
         let mut tracker = shared.tracker.lock();
+        tracker.set_owner(self.id);
         let gone = tracker.end_sync(self.rv);
         if !gone.is_empty() {
             log::info!(
