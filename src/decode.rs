@@ -528,7 +528,7 @@ mod tests {
         let f = frames(EMPTY, 1 << 20, 3);
         assert_eq!(f.len(), 1);
         assert_eq!(
-            event(f[0].as_ref().unwrap()).unwrap(),
+            event(f[0].as_ref().unwrap(), NO_EDITS).unwrap(),
             Event::Bookmark {
                 resource_version: 229,
                 initial_events_end: true
