@@ -293,7 +293,8 @@ pub(crate) struct ServerUrl {
 
 impl ServerUrl {
     pub(crate) fn parse(server: &str) -> Result<ServerUrl, Error> {
-        let bad = |why: &str| Error::Config(format!("server {server:?}: {why}"));
+        let shown = redact_userinfo(server);
+        let bad = |why: &str| Error::Config(format!("server {shown:?}: {why}"));
         let uri: ureq::http::Uri = server.parse().map_err(|_| bad("not a URL"))?;
         let https = match uri.scheme_str() {
             Some("https") => true,
@@ -362,11 +363,19 @@ mod tests {
             ("http://10.0.0.1:8080", "loopback"),
             ("ftp://x", "scheme"),
             ("not a url", "not a URL"),
-            ("https://u:p@h", "credentials"),
         ] {
             let e = ServerUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains(bad), "{e}");
         }
+        let e = ServerUrl::parse("https://u:pw-s3cr3t@h")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("credentials")
+                && e.contains("https://[redacted]@h")
+                && !e.contains("s3cr3t"),
+            "{e}"
+        );
     }
 
     #[test]

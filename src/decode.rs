@@ -286,6 +286,19 @@ struct ListMeta {
     continue_token: Option<String>,
 }
 
+/// The `metadata` of a LIST body from its first bytes (it precedes the
+/// items): the resourceVersion and continue token of a page too large to read.
+pub(crate) fn list_head(prefix: &[u8]) -> Option<(u64, Option<String>)> {
+    const KEY: &[u8] = b"\"metadata\":";
+    let at = prefix.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let mut de = serde_json::Deserializer::from_slice(&prefix[at..]);
+    let meta = <ListMeta as Deserialize>::deserialize(&mut de).ok()?;
+    Some((
+        parse_rv(&meta.resource_version).ok()?,
+        meta.continue_token.filter(|c| !c.is_empty()),
+    ))
+}
+
 /// Decodes a LIST response body.
 pub(crate) fn list_page(body: &[u8]) -> Result<ListPage<'_>, DecodeError> {
     let raw: RawList =
@@ -373,7 +386,7 @@ impl<R: Read> FrameReader<R> {
                 self.start = 0;
                 self.end = 0;
                 self.scan = 0;
-            } else if pending >= self.max {
+            } else if pending > self.max {
                 self.skipping = Some(pending);
                 self.start = 0;
                 self.end = 0;
@@ -598,6 +611,15 @@ mod tests {
             e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xff\"}}}")
                 .contains("not a watch event")
         );
+    }
+
+    #[test]
+    fn the_head_of_a_list_page_is_read_without_its_items() {
+        let cut = &PAGE1[..PAGE1.len() / 2];
+        let (rv, token) = list_head(cut).unwrap();
+        assert_eq!(rv, 229);
+        assert!(token.unwrap().starts_with("eyJ2Ijoib"));
+        assert_eq!(list_head(b"{\"kind\":\"List\""), None);
     }
 
     #[test]

@@ -329,11 +329,7 @@ fn parse_file(path: &Path) -> Result<File, Error> {
     }
     serde_json::from_value(value).map_err(|e| {
         // serde quotes the offending value, which may be a password: drop it.
-        let msg = e.to_string();
-        let msg = match (msg.find('`'), msg.rfind('`')) {
-            (Some(a), Some(b)) if a < b => format!("{}…{}", &msg[..a], &msg[b + 1..]),
-            _ => msg,
-        };
+        let msg = crate::util::without_quoted(&e.to_string());
         Error::Config(format!("kubeconfig {}: {msg}", path.display()))
     })
 }

@@ -354,25 +354,23 @@ impl Reader {
         for s in &mut gone {
             s.signal();
         }
-        let mut restarted = Vec::new();
         let mut result = Ok(changed);
         if force {
             // Restart every kept stream; its dedupe state carries over, so the
             // consumer sees Snapshots, not a second Add.
             for h in &mut keep {
+                // The old threads end before the new one starts: two streams
+                // syncing one resource's state at once would confuse it.
                 h.signal();
+                h.join();
+                h.pending = None;
                 h.shared
                     .replacing
                     .store(false, std::sync::atomic::Ordering::Relaxed);
-                let fresh = match start.spawn(h, Role::Primary) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        result = Err(e);
-                        Thread::default()
-                    }
-                };
-                restarted.push(std::mem::replace(&mut h.running, fresh));
-                restarted.extend(h.pending.take());
+                match start.spawn(h, Role::Primary) {
+                    Ok(t) => h.running = t,
+                    Err(e) => result = Err(e),
+                }
             }
         }
         for spec in &wanted {
@@ -393,9 +391,6 @@ impl Reader {
         drop(guard);
         for s in &mut gone {
             s.join();
-        }
-        for t in &mut restarted {
-            t.join();
         }
         result
     }

@@ -128,31 +128,85 @@ impl<'a> Walker<'a> {
                 self.on_string(start, self.pos);
                 Ok(())
             }
-            _ => {
-                while let Some(&b) = self.src.get(self.pos) {
-                    if matches!(b, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
-                        break;
-                    }
-                    self.pos += 1;
-                }
-                Ok(())
-            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
         }
     }
 
-    /// Skips a string, quotes included.
+    /// Skips a string, quotes included, checking its escapes and that it
+    /// holds no raw control character (UTF-8 is checked by the caller).
     fn string(&mut self) -> Result<(), Bad> {
         self.pos += 1;
         loop {
             let rest = self.src.get(self.pos..).ok_or(Bad)?;
-            let i = crate::util::find2(rest, b'"', b'\\').ok_or(Bad)?;
-            self.pos += i;
-            if self.src[self.pos] == b'"' {
-                self.pos += 1;
-                return Ok(());
+            self.pos += crate::util::find_string_special(rest).ok_or(Bad)?;
+            match self.src[self.pos] {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                b'\\' => match self.src.get(self.pos + 1) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => self.pos += 2,
+                    Some(b'u') => {
+                        let hex = self.src.get(self.pos + 2..self.pos + 6).ok_or(Bad)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(Bad);
+                        }
+                        self.pos += 6;
+                    }
+                    _ => return Err(Bad),
+                },
+                _ => return Err(Bad), // a raw control character
             }
-            self.pos += 2;
         }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Result<(), Bad> {
+        if !self.src[self.pos..].starts_with(word) {
+            return Err(Bad);
+        }
+        self.pos += word.len();
+        Ok(())
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    fn number(&mut self) -> Result<(), Bad> {
+        let digits = |w: &mut Self| {
+            let n = w.src[w.pos..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            w.pos += n;
+            n
+        };
+        if self.src.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+        }
+        match self.src.get(self.pos) {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                digits(self);
+            }
+            _ => return Err(Bad),
+        }
+        if self.src.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            if digits(self) == 0 {
+                return Err(Bad);
+            }
+        }
+        if let Some(b'e' | b'E') = self.src.get(self.pos) {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.src.get(self.pos) {
+                self.pos += 1;
+            }
+            if digits(self) == 0 {
+                return Err(Bad);
+            }
+        }
+        Ok(())
     }
 
     fn object(&mut self) -> Result<(), Bad> {
@@ -337,6 +391,39 @@ mod tests {
         let v = serde_json::json!({"spec":{"containers":[{"env":[{"name":"A","value":"REDACTED"}]}]},"data":{"value":"x"}});
         assert_eq!(edited(&v, SCRUB), None);
         assert_eq!(edit(b"not json", SCRUB), Err(NotJson));
+        for bad in [
+            &br#"{"a":tru}"#[..],
+            br#"{"a":}"#,
+            br#"{"a":[1,]}"#,
+            br#"{"a":1,}"#,
+            br#"{"a":1 "b":2}"#,
+            br#"{"a":01}"#,
+            br#"{"a":1.}"#,
+            br#"{"a":-}"#,
+            br#"{"a":1e}"#,
+            b"{\"a\":\"x\x01y\"}",
+            br#"{"a":"\q"}"#,
+            br#"{"a":"\u12g4"}"#,
+            br#"{"a":bare}"#,
+        ] {
+            assert_eq!(
+                edit(bad, SCRUB),
+                Err(NotJson),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        for good in [
+            &br#"{"a":[true,false,null,-0.5e+3,10,"\u00e9\n\"\\"],"b":{}}"#[..],
+            br#"{ "a" : [ ] }"#,
+        ] {
+            assert_eq!(
+                edit(good, SCRUB),
+                Ok(None),
+                "{}",
+                String::from_utf8_lossy(good)
+            );
+        }
         assert_eq!(edit(b"{\"a\":1} trailing", SCRUB), Err(NotJson));
         assert_eq!(edit(b"{\"a\":\"unterminated", SCRUB), Err(NotJson));
     }

@@ -172,15 +172,21 @@ pub(crate) struct Tracker {
     generation: u8,
     in_sync: bool,
     /// Objects deleted while a sync is in progress, with the deletion's
-    /// resourceVersion: a relist's snapshot may still hold them, and must not
-    /// bring them back. Emptied when the sync ends.
+    /// resourceVersion: a relist's snapshot, and its live events up to the
+    /// deletion, may still hold them and must not bring them back. Emptied
+    /// once the live stream is past the newest of them.
     tombstones: HashMap<Key, u64>,
+    /// The newest delete a tombstone remembers: once the live stream is past
+    /// it, no stale event can come any more and the tombstones go.
+    tombstones_below: u64,
     /// The resourceVersion of the last completed full state: an object it did
     /// not hold cannot show up with an older or equal version (such an event
     /// comes from a stream the snapshot superseded, during a relist swap).
     floor: u64,
     /// The stream whose live events count (see [`Tracker::owner`]).
     owner: u64,
+    /// The stream delivering a full state now, 0 for none: one at a time.
+    syncer: u64,
     /// How to take back the last delivered verdict, should its entry not be
     /// sent after all (the stream was stopped while the send waited).
     last: Option<Undo>,
@@ -215,6 +221,25 @@ impl Tracker {
         self.owner = stream;
     }
 
+    /// Lets `stream` deliver a full state, unless another stream is (a relist
+    /// racing a re-sync): only one full state at a time can be reconciled.
+    pub(crate) fn claim_sync(&mut self, stream: u64) -> bool {
+        if self.syncer != 0 && self.syncer != stream {
+            return false;
+        }
+        self.syncer = stream;
+        self.begin_sync();
+        true
+    }
+
+    /// `stream` ends without completing its full state.
+    pub(crate) fn release_sync(&mut self, stream: u64) {
+        if self.syncer == stream {
+            self.syncer = 0;
+            self.in_sync = false;
+        }
+    }
+
     /// Starts delivering a full state (first sync or re-sync).
     pub(crate) fn begin_sync(&mut self) {
         self.generation = self.generation.wrapping_add(1);
@@ -237,7 +262,13 @@ impl Tracker {
         let rv = meta.resource_version;
         let generation = self.generation;
         let in_sync = initial && self.in_sync;
-        if initial && self.tombstones.get(&key).is_some_and(|&gone| rv <= gone) {
+        if !initial && !self.in_sync && rv > self.tombstones_below {
+            // The live stream (the owner, after the sync) has passed every
+            // delete a tombstone remembers.
+            self.tombstones.clear();
+            self.tombstones_below = 0;
+        }
+        if self.tombstones.get(&key).is_some_and(|&gone| rv <= gone) {
             return Verdict::Stale;
         }
         match (kind, self.objects.entry(key)) {
@@ -247,6 +278,9 @@ impl Tracker {
                 }
                 let tracked = o.remove();
                 let tombstoned = self.in_sync && self.tombstones.insert(key, rv).is_none();
+                if tombstoned {
+                    self.tombstones_below = self.tombstones_below.max(rv);
+                }
                 self.last = Some(Undo::Removed {
                     key,
                     tracked,
@@ -353,7 +387,7 @@ impl Tracker {
             self.names.release(tracked.name_at, tracked.name_len);
         }
         self.in_sync = false;
-        self.tombstones = HashMap::new();
+        self.syncer = 0;
         self.floor = self.floor.max(snapshot_rv);
         let generation = self.generation;
         let gone: Vec<Key> = self
@@ -380,6 +414,32 @@ impl Tracker {
         }
         self.compact_names();
         out
+    }
+
+    /// Puts back an object `end_sync` returned whose Delete was not sent.
+    pub(crate) fn restore(&mut self, v: Vanished) {
+        let key = self.key(&v.uid);
+        let namespace = match &v.namespace {
+            Some(ns) => {
+                intern(&mut self.namespaces, &mut self.namespace_ids, ns).unwrap_or_else(|| {
+                    self.ns_overflow.insert(key, ns.clone());
+                    NS_OVERFLOW
+                })
+            }
+            None => NO_NAMESPACE,
+        };
+        let (name_at, name_len) = self.names.add(&v.name);
+        let seen = self.generation.wrapping_sub(1);
+        self.objects.insert(
+            key,
+            Tracked {
+                resource_version: v.resource_version,
+                name_at,
+                name_len,
+                namespace,
+                seen,
+            },
+        );
     }
 
     /// Rewrites the name chunks without holes, when holes waste enough, and

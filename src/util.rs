@@ -85,6 +85,20 @@ mod tests {
     }
 
     #[test]
+    fn quoted_parts_are_dropped() {
+        assert_eq!(
+            without_quoted(
+                r#"invalid type: string "token:s3cr3t", expected struct User at line 3"#
+            ),
+            "invalid type: string …, expected struct User at line 3"
+        );
+        assert_eq!(
+            without_quoted("invalid type: integer `20240917`, expected a string"),
+            "invalid type: integer …, expected a string"
+        );
+    }
+
+    #[test]
     fn rfc3339() {
         let t = |s| parse_rfc3339(s).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs());
         assert_eq!(t("1970-01-01T00:00:00Z"), Some(0));
@@ -94,6 +108,25 @@ mod tests {
         assert_eq!(t("yesterday"), None);
         assert_eq!(t("2026-13-01T00:00:00Z"), None);
     }
+}
+
+/// A parser's message with every quoted part (`"…"` or `` `…` ``) replaced
+/// by `…`: such messages quote the offending value, which may be a secret.
+pub(crate) fn without_quoted(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut quote = None;
+    for c in msg.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '`' => {
+                quote = Some(c);
+                out.push('…');
+            }
+            None => out.push(c),
+        }
+    }
+    out
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
@@ -125,9 +158,47 @@ pub(crate) fn find2(hay: &[u8], a: u8, b: u8) -> Option<usize> {
         .map(|p| i + p)
 }
 
+/// The first `"`, `\\` or control character (below 0x20) in `hay`: the
+/// bytes that end a run of plain JSON string content.
+#[inline]
+pub(crate) fn find_string_special(hay: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i + 8 <= hay.len() {
+        let w = u64::from_le_bytes(hay[i..i + 8].try_into().expect("8 bytes"));
+        // Bytes below 0x20 (bytes of 0x80 and up never match: !w clears them).
+        let control = w.wrapping_sub(LO * 0x20) & !w & HI;
+        let m = eq_mask(w, b'"') | eq_mask(w, b'\\') | control;
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    hay[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map(|p| i + p)
+}
+
 #[cfg(test)]
 mod find_tests {
     use super::find2;
+
+    #[test]
+    fn string_specials_agree_with_a_plain_search() {
+        let text: Vec<u8> = (0..400u32)
+            .map(|i| {
+                [b'a', b'"', 0x1f, b'\\', 0x20, 0x7f, 0x80, 0x9f, 0x00, b'x']
+                    [(i * 13 % 17 % 10) as usize]
+            })
+            .collect();
+        for start in 0..text.len() {
+            let hay = &text[start..];
+            let want = hay
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20);
+            assert_eq!(super::find_string_special(hay), want, "{start}");
+        }
+    }
 
     #[test]
     fn find2_agrees_with_a_plain_search() {

@@ -214,6 +214,25 @@ impl Stream {
 
     /// Runs until stopped or failed for good.
     pub(crate) fn run(mut self) {
+        self.run_loop();
+        self.shared.tracker.lock().release_sync(self.id);
+    }
+
+    /// Starts a full state, unless another stream of this resource is
+    /// delivering one (then this stream ends: the other one serves).
+    fn claim_sync(&mut self) -> bool {
+        if self.shared.tracker.lock().claim_sync(self.id) {
+            return true;
+        }
+        log::info!(
+            "{}: another stream is syncing this resource; this one ends",
+            self.spec.gvr()
+        );
+        self.superseded = true;
+        false
+    }
+
+    fn run_loop(&mut self) {
         let name = self.spec.gvr();
         if !self.is_replacement() {
             // A (re)started primary delivers from now on; a replacement waits
@@ -510,8 +529,8 @@ impl Stream {
     /// Reads one watch (or watch-list) response to its end.
     fn watch(&mut self, path: &str) -> Outcome {
         let initial = !self.synced;
-        if initial {
-            self.shared.tracker.lock().begin_sync();
+        if initial && !self.claim_sync() {
+            return Outcome::Stopped;
         }
         let resp = match self.get(path) {
             Ok(r) => r,
@@ -651,16 +670,22 @@ impl Stream {
 
     /// Pages through a LIST as the initial state (fallback when the server has no watch-list).
     fn list(&mut self) -> Outcome {
-        self.shared.tracker.lock().begin_sync();
+        if !self.claim_sync() {
+            return Outcome::Stopped;
+        }
         let mut token: Option<String> = None;
+        let max = self.settings.max_frame_bytes;
+        let mut page_size = self.settings.page_size;
         loop {
-            let path = request::list_page(&self.spec, self.settings.page_size, token.as_deref());
+            let path = request::list_page(&self.spec, page_size, token.as_deref());
             let resp = match self.get(&path) {
                 Ok(r) => r,
                 Err(o) => return o,
             };
-            let limit = (self.settings.max_frame_bytes as u64)
-                .saturating_mul(u64::from(self.settings.page_size).min(64));
+            // A page is bounded by its objects' limit (at most 1 GiB in all).
+            let limit = (max as u64)
+                .saturating_mul(u64::from(page_size))
+                .clamp(max as u64, 1 << 30);
             let mut body = Vec::new();
             if let Err(e) = resp
                 .into_body()
@@ -677,17 +702,60 @@ impl Stream {
                 .bytes
                 .fetch_add(body.len() as u64, Ordering::Relaxed);
             if body.len() as u64 > limit {
-                return Outcome::Fatal(ErrorInfo {
-                    code: 0,
-                    reason: "ListPageTooLarge".into(),
-                    message: format!("a list page is larger than {limit} bytes; lower page_size"),
-                });
+                if page_size > 1 {
+                    // Ask again for fewer objects at a time.
+                    page_size = (page_size / 2).max(1);
+                    log::warn!(
+                        "{}: a list page is over {limit} bytes; asking for {page_size} objects a page",
+                        self.spec.gvr()
+                    );
+                    continue;
+                }
+                // One object over the limit: skip it, as a watch frame is
+                // skipped. The page's metadata (before its items) says where to go on.
+                let Some((rv, next)) = decode::list_head(&body) else {
+                    return Outcome::Retry(
+                        "a list page over the limit has no readable metadata".into(),
+                        None,
+                    );
+                };
+                self.report(
+                    0,
+                    "FrameTooLarge",
+                    format!("a list item over max_frame_bytes ({max}); skipped"),
+                );
+                match next {
+                    Some(t) => {
+                        token = Some(t);
+                        continue;
+                    }
+                    None => {
+                        self.set_rv(rv);
+                        return if self.finish_sync() {
+                            Outcome::Listed
+                        } else {
+                            Outcome::Stopped
+                        };
+                    }
+                }
             }
             let page = match decode::list_page(&body) {
                 Ok(p) => p,
                 Err(e) => return Outcome::Retry(format!("bad list page: {}", e.0), None),
             };
             for item in &page.items {
+                if item.len() > max {
+                    // As for a watch frame: reported, skipped, the rest flows.
+                    let n = item.len();
+                    self.report(
+                        0,
+                        "FrameTooLarge",
+                        format!(
+                            "a list item of {n} bytes exceeds max_frame_bytes ({max}); skipped"
+                        ),
+                    );
+                    continue;
+                }
                 let meta = match decode::object_meta(item) {
                     Ok(m) => m,
                     Err(e) => return Outcome::Retry(format!("bad list item: {}", e.0), None),
@@ -807,18 +875,22 @@ impl Stream {
 
     /// Completes a (re-)sync: inferred deletes, then Synced. False when stopping.
     fn finish_sync(&mut self) -> bool {
+        if self.stop.is_set() {
+            return false;
+        }
         let shared = self.shared.clone();
         let mut tracker = shared.tracker.lock();
         tracker.set_owner(self.id);
-        let gone = tracker.end_sync(self.rv);
-        if !gone.is_empty() {
+        let mut gone = tracker.end_sync(self.rv).into_iter();
+        if gone.len() > 0 {
             log::info!(
                 "{}: {} objects vanished since the last sync",
                 self.spec.gvr(),
                 gone.len()
             );
         }
-        for v in gone {
+        while let Some(v) = gone.next() {
+            let back = v.clone();
             let entry = Entry {
                 change: Change::Delete,
                 resource: self.resource.clone(),
@@ -831,6 +903,10 @@ impl Stream {
                 error: None,
             };
             if !self.stop.send(&self.out, entry) {
+                // Not delivered: the state must still hold these objects.
+                for v in std::iter::once(back).chain(gone) {
+                    tracker.restore(v);
+                }
                 return false;
             }
         }

@@ -4,6 +4,9 @@
 /// Certificates, the TLS front, the CONNECT proxy and the capturing logger of the cluster-access tests.
 pub mod tls;
 
+/// The fault-injecting TCP proxy and the consumer's view of the reliability tests.
+pub mod proxy;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
