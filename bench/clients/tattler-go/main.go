@@ -1,0 +1,70 @@
+// tattler's Go package (cgo over the C ABI) on the replay server: sync pods,
+// touching each entry's namespace, name, resourceVersion and object, and
+// print one JSON line.
+//
+// usage: tattler-go URL [-noscrub]
+//
+// Build (bench/run.sh does this, after `cargo build --release -p tattler-ffi`):
+//
+//	go build -tags tattler_release -o tattler-go .
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"tattler.dev/tattler"
+)
+
+// libtattler is the SHA-256 of the libtattler.a linked in, set by run.sh
+// with -ldflags -X: it also forces a relink whenever the archive changes,
+// which the go command does not notice by itself (it links the archive
+// through cgo LDFLAGS, whose content is not part of its cache key).
+var libtattler = "unknown"
+
+func main() {
+	noscrub := flag.Bool("noscrub", false, "turn secret scrubbing off")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: tattler-go [-noscrub] URL")
+		os.Exit(2)
+	}
+	cfg := tattler.Config{Server: flag.Arg(0), Resources: []string{"pods"}}
+	name := "tattler-go"
+	if *noscrub {
+		off := false
+		cfg.Scrub = &off
+		name = "tattler-go-noscrub"
+	}
+	t0 := time.Now()
+	r, err := tattler.Open(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tattler-go:", err)
+		os.Exit(1)
+	}
+	defer r.Close()
+	ctx := context.Background()
+	var objects, touched uint64
+	for {
+		e, err := r.Next(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tattler-go:", err)
+			os.Exit(1)
+		}
+		if e.Change == tattler.Synced {
+			break
+		}
+		if e.Change == tattler.Error {
+			fmt.Fprintln(os.Stderr, "tattler-go: error entry:", e.Err)
+			os.Exit(1)
+		}
+		objects++
+		touched += uint64(len(e.Name)+len(e.Namespace)+len(e.Object)) + e.ResourceVersion&1
+	}
+	secs := time.Since(t0).Seconds()
+	fmt.Printf("{\"client\":%q,\"objects\":%d,\"bytes\":0,\"seconds_to_synced\":%.6f,\"touched\":%d,\"libtattler_sha256\":%q}\n",
+		name, objects, secs, touched, libtattler)
+}
