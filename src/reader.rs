@@ -354,9 +354,6 @@ impl Reader {
                 h.signal();
                 h.join();
                 h.pending = None;
-                h.shared
-                    .replacing
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
                 match start.spawn(h, Role::Primary) {
                     Ok(t) => h.running = t,
                     Err(e) => result = Err(e),
@@ -511,12 +508,10 @@ fn relist(inner: &Mutex<Inner>, closing: &Receiver<()>, spec: &ResourceSpec) -> 
         if !h.counters.synced.load(Ordering::Relaxed) || h.pending.is_some() {
             return true;
         }
-        h.shared.replacing.store(true, Ordering::Relaxed);
         match start.spawn(h, Role::Replacement(done_tx)) {
             Ok(t) => h.pending = Some(t),
             Err(e) => {
                 log::warn!("{}: cannot start a relist: {e}", spec.gvr());
-                h.shared.replacing.store(false, Ordering::Relaxed);
                 return true;
             }
         }
@@ -536,7 +531,6 @@ fn relist(inner: &Mutex<Inner>, closing: &Receiver<()>, spec: &ResourceSpec) -> 
         let Some(mut new) = h.pending.take() else {
             return true;
         };
-        h.shared.replacing.store(false, Ordering::Relaxed);
         if synced {
             h.counters.relists.fetch_add(1, Ordering::Relaxed);
             std::mem::replace(&mut h.running, new)

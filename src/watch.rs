@@ -105,9 +105,9 @@ enum Outcome {
 /// two cannot reorder or double an object's changes.
 #[derive(Default)]
 pub(crate) struct Shared {
+    /// One full state at a time (Tracker::claim_sync): a primary that must
+    /// re-sync during a relist ends and leaves the state to the relist.
     pub tracker: Mutex<Tracker>,
-    /// A replacement stream is syncing; the primary leaves re-syncs to it.
-    pub replacing: AtomicBool,
 }
 
 /// What a stream is for.
@@ -276,12 +276,6 @@ impl Stream {
                     None
                 }
                 Outcome::Ended => Some((String::from("watch ended at once"), None)),
-                Outcome::Expired | Outcome::TooLarge(_)
-                    if !self.is_replacement() && self.shared.replacing.load(Ordering::Relaxed) =>
-                {
-                    log::info!("{name}: history expired during a relist; the relist takes over");
-                    return;
-                }
                 Outcome::Expired => {
                     log::info!("{name}: resourceVersion {} expired; re-syncing", self.rv);
                     self.resync();
