@@ -179,6 +179,131 @@ pub(crate) fn find_string_special(hay: &[u8]) -> Option<usize> {
         .map(|p| i + p)
 }
 
+/// Bytes of `w` that are zero have their top bit set, and no others (exact,
+/// unlike [`eq_mask`], whose borrows can mark bytes after a match).
+#[inline]
+fn zero_bytes(w: u64) -> u64 {
+    let low7 = LO * 0x7f;
+    !(((w & low7) + low7) | w | low7)
+}
+
+/// How many bytes of `m` have their top bit set (a multiply, where
+/// `count_ones` without the POPCNT instruction is a dozen).
+#[inline]
+fn count_marked(m: u64) -> u32 {
+    ((m >> 7).wrapping_mul(LO) >> 56) as u32
+}
+
+/// Where a skip stands between bytes.
+#[derive(Clone, Copy)]
+struct Skip {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Skip {
+    /// Takes one byte; `Err` when the structure is broken, `Ok(true)` when it
+    /// closed the outermost bracket.
+    #[inline]
+    fn byte(&mut self, b: u8) -> Result<bool, ()> {
+        if self.in_string {
+            if self.escaped {
+                if !matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u') {
+                    return Err(());
+                }
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+            } else if b < 0x20 {
+                return Err(());
+            }
+            return Ok(false);
+        }
+        match b {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => self.depth += 1,
+            b'}' | b']' => {
+                self.depth = self.depth.checked_sub(1).ok_or(())?;
+                return Ok(self.depth == 0);
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => {}
+            _ if b < 0x20 => return Err(()),
+            _ => {}
+        }
+        Ok(false)
+    }
+}
+
+/// The end (one past its closing bracket) of the array or object that opens
+/// at `src[start]`, checked for structure only: its strings end, hold no raw
+/// control character and only valid escape letters, and its brackets
+/// balance. Tokens between them (numbers, literals, commas, colons, which
+/// bracket closes which) are not checked. `None` when it does not end within
+/// `src` or its structure is broken.
+///
+/// Eight bytes at a time where they hold no backslash or control character:
+/// which bytes are inside strings follows from the parity of the quotes
+/// before them, so brackets in strings drop out without a branch per byte.
+pub(crate) fn skip_nested(src: &[u8], start: usize) -> Option<usize> {
+    let mut s = Skip {
+        depth: 0,
+        in_string: false,
+        escaped: false,
+    };
+    let mut i = start;
+    while i < src.len() {
+        if let (false, Some(chunk)) = (s.escaped, src.get(i..i + 8)) {
+            let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            let quote = zero_bytes(w ^ (LO * u64::from(b'"')));
+            let special = zero_bytes(w ^ (LO * u64::from(b'\\'))) | zero_bytes(w & (LO * 0xe0));
+            if special == 0 {
+                // `[`/`{` and `]`/`}` differ from each other only in bit 5.
+                let folded = w | (LO * 0x20);
+                let open = zero_bytes(folded ^ (LO * u64::from(b'{')));
+                let close = zero_bytes(folded ^ (LO * u64::from(b'}')));
+                // A byte is inside a string when an odd number of quotes
+                // precede it (the opening quote counts itself): byte k of
+                // `quotes` counts the quotes in bytes 0..=k.
+                let quotes = (quote >> 7).wrapping_mul(LO);
+                let odd = (quotes & LO) << 7;
+                let inside = if s.in_string { !odd & HI } else { odd };
+                let (open, close) = (open & !inside, close & !inside);
+                s.in_string ^= quotes >> 56 & 1 == 1;
+                let closes = count_marked(close);
+                if closes < s.depth {
+                    s.depth = s.depth + count_marked(open) - closes;
+                } else {
+                    let mut m = open | close;
+                    while m != 0 {
+                        let bit = m & m.wrapping_neg();
+                        if open & bit != 0 {
+                            s.depth += 1;
+                        } else {
+                            s.depth -= 1;
+                            if s.depth == 0 {
+                                return Some(i + (bit.trailing_zeros() / 8) as usize + 1);
+                            }
+                        }
+                        m &= m - 1;
+                    }
+                }
+                i += 8;
+                continue;
+            }
+        }
+        for (k, &b) in src[i..src.len().min(i + 8)].iter().enumerate() {
+            if s.byte(b).ok()? {
+                return Some(i + k + 1);
+            }
+        }
+        i = src.len().min(i + 8);
+    }
+    None
+}
+
 #[cfg(test)]
 mod find_tests {
     use super::find2;
@@ -198,6 +323,61 @@ mod find_tests {
                 .position(|&c| c == b'"' || c == b'\\' || c < 0x20);
             assert_eq!(super::find_string_special(hay), want, "{start}");
         }
+    }
+
+    #[test]
+    fn skip_nested_agrees_with_a_byte_at_a_time_skip() {
+        let reference = |src: &[u8], start: usize| {
+            let mut s = super::Skip {
+                depth: 0,
+                in_string: false,
+                escaped: false,
+            };
+            for (k, &b) in src[start..].iter().enumerate() {
+                if s.byte(b).ok()? {
+                    return Some(start + k + 1);
+                }
+            }
+            None
+        };
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut tried = 0;
+        // The second alphabet, without backslashes and control characters,
+        // keeps most words on the eight-bytes-at-a-time path.
+        for (alphabet, len) in [&b"{}[]\"\\ax,:\n\x01\xc3n"[..], b"{}[]\"\"aaaaax,:"]
+            .into_iter()
+            .flat_map(|a| (1..200).map(move |len| (a, len)))
+        {
+            for _ in 0..40 {
+                let text: Vec<u8> = (0..len)
+                    .map(|_| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        alphabet[(seed % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                for start in 0..len {
+                    if matches!(text[start], b'{' | b'[') {
+                        tried += 1;
+                        assert_eq!(
+                            super::skip_nested(&text, start),
+                            reference(&text, start),
+                            "{start} in {:?}",
+                            String::from_utf8_lossy(&text)
+                        );
+                    }
+                }
+            }
+        }
+        assert!(tried > 200_000, "{tried}");
+        let pod = br#"{"a":{"b":"}]\"{","c":[1,{"d":"e"}]},"f":"x"}"#;
+        let inner = br#"{"b":"}]\"{","c":[1,{"d":"e"}]}"#;
+        assert_eq!(super::skip_nested(pod, 5), Some(5 + inner.len()));
+        assert_eq!(&pod[5..5 + inner.len()], inner);
+        assert_eq!(super::skip_nested(br#"{"a":"\q"}"#, 0), None);
+        assert_eq!(super::skip_nested(b"{\"a\":\"x\x01\"}", 0), None);
+        assert_eq!(super::skip_nested(br#"{"a":[1,2}"#, 0), None);
     }
 
     #[test]
