@@ -27,6 +27,20 @@ pub(crate) struct ObjectMeta<'a> {
     pub resource_version: u64,
 }
 
+impl ObjectMeta<'_> {
+    /// The same metadata, owning its strings.
+    pub(crate) fn into_owned(self) -> ObjectMeta<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        ObjectMeta {
+            kind: self.kind.map(own),
+            namespace: self.namespace.map(own),
+            name: own(self.name),
+            uid: own(self.uid),
+            resource_version: self.resource_version,
+        }
+    }
+}
+
 /// A `Status` the server sent in an ERROR event or as an error response body.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Status {
@@ -339,6 +353,8 @@ pub(crate) struct FrameReader<R> {
     max: usize,
     /// Bytes of an over-long frame being skipped.
     skipping: Option<usize>,
+    /// Where [`buffered`](Self::buffered) found the next frame's newline.
+    found: Option<usize>,
     /// Total bytes read, for stats.
     pub bytes: u64,
 }
@@ -355,16 +371,42 @@ impl<R: Read> FrameReader<R> {
             scan: 0,
             max: max_frame,
             skipping: None,
+            found: None,
             bytes: 0,
         }
     }
 
-    /// The next frame, `Ok(None)` at a clean end of the body.
-    pub(crate) fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+    /// Whether a whole frame is already buffered: if so, the next
+    /// [`next_frame`](Self::next_frame) returns it (or its error) without reading.
+    pub(crate) fn buffered(&mut self) -> bool {
         loop {
-            if let Some(pos) = crate::util::find2(&self.buf[self.scan..self.end], b'\n', b'\n') {
-                let nl = self.scan + pos;
-                let line = &self.buf[self.start..nl];
+            if self.found.is_some() {
+                return true;
+            }
+            let Some(pos) = crate::util::find2(&self.buf[self.scan..self.end], b'\n', b'\n') else {
+                self.scan = self.end;
+                return false;
+            };
+            let nl = self.scan + pos;
+            if self.skipping.is_none() && trim(&self.buf[self.start..nl]).is_empty() {
+                // A blank line, which next_frame would pass over.
+                self.start = nl + 1;
+                self.scan = self.start;
+                continue;
+            }
+            self.found = Some(nl);
+        }
+    }
+
+    /// The next frame, `Ok(None)` at a clean end of the body.
+    pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        loop {
+            let found = self.found.take().or_else(|| {
+                crate::util::find2(&self.buf[self.scan..self.end], b'\n', b'\n')
+                    .map(|pos| self.scan + pos)
+            });
+            if let Some(nl) = found {
+                let (start, line) = (self.start, &self.buf[self.start..nl]);
                 self.start = nl + 1;
                 self.scan = self.start;
                 if let Some(skipped) = self.skipping.take() {
@@ -373,9 +415,9 @@ impl<R: Read> FrameReader<R> {
                 if line.len() > self.max {
                     return Err(FrameError::TooLarge(line.len()));
                 }
-                let line = trim(line);
-                if !line.is_empty() {
-                    return Ok(Some(line.to_vec()));
+                if !trim(line).is_empty() {
+                    let line = trim(&self.buf[start..nl]);
+                    return Ok(Some(line));
                 }
                 continue;
             }
@@ -473,7 +515,15 @@ mod tests {
         let mut r = FrameReader::new(Trickle(body, chunk), max);
         let mut out = Vec::new();
         loop {
-            match r.next_frame() {
+            // Asking whether a frame is buffered changes nothing, and a yes
+            // means the next frame comes without a read.
+            let (buffered, read) = (r.buffered(), r.bytes);
+            let next = r.next_frame();
+            let next = next.map(|f| f.map(<[u8]>::to_vec));
+            if buffered {
+                assert_eq!(r.bytes, read, "buffered, yet read");
+            }
+            match next {
                 Ok(Some(f)) => out.push(Ok(f)),
                 Ok(None) => return out,
                 Err(FrameError::TooLarge(n)) => out.push(Err(format!("too large {n}"))),

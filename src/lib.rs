@@ -72,7 +72,7 @@ pub mod __fuzz {
         loop {
             match r.next_frame() {
                 Ok(Some(frame)) => {
-                    let _ = crate::decode::event(&frame, crate::decode::NO_EDITS);
+                    let _ = crate::decode::event(frame, crate::decode::NO_EDITS);
                 }
                 Err(crate::decode::FrameError::TooLarge(_)) => {}
                 Ok(None) | Err(_) => break,

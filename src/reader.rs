@@ -185,6 +185,9 @@ pub struct ReaderInfo {
     pub source: String,
 }
 
+/// How many times [`Reader::next`] looks again (a CPU pause apart) before parking.
+const SPINS: u32 = 64;
+
 impl Reader {
     /// Checks the configuration and starts one thread per resource.
     ///
@@ -276,8 +279,17 @@ impl Reader {
 
     /// An entry that is ready now.
     fn ready(&self) -> Option<Entry> {
-        // No spinning before parking: measured on a 100,000-pod sync, yielding
-        // up to 32 times saved 6% of wall time and doubled system time.
+        // A stream sends a batch of entries a few hundred nanoseconds apart
+        // (watch::BATCH): a consumer that waits a microsecond or two before
+        // parking takes the whole batch for one wake-up instead of one per
+        // entry. Spinning, not yielding: yielding (a system call each time)
+        // doubled system time when measured.
+        for _ in 0..SPINS {
+            if let Ok(e) = self.rx.try_recv() {
+                return Some(e);
+            }
+            std::hint::spin_loop();
+        }
         self.rx.try_recv().ok()
     }
 

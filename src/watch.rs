@@ -100,6 +100,21 @@ enum Outcome {
     Stopped,
 }
 
+/// At most this many object events are decoded before they are judged and
+/// sent. Sending them together (rather than one per decode) lets a waiting
+/// consumer wake once per batch, not once per entry; a batch ends early
+/// whenever the next frame is not yet buffered, so a live event never waits
+/// for the next one.
+const BATCH: usize = 64;
+
+/// An object event decoded ahead of its verdict.
+struct Decoded {
+    kind: EventType,
+    meta: ObjectMeta<'static>,
+    /// `None`: shaping dropped it; only its resourceVersion counts.
+    object: Option<ObjectBytes>,
+}
+
 /// State one resource's streams share: the primary, and during a relist its
 /// replacement. Entries are judged and sent under the tracker's lock, so the
 /// two cannot reorder or double an object's changes.
@@ -534,39 +549,45 @@ impl Stream {
             resp.into_body().into_reader(),
             self.settings.max_frame_bytes,
         );
+        let mut batch = Vec::new();
         let mut counted = 0;
-        loop {
-            let next = frames.next_frame();
+        let outcome = loop {
             self.counters
                 .bytes
                 .fetch_add(frames.bytes - counted, Ordering::Relaxed);
             counted = frames.bytes;
-            let frame = match next {
+            if !batch.is_empty() && (batch.len() >= BATCH || !frames.buffered()) {
+                if let Some(o) = self.deliver(&mut batch, initial) {
+                    break o;
+                }
+            }
+            let frame = match frames.next_frame() {
                 Ok(Some(f)) => f,
-                Ok(None) if self.synced => return Outcome::Ended,
+                Ok(None) if self.synced => break Outcome::Ended,
                 Ok(None) => {
-                    return Outcome::Retry(
+                    break Outcome::Retry(
                         "stream ended before the initial state was complete".into(),
                         None,
                     )
                 }
-                Err(_) if self.stop.is_set() => return Outcome::Stopped,
+                Err(_) if self.stop.is_set() => break Outcome::Stopped,
                 Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-                    return Outcome::Retry(
+                    break Outcome::Retry(
                         "no data within idle_timeout: connection taken as dead".into(),
                         None,
                     )
                 }
-                Err(FrameError::Io(e)) => {
-                    return Outcome::Retry(format!("stream broke: {e}"), None)
-                }
+                Err(FrameError::Io(e)) => break Outcome::Retry(format!("stream broke: {e}"), None),
                 Err(FrameError::Truncated(n)) => {
-                    return Outcome::Retry(
+                    break Outcome::Retry(
                         format!("stream ended in the middle of a frame ({n} bytes)"),
                         None,
                     )
                 }
                 Err(FrameError::TooLarge(n)) => {
+                    if let Some(o) = self.deliver(&mut batch, initial) {
+                        break o;
+                    }
                     // Skipping it would lose the object silently; report and re-read.
                     let limit = self.settings.max_frame_bytes;
                     self.report(
@@ -580,15 +601,28 @@ impl Stream {
                 }
             };
             self.counters.events.fetch_add(1, Ordering::Relaxed);
-            if let Some(outcome) = self.on_frame(frame, initial) {
-                return outcome;
+            if let Some(outcome) = self.on_frame(frame, initial, &mut batch) {
+                break outcome;
             }
+        };
+        self.counters
+            .bytes
+            .fetch_add(frames.bytes - counted, Ordering::Relaxed);
+        match outcome {
+            Outcome::Stopped => Outcome::Stopped,
+            // What came before the end is delivered first.
+            o => self.deliver(&mut batch, initial).unwrap_or(o),
         }
     }
 
-    /// Handles one frame; `Some` ends the connection.
-    fn on_frame(&mut self, frame: Vec<u8>, initial: bool) -> Option<Outcome> {
-        let event = match decode::event(&frame, self.edits) {
+    /// Handles one frame: an object event joins `batch`; `Some` ends the connection.
+    fn on_frame(
+        &mut self,
+        frame: &[u8],
+        initial: bool,
+        batch: &mut Vec<Decoded>,
+    ) -> Option<Outcome> {
+        let event = match decode::event(frame, self.edits) {
             Ok(e) => e,
             Err(e) => return Some(Outcome::Retry(format!("bad frame: {}", e.0), None)),
         };
@@ -599,39 +633,32 @@ impl Stream {
                 object,
                 edited,
             } => {
-                let rv = meta.resource_version;
+                let bytes = &frame[object.0..object.1];
                 let shaped = match edited {
                     // The decoder made the edits in its pass over the object.
                     Some(v) => Shaped::Replace(v),
                     None if self.edits_only => Shaped::Keep,
-                    None => self.shape(&frame[object.0..object.1]),
+                    None => self.shape(bytes),
                 };
-                if shaped != Shaped::Drop {
-                    let shared = self.shared.clone();
-                    let mut tracker = shared.tracker.lock();
-                    if let Some(mut entry) = self.judge(&mut tracker, kind, &meta) {
-                        entry.object = Some(match shaped {
-                            Shaped::Replace(v) => whole(v),
-                            _ => ObjectBytes::new(frame, object.0, object.1),
-                        });
-                        if !self.stop.send(&self.out, entry) {
-                            tracker.undo_last();
-                            return Some(Outcome::Stopped);
-                        }
-                    }
-                }
-                if self.superseded {
-                    return Some(Outcome::Stopped);
-                }
-                if !initial || self.synced {
-                    self.set_rv(rv);
-                }
+                let object = match shaped {
+                    Shaped::Drop => None,
+                    Shaped::Replace(v) => Some(whole(v)),
+                    Shaped::Keep => Some(whole(bytes.to_vec())),
+                };
+                batch.push(Decoded {
+                    kind,
+                    meta: meta.into_owned(),
+                    object,
+                });
                 None
             }
             Event::Bookmark {
                 resource_version,
                 initial_events_end,
             } => {
+                if let Some(o) = self.deliver(batch, initial) {
+                    return Some(o);
+                }
                 if self.synced {
                     self.set_rv(resource_version);
                 } else if initial_events_end {
@@ -660,6 +687,35 @@ impl Stream {
                 ),
             }),
         }
+    }
+
+    /// Judges and sends a batch of decoded object events, in order; `Some`
+    /// ends the connection. The tracker stays locked over the batch, as over
+    /// each send: another stream of the resource cannot slip in between.
+    fn deliver(&mut self, batch: &mut Vec<Decoded>, initial: bool) -> Option<Outcome> {
+        if batch.is_empty() {
+            return None;
+        }
+        let shared = self.shared.clone();
+        let mut tracker = shared.tracker.lock();
+        for d in batch.drain(..) {
+            if let Some(object) = d.object {
+                if let Some(mut entry) = self.judge(&mut tracker, d.kind, &d.meta) {
+                    entry.object = Some(object);
+                    if !self.stop.send(&self.out, entry) {
+                        tracker.undo_last();
+                        return Some(Outcome::Stopped);
+                    }
+                }
+            }
+            if self.superseded {
+                return Some(Outcome::Stopped);
+            }
+            if !initial || self.synced {
+                self.set_rv(d.meta.resource_version);
+            }
+        }
+        None
     }
 
     /// Pages through a LIST as the initial state (fallback when the server has no watch-list).
