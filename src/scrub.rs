@@ -1,11 +1,7 @@
 //! Byte-level shaping on the hot path: env values replaced and
 //! managedFields removed by copying spans of the object as received, with no
-//! intermediate `serde_json::Value`.
-//!
-//! One pass parses what tattler reads or edits (the top level, `kind`, the
-//! metadata fields it takes, the annotations and container env when
-//! scrubbing) and checks the rest for structure only
-//! ([`crate::util::skip_nested`]): strings and brackets, not every token.
+//! intermediate `serde_json::Value`. The input is an object the decoder has
+//! already parsed (valid JSON, nesting under serde_json's limit of 128).
 
 /// Where a string is an env value: the key path (array levels skipped).
 const ENV_PATHS: &[&[&[u8]]] = &[
@@ -57,7 +53,7 @@ pub(crate) fn edit(obj: &[u8], edits: Edits) -> Result<Option<Vec<u8>>, NotJson>
 }
 
 /// One pass over an object: its structure checked, the edits made, and the
-/// metadata strings located. UTF-8 is the caller's check.
+/// metadata strings located.
 pub(crate) fn walk(obj: &[u8], edits: Edits) -> Result<(Option<Vec<u8>>, Found), NotJson> {
     let mut w = Walker {
         src: obj,
@@ -239,11 +235,7 @@ impl<'a> Walker<'a> {
             self.ws();
             self.path.push(key);
             let remove = self.edits.drop_managed_fields && self.path_is(MANAGED_FIELDS);
-            if self.wanted() {
-                self.value()?;
-            } else {
-                self.skip()?;
-            }
+            self.value()?;
             self.path.pop();
             let value_end = self.pos;
             if remove {
@@ -296,39 +288,8 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Skips a value nothing is read from: strings and scalars checked as
-    /// usual, arrays and objects for structure only.
-    fn skip(&mut self) -> Result<(), Bad> {
-        match self.peek()? {
-            b'{' | b'[' => {
-                self.pos = crate::util::skip_nested(self.src, self.pos).ok_or(Bad)?;
-                Ok(())
-            }
-            b'"' => self.string(),
-            _ => self.value(),
-        }
-    }
-
-    /// Whether the value at the current path is read or edited, or may hold
-    /// something that is.
-    fn wanted(&self) -> bool {
-        match self.path.as_slice() {
-            [b"kind" | b"metadata"] => true,
-            [b"metadata", b"name" | b"namespace" | b"uid" | b"resourceVersion"] => true,
-            [b"metadata", b"annotations"] => self.edits.scrub,
-            [b"metadata", b"annotations", _] => self.edits.scrub && self.path_is(LAST_APPLIED),
-            [b"spec", ..] => self.edits.scrub && ENV_PATHS.iter().any(|p| self.path_leads_to(p)),
-            _ => false,
-        }
-    }
-
     fn path_is(&self, want: &[&[u8]]) -> bool {
-        self.path.len() == want.len() && self.path_leads_to(want)
-    }
-
-    /// The path is `want` or a start of it.
-    fn path_leads_to(&self, want: &[&[u8]]) -> bool {
-        self.path.len() <= want.len()
+        self.path.len() == want.len()
             && self.path.iter().zip(want).all(|(have, w)| {
                 if *w == b"*" {
                     CONTAINER_LISTS.contains(have)
@@ -430,59 +391,31 @@ mod tests {
         let v = serde_json::json!({"spec":{"containers":[{"env":[{"name":"A","value":"REDACTED"}]}]},"data":{"value":"x"}});
         assert_eq!(edited(&v, SCRUB), None);
         assert_eq!(edit(b"not json", SCRUB), Err(NotJson));
-        // What the walk parses (here `kind`) is checked token by token.
         for bad in [
-            &br#"{"kind":tru}"#[..],
-            br#"{"kind":}"#,
-            br#"{"kind":[1,]}"#,
-            br#"{"kind":1,}"#,
-            br#"{"kind":1 "b":2}"#,
-            br#"{"kind":01}"#,
-            br#"{"kind":1.}"#,
-            br#"{"kind":-}"#,
-            br#"{"kind":1e}"#,
-            b"{\"kind\":\"x\x01y\"}",
-            br#"{"kind":"\q"}"#,
-            br#"{"kind":"\u12g4"}"#,
-            br#"{"kind":bare}"#,
+            &br#"{"a":tru}"#[..],
+            br#"{"a":}"#,
+            br#"{"a":[1,]}"#,
             br#"{"a":1,}"#,
             br#"{"a":1 "b":2}"#,
+            br#"{"a":01}"#,
+            br#"{"a":1.}"#,
+            br#"{"a":-}"#,
+            br#"{"a":1e}"#,
+            b"{\"a\":\"x\x01y\"}",
+            br#"{"a":"\q"}"#,
+            br#"{"a":"\u12g4"}"#,
+            br#"{"a":bare}"#,
         ] {
             assert_eq!(
                 edit(bad, SCRUB),
                 Err(NotJson),
                 "{}",
                 String::from_utf8_lossy(bad)
-            );
-        }
-        // What it skips is checked for structure: strings and brackets.
-        for bad in [
-            &br#"{"status":{"a":"x}}"#[..],
-            br#"{"status":{"a":[1}"#,
-            br#"{"status":{"a":"\q"}}"#,
-            b"{\"status\":{\"a\":\"x\x01y\"}}",
-            br#"{"status":{"a":1}}}"#,
-        ] {
-            assert_eq!(
-                edit(bad, SCRUB),
-                Err(NotJson),
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
-        }
-        // … not token by token: these pass as sent.
-        for unread in [&br#"{"status":{"a":tru}}"#[..], br#"{"status":[1,]}"#] {
-            assert_eq!(
-                edit(unread, SCRUB),
-                Ok(None),
-                "{}",
-                String::from_utf8_lossy(unread)
             );
         }
         for good in [
-            &br#"{"kind":[true,false,null,-0.5e+3,10,"\u00e9\n\"\\"],"b":{}}"#[..],
-            br#"{ "kind" : [ ] }"#,
-            br#"{"a":[true,false,null,-0.5e+3,10,"\u00e9\n\"\\"],"b":{}}"#,
+            &br#"{"a":[true,false,null,-0.5e+3,10,"\u00e9\n\"\\"],"b":{}}"#[..],
+            br#"{ "a" : [ ] }"#,
         ] {
             assert_eq!(
                 edit(good, SCRUB),
