@@ -383,7 +383,7 @@ impl<R: Read> FrameReader<R> {
             if self.found.is_some() {
                 return true;
             }
-            let Some(pos) = crate::util::find2(&self.buf[self.scan..self.end], b'\n', b'\n') else {
+            let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) else {
                 self.scan = self.end;
                 return false;
             };
@@ -402,8 +402,7 @@ impl<R: Read> FrameReader<R> {
     pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
         loop {
             let found = self.found.take().or_else(|| {
-                crate::util::find2(&self.buf[self.scan..self.end], b'\n', b'\n')
-                    .map(|pos| self.scan + pos)
+                memchr::memchr(b'\n', &self.buf[self.scan..self.end]).map(|pos| self.scan + pos)
             });
             if let Some(nl) = found {
                 let (start, line) = (self.start, &self.buf[self.start..nl]);

@@ -311,7 +311,11 @@ impl<'a> Walker<'a> {
             },
             _ => {}
         }
-        if !self.edits.scrub || self.path.len() < 3 {
+        // Every path below ends in `value` or in the annotation's key: a cheap
+        // test before comparing whole paths, which most strings fail.
+        let last = self.path.last().copied().unwrap_or_default();
+        if !self.edits.scrub || self.path.len() < 3 || (last != b"value" && last != LAST_APPLIED[2])
+        {
             return;
         }
         if ENV_PATHS.iter().any(|p| self.path_is(p)) {

@@ -140,24 +140,6 @@ fn eq_mask(w: u64, b: u8) -> u64 {
     x.wrapping_sub(LO) & !x & HI
 }
 
-/// The first position of `a` or `b` in `hay`, eight bytes at a time.
-#[inline]
-pub(crate) fn find2(hay: &[u8], a: u8, b: u8) -> Option<usize> {
-    let mut i = 0;
-    while i + 8 <= hay.len() {
-        let w = u64::from_le_bytes(hay[i..i + 8].try_into().expect("8 bytes"));
-        let m = eq_mask(w, a) | eq_mask(w, b);
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    hay[i..]
-        .iter()
-        .position(|&c| c == a || c == b)
-        .map(|p| i + p)
-}
-
 /// The first `"`, `\\` or control character (below 0x20) in `hay`: the
 /// bytes that end a run of plain JSON string content.
 #[inline]
@@ -181,8 +163,6 @@ pub(crate) fn find_string_special(hay: &[u8]) -> Option<usize> {
 
 #[cfg(test)]
 mod find_tests {
-    use super::find2;
-
     #[test]
     fn string_specials_agree_with_a_plain_search() {
         let text: Vec<u8> = (0..400u32)
@@ -197,23 +177,6 @@ mod find_tests {
                 .iter()
                 .position(|&c| c == b'"' || c == b'\\' || c < 0x20);
             assert_eq!(super::find_string_special(hay), want, "{start}");
-        }
-    }
-
-    #[test]
-    fn find2_agrees_with_a_plain_search() {
-        let text: Vec<u8> = (0..300u32)
-            .map(|i| [b'a', b'"', b'x', b'\\', b'\n', 0x80, 0xff][(i * 7 % 11 % 7) as usize])
-            .collect();
-        for start in 0..text.len() {
-            for (a, b) in [(b'"', b'\\'), (b'\n', b'\n'), (0x80, 0xff), (b'z', b'q')] {
-                let hay = &text[start..];
-                assert_eq!(
-                    find2(hay, a, b),
-                    hay.iter().position(|&c| c == a || c == b),
-                    "{start} {a} {b}"
-                );
-            }
         }
     }
 }
