@@ -102,9 +102,12 @@ enum Outcome {
 
 /// At most this many object events are decoded before they are judged and
 /// sent. Sending them together (rather than one per decode) lets a waiting
-/// consumer wake once per batch, not once per entry; a batch ends early
-/// whenever the next frame is not yet buffered, so a live event never waits
-/// for the next one.
+/// consumer wake once per batch, not once per entry. Once synced, a batch
+/// ends early whenever the next frame is not yet buffered, so a live event
+/// never waits for the next one; during the initial state (which ends with a
+/// bookmark that sends the rest) batches stay full. Measured at 100,000
+/// pods: ending batches at every read instead cost 8% more time to Synced;
+/// 256 instead of 64 gained nothing.
 const BATCH: usize = 64;
 
 /// An object event decoded ahead of its verdict.
@@ -556,7 +559,7 @@ impl Stream {
                 .bytes
                 .fetch_add(frames.bytes - counted, Ordering::Relaxed);
             counted = frames.bytes;
-            if !batch.is_empty() && (batch.len() >= BATCH || !frames.buffered()) {
+            if !batch.is_empty() && (batch.len() >= BATCH || (self.synced && !frames.buffered())) {
                 if let Some(o) = self.deliver(&mut batch, initial) {
                     break o;
                 }
