@@ -323,7 +323,15 @@ impl<'a> Walker<'a> {
                 self.replace(start, end, b"\"REDACTED\"");
             }
         } else if self.path_is(LAST_APPLIED) {
-            let Ok(text) = serde_json::from_slice::<String>(&self.src[start..end]) else {
+            // Without `\u` escapes, an "env" key inside shows as \"env\":
+            // nothing to scrub without one (most applied objects hold no env).
+            let raw = &self.src[start..end];
+            if memchr::memmem::find(raw, br#"\"env\""#).is_none()
+                && memchr::memmem::find(raw, br"\u").is_none()
+            {
+                return;
+            }
+            let Ok(text) = serde_json::from_slice::<String>(raw) else {
                 return;
             };
             let inner = Edits {
@@ -388,6 +396,24 @@ mod tests {
         ] {
             assert!(!edited(&tpl, SCRUB).unwrap().to_string().contains("s3cret"));
         }
+    }
+
+    #[test]
+    fn last_applied_is_scrubbed_however_its_quotes_are_escaped() {
+        let inner = r#"{"spec":{"containers":[{"env":[{"name":"A","value":"s3cret"}]}]}}"#;
+        let pod = |annotation: &str| {
+            format!(
+                r#"{{"metadata":{{"annotations":{{"kubectl.kubernetes.io/last-applied-configuration":"{annotation}"}}}}}}"#
+            )
+        };
+        for escaped in [inner.replace('"', r#"\""#), inner.replace('"', r"\u0022")] {
+            let out = edit(pod(&escaped).as_bytes(), SCRUB).unwrap().unwrap();
+            let out = String::from_utf8(out).unwrap();
+            assert!(!out.contains("s3cret"), "{escaped}");
+            assert!(out.contains("REDACTED"), "{escaped}");
+        }
+        let no_env = r#"{\"spec\":{\"containers\":[{\"name\":\"x\"}]}}"#;
+        assert_eq!(edit(pod(no_env).as_bytes(), SCRUB), Ok(None));
     }
 
     #[test]

@@ -648,6 +648,10 @@ impl Stream {
                     Shaped::Replace(v) => Some(whole(v)),
                     Shaped::Keep => Some(whole(bytes.to_vec())),
                 };
+                let mut meta = meta;
+                if !self.resource.kind.is_empty() {
+                    meta.kind = None; // only read to learn the kind
+                }
                 batch.push(Decoded {
                     kind,
                     meta: meta.into_owned(),
@@ -702,8 +706,9 @@ impl Stream {
         let shared = self.shared.clone();
         let mut tracker = shared.tracker.lock();
         for d in batch.drain(..) {
+            let rv = d.meta.resource_version;
             if let Some(object) = d.object {
-                if let Some(mut entry) = self.judge(&mut tracker, d.kind, &d.meta) {
+                if let Some(mut entry) = self.judge(&mut tracker, d.kind, d.meta) {
                     entry.object = Some(object);
                     if !self.stop.send(&self.out, entry) {
                         tracker.undo_last();
@@ -715,7 +720,7 @@ impl Stream {
                 return Some(Outcome::Stopped);
             }
             if !initial || self.synced {
-                self.set_rv(d.meta.resource_version);
+                self.set_rv(rv);
             }
         }
         None
@@ -822,7 +827,7 @@ impl Stream {
                 };
                 let shared = self.shared.clone();
                 let mut tracker = shared.tracker.lock();
-                if let Some(mut entry) = self.judge(&mut tracker, EventType::Added, &meta) {
+                if let Some(mut entry) = self.judge(&mut tracker, EventType::Added, meta) {
                     entry.object = Some(object);
                     if !self.stop.send(&self.out, entry) {
                         tracker.undo_last();
@@ -884,12 +889,7 @@ impl Stream {
 
     /// Dedupes one object event: the entry to deliver (its object still to
     /// be attached), or `None` when it is dropped.
-    fn judge(
-        &mut self,
-        tracker: &mut Tracker,
-        kind: EventType,
-        meta: &ObjectMeta,
-    ) -> Option<Entry> {
+    fn judge(&mut self, tracker: &mut Tracker, kind: EventType, meta: ObjectMeta) -> Option<Entry> {
         if self.synced && tracker.owner() != self.id {
             // Replaced by a relist: its stream delivers these changes.
             self.superseded = true;
@@ -902,7 +902,7 @@ impl Stream {
                 self.resource = Arc::new(r);
             }
         }
-        let change = match tracker.observe(kind, meta, !self.synced) {
+        let change = match tracker.observe(kind, &meta, !self.synced) {
             Verdict::Deliver(c) => c,
             Verdict::Stale => {
                 self.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
@@ -917,8 +917,9 @@ impl Stream {
             change,
             resource: self.resource.clone(),
             namespace: tracker.namespace_arc(meta.namespace.as_deref()),
-            name: Box::from(meta.name.as_ref()),
-            uid: Box::from(meta.uid.as_ref()),
+            // Owned strings move in without a copy.
+            name: meta.name.into_owned().into_boxed_str(),
+            uid: meta.uid.into_owned().into_boxed_str(),
             resource_version: meta.resource_version,
             object: None,
             inferred: false,
