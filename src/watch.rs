@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
 
 use crate::config::Backoff;
 use crate::decode::{self, Event, EventType, FrameError, FrameReader, ObjectMeta, Status};
@@ -67,6 +67,12 @@ impl Stop {
 
     /// Blocks until the entry is queued (true) or a stop comes (false).
     fn send(&self, out: &Sender<Entry>, entry: Entry) -> bool {
+        // Room in the channel (the common case): no select needed.
+        let entry = match out.try_send(entry) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => return false,
+            Err(TrySendError::Full(e)) => e,
+        };
         select! {
             send(out, entry) -> r => r.is_ok(),
             recv(self.all) -> _ => false,
