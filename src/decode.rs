@@ -415,8 +415,9 @@ impl<R: Read> FrameReader<R> {
                     return Err(FrameError::TooLarge(line.len()));
                 }
                 if !trim(line).is_empty() {
-                    let line = trim(&self.buf[start..nl]);
-                    return Ok(Some(line));
+                    // Borrowed anew: a borrow returned from inside the loop
+                    // must not be the one the loop goes on with.
+                    return Ok(Some(trim(&self.buf[start..nl])));
                 }
                 continue;
             }

@@ -280,7 +280,7 @@ impl Reader {
     /// An entry that is ready now.
     fn ready(&self) -> Option<Entry> {
         // A stream sends a batch of entries a few hundred nanoseconds apart
-        // (watch::BATCH): a consumer that waits a microsecond or two before
+        // (watch::BATCH): a consumer that waits a few microseconds before
         // parking takes the whole batch for one wake-up instead of one per
         // entry. Spinning, not yielding: yielding (a system call each time)
         // doubled system time when measured.
