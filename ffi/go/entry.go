@@ -1,7 +1,43 @@
 package tattler
 
 /*
+#include <string.h>
 #include "tattler.h"
+
+// What Go copies out of an entry, gathered by one cgo call instead of one
+// per getter: group, version, resource, kind, namespace, name, uid.
+typedef struct {
+	int change;
+	const char *str[7];
+	size_t len[7];
+	uint64_t resource_version;
+	bool inferred;
+	const uint8_t *object;
+	size_t object_len;
+} tattler_go_view;
+
+static enum tattler_status tattler_go_next(struct tattler_reader *r, int64_t timeout_ms,
+		struct tattler_entry **e, tattler_go_view *v) {
+	enum tattler_status st = tattler_next_entry(r, timeout_ms, e);
+	if (st != TATTLER_OK) {
+		return st;
+	}
+	v->change = tattler_entry_change(*e);
+	v->str[0] = tattler_entry_group(*e);
+	v->str[1] = tattler_entry_version(*e);
+	v->str[2] = tattler_entry_resource(*e);
+	v->str[3] = tattler_entry_kind(*e);
+	v->str[4] = tattler_entry_namespace(*e);
+	v->str[5] = tattler_entry_name(*e);
+	v->str[6] = tattler_entry_uid(*e);
+	for (int i = 0; i < 7; i++) {
+		v->len[i] = strlen(v->str[i]);
+	}
+	v->resource_version = tattler_entry_resource_version(*e);
+	v->inferred = tattler_entry_inferred(*e);
+	v->object = tattler_entry_object(*e, &v->object_len);
+	return st;
+}
 */
 import "C"
 
@@ -85,23 +121,38 @@ func (e *StreamError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Code, e.Reason, e.Message)
 }
 
-// copyEntry copies everything out of a C entry; the caller frees it after.
-func copyEntry(e *C.tattler_entry) Entry {
-	out := Entry{
-		Change:          Change(C.tattler_entry_change(e)),
-		Group:           C.GoString(C.tattler_entry_group(e)),
-		Version:         C.GoString(C.tattler_entry_version(e)),
-		Resource:        C.GoString(C.tattler_entry_resource(e)),
-		Kind:            C.GoString(C.tattler_entry_kind(e)),
-		Namespace:       C.GoString(C.tattler_entry_namespace(e)),
-		Name:            C.GoString(C.tattler_entry_name(e)),
-		UID:             C.GoString(C.tattler_entry_uid(e)),
-		ResourceVersion: uint64(C.tattler_entry_resource_version(e)),
-		Inferred:        bool(C.tattler_entry_inferred(e)),
+// nextEntry makes one tattler_next_entry call and, on StatusOK, copies the
+// entry out and frees it: two cgo calls in all.
+func nextEntry(r *C.tattler_reader, timeoutMs int64) (Status, Entry) {
+	var e *C.tattler_entry
+	var v C.tattler_go_view
+	st := Status(C.tattler_go_next(r, C.int64_t(timeoutMs), &e, &v))
+	if st != StatusOK {
+		return st, Entry{}
 	}
-	var n C.size_t
-	if p := C.tattler_entry_object(e, &n); p != nil {
-		out.Object = C.GoBytes(unsafe.Pointer(p), C.int(n))
+	entry := copyEntry(e, &v)
+	C.tattler_entry_free(e)
+	return st, entry
+}
+
+// copyEntry copies everything out of a C entry, read into v by
+// tattler_go_next; the caller frees the entry after.
+func copyEntry(e *C.tattler_entry, v *C.tattler_go_view) Entry {
+	str := func(i int) string { return C.GoStringN(v.str[i], C.int(v.len[i])) }
+	out := Entry{
+		Change:          Change(v.change),
+		Group:           str(0),
+		Version:         str(1),
+		Resource:        str(2),
+		Kind:            str(3),
+		Namespace:       str(4),
+		Name:            str(5),
+		UID:             str(6),
+		ResourceVersion: uint64(v.resource_version),
+		Inferred:        bool(v.inferred),
+	}
+	if v.object != nil {
+		out.Object = C.GoBytes(unsafe.Pointer(v.object), C.int(v.object_len))
 	}
 	if out.Change == Error {
 		out.Err = &StreamError{

@@ -205,13 +205,10 @@ func (r *Reader) next(timeoutMs int64) (Entry, bool, error) {
 	if r.r == nil {
 		return Entry{}, false, ErrClosed
 	}
-	var e *C.tattler_entry
-	st := Status(C.tattler_next_entry(r.r, C.int64_t(timeoutMs), &e))
+	st, entry := nextEntry(r.r, timeoutMs)
 	runtime.KeepAlive(r)
 	switch st {
 	case StatusOK:
-		entry := copyEntry(e)
-		C.tattler_entry_free(e)
 		return entry, true, nil
 	case StatusTimeout:
 		return Entry{}, false, nil

@@ -1,6 +1,6 @@
 //! `tattler_entry`: one change to one object, and its getters.
 
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CStr};
 
 use tattler_core::{Change, Entry};
 
@@ -48,45 +48,66 @@ impl From<Change> for tattler_change {
 /// `tattler_entry_*` getters and free it with `tattler_entry_free`.
 pub struct tattler_entry {
     entry: Entry,
-    // The C strings the getters lend out, made once so a getter never allocates.
-    group: CString,
-    version: CString,
-    resource: CString,
-    kind: CString,
-    namespace: CString,
-    name: CString,
-    uid: CString,
-    error_reason: CString,
-    error_message: CString,
+    /// The C strings the getters lend out, one after the other, each ending
+    /// in NUL: made once (one allocation) so that a getter never allocates.
+    strings: Box<[u8]>,
+    /// Where each [`Field`]'s string starts in `strings`.
+    at: [usize; FIELDS],
 }
+
+/// The entry's strings, in the order they are laid out.
+#[derive(Clone, Copy)]
+enum Field {
+    Group,
+    Version,
+    Resource,
+    Kind,
+    Namespace,
+    Name,
+    Uid,
+    ErrorReason,
+    ErrorMessage,
+}
+
+const FIELDS: usize = Field::ErrorMessage as usize + 1;
 
 impl tattler_entry {
     pub(crate) fn new(entry: Entry) -> tattler_entry {
         let r = entry.resource();
         let err = entry.error();
-        tattler_entry {
-            group: c_string(&r.group),
-            version: c_string(&r.version),
-            resource: c_string(&r.resource),
-            kind: c_string(&r.kind),
-            namespace: c_string(entry.namespace().unwrap_or("")),
-            name: c_string(entry.name()),
-            uid: c_string(entry.uid()),
-            error_reason: c_string(err.map_or("", |e| e.reason.as_str())),
-            error_message: c_string(err.map_or("", |e| e.message.as_str())),
-            entry,
-        }
+        let texts: [&str; FIELDS] = [
+            &r.group,
+            &r.version,
+            &r.resource,
+            &r.kind,
+            entry.namespace().unwrap_or(""),
+            entry.name(),
+            entry.uid(),
+            err.map_or("", |e| e.reason.as_str()),
+            err.map_or("", |e| e.message.as_str()),
+        ];
+        let (strings, at) = pack(&texts);
+        tattler_entry { strings, at, entry }
+    }
+
+    fn text(&self, f: Field) -> &CStr {
+        CStr::from_bytes_until_nul(&self.strings[self.at[f as usize]..])
+            .expect("every string ends in NUL")
     }
 }
 
-/// `s` as a C string; a NUL inside (never in a Kubernetes name, possible in a
-/// server's message) is dropped rather than cutting the text short.
-fn c_string(s: &str) -> CString {
-    CString::new(s).unwrap_or_else(|e| {
-        let mut bytes = e.into_vec();
-        bytes.retain(|&b| b != 0);
-        CString::new(bytes).unwrap_or_default()
-    })
+/// The texts one after the other, each ending in NUL, and where each starts.
+/// A NUL inside a text (never in a Kubernetes name, possible in a server's
+/// message) is dropped rather than cutting the text short.
+fn pack(texts: &[&str; FIELDS]) -> (Box<[u8]>, [usize; FIELDS]) {
+    let mut strings = Vec::with_capacity(texts.iter().map(|t| t.len() + 1).sum());
+    let mut at = [0; FIELDS];
+    for (i, text) in texts.iter().enumerate() {
+        at[i] = strings.len();
+        strings.extend(text.bytes().filter(|&b| b != 0));
+        strings.push(0);
+    }
+    (strings.into_boxed_slice(), at)
 }
 
 /// Borrows the entry for a getter; `None` for NULL.
@@ -155,7 +176,7 @@ pub unsafe extern "C" fn tattler_entry_change(e: *const tattler_entry) -> tattle
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_group(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.group) }
+    unsafe { string_field(e, |e| e.text(Field::Group)) }
 }
 
 /// The API version of the entry's resource, e.g. `"v1"`.
@@ -173,7 +194,7 @@ pub unsafe extern "C" fn tattler_entry_group(e: *const tattler_entry) -> *const 
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_version(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.version) }
+    unsafe { string_field(e, |e| e.text(Field::Version)) }
 }
 
 /// The plural resource name, e.g. `"pods"`.
@@ -191,7 +212,7 @@ pub unsafe extern "C" fn tattler_entry_version(e: *const tattler_entry) -> *cons
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_resource(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.resource) }
+    unsafe { string_field(e, |e| e.text(Field::Resource)) }
 }
 
 /// The kind, e.g. `"Pod"`; `""` only before the server has sent an object of
@@ -210,7 +231,7 @@ pub unsafe extern "C" fn tattler_entry_resource(e: *const tattler_entry) -> *con
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_kind(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.kind) }
+    unsafe { string_field(e, |e| e.text(Field::Kind)) }
 }
 
 /// The object's namespace; `""` for cluster-scoped objects and for Synced and
@@ -229,7 +250,7 @@ pub unsafe extern "C" fn tattler_entry_kind(e: *const tattler_entry) -> *const c
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_namespace(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.namespace) }
+    unsafe { string_field(e, |e| e.text(Field::Namespace)) }
 }
 
 /// The object's name; `""` for Synced and Error entries.
@@ -247,7 +268,7 @@ pub unsafe extern "C" fn tattler_entry_namespace(e: *const tattler_entry) -> *co
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_name(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.name) }
+    unsafe { string_field(e, |e| e.text(Field::Name)) }
 }
 
 /// The object's uid; `""` for Synced and Error entries.
@@ -265,7 +286,7 @@ pub unsafe extern "C" fn tattler_entry_name(e: *const tattler_entry) -> *const c
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_uid(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.uid) }
+    unsafe { string_field(e, |e| e.text(Field::Uid)) }
 }
 
 /// The object's resourceVersion. On a Delete: the version of the deletion
@@ -378,7 +399,7 @@ pub unsafe extern "C" fn tattler_entry_error_code(e: *const tattler_entry) -> u1
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_error_reason(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.error_reason) }
+    unsafe { string_field(e, |e| e.text(Field::ErrorReason)) }
 }
 
 /// On an Error entry, the server's message or tattler's description of the
@@ -398,7 +419,7 @@ pub unsafe extern "C" fn tattler_entry_error_reason(e: *const tattler_entry) -> 
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_error_message(e: *const tattler_entry) -> *const c_char {
     // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| &e.error_message) }
+    unsafe { string_field(e, |e| e.text(Field::ErrorMessage)) }
 }
 
 /// Frees an entry and every string and byte it lent out.
@@ -422,4 +443,24 @@ pub unsafe extern "C" fn tattler_entry_free(e: *mut tattler_entry) {
     // SAFETY: non-NULL, and the caller promises a live entry freed only once.
     let entry = unsafe { cast::entry_release(e) };
     guard_value((), || drop(entry));
+}
+
+#[cfg(test)]
+mod pack_tests {
+    #[test]
+    fn each_text_ends_in_one_nul_and_inner_nuls_go() {
+        let texts = ["", "v1", "pods", "Pod", "ns", "a\0b", "u", "", "end\0"];
+        let (strings, at) = super::pack(&texts);
+        let got: Vec<&[u8]> = at
+            .iter()
+            .map(|&a| {
+                std::ffi::CStr::from_bytes_until_nul(&strings[a..])
+                    .unwrap()
+                    .to_bytes()
+            })
+            .collect();
+        let want: Vec<&[u8]> = vec![b"", b"v1", b"pods", b"Pod", b"ns", b"ab", b"u", b"", b"end"];
+        assert_eq!(got, want);
+        assert_eq!(strings.len(), "v1podsPodnsabuend".len() + super::FIELDS);
+    }
 }
