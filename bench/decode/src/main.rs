@@ -33,7 +33,10 @@ fn main() {
         .flatten()
         .copied()
         .collect();
-    let lines: Vec<&[u8]> = body.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&[u8]> = body
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
     let n = lines.len();
     let bytes = body.len();
     let reps = (200_000 / n.max(1)).max(1);
