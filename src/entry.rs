@@ -72,27 +72,6 @@ pub struct ErrorInfo {
     pub message: String,
 }
 
-/// The bytes of one object, as the server sent them.
-#[derive(Clone)]
-pub(crate) struct ObjectBytes {
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-}
-
-impl ObjectBytes {
-    /// `buf[start..end]` is the object; the rest (the event envelope) is kept
-    /// rather than copied out.
-    pub(crate) fn new(buf: Vec<u8>, start: usize, end: usize) -> Self {
-        debug_assert!(start <= end && end <= buf.len());
-        ObjectBytes { buf, start, end }
-    }
-
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-}
-
 /// One change to one object, or a resource's Synced or Error marker.
 ///
 /// Entries own their data and outlive the reader that made them.
@@ -104,7 +83,8 @@ pub struct Entry {
     pub(crate) name: Box<str>,
     pub(crate) uid: Box<str>,
     pub(crate) resource_version: u64,
-    pub(crate) object: Option<ObjectBytes>,
+    /// The object's JSON as the server sent it (or as shaping left it).
+    pub(crate) object: Option<Vec<u8>>,
     pub(crate) inferred: bool,
     pub(crate) error: Option<Box<ErrorInfo>>,
 }
@@ -168,7 +148,7 @@ impl Entry {
     /// when scrubbing changed it). `None` for inferred deletes, Synced and
     /// Error entries.
     pub fn object(&self) -> Option<&[u8]> {
-        self.object.as_ref().map(ObjectBytes::as_slice)
+        self.object.as_deref()
     }
 
     /// True on a Delete that tattler inferred (the object was missing from a

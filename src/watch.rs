@@ -10,7 +10,6 @@ use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
 
 use crate::config::Backoff;
 use crate::decode::{self, Event, EventType, FrameError, FrameReader, ObjectMeta, Status};
-use crate::entry::ObjectBytes;
 use crate::shape::Shaped;
 use crate::state::{Tracker, Verdict};
 use crate::transport::{AgentSlot, Transport};
@@ -121,7 +120,7 @@ struct Decoded {
     kind: EventType,
     meta: ObjectMeta<'static>,
     /// `None`: shaping dropped it; only its resourceVersion counts.
-    object: Option<ObjectBytes>,
+    object: Option<Vec<u8>>,
 }
 
 /// State one resource's streams share: the primary, and during a relist its
@@ -651,8 +650,8 @@ impl Stream {
                 };
                 let object = match shaped {
                     Shaped::Drop => None,
-                    Shaped::Replace(v) => Some(whole(v)),
-                    Shaped::Keep => Some(whole(bytes.to_vec())),
+                    Shaped::Replace(v) => Some(v),
+                    Shaped::Keep => Some(bytes.to_vec()),
                 };
                 let mut meta = meta;
                 if !self.resource.kind.is_empty() {
@@ -807,8 +806,13 @@ impl Stream {
                 Ok(p) => p,
                 Err(e) => return Outcome::Retry(format!("bad list page: {}", e.0), None),
             };
+            // Items go out in batches, as watch events do (deliver).
+            let mut batch = Vec::new();
             for item in &page.items {
                 if item.len() > max {
+                    if let Some(o) = self.deliver(&mut batch, true) {
+                        return o;
+                    }
                     // As for a watch frame: reported, skipped, the rest flows.
                     let n = item.len();
                     self.report(
@@ -822,24 +826,31 @@ impl Stream {
                 }
                 let meta = match decode::object_meta(item) {
                     Ok(m) => m,
-                    Err(e) => return Outcome::Retry(format!("bad list item: {}", e.0), None),
+                    Err(e) => {
+                        let bad = Outcome::Retry(format!("bad list item: {}", e.0), None);
+                        return self.deliver(&mut batch, true).unwrap_or(bad);
+                    }
                 };
                 self.counters.events.fetch_add(1, Ordering::Relaxed);
                 let bytes = self.list_item_bytes(item, meta.kind.is_none());
                 let object = match self.shape(bytes.as_slice()) {
                     Shaped::Drop => continue,
-                    Shaped::Replace(v) => whole(v),
+                    Shaped::Replace(v) => v,
                     Shaped::Keep => bytes,
                 };
-                let shared = self.shared.clone();
-                let mut tracker = shared.tracker.lock();
-                if let Some(mut entry) = self.judge(&mut tracker, EventType::Added, meta) {
-                    entry.object = Some(object);
-                    if !self.stop.send(&self.out, entry) {
-                        tracker.undo_last();
-                        return Outcome::Stopped;
+                batch.push(Decoded {
+                    kind: EventType::Added,
+                    meta: meta.into_owned(),
+                    object: Some(object),
+                });
+                if batch.len() >= BATCH {
+                    if let Some(o) = self.deliver(&mut batch, true) {
+                        return o;
                     }
                 }
+            }
+            if let Some(o) = self.deliver(&mut batch, true) {
+                return o;
             }
             match page.continue_token {
                 Some(t) => token = Some(t),
@@ -864,7 +875,7 @@ impl Stream {
 
     /// LIST items come without kind and apiVersion; put them back so that an
     /// object looks the same whichever way it arrived. The rest is untouched.
-    fn list_item_bytes(&self, item: &str, add_kind: bool) -> ObjectBytes {
+    fn list_item_bytes(&self, item: &str, add_kind: bool) -> Vec<u8> {
         let mut buf = Vec::with_capacity(item.len() + 64);
         match (
             add_kind && !self.resource.kind.is_empty(),
@@ -890,7 +901,7 @@ impl Stream {
             }
             _ => buf.extend_from_slice(item.as_bytes()),
         }
-        whole(buf)
+        buf
     }
 
     /// Dedupes one object event: the entry to deliver (its object still to
@@ -1038,11 +1049,6 @@ impl Stream {
         self.rng ^= self.rng >> 27;
         self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-}
-
-fn whole(buf: Vec<u8>) -> ObjectBytes {
-    let len = buf.len();
-    ObjectBytes::new(buf, 0, len)
 }
 
 fn secs(s: u32) -> Duration {
