@@ -420,7 +420,8 @@ impl Reader {
     /// Stops every stream and joins every thread. Returns within about a
     /// second, whether streams are idle, reading or blocked on a full channel
     /// (a thread in the middle of a TCP connect finishes it first, bounded by
-    /// `connect_timeout`). Dropping the reader does the same.
+    /// `connect_timeout`; one in a DNS lookup, by the system resolver's own
+    /// timeout). Dropping the reader does the same.
     pub fn close(self) {
         drop(self)
     }

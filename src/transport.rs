@@ -108,6 +108,8 @@ impl Transport {
             .proxy(self.proxy.clone())
             .user_agent(concat!("tattler/", env!("CARGO_PKG_VERSION")))
             .accept_encoding(self.accept_encoding)
+            // No resolve timeout: with one, ureq runs each DNS lookup in a
+            // detached thread that could outlive close (tests/threads.rs).
             .timeout_connect(Some(self.connect_timeout))
             .timeout_per_read(Some(self.idle_timeout))
             .tls_config(tls.build())

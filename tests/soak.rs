@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::proxy::{process_figures, thread_names, FaultProxy, Mix, Model, Rng};
+use common::proxy::{
+    process_figures, tattler_threads, tattler_threads_after_close, thread_names, FaultProxy, Mix,
+    Model, Rng,
+};
 use common::*;
 use parking_lot::Mutex;
 use tattler::Reader;
@@ -42,14 +45,6 @@ struct Sample {
     tattler_threads: usize,
     entries: u64,
     reconnects: u64,
-}
-
-fn tattler_threads() -> usize {
-    thread_names()
-        .iter()
-        .filter(|(n, _)| n.starts_with("tattler-"))
-        .map(|(_, c)| c)
-        .sum()
 }
 
 /// One create, update or delete, keeping each resource's population about steady.
@@ -225,7 +220,7 @@ fn sustained_churn_with_reconnects_keeps_memory_and_threads_flat_and_loses_nothi
     let errors = model.lock().errors.clone();
     let counts = proxy.counts();
     Arc::try_unwrap(r).ok().expect("all clones dropped").close();
-    let after_close = tattler_threads();
+    let after_close = tattler_threads_after_close();
 
     eprintln!("soak: {secs} s, {ops} operations, {cuts} connections cut by time, {relists} relists, {compactions} compactions");
     eprintln!("soak: proxy {counts}");

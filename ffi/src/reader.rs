@@ -263,7 +263,8 @@ pub unsafe extern "C" fn tattler_stop(r: *mut tattler_reader) {
 ///
 /// Returns within about a second whatever the streams are doing (a thread in
 /// the middle of a TCP connect finishes it first, bounded by
-/// `connect_timeout_secs`). Entries already handed out stay valid.
+/// `connect_timeout_secs`; one in a DNS lookup, by the system resolver's own
+/// timeout). Entries already handed out stay valid.
 ///
 /// Parameters: `r`, the reader, or NULL (then nothing happens).
 ///

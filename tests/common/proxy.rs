@@ -1195,3 +1195,29 @@ pub fn thread_names() -> BTreeMap<String, usize> {
     }
     out
 }
+
+/// This process's threads whose names start with `tattler-`.
+pub fn tattler_threads() -> usize {
+    thread_names()
+        .iter()
+        .filter(|(n, _)| n.starts_with("tattler-"))
+        .map(|(_, c)| c)
+        .sum()
+}
+
+/// Waits (at most 2 s) until no `tattler-` thread is listed; returns how many
+/// still are. A thread that `close` has joined can stay listed in
+/// `/proc/self/task` for a moment: the kernel wakes the joiner before it has
+/// finished tearing the thread down, and on a busy 2-vCPU VM that moment has
+/// been long enough to be seen (CI, once). A thread that was not joined —
+/// blocked on a socket, in a retry loop — is still there after 2 s.
+pub fn tattler_threads_after_close() -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let n = tattler_threads();
+        if n == 0 || std::time::Instant::now() >= deadline {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
