@@ -304,7 +304,7 @@ struct ListMeta {
 /// items): the resourceVersion and continue token of a page too large to read.
 pub(crate) fn list_head(prefix: &[u8]) -> Option<(u64, Option<String>)> {
     const KEY: &[u8] = b"\"metadata\":";
-    let at = prefix.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let at = memchr::memmem::find(prefix, KEY)? + KEY.len();
     let mut de = serde_json::Deserializer::from_slice(&prefix[at..]);
     let meta = <ListMeta as Deserialize>::deserialize(&mut de).ok()?;
     Some((
