@@ -1029,8 +1029,10 @@ impl Stream {
         }
         drop(tracker);
         if let Role::Replacement(done) = &self.role {
-            // The reader swaps this stream in; it may already have gone away.
+            // The reader swaps this stream in (it may already have gone
+            // away); from now on this is the resource's stream.
             let _ = done.try_send(());
+            self.role = Role::Primary;
         }
         true
     }
