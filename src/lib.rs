@@ -33,6 +33,7 @@ mod config_json;
 mod decode;
 mod entry;
 mod error;
+mod exec;
 mod kubeconfig;
 mod reader;
 mod request;

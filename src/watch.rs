@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
 
+use crate::auth::CredentialError;
 use crate::config::Backoff;
 use crate::decode::{self, Event, EventType, FrameError, FrameReader, ObjectMeta, Status};
 use crate::shape::Shaped;
@@ -401,9 +402,23 @@ impl Stream {
     /// One GET; a non-200 answer is turned into the outcome it calls for.
     fn get(&mut self, path: &str) -> Result<ureq::http::Response<ureq::Body>, Outcome> {
         let creds = &self.transport.credentials;
-        let current = creds
-            .current()
-            .map_err(|e| Outcome::Retry(format!("credentials: {e}"), None))?;
+        let current = match creds.current(&[&self.stop.all, &self.stop.own]) {
+            Ok(c) => c,
+            Err(CredentialError::Stopped) => return Err(Outcome::Stopped),
+            // A credential that cannot come (a missing plugin, unusable output,
+            // failing again and again) ends the resource with an Error entry.
+            Err(CredentialError::Failed {
+                message,
+                fatal: true,
+            }) => {
+                return Err(Outcome::Fatal(ErrorInfo {
+                    code: 0,
+                    reason: "Credentials".into(),
+                    message,
+                }))
+            }
+            Err(e) => return Err(Outcome::Retry(format!("credentials: {e}"), None)),
+        };
         let agent = match self.slot.get(&self.transport, &current) {
             None => return Err(Outcome::Stopped),
             Some(Ok(a)) => a,
