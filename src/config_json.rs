@@ -398,6 +398,22 @@ mod tests {
     }
 
     #[test]
+    fn exec_timeout_and_install_hint() {
+        let c = Config::from_json(
+            r#"{"server":"https://h","resources":["pods"],"exec":{"command":"p","timeout_secs":7,"install_hint":"brew install p"}}"#,
+        )
+        .unwrap();
+        match c.auth {
+            crate::Auth::Exec(e) => {
+                assert_eq!(e.timeout, Duration::from_secs(7));
+                assert_eq!(e.install_hint.as_deref(), Some("brew install p"));
+                assert_eq!(e.interactive_mode, "Never");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn errors_never_quote_a_value() {
         let e = |j: &str| Config::from_json(j).unwrap_err().to_string();
         let m = e(r#"{"server":"https://h","resources":["pods"],"token":"s3cr3t\"x"#);
