@@ -1,18 +1,29 @@
 //! Credentials at run time: tokens that rotate, exec plugins whose output
 //! expires, and the reload after a 401. Secrets never reach a log or an error.
+//!
+//! An exec plugin runs on a thread of its own, once for every stream that
+//! needs it (single flight), with no lock held: the streams wait for it, each
+//! honouring its own stop, and when the last one stops the plugin is killed.
+//! A failure is kept for a few seconds so that many streams do not run a
+//! failing plugin over and over; one that cannot heal (the command is missing,
+//! its output is unusable), or that keeps failing, is final.
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use crossbeam_channel::{bounded, Receiver, Select, Sender};
 use parking_lot::Mutex;
-use serde::Deserialize;
 
-use crate::util::{base64_decode, parse_rfc3339};
+use crate::exec::{ExecOutput, RunError};
+use crate::util::{base64_decode, base64_encode};
 use crate::Token;
 
 /// How requests authenticate.
+// One per configuration: the size of the Exec variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Auth {
@@ -22,7 +33,8 @@ pub enum Auth {
     /// A fixed bearer token.
     Token(Token),
     /// A bearer token read from a file, re-read at least once a minute (projected
-    /// service-account tokens rotate) and at once after a 401.
+    /// service-account tokens rotate) and at once after a 401. A failed re-read
+    /// keeps the last token read, as client-go does.
     TokenFile(PathBuf),
     /// HTTP basic authentication.
     Basic {
@@ -36,7 +48,8 @@ pub enum Auth {
 }
 
 /// An exec credential plugin, as kubeconfig's `users[].user.exec` describes it.
-/// Its `Debug` output leaves out the values of `env` (they may be secrets).
+/// Its `Debug` output leaves out the values of `args` and `env` (they may be
+/// secrets, such as kubelogin's `--oidc-client-secret=…`).
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ExecConfig {
@@ -46,16 +59,21 @@ pub struct ExecConfig {
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables.
+    /// Extra environment variables (the process's own are passed on too).
     pub env: Vec<(String, String)>,
-    /// kubeconfig's `interactiveMode`; `Always` cannot work in a library and is
-    /// refused at run time with a clear error.
+    /// kubeconfig's `interactiveMode`: `Never` or `IfAvailable` (a library has
+    /// no terminal, so the plugin is never interactive); `Always` is refused.
     pub interactive_mode: String,
+    /// kubeconfig's `installHint`: shown when the command is not found.
+    pub install_hint: Option<String>,
     /// Where relative commands are looked up (the kubeconfig's folder).
     pub base_dir: Option<PathBuf>,
-    /// The cluster's server and CA, passed to the plugin when it asks
-    /// (`provideClusterInfo: true`).
+    /// The cluster's server, CA and exec extension, passed to the plugin when
+    /// it asks (`provideClusterInfo: true`), in client-go's form.
     pub cluster_info: Option<serde_json::Value>,
+    /// A run that takes longer is killed, with every process it started.
+    /// Default 60 s.
+    pub timeout: Duration,
 }
 
 impl std::fmt::Debug for ExecConfig {
@@ -64,12 +82,19 @@ impl std::fmt::Debug for ExecConfig {
         f.debug_struct("ExecConfig")
             .field("api_version", &self.api_version)
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field("args", &format_args!("[{} hidden]", self.args.len()))
             .field("env_names", &env)
             .field("interactive_mode", &self.interactive_mode)
+            .field("timeout", &self.timeout)
             .finish()
     }
 }
+
+/// The apiVersions of ExecCredential that client-go (and tattler) speak.
+const EXEC_API_VERSIONS: [&str; 2] = [
+    "client.authentication.k8s.io/v1",
+    "client.authentication.k8s.io/v1beta1",
+];
 
 impl ExecConfig {
     /// A plugin run as `command args…` speaking `client.authentication.k8s.io/v1`.
@@ -80,9 +105,65 @@ impl ExecConfig {
             args: args.iter().map(|a| a.to_string()).collect(),
             env: Vec::new(),
             interactive_mode: "Never".into(),
+            install_hint: None,
             base_dir: None,
             cluster_info: None,
+            timeout: Duration::from_secs(60),
         }
+    }
+
+    /// client-go's checks of an exec block, and the interactive mode as a
+    /// library (no terminal) meets it.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.command.is_empty() {
+            return Err("exec: a command is required".into());
+        }
+        if !EXEC_API_VERSIONS.contains(&self.api_version.as_str()) {
+            return Err(format!(
+                "exec plugin {:?}: invalid apiVersion {:?} (want {})",
+                self.command,
+                self.api_version,
+                EXEC_API_VERSIONS.join(" or ")
+            ));
+        }
+        if self
+            .env
+            .iter()
+            .any(|(k, _)| k.is_empty() || k.contains('='))
+        {
+            return Err(format!(
+                "exec plugin {:?}: an env entry has no name",
+                self.command
+            ));
+        }
+        match self.interactive_mode.as_str() {
+            "Never" | "IfAvailable" => {}
+            "" => {
+                return Err(format!(
+                    "exec plugin {:?}: interactiveMode must be specified for {}",
+                    self.command, self.api_version
+                ))
+            }
+            "Always" => {
+                return Err(format!(
+                    "exec plugin {:?}: interactiveMode Always needs a terminal on standard input; a library has none",
+                    self.command
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "exec plugin {:?}: invalid interactiveMode {other:?} (Never, IfAvailable or Always)",
+                    self.command
+                ))
+            }
+        }
+        if self.timeout.is_zero() {
+            return Err(format!(
+                "exec plugin {:?}: the timeout must be above zero",
+                self.command
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -103,10 +184,16 @@ impl std::fmt::Debug for ClientIdentity {
 
 /// Token files are re-read at least this often, as client-go does.
 const TOKEN_FILE_REFRESH: Duration = Duration::from_secs(60);
+/// A failed re-read (the last token still in use) is tried again this soon.
+const TOKEN_FILE_RETRY: Duration = Duration::from_secs(10);
+/// A token file larger than this is refused.
+const MAX_TOKEN_FILE_BYTES: u64 = 1 << 20;
 /// Exec credentials are refreshed this long before they expire.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
-/// A plugin that runs longer than this is killed.
-const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+/// A failed fetch is answered from memory for this long.
+const FAILURE_CACHE: Duration = Duration::from_secs(5);
+/// This many failed fetches in a row make the failure final.
+const FAILURES_BEFORE_FINAL: u32 = 5;
 
 /// What a request should carry right now.
 #[derive(Clone)]
@@ -117,33 +204,124 @@ pub(crate) struct Current {
     pub identity_generation: u64,
 }
 
+/// Why [`Credentials::current`] gave no credentials.
+#[derive(Debug, Clone)]
+pub(crate) enum CredentialError {
+    /// The stream was stopped while it waited.
+    Stopped,
+    /// Fetching failed. `fatal`: retrying cannot help (a missing command,
+    /// unusable output) or it failed too many times in a row; the stream
+    /// should end with an Error entry. The message names the file or command
+    /// and never holds a secret.
+    Failed { message: String, fatal: bool },
+}
+
+impl std::fmt::Display for CredentialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CredentialError::Stopped => f.write_str("stopped"),
+            CredentialError::Failed { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+struct Failure {
+    message: String,
+    fatal: bool,
+    at: Instant,
+}
+
+/// One run of an exec plugin that streams wait for.
+struct Flight {
+    /// Disconnects when the run has stored its result.
+    done: Receiver<()>,
+    /// The streams waiting; the last to stop cancels the run.
+    waiters: AtomicUsize,
+    cancel: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
 #[derive(Default)]
 struct State {
     header: Option<String>,
     identity: Option<ClientIdentity>,
     identity_generation: u64,
-    fetched: Option<Instant>,
-    expires: Option<SystemTime>,
+    /// Whether a good value is held, and when it is due again.
+    have: bool,
+    due: Option<Instant>,
     invalid: bool,
+    failure: Option<Failure>,
+    failures_in_a_row: u32,
+    flight: Option<Arc<Flight>>,
+}
+
+impl State {
+    fn fresh(&self) -> Option<Current> {
+        let due = self.invalid || !self.have || self.due.is_some_and(|d| Instant::now() >= d);
+        (!due).then(|| self.current())
+    }
+
+    fn current(&self) -> Current {
+        Current {
+            header: self.header.clone(),
+            identity: self.identity.clone(),
+            identity_generation: self.identity_generation,
+        }
+    }
+
+    /// The failure still in memory, unless a 401 asked for a new attempt.
+    fn recent_failure(&self) -> Option<CredentialError> {
+        let f = self.failure.as_ref()?;
+        (f.fatal || (!self.invalid && f.at.elapsed() < FAILURE_CACHE)).then(|| {
+            CredentialError::Failed {
+                message: f.message.clone(),
+                fatal: f.fatal,
+            }
+        })
+    }
+
+    fn store(&mut self, header: Option<String>, identity: Option<ClientIdentity>) {
+        if identity != self.identity {
+            self.identity = identity;
+            self.identity_generation += 1;
+        }
+        self.header = header;
+        self.have = true;
+        self.invalid = false;
+        self.failure = None;
+        self.failures_in_a_row = 0;
+    }
+
+    fn fail(&mut self, message: String, permanent: bool) -> CredentialError {
+        self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
+        let fatal = permanent || self.failures_in_a_row >= FAILURES_BEFORE_FINAL;
+        self.invalid = false;
+        self.failure = Some(Failure {
+            message: message.clone(),
+            fatal,
+            at: Instant::now(),
+        });
+        CredentialError::Failed { message, fatal }
+    }
 }
 
 /// Credentials shared by every stream of a reader.
 pub(crate) struct Credentials {
-    auth: Auth,
-    state: Mutex<State>,
+    auth: Arc<Auth>,
+    state: Arc<Mutex<State>>,
 }
 
 impl Credentials {
     pub(crate) fn new(auth: Auth) -> Credentials {
         Credentials {
-            auth,
-            state: Mutex::new(State::default()),
+            auth: Arc::new(auth),
+            state: Arc::new(Mutex::new(State::default())),
         }
     }
 
     /// Whether a 401 may be cured by reloading.
     pub(crate) fn reloadable(&self) -> bool {
-        matches!(self.auth, Auth::TokenFile(_) | Auth::Exec(_))
+        matches!(*self.auth, Auth::TokenFile(_) | Auth::Exec(_))
     }
 
     /// Forces a reload before the next request (after a 401).
@@ -151,236 +329,203 @@ impl Credentials {
         self.state.lock().invalid = true;
     }
 
-    /// The credentials to send now, refreshed when due. The error names the
-    /// file or command and never holds a secret.
-    pub(crate) fn current(&self) -> Result<Current, String> {
-        let mut st = self.state.lock();
-        let due = st.invalid
-            || st.fetched.is_none()
-            || match &self.auth {
-                Auth::TokenFile(_) => st
-                    .fetched
-                    .is_some_and(|t| t.elapsed() >= TOKEN_FILE_REFRESH),
-                Auth::Exec(_) => st
-                    .expires
-                    .is_some_and(|e| SystemTime::now() + EXPIRY_MARGIN >= e),
-                _ => false,
+    /// The credentials to send now, refreshed when due. Waits for a running
+    /// exec plugin (no lock held) until it answers or one of `stops`
+    /// disconnects.
+    pub(crate) fn current(&self, stops: &[&Receiver<()>]) -> Result<Current, CredentialError> {
+        loop {
+            let flight = {
+                let mut st = self.state.lock();
+                if let Some(c) = st.fresh() {
+                    return Ok(c);
+                }
+                if let Some(e) = st.recent_failure() {
+                    return Err(e);
+                }
+                match &*self.auth {
+                    Auth::Exec(exec) => match st.flight.clone() {
+                        Some(f) => {
+                            f.waiters.fetch_add(1, Ordering::SeqCst);
+                            f
+                        }
+                        None => match self.start(exec) {
+                            Ok(f) => {
+                                st.flight = Some(f.clone());
+                                f
+                            }
+                            Err(e) => {
+                                return Err(st.fail(
+                                    format!("exec plugin: cannot start a thread: {e}"),
+                                    false,
+                                ))
+                            }
+                        },
+                    },
+                    _ => return self.fetch_now(&mut st),
+                }
             };
-        if due {
-            let (header, identity, expires) = self.fetch()?;
-            if identity != st.identity {
-                st.identity = identity;
-                st.identity_generation += 1;
+            if !wait(&flight.done, stops) {
+                self.leave(&flight);
+                return Err(CredentialError::Stopped);
             }
-            st.header = header;
-            st.expires = expires;
-            st.fetched = Some(Instant::now());
-            st.invalid = false;
+            // Done: the result is in the state (or, if the run died, the
+            // next pass starts another).
+            flight.waiters.fetch_sub(1, Ordering::SeqCst);
+            join(&flight);
         }
-        Ok(Current {
-            header: st.header.clone(),
-            identity: st.identity.clone(),
-            identity_generation: st.identity_generation,
-        })
     }
 
-    #[allow(clippy::type_complexity)]
-    fn fetch(
-        &self,
-    ) -> Result<(Option<String>, Option<ClientIdentity>, Option<SystemTime>), String> {
-        Ok(match &self.auth {
-            Auth::None => (None, None, None),
-            Auth::Token(t) => (Some(format!("Bearer {}", t.expose())), None, None),
-            Auth::TokenFile(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
-                let t = Token::new(&text);
-                if t.expose().is_empty() {
-                    return Err(format!("token file {} is empty", path.display()));
+    /// A waiter gives up; the last one cancels the run and joins its thread
+    /// (the plugin is killed within 20 ms).
+    fn leave(&self, flight: &Arc<Flight>) {
+        let last = {
+            let mut st = self.state.lock();
+            let last = flight.waiters.fetch_sub(1, Ordering::SeqCst) == 1;
+            if last {
+                flight.cancel.store(true, Ordering::SeqCst);
+                if st.flight.as_ref().is_some_and(|f| Arc::ptr_eq(f, flight)) {
+                    st.flight = None;
                 }
-                (Some(format!("Bearer {}", t.expose())), None, None)
             }
+            last
+        };
+        if last {
+            join(flight);
+        }
+    }
+
+    /// Starts a plugin run on its own thread; it stores its result in the
+    /// state, then disconnects `done`.
+    fn start(&self, exec: &ExecConfig) -> std::io::Result<Arc<Flight>> {
+        let (done_tx, done): (Sender<()>, Receiver<()>) = bounded(0);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flight = Arc::new(Flight {
+            done,
+            waiters: AtomicUsize::new(1),
+            cancel: cancel.clone(),
+            thread: Mutex::new(None),
+        });
+        let (state, me, exec) = (self.state.clone(), Arc::downgrade(&flight), exec.clone());
+        let handle = std::thread::Builder::new()
+            .name("tattler-exec".into())
+            .spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::exec::run(&exec, &cancel)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(RunError::Failed {
+                        message: format!("exec plugin {:?}: the run panicked", exec.command),
+                        permanent: false,
+                    })
+                });
+                let mut st = state.lock();
+                let ours = st
+                    .flight
+                    .as_ref()
+                    .is_some_and(|f| me.upgrade().is_some_and(|me| Arc::ptr_eq(f, &me)));
+                if ours {
+                    st.flight = None;
+                    match result {
+                        Ok(ExecOutput {
+                            token,
+                            identity,
+                            expires,
+                        }) => {
+                            st.store(token.map(|t| format!("Bearer {t}")), identity);
+                            st.due = expires.map(due_before);
+                        }
+                        Err(RunError::Failed { message, permanent }) => {
+                            st.fail(message, permanent);
+                        }
+                        Err(RunError::Cancelled) => {}
+                    }
+                }
+                drop(st);
+                drop(done_tx);
+            })?;
+        *flight.thread.lock() = Some(handle);
+        Ok(flight)
+    }
+
+    /// Static credentials and token files: quick, under the lock.
+    fn fetch_now(&self, st: &mut State) -> Result<Current, CredentialError> {
+        match &*self.auth {
+            Auth::None => st.store(None, None),
+            Auth::Token(t) => st.store(Some(format!("Bearer {}", t.expose())), None),
             Auth::Basic { username, password } => {
                 let raw = format!("{username}:{}", password.expose());
-                (
+                st.store(
                     Some(format!("Basic {}", base64_encode(raw.as_bytes()))),
                     None,
-                    None,
-                )
+                );
             }
-            Auth::Exec(exec) => {
-                let cred = run_exec(exec)?;
-                (
-                    cred.token.map(|t| format!("Bearer {t}")),
-                    cred.identity,
-                    cred.expires,
-                )
-            }
-        })
+            Auth::TokenFile(path) => match read_token_file(path) {
+                Ok(t) => {
+                    st.store(Some(format!("Bearer {}", t.expose())), None);
+                    st.due = Some(Instant::now() + TOKEN_FILE_REFRESH);
+                }
+                Err(e) if st.have && st.header.is_some() => {
+                    // client-go: "Unable to rotate token"; the last one goes on.
+                    log::warn!("{e}; using the token read before");
+                    st.invalid = false;
+                    st.due = Some(Instant::now() + TOKEN_FILE_RETRY);
+                }
+                Err(e) => return Err(st.fail(e, false)),
+            },
+            // Exec credentials come from a flight (see `current`).
+            Auth::Exec(_) => {}
+        }
+        Ok(st.current())
     }
 }
 
-struct ExecOutput {
-    token: Option<String>,
-    identity: Option<ClientIdentity>,
-    expires: Option<SystemTime>,
-}
-
-#[derive(Deserialize)]
-struct ExecCredential {
-    #[serde(rename = "apiVersion", default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-    status: Option<ExecStatus>,
-}
-
-#[derive(Deserialize)]
-struct ExecStatus {
-    token: Option<String>,
-    #[serde(rename = "clientCertificateData")]
-    client_certificate_data: Option<String>,
-    #[serde(rename = "clientKeyData")]
-    client_key_data: Option<String>,
-    #[serde(rename = "expirationTimestamp")]
-    expiration_timestamp: Option<String>,
-}
-
-fn run_exec(exec: &ExecConfig) -> Result<ExecOutput, String> {
-    let what = format!("exec plugin {:?}", exec.command);
-    if exec.interactive_mode == "Always" {
+fn read_token_file(path: &std::path::Path) -> Result<Token, String> {
+    let data = crate::kubeconfig::read_bounded(path, MAX_TOKEN_FILE_BYTES)
+        .map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
+    let text = String::from_utf8(data)
+        .map_err(|_| format!("token file {} is not UTF-8", path.display()))?;
+    let t = Token::new(&text);
+    if t.expose().is_empty() {
+        return Err(format!("token file {} is empty", path.display()));
+    }
+    if t.expose().bytes().any(|b| b.is_ascii_control()) {
         return Err(format!(
-            "{what}: interactiveMode Always needs a terminal; a library has none"
+            "token file {} holds control characters",
+            path.display()
         ));
     }
-    if !matches!(
-        exec.api_version.as_str(),
-        "client.authentication.k8s.io/v1" | "client.authentication.k8s.io/v1beta1"
-    ) {
-        return Err(format!(
-            "{what}: unsupported apiVersion {:?}",
-            exec.api_version
-        ));
-    }
-    let mut spec = serde_json::json!({ "interactive": false });
-    if let Some(cluster) = &exec.cluster_info {
-        spec["cluster"] = cluster.clone();
-    }
-    let info = serde_json::json!({ "apiVersion": exec.api_version, "kind": "ExecCredential", "spec": spec });
-    let mut command = match (&exec.base_dir, exec.command.contains('/')) {
-        (Some(dir), true) if !exec.command.starts_with('/') => {
-            Command::new(dir.join(&exec.command))
-        }
-        _ => Command::new(&exec.command),
-    };
-    command
-        .args(&exec.args)
-        .envs(exec.env.iter().map(|(k, v)| (k, v)))
-        .env("KUBERNETES_EXEC_INFO", info.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("{what}: cannot start: {e}"))?;
-    // Read both pipes on threads so a chatty plugin cannot block on a full pipe.
-    let mut out_pipe = child.stdout.take().expect("piped");
-    let mut err_pipe = child.stderr.take().expect("piped");
-    let out_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out_pipe.by_ref().take(1 << 20).read_to_end(&mut v);
-        v
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err_pipe.by_ref().take(4096).read_to_end(&mut v);
-        v
-    });
-    let deadline = Instant::now() + EXEC_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{what}: no answer within {EXEC_TIMEOUT:?}; killed"));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("{what}: {e}")),
-        }
-    };
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    if !status.success() {
-        let stderr = String::from_utf8_lossy(&stderr);
-        return Err(format!("{what} failed ({status}): {}", stderr.trim()));
-    }
-    // stdout holds the secret: errors describe it, never quote it.
-    let cred: ExecCredential = serde_json::from_slice(&stdout).map_err(|e| {
-        format!(
-            "{what}: output is not an ExecCredential (line {}, column {})",
-            e.line(),
-            e.column()
-        )
-    })?;
-    if cred.kind != "ExecCredential" || cred.api_version != exec.api_version {
-        return Err(format!(
-            "{what}: output has kind {:?} apiVersion {:?}, want ExecCredential {:?}",
-            cred.kind, cred.api_version, exec.api_version
-        ));
-    }
-    let status = cred
-        .status
-        .ok_or_else(|| format!("{what}: output has no status"))?;
-    let identity = match (status.client_certificate_data, status.client_key_data) {
-        (Some(c), Some(k)) => Some(ClientIdentity {
-            cert_pem: c.into_bytes(),
-            key_pem: k.into_bytes(),
-        }),
-        (None, None) => None,
-        _ => {
-            return Err(format!(
-                "{what}: clientCertificateData and clientKeyData come together"
-            ))
-        }
-    };
-    if status.token.is_none() && identity.is_none() {
-        return Err(format!(
-            "{what}: output has neither a token nor a client certificate"
-        ));
-    }
-    let expires = match status.expiration_timestamp {
-        Some(ts) => Some(
-            parse_rfc3339(&ts).ok_or_else(|| format!("{what}: bad expirationTimestamp {ts:?}"))?,
-        ),
-        None => None,
-    };
-    Ok(ExecOutput {
-        token: status.token,
-        identity,
-        expires,
-    })
+    Ok(t)
 }
 
-fn base64_encode(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
+/// When a credential expiring at `expires` is due for a refresh: the margin
+/// before it, but at least a second from now (a plugin that hands out an
+/// expired credential is not run in a loop).
+fn due_before(expires: SystemTime) -> Instant {
+    let left = expires
+        .duration_since(SystemTime::now() + EXPIRY_MARGIN)
+        .unwrap_or(Duration::ZERO);
+    Instant::now() + left.max(Duration::from_secs(1))
+}
+
+/// Waits for `done` to disconnect (true) or any of `stops` (false).
+fn wait(done: &Receiver<()>, stops: &[&Receiver<()>]) -> bool {
+    let mut sel = Select::new();
+    sel.recv(done);
+    for s in stops {
+        sel.recv(s);
     }
-    out
+    let op = sel.select();
+    let i = op.index();
+    let _ = op.recv(if i == 0 { done } else { stops[i - 1] });
+    i == 0
+}
+
+fn join(flight: &Flight) {
+    let handle = flight.thread.lock().take();
+    if let Some(h) = handle {
+        // The thread catches its own panics.
+        let _ = h.join();
+    }
 }
 
 /// Decodes a kubeconfig `*-data` field, naming it on failure.
@@ -393,50 +538,116 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64_round_trip() {
-        for s in ["", "a", "ab", "abc", "user:p@ss", "\u{e9}t\u{e9}"] {
-            assert_eq!(
-                base64_decode(&base64_encode(s.as_bytes())).unwrap(),
-                s.as_bytes()
-            );
-        }
-        assert_eq!(base64_encode(b"user:pass"), "dXNlcjpwYXNz");
-    }
-
-    #[test]
     fn basic_and_static_tokens() {
         let c = Credentials::new(Auth::Basic {
             username: "u".into(),
             password: Token::new("p"),
         });
-        assert_eq!(c.current().unwrap().header.as_deref(), Some("Basic dTpw"));
+        assert_eq!(
+            c.current(&[]).unwrap().header.as_deref(),
+            Some("Basic dTpw")
+        );
         assert!(!c.reloadable());
         let c = Credentials::new(Auth::Token(Token::new("abc")));
-        assert_eq!(c.current().unwrap().header.as_deref(), Some("Bearer abc"));
+        assert_eq!(
+            c.current(&[]).unwrap().header.as_deref(),
+            Some("Bearer abc")
+        );
     }
 
     #[test]
-    fn token_file_is_reread_after_invalidate() {
+    fn exec_config_debug_hides_args_and_env_values() {
+        let mut e = ExecConfig::new("kubelogin", &["get-token", "--oidc-client-secret=s3cr3t-a"]);
+        e.env.push(("AWS_SECRET".into(), "s3cr3t-e".into()));
+        let d = format!("{:?}", Auth::Exec(e));
+        assert!(!d.contains("s3cr3t") && !d.contains("get-token"), "{d}");
+        assert!(
+            d.contains("kubelogin") && d.contains("[2 hidden]") && d.contains("AWS_SECRET"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn exec_checks_follow_client_go() {
+        let check = |f: &dyn Fn(&mut ExecConfig)| {
+            let mut e = ExecConfig::new("p", &[]);
+            f(&mut e);
+            e.check()
+        };
+        assert!(check(&|_| {}).is_ok());
+        assert!(check(&|e| e.interactive_mode = "IfAvailable".into()).is_ok());
+        assert!(
+            check(&|e| e.api_version = "client.authentication.k8s.io/v1alpha1".into())
+                .unwrap_err()
+                .contains("invalid apiVersion")
+        );
+        assert!(check(&|e| e.interactive_mode = String::new())
+            .unwrap_err()
+            .contains("interactiveMode must be specified"));
+        assert!(check(&|e| e.interactive_mode = "Always".into())
+            .unwrap_err()
+            .contains("needs a terminal"));
+        assert!(check(&|e| e.interactive_mode = "Sometimes".into())
+            .unwrap_err()
+            .contains("invalid interactiveMode"));
+        assert!(check(&|e| e.env.push((String::new(), "v".into())))
+            .unwrap_err()
+            .contains("no name"));
+        assert!(check(&|e| e.command.clear())
+            .unwrap_err()
+            .contains("command"));
+    }
+
+    #[test]
+    fn token_file_keeps_the_last_good_token_and_is_bounded() {
         let dir = std::env::temp_dir().join(format!("tattler-auth-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("token");
         std::fs::write(&f, "one\n").unwrap();
         let c = Credentials::new(Auth::TokenFile(f.clone()));
-        assert_eq!(c.current().unwrap().header.as_deref(), Some("Bearer one"));
+        assert_eq!(
+            c.current(&[]).unwrap().header.as_deref(),
+            Some("Bearer one")
+        );
         std::fs::write(&f, "two").unwrap();
         assert_eq!(
-            c.current().unwrap().header.as_deref(),
+            c.current(&[]).unwrap().header.as_deref(),
             Some("Bearer one"),
             "cached within a minute"
         );
         c.invalidate();
-        assert_eq!(c.current().unwrap().header.as_deref(), Some("Bearer two"));
-        std::fs::remove_file(&f).unwrap();
-        c.invalidate();
-        let e = c.current().err().unwrap();
-        assert!(
-            e.contains("token") && e.contains(&f.display().to_string()),
-            "{e}"
+        assert_eq!(
+            c.current(&[]).unwrap().header.as_deref(),
+            Some("Bearer two")
         );
+        // Gone, empty or too large: the last good token goes on.
+        for bad in [
+            None,
+            Some(vec![]),
+            Some(vec![b'a'; (MAX_TOKEN_FILE_BYTES + 1) as usize]),
+        ] {
+            match bad {
+                None => std::fs::remove_file(&f).unwrap(),
+                Some(data) => std::fs::write(&f, data).unwrap(),
+            }
+            c.invalidate();
+            assert_eq!(
+                c.current(&[]).unwrap().header.as_deref(),
+                Some("Bearer two")
+            );
+        }
+        // With no good token ever read it is an error naming the file.
+        let fresh = Credentials::new(Auth::TokenFile(f.clone()));
+        match fresh.current(&[]) {
+            Err(CredentialError::Failed { message, fatal }) => {
+                assert!(
+                    message.contains(&f.display().to_string()) && message.contains("larger than"),
+                    "{message}"
+                );
+                assert!(!fatal);
+            }
+            other => panic!("{:?}", other.map(|c| c.header)),
+        }
+        std::fs::remove_file(&f).unwrap();
     }
 }

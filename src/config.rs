@@ -6,6 +6,10 @@ use std::time::Duration;
 use crate::auth::{Auth, ClientIdentity};
 use crate::{Error, ResourceSpec};
 
+/// client-go's refusal of a CA together with `insecure-skip-tls-verify`.
+pub(crate) const INSECURE_WITH_CA: &str =
+    "insecure-skip-tls-verify together with a certificate authority is not allowed (client-go: \"specifying a root certificates file with the insecure flag is not allowed\"); drop one";
+
 /// A bearer token. Its `Debug` output never shows the value.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token(String);
@@ -95,11 +99,12 @@ pub struct Config {
     /// The apiserver's URL, `https://host:port`. Plain `http://` is accepted
     /// only for loopback addresses (tests, a local proxy), with a warning.
     pub server: String,
-    /// PEM bundle of the CA certificates to trust; `None` trusts the public
-    /// web roots (rarely what a cluster uses).
+    /// PEM bundle of the CA certificates to trust; `None` trusts the system's
+    /// trust store, as kubectl does. Not allowed with `insecure_skip_tls_verify`.
     pub ca_pem: Option<Vec<u8>>,
-    /// Check the server's certificate for this name instead of the URL's host
-    /// (kubeconfig `tls-server-name`).
+    /// Check the server's certificate for this name instead of the URL's host,
+    /// and send it as SNI (kubeconfig `tls-server-name`). The URL, the `Host`
+    /// header and a proxy's `CONNECT` still name the server.
     pub tls_server_name: Option<String>,
     /// How requests authenticate: a token, a token file, basic auth or an exec plugin.
     pub auth: Auth,
@@ -108,7 +113,8 @@ pub struct Config {
     /// Which HTTP proxy to use. Default: `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY`
     /// with `NO_PROXY` honoured; loopback servers are never proxied.
     pub proxy: ProxyConfig,
-    /// Skip TLS certificate verification. Never on by default; logs a warning.
+    /// Skip TLS certificate verification. Never on by default; logs a warning;
+    /// refused together with `ca_pem`, as client-go refuses it.
     pub insecure_skip_tls_verify: bool,
     /// The namespace of the kubeconfig context or of the pod's service account,
     /// for the caller's use: tattler watches the namespaces each
@@ -295,12 +301,17 @@ impl Config {
         if self.backoff.initial.is_zero() || self.backoff.max < self.backoff.initial {
             return Err(Error::Config("backoff: need 0 < initial <= max".into()));
         }
-        if let Auth::Token(t) = &self.auth {
-            if t.0.is_empty() || t.0.bytes().any(|b| b.is_ascii_control()) {
+        match &self.auth {
+            Auth::Token(t) if t.0.is_empty() || t.0.bytes().any(|b| b.is_ascii_control()) => {
                 return Err(Error::Config(
                     "token is empty or has control characters".into(),
                 ));
             }
+            Auth::Exec(e) => e.check().map_err(Error::Config)?,
+            _ => {}
+        }
+        if self.insecure_skip_tls_verify && self.ca_pem.is_some() {
+            return Err(Error::Config(INSECURE_WITH_CA.into()));
         }
         ServerUrl::parse(&self.server)
     }

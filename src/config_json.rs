@@ -53,8 +53,20 @@ max_buffered_bytes";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
-        let doc: serde_json::Map<String, Value> =
-            serde_json::from_str(json).map_err(|e| Error::Config(format!("JSON: {e}")))?;
+        // serde's messages quote the offending value (a password, say): only
+        // the position is told.
+        let value: Value = serde_json::from_str(json).map_err(|e| {
+            Error::Config(format!(
+                "JSON: not valid JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let Value::Object(doc) = value else {
+            return Err(Error::Config(
+                "JSON: the configuration must be an object".into(),
+            ));
+        };
         let mut j = JsonConfig::default();
         for (key, v) in &doc {
             let k = key.as_str();
@@ -115,7 +127,8 @@ impl JsonConfig {
     }
 }
 
-/// `{"command":"…","args":[…],"env":{"K":"V"},"api_version":"client.authentication.k8s.io/v1"}`
+/// `{"command":"…","args":[…],"env":{"K":"V"},"api_version":"client.authentication.k8s.io/v1",
+/// "install_hint":"…","timeout_secs":60}`
 fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
     let o = v.as_object().ok_or_else(|| wrong("exec", "an object"))?;
     let mut e = crate::ExecConfig::new("", &[]);
@@ -133,9 +146,13 @@ fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
                         .push((name.clone(), string(&format!("exec.env.{name}"), val)?));
                 }
             }
+            "install_hint" => e.install_hint = Some(string("exec.install_hint", v)?),
+            "timeout_secs" => {
+                e.timeout = Duration::from_secs(number("exec.timeout_secs", v)?.max(1))
+            }
             other => {
                 return Err(Error::Config(format!(
-                    "JSON: unknown key `exec.{other}` (known: command, args, env, api_version)"
+                    "JSON: unknown key `exec.{other}` (known: command, args, env, api_version, install_hint, timeout_secs)"
                 )))
             }
         }
@@ -277,7 +294,9 @@ impl Config {
             }
         }
         if let Some(e) = j.exec {
-            c.auth = crate::Auth::Exec(exec(&e)?);
+            let e = exec(&e)?;
+            e.check().map_err(|m| Error::Config(format!("JSON: {m}")))?;
+            c.auth = crate::Auth::Exec(e);
         }
         if let Some(v) = j.relist_interval_secs {
             c.relist_interval = (v > 0).then(|| Duration::from_secs(v));
@@ -302,6 +321,12 @@ impl Config {
         }
         if let Some(v) = j.insecure {
             c.insecure_skip_tls_verify = v;
+        }
+        if c.insecure_skip_tls_verify && c.ca_pem.is_some() {
+            return Err(Error::Config(format!(
+                "JSON: {}",
+                crate::config::INSECURE_WITH_CA
+            )));
         }
         if let Some(v) = j.tls_server_name {
             c.tls_server_name = Some(v);
@@ -341,15 +366,15 @@ mod tests {
     #[test]
     fn full_document() {
         let c = Config::from_json(
-            r#"{"server":"https://10.0.0.1:6443","token":"t0k","insecure":true,"namespace":"ns",
+            r#"{"server":"https://10.0.0.1:6443","token":"t0k","insecure":false,"gzip":true,"namespace":"ns",
                 "resources":["pods","nodes","apps/v1/deployments"],"label_selector":"app=x",
-                "channel_capacity":8,"idle_timeout_secs":60,"gzip":true,"page_size":100,
+                "channel_capacity":8,"idle_timeout_secs":60,"page_size":100,
                 "ca_data":"-----BEGIN CERTIFICATE-----\n"}"#,
         )
         .unwrap();
         assert_eq!(c.server, "https://10.0.0.1:6443");
         assert_eq!(c.auth, crate::Auth::Token(Token::new("t0k")));
-        assert!(c.insecure_skip_tls_verify && c.gzip);
+        assert!(!c.insecure_skip_tls_verify && c.gzip);
         assert_eq!(
             (c.channel_capacity, c.idle_timeout, c.page_size),
             (8, Duration::from_secs(60), 100)
@@ -388,5 +413,43 @@ mod tests {
                 .contains("channel_capacity")
         );
         assert!(e("not json").contains("JSON"));
+    }
+
+    #[test]
+    fn exec_timeout_and_install_hint() {
+        let c = Config::from_json(
+            r#"{"server":"https://h","resources":["pods"],"exec":{"command":"p","timeout_secs":7,"install_hint":"brew install p"}}"#,
+        )
+        .unwrap();
+        match c.auth {
+            crate::Auth::Exec(e) => {
+                assert_eq!(e.timeout, Duration::from_secs(7));
+                assert_eq!(e.install_hint.as_deref(), Some("brew install p"));
+                assert_eq!(e.interactive_mode, "Never");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn errors_never_quote_a_value() {
+        let e = |j: &str| Config::from_json(j).unwrap_err().to_string();
+        let m = e(r#"{"server":"https://h","resources":["pods"],"token":"s3cr3t\"x"#);
+        assert!(m.contains("line 1, column") && !m.contains("s3cr3t"), "{m}");
+        let m = e(r#""s3cr3t-top""#);
+        assert!(
+            m.contains("must be an object") && !m.contains("s3cr3t"),
+            "{m}"
+        );
+        let m = e(r#"{"server":"https://h","resources":["pods"],"password":12345678}"#);
+        assert!(m.contains("`password`") && !m.contains("12345678"), "{m}");
+        let m = e(
+            r#"{"server":"https://h","resources":["pods"],"insecure":true,"ca_data":"-----BEGIN CERTIFICATE-----\n"}"#,
+        );
+        assert!(m.contains("not allowed"), "{m}");
+        let m = e(
+            r#"{"server":"https://h","resources":["pods"],"exec":{"command":"p","api_version":"v9"}}"#,
+        );
+        assert!(m.contains("invalid apiVersion"), "{m}");
     }
 }

@@ -1,11 +1,19 @@
 //! kubeconfig files, merged the way kubectl merges them, and in-cluster
 //! service-account access.
+//!
+//! The YAML is read event by event into a small tree of our own: nesting is
+//! capped, aliases are expanded within a budget (a few hundred bytes of
+//! anchors must not become gigabytes), and every error names a line and a
+//! column, never a value (a value may be a password).
 
+use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::Value;
-use yaml_rust2::{Yaml, YamlLoader};
+use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+use yaml_rust2::Yaml;
 
 use crate::auth::{decode_data, Auth, ClientIdentity, ExecConfig};
 use crate::config::ProxyConfig;
@@ -14,25 +22,413 @@ use crate::{Config, Error, Token};
 /// Where the service-account credentials of a pod live.
 pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
+/// A kubeconfig larger than this is refused (real ones, certificates
+/// embedded, are a few KiB per cluster).
+pub(crate) const MAX_FILE_BYTES: u64 = 16 << 20;
+/// Nesting deeper than this is refused (a kubeconfig is about 6 deep).
+const MAX_DEPTH: usize = 64;
+/// Nodes, alias copies included, a file may expand to (a 1.8 MB kubeconfig
+/// of 1,000 clusters, users and contexts is well within it).
+const MAX_NODES: usize = 200_000;
+/// Bytes of text, alias copies included, a file may expand to.
+const MAX_TEXT_BYTES: usize = 64 << 20;
+/// The cluster extension `provideClusterInfo` hands to the plugin as `config`.
+const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
+
+// ---------------------------------------------------------------------------
+// YAML
+
+/// A YAML node and where it starts (1-based line and column).
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    line: usize,
+    col: usize,
+    v: Val,
+}
+
+#[derive(Clone, Debug)]
+enum Val {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(String, Node)>),
+}
+
+/// A container being read, and what it has cost so far.
+struct Frame {
+    node: Node,
+    anchor: usize,
+    key: Option<String>,
+    nodes: usize,
+    bytes: usize,
+}
+
+/// What has been materialised so far, alias copies included.
+struct Budget {
+    nodes: usize,
+    bytes: usize,
+}
+
+impl Budget {
+    fn spend(&mut self, nodes: usize, bytes: usize, at: Marker) -> Result<(), String> {
+        self.nodes += nodes;
+        self.bytes += bytes;
+        if self.nodes > MAX_NODES || self.bytes > MAX_TEXT_BYTES {
+            return Err(format!(
+                "line {} column {}: aliases expand to more than {MAX_NODES} nodes or {} MiB",
+                at.line(),
+                at.col() + 1,
+                MAX_TEXT_BYTES >> 20
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Reads the first YAML document of `text`; `None` for an empty file.
+pub(crate) fn parse_yaml(text: &str) -> Result<Option<Node>, String> {
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    // Anchor id -> the node and its cost (nodes, bytes).
+    let mut anchors: HashMap<usize, (Node, usize, usize)> = HashMap::new();
+    let mut budget = Budget { nodes: 0, bytes: 0 };
+    let mut root = None;
+    loop {
+        let (ev, mark) = parser.next_token().map_err(|e| {
+            let m = e.marker();
+            format!(
+                "not YAML: {} at line {} column {}",
+                e.info(),
+                m.line(),
+                m.col() + 1
+            )
+        })?;
+        let at = |m: Marker| (m.line(), m.col() + 1);
+        let (node, anchor, nodes, bytes) = match ev {
+            Event::StreamEnd | Event::DocumentEnd => break,
+            Event::Nothing | Event::StreamStart | Event::DocumentStart => continue,
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(format!(
+                        "line {} column {}: nested more than {MAX_DEPTH} deep",
+                        mark.line(),
+                        mark.col() + 1
+                    ));
+                }
+                budget.spend(1, 0, mark)?;
+                let (line, col) = at(mark);
+                let v = if matches!(ev, Event::SequenceStart(..)) {
+                    Val::Seq(Vec::new())
+                } else {
+                    Val::Map(Vec::new())
+                };
+                stack.push(Frame {
+                    node: Node { line, col, v },
+                    anchor,
+                    key: None,
+                    nodes: 1,
+                    bytes: 0,
+                });
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let mut f = stack.pop().ok_or("unbalanced YAML")?;
+                if let Val::Map(entries) = &mut f.node.v {
+                    merge_keys(entries);
+                }
+                (f.node, f.anchor, f.nodes, f.bytes)
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                budget.spend(1, text.len(), mark)?;
+                let (line, col) = at(mark);
+                let bytes = text.len();
+                let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
+                // A mapping key is its text (kubeconfig keys are names).
+                let is_key = stack
+                    .last()
+                    .is_some_and(|f| matches!(f.node.v, Val::Map(_)) && f.key.is_none());
+                let v = if style == TScalarStyle::Plain && !is_str_tag && !is_key {
+                    resolve_plain(text)
+                } else {
+                    Val::Str(text)
+                };
+                (Node { line, col, v }, anchor, 1, bytes)
+            }
+            Event::Alias(id) => {
+                let (n, nodes, bytes) = anchors.get(&id).cloned().ok_or_else(|| {
+                    format!(
+                        "line {} column {}: an alias to an unknown anchor",
+                        mark.line(),
+                        mark.col() + 1
+                    )
+                })?;
+                budget.spend(nodes, bytes, mark)?;
+                (n, 0, nodes, bytes)
+            }
+        };
+        if anchor > 0 {
+            // Keeping the anchored copy costs as much again.
+            budget.spend(nodes, bytes, mark)?;
+            anchors.insert(anchor, (node.clone(), nodes, bytes));
+        }
+        match stack.last_mut() {
+            None => {
+                root = Some(node);
+            }
+            Some(f) => {
+                f.nodes += nodes;
+                f.bytes += bytes;
+                match (&mut f.node.v, f.key.take()) {
+                    (Val::Seq(items), _) => items.push(node),
+                    (Val::Map(entries), Some(key)) => entries.push((key, node)),
+                    (Val::Map(_), None) => {
+                        f.key = Some(match node.v {
+                            Val::Str(s) => s,
+                            Val::Int(i) => i.to_string(),
+                            Val::Bool(b) => b.to_string(),
+                            Val::Float(x) => x.to_string(),
+                            Val::Null => String::new(),
+                            Val::Seq(_) | Val::Map(_) => {
+                                return Err(format!(
+                                    "line {} column {}: a mapping key must be a plain value",
+                                    node.line, node.col
+                                ))
+                            }
+                        })
+                    }
+                    // Only sequences and mappings are ever pushed.
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(root)
+}
+
+/// YAML merge keys (`<<: *defaults`), as go-yaml applies them: the merged
+/// mapping's entries come in where the mapping has no entry of its own.
+fn merge_keys(entries: &mut Vec<(String, Node)>) {
+    if !entries.iter().any(|(k, _)| k == "<<") {
+        return;
+    }
+    let (merges, mut own): (Vec<_>, Vec<_>) = std::mem::take(entries)
+        .into_iter()
+        .partition(|(k, _)| k == "<<");
+    for (_, m) in merges {
+        let sources = match m.v {
+            Val::Map(e) => vec![e],
+            Val::Seq(items) => items
+                .into_iter()
+                .filter_map(|n| match n.v {
+                    Val::Map(e) => Some(e),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for source in sources {
+            for (k, v) in source {
+                if !own.iter().any(|(o, _)| *o == k) {
+                    own.push((k, v));
+                }
+            }
+        }
+    }
+    *entries = own;
+}
+
+/// A plain scalar's type, as go-yaml v2 (which kubectl's YAML goes through)
+/// resolves it: YAML 1.1 booleans (`yes`, `on`, …) included.
+fn resolve_plain(text: String) -> Val {
+    match text.as_str() {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => return Val::Bool(true),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => return Val::Bool(false),
+        _ => {}
+    }
+    match Yaml::from_str(&text) {
+        Yaml::Null => Val::Null,
+        Yaml::Boolean(b) => Val::Bool(b),
+        Yaml::Integer(i) => Val::Int(i),
+        Yaml::Real(r) => r.parse().map(Val::Float).unwrap_or(Val::Str(text)),
+        _ => Val::Str(text),
+    }
+}
+
+impl Node {
+    fn kind(&self) -> &'static str {
+        match self.v {
+            Val::Null => "null",
+            Val::Bool(_) => "a boolean",
+            Val::Int(_) | Val::Float(_) => "a number",
+            Val::Str(_) => "a string",
+            Val::Seq(_) => "a list",
+            Val::Map(_) => "a mapping",
+        }
+    }
+
+    /// `what` must be `want`; the error names the place and the types, not the value.
+    fn wrong(&self, what: &str, want: &str) -> String {
+        let hint =
+            if want == "a string" && matches!(self.v, Val::Bool(_) | Val::Int(_) | Val::Float(_)) {
+                " (quote it)"
+            } else {
+                ""
+            };
+        format!(
+            "line {} column {}: `{what}` must be {want}, not {}{hint}",
+            self.line,
+            self.col,
+            self.kind()
+        )
+    }
+
+    fn get(&self, key: &str) -> Option<&Node> {
+        match &self.v {
+            Val::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn entries(&self, what: &str) -> Result<&[(String, Node)], String> {
+        match &self.v {
+            Val::Map(e) => Ok(e),
+            Val::Null => Ok(&[]),
+            _ => Err(self.wrong(what, "a mapping")),
+        }
+    }
+
+    fn items(&self, what: &str) -> Result<&[Node], String> {
+        match &self.v {
+            Val::Seq(items) => Ok(items),
+            Val::Null => Ok(&[]),
+            _ => Err(self.wrong(what, "a list")),
+        }
+    }
+
+    /// The JSON form (for the exec extension); depth is already bounded.
+    fn to_json(&self) -> Value {
+        match &self.v {
+            Val::Null => Value::Null,
+            Val::Bool(b) => Value::Bool(*b),
+            Val::Int(i) => Value::from(*i),
+            Val::Float(f) => serde_json::Number::from_f64(*f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null),
+            Val::Str(s) => Value::String(s.clone()),
+            Val::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
+            Val::Map(e) => Value::Object(e.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+        }
+    }
+}
+
+/// A mapping's typed fields; unknown ones are ignored, as kubectl does.
+struct Fields<'a> {
+    node: &'a Node,
+    path: String,
+}
+
+impl<'a> Fields<'a> {
+    fn new(node: &'a Node, path: &str) -> Result<Fields<'a>, String> {
+        node.entries(path)?;
+        Ok(Fields {
+            node,
+            path: path.to_string(),
+        })
+    }
+
+    fn what(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    fn str(&self, key: &str) -> Result<Option<String>, String> {
+        match self.node.get(key) {
+            None => Ok(None),
+            Some(n) => match &n.v {
+                Val::Null => Ok(None),
+                Val::Str(s) => Ok(Some(s.clone())),
+                _ => Err(n.wrong(&self.what(key), "a string")),
+            },
+        }
+    }
+
+    /// A string field; empty counts as absent.
+    fn text(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.str(key)?.filter(|s| !s.is_empty()))
+    }
+
+    fn bool(&self, key: &str) -> Result<bool, String> {
+        match self.node.get(key) {
+            None => Ok(false),
+            Some(n) => match n.v {
+                Val::Null => Ok(false),
+                Val::Bool(b) => Ok(b),
+                _ => Err(n.wrong(&self.what(key), "true or false")),
+            },
+        }
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, String> {
+        let Some(n) = self.node.get(key) else {
+            return Ok(Vec::new());
+        };
+        let what = self.what(key);
+        n.items(&what)?
+            .iter()
+            .map(|i| match &i.v {
+                Val::Str(s) => Ok(s.clone()),
+                _ => Err(i.wrong(&format!("{what}[]"), "a string")),
+            })
+            .collect()
+    }
+
+    fn map(&self, key: &str) -> Result<Option<Fields<'a>>, String> {
+        match self.node.get(key) {
+            None => Ok(None),
+            Some(n) if matches!(n.v, Val::Null) => Ok(None),
+            Some(n) => Fields::new(n, &self.what(key)).map(Some),
+        }
+    }
+
+    /// A list of `{name: …, <body>: {…}}` entries, as `clusters`, `users`,
+    /// `contexts` and `extensions` are.
+    fn named(&self, key: &str, body: &str) -> Result<Vec<(String, Option<Fields<'a>>)>, String> {
+        let Some(n) = self.node.get(key) else {
+            return Ok(Vec::new());
+        };
+        let what = self.what(key);
+        let mut out = Vec::new();
+        for item in n.items(&what)? {
+            let f = Fields::new(item, &format!("{what}[]"))?;
+            let name = f.str("name")?.unwrap_or_default();
+            out.push((name, f.map(body)?));
+        }
+        Ok(out)
+    }
+
+    fn raw(&self, key: &str) -> Option<&'a Node> {
+        self.node.get(key)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The kubeconfig model
+
+#[derive(Default, Clone)]
 struct File {
-    #[serde(rename = "current-context")]
     current_context: Option<String>,
-    clusters: Vec<Named<Cluster>>,
-    users: Vec<Named<User>>,
-    contexts: Vec<Named<Context>>,
+    clusters: Vec<(String, Cluster)>,
+    users: Vec<(String, User)>,
+    contexts: Vec<(String, Context)>,
 }
 
-#[derive(Deserialize)]
-struct Named<T> {
-    name: String,
-    #[serde(alias = "cluster", alias = "user", alias = "context")]
-    value: Option<T>,
-}
-
-#[derive(Deserialize, Default, Clone)]
-#[serde(default, rename_all = "kebab-case")]
+#[derive(Default, Clone)]
 struct Cluster {
     server: Option<String>,
     certificate_authority: Option<String>,
@@ -40,13 +436,14 @@ struct Cluster {
     insecure_skip_tls_verify: bool,
     tls_server_name: Option<String>,
     proxy_url: Option<String>,
+    disable_compression: bool,
+    /// The `client.authentication.k8s.io/exec` extension, as JSON.
+    exec_extension: Option<Value>,
 }
 
-#[derive(Deserialize, Default, Clone)]
-#[serde(default, rename_all = "kebab-case")]
+#[derive(Default, Clone)]
 struct User {
     token: Option<String>,
-    #[serde(rename = "tokenFile")]
     token_file: Option<String>,
     client_certificate: Option<String>,
     client_certificate_data: Option<String>,
@@ -55,37 +452,114 @@ struct User {
     username: Option<String>,
     password: Option<String>,
     exec: Option<Exec>,
-    #[serde(rename = "auth-provider")]
-    auth_provider: Option<Value>,
+    auth_provider: bool,
 }
 
-#[derive(Deserialize, Default, Clone)]
-#[serde(default)]
+#[derive(Default, Clone)]
 struct Exec {
-    #[serde(rename = "apiVersion")]
     api_version: String,
     command: String,
     args: Vec<String>,
-    env: Option<Vec<EnvVar>>,
-    #[serde(rename = "interactiveMode")]
+    env: Vec<(String, String)>,
     interactive_mode: Option<String>,
-    #[serde(rename = "provideClusterInfo")]
     provide_cluster_info: bool,
+    install_hint: Option<String>,
 }
 
-#[derive(Deserialize, Default, Clone)]
-struct EnvVar {
-    name: String,
-    #[serde(default)]
-    value: String,
-}
-
-#[derive(Deserialize, Default, Clone)]
-#[serde(default)]
+#[derive(Default, Clone)]
 struct Context {
     cluster: String,
     user: String,
     namespace: Option<String>,
+}
+
+fn read_model(root: &Node) -> Result<File, String> {
+    let top = Fields::new(root, "")?;
+    let mut file = File {
+        current_context: top.text("current-context")?,
+        ..File::default()
+    };
+    for (name, body) in top.named("clusters", "cluster")? {
+        let Some(c) = body else { continue };
+        let mut exec_extension = None;
+        if let Some(list) = c.raw("extensions") {
+            for item in list.items(&c.what("extensions"))? {
+                let ext = Fields::new(item, &c.what("extensions[]"))?;
+                if ext.str("name")?.as_deref() == Some(EXEC_EXTENSION) {
+                    exec_extension = ext.raw("extension").map(Node::to_json);
+                }
+            }
+        }
+        file.clusters.push((
+            name,
+            Cluster {
+                server: c.text("server")?,
+                certificate_authority: c.text("certificate-authority")?,
+                certificate_authority_data: c.text("certificate-authority-data")?,
+                insecure_skip_tls_verify: c.bool("insecure-skip-tls-verify")?,
+                tls_server_name: c.text("tls-server-name")?,
+                proxy_url: c.text("proxy-url")?,
+                disable_compression: c.bool("disable-compression")?,
+                exec_extension,
+            },
+        ));
+    }
+    for (name, body) in top.named("users", "user")? {
+        let Some(u) = body else { continue };
+        let exec = match u.map("exec")? {
+            None => None,
+            Some(e) => {
+                let mut env = Vec::new();
+                if let Some(list) = e.raw("env") {
+                    for item in list.items(&e.what("env"))? {
+                        let v = Fields::new(item, &e.what("env[]"))?;
+                        env.push((
+                            v.str("name")?.unwrap_or_default(),
+                            v.str("value")?.unwrap_or_default(),
+                        ));
+                    }
+                }
+                Some(Exec {
+                    api_version: e.str("apiVersion")?.unwrap_or_default(),
+                    command: e.str("command")?.unwrap_or_default(),
+                    args: e.strings("args")?,
+                    env,
+                    interactive_mode: e.text("interactiveMode")?,
+                    provide_cluster_info: e.bool("provideClusterInfo")?,
+                    install_hint: e.text("installHint")?,
+                })
+            }
+        };
+        file.users.push((
+            name,
+            User {
+                token: u.text("token")?,
+                token_file: u.text("tokenFile")?,
+                client_certificate: u.text("client-certificate")?,
+                client_certificate_data: u.text("client-certificate-data")?,
+                client_key: u.text("client-key")?,
+                client_key_data: u.text("client-key-data")?,
+                username: u.text("username")?,
+                password: u.text("password")?,
+                exec,
+                auth_provider: u
+                    .raw("auth-provider")
+                    .is_some_and(|n| !matches!(n.v, Val::Null)),
+            },
+        ));
+    }
+    for (name, body) in top.named("contexts", "context")? {
+        let Some(c) = body else { continue };
+        file.contexts.push((
+            name,
+            Context {
+                cluster: c.str("cluster")?.unwrap_or_default(),
+                user: c.str("user")?.unwrap_or_default(),
+                namespace: c.text("namespace")?,
+            },
+        ));
+    }
+    Ok(file)
 }
 
 /// An entry and the folder of the file it came from (relative paths resolve there).
@@ -128,7 +602,7 @@ pub(crate) fn load(
         read.push(path.display().to_string());
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if current.is_none() {
-            current = file.current_context.filter(|c| !c.is_empty());
+            current = file.current_context;
         }
         merge(&mut clusters, file.clusters, &dir);
         merge(&mut users, file.users, &dir);
@@ -181,10 +655,11 @@ pub(crate) fn load(
     let bad = |m: String| Error::Config(format!("{where_}: {m}"));
 
     let c = &cluster.value;
+    let cluster_name = &ctx.value.cluster;
     let server = c
         .server
         .clone()
-        .ok_or_else(|| bad(format!("cluster {:?} has no server", ctx.value.cluster)))?;
+        .ok_or_else(|| bad(format!("cluster {cluster_name:?} has no server")))?;
     let mut config = Config::new(&server);
     config.ca_pem = file_or_data(
         "certificate-authority",
@@ -194,19 +669,25 @@ pub(crate) fn load(
     )
     .map_err(bad)?;
     if let Some(pem) = &config.ca_pem {
-        crate::transport::certificates(pem)
-            .map_err(|e| bad(format!("certificate-authority: {e}")))?;
+        crate::transport::roots(pem).map_err(|e| bad(format!("certificate-authority: {e}")))?;
+    }
+    if c.insecure_skip_tls_verify && config.ca_pem.is_some() {
+        return Err(bad(format!(
+            "cluster {cluster_name:?}: {}",
+            crate::config::INSECURE_WITH_CA
+        )));
     }
     config.insecure_skip_tls_verify = c.insecure_skip_tls_verify;
-    config.tls_server_name = c.tls_server_name.clone().filter(|s| !s.is_empty());
-    if let Some(p) = c.proxy_url.as_ref().filter(|p| !p.is_empty()) {
+    config.tls_server_name = c.tls_server_name.clone();
+    if let Some(p) = &c.proxy_url {
         config.proxy = ProxyConfig::Url(p.clone());
     }
-    config.namespace = ctx.value.namespace.clone().filter(|n| !n.is_empty());
+    config.namespace = ctx.value.namespace.clone();
     config.source = where_.clone();
 
     if let Some(user) = user {
         let u = &user.value;
+        let user_name = &ctx.value.user;
         let cert = file_or_data(
             "client-certificate",
             u.client_certificate.as_deref(),
@@ -222,60 +703,116 @@ pub(crate) fn load(
         )
         .map_err(bad)?;
         config.client_identity = match (cert, key) {
-            (Some(cert_pem), Some(key_pem)) => Some(ClientIdentity { cert_pem, key_pem }),
+            (Some(cert_pem), Some(key_pem)) => {
+                let id = ClientIdentity { cert_pem, key_pem };
+                let what = match &u.client_certificate {
+                    Some(f) if u.client_certificate_data.is_none() => format!(
+                        "client certificate {} of user {user_name:?}",
+                        resolve(&user.dir, f).display()
+                    ),
+                    _ => format!("client-certificate-data of user {user_name:?}"),
+                };
+                crate::transport::check_identity(&id, &what).map_err(bad)?;
+                Some(id)
+            }
             (None, None) => None,
             _ => {
-                return Err(bad(
-                    "a client certificate needs a client key, and the other way round".into(),
-                ))
+                return Err(bad(format!(
+                    "user {user_name:?}: a client certificate needs a client key, and the other way round"
+                )))
             }
         };
-        config.auth = if let Some(e) = &u.exec {
-            let cluster_info = e.provide_cluster_info.then(|| {
-                serde_json::json!({
-                    "server": server,
-                    "tls-server-name": c.tls_server_name,
-                    "insecure-skip-tls-verify": c.insecure_skip_tls_verify,
-                    "certificate-authority-data": config.ca_pem.as_ref().map(|p| String::from_utf8_lossy(p).into_owned()),
-                    "proxy-url": c.proxy_url,
-                })
-            });
-            Auth::Exec(ExecConfig {
-                api_version: e.api_version.clone(),
-                command: e.command.clone(),
-                args: e.args.clone(),
-                env: e
-                    .env
-                    .iter()
-                    .flatten()
-                    .map(|v| (v.name.clone(), v.value.clone()))
-                    .collect(),
-                interactive_mode: e
-                    .interactive_mode
-                    .clone()
-                    .unwrap_or_else(|| "IfAvailable".into()),
-                base_dir: Some(user.dir.clone()),
-                cluster_info,
-            })
-        } else if let Some(f) = u.token_file.as_ref().filter(|f| !f.is_empty()) {
+        let token = u.token_file.is_some() || u.token.is_some();
+        let basic = u.username.is_some() || u.password.is_some();
+        if token && basic {
+            // client-go: "more than one authentication method found".
+            return Err(bad(format!(
+                "user {user_name:?}: a token and a username/password are both set; only one is allowed"
+            )));
+        }
+        if u.exec.is_some() && u.auth_provider {
+            return Err(bad(format!(
+                "user {user_name:?}: auth-provider cannot be combined with an exec plugin"
+            )));
+        }
+        config.auth = if let Some(f) = &u.token_file {
             // As client-go: the file wins over a fixed token, and is re-read.
             Auth::TokenFile(resolve(&user.dir, f))
-        } else if let Some(t) = u.token.as_ref().filter(|t| !t.is_empty()) {
+        } else if let Some(t) = &u.token {
             Auth::Token(Token::new(t))
-        } else if let (Some(name), Some(pw)) = (&u.username, &u.password) {
+        } else if basic {
             Auth::Basic {
-                username: name.clone(),
-                password: Token::new(pw),
+                username: u.username.clone().unwrap_or_default(),
+                password: Token::new(u.password.as_deref().unwrap_or_default()),
             }
-        } else if u.auth_provider.is_some() {
+        } else if let Some(e) = &u.exec {
+            let exec = exec_config(e, c, &server, config.ca_pem.as_deref(), &user.dir);
+            exec.check()
+                .map_err(|m| bad(format!("user {user_name:?}: {m}")))?;
+            if config.client_identity.is_some() {
+                // client-go runs no plugin for a user that has a client certificate.
+                log::info!("{where_}: user {user_name:?} has a client certificate; its exec plugin is not used");
+                Auth::None
+            } else {
+                Auth::Exec(exec)
+            }
+        } else if u.auth_provider {
             return Err(bad(
                 "auth-provider plugins were removed from Kubernetes; use an exec plugin".into(),
             ));
         } else {
             Auth::None
         };
+        if u.exec.is_some() && !matches!(config.auth, Auth::Exec(_) | Auth::None) {
+            // client-go: a token or basic auth makes the plugin unused.
+            log::info!(
+                "{where_}: user {user_name:?} has a token or password; its exec plugin is not used"
+            );
+        }
     }
     Ok(config)
+}
+
+fn exec_config(e: &Exec, c: &Cluster, server: &str, ca: Option<&[u8]>, dir: &Path) -> ExecConfig {
+    // client-go's clientauthentication Cluster: `[]byte` CA data is base64 in JSON;
+    // empty fields are left out; `config` is the cluster's exec extension.
+    let cluster_info = e.provide_cluster_info.then(|| {
+        let mut info = serde_json::json!({ "server": server });
+        if let Some(n) = &c.tls_server_name {
+            info["tls-server-name"] = n.clone().into();
+        }
+        if c.insecure_skip_tls_verify {
+            info["insecure-skip-tls-verify"] = true.into();
+        }
+        if let Some(ca) = ca {
+            info["certificate-authority-data"] = crate::util::base64_encode(ca).into();
+        }
+        if let Some(p) = &c.proxy_url {
+            info["proxy-url"] = p.clone().into();
+        }
+        if c.disable_compression {
+            info["disable-compression"] = true.into();
+        }
+        if let Some(x) = &c.exec_extension {
+            info["config"] = x.clone();
+        }
+        info
+    });
+    let mut exec = ExecConfig::new(&e.command, &[]);
+    exec.api_version.clone_from(&e.api_version);
+    exec.args.clone_from(&e.args);
+    exec.env.clone_from(&e.env);
+    // client-go defaults an unset interactiveMode to IfAvailable for v1beta1
+    // only; v1 must say (checked by ExecConfig::check).
+    exec.interactive_mode = match (&e.interactive_mode, e.api_version.as_str()) {
+        (Some(m), _) => m.clone(),
+        (None, "client.authentication.k8s.io/v1beta1") => "IfAvailable".into(),
+        (None, _) => String::new(),
+    };
+    exec.install_hint.clone_from(&e.install_hint);
+    exec.base_dir = Some(dir.to_path_buf());
+    exec.cluster_info = cluster_info;
+    exec
 }
 
 /// The in-cluster configuration of a pod: the service's address from the
@@ -316,63 +853,51 @@ pub(crate) fn in_cluster(dir: &Path) -> Result<Config, Error> {
     Ok(config)
 }
 
+/// Reads at most `limit` bytes of `path`; a larger file is an error.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut data = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_end(&mut data)?;
+    if data.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(data)
+}
+
 fn parse_file(path: &Path) -> Result<File, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
-        path: path.display().to_string(),
+    let shown = path.display();
+    let data = read_bounded(path, MAX_FILE_BYTES).map_err(|source| Error::ReadFile {
+        path: shown.to_string(),
         source,
     })?;
-    let docs = YamlLoader::load_from_str(&text)
-        .map_err(|e| Error::Config(format!("kubeconfig {}: not YAML: {e}", path.display())))?;
-    let value = docs.into_iter().next().map(to_json).unwrap_or(Value::Null);
-    if value.is_null() {
-        return Ok(File::default());
-    }
-    serde_json::from_value(value).map_err(|e| {
-        // serde quotes the offending value, which may be a password: drop it.
-        let msg = crate::util::without_quoted(&e.to_string());
-        Error::Config(format!("kubeconfig {}: {msg}", path.display()))
-    })
-}
-
-fn to_json(y: Yaml) -> Value {
-    match y {
-        Yaml::Real(s) => s
-            .parse::<f64>()
-            .map(Value::from)
-            .unwrap_or(Value::String(s)),
-        Yaml::Integer(i) => Value::from(i),
-        Yaml::String(s) => Value::String(s),
-        Yaml::Boolean(b) => Value::Bool(b),
-        Yaml::Array(a) => Value::Array(a.into_iter().map(to_json).collect()),
-        Yaml::Hash(h) => Value::Object(
-            h.into_iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        Yaml::String(s) | Yaml::Real(s) => s,
-                        Yaml::Integer(i) => i.to_string(),
-                        Yaml::Boolean(b) => b.to_string(),
-                        _ => String::new(),
-                    };
-                    (key, to_json(v))
-                })
-                .collect(),
-        ),
-        Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,
+    let text = String::from_utf8(data).map_err(|e| {
+        Error::Config(format!(
+            "kubeconfig {shown}: not UTF-8 (at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    let fail = |m: String| Error::Config(format!("kubeconfig {shown}: {m}"));
+    match parse_yaml(&text).map_err(fail)? {
+        None => Ok(File::default()),
+        Some(root) if matches!(root.v, Val::Null) => Ok(File::default()),
+        Some(root) => read_model(&root).map_err(fail),
     }
 }
 
-fn merge<T>(into: &mut Vec<(String, Found<T>)>, from: Vec<Named<T>>, dir: &Path) {
-    for n in from {
-        if let Some(value) = n.value {
-            if !into.iter().any(|(name, _)| *name == n.name) {
-                into.push((
-                    n.name,
-                    Found {
-                        value,
-                        dir: dir.to_path_buf(),
-                    },
-                ));
-            }
+fn merge<T>(into: &mut Vec<(String, Found<T>)>, from: Vec<(String, T)>, dir: &Path) {
+    for (name, value) in from {
+        if !into.iter().any(|(n, _)| *n == name) {
+            into.push((
+                name,
+                Found {
+                    value,
+                    dir: dir.to_path_buf(),
+                },
+            ));
         }
     }
 }
@@ -397,16 +922,95 @@ fn file_or_data(
     data: Option<&str>,
     dir: &Path,
 ) -> Result<Option<Vec<u8>>, String> {
-    if let Some(d) = data.filter(|d| !d.is_empty()) {
+    if let Some(d) = data {
         return decode_data(&format!("{field}-data"), d).map(Some);
     }
-    match file.filter(|f| !f.is_empty()) {
+    match file {
         Some(f) => {
             let p = resolve(dir, f);
-            std::fs::read(&p)
+            read_bounded(&p, MAX_FILE_BYTES)
                 .map(Some)
                 .map_err(|e| format!("{field} {}: {e}", p.display()))
         }
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn yaml(text: &str) -> Result<Value, String> {
+        Ok(parse_yaml(text)?
+            .map(|n| n.to_json())
+            .unwrap_or(Value::Null))
+    }
+
+    #[test]
+    fn yaml_values_and_positions() {
+        let v =
+            yaml("a: 1\nb: [x, 'y', \"z\"]\nc: {d: true, e: ~}\nf: yes\ng: '007'\nh: !!str 12\n")
+                .unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"a":1,"b":["x","y","z"],"c":{"d":true,"e":null},"f":true,"g":"007","h":"12"})
+        );
+        let root = parse_yaml("users:\n- name: u\n  user:\n    token: 20240917\n")
+            .unwrap()
+            .unwrap();
+        let e = read_model(&root).err().unwrap();
+        assert_eq!(
+            e,
+            "line 4 column 12: `users[].user.token` must be a string, not a number (quote it)"
+        );
+        let e = parse_yaml("a: [1,\nb: \"unterminated\n").unwrap_err();
+        assert!(e.starts_with("not YAML:") && e.contains("line"), "{e}");
+        assert!(parse_yaml("").unwrap().is_none());
+    }
+
+    #[test]
+    fn aliases_are_expanded_within_a_budget() {
+        let v = yaml("base: &b {x: 1, y: [2]}\nuse: *b\nmerged:\n  <<: *b\n  x: 9\n").unwrap();
+        assert_eq!(v["use"], serde_json::json!({"x":1,"y":[2]}));
+        assert_eq!(v["merged"], serde_json::json!({"x":9,"y":[2]}));
+        // Billion laughs in a few hundred bytes: refused quickly, without the memory.
+        let mut bomb = String::from(
+            "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for (i, (name, prev)) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+            .iter()
+            .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+            .enumerate()
+        {
+            let refs = vec![format!("*{prev}"); 9].join(",");
+            bomb.push_str(&format!("{name}: &{name} [{refs}]\n"));
+            let _ = i;
+        }
+        assert!(bomb.len() < 600, "{}", bomb.len());
+        let t = std::time::Instant::now();
+        let e = yaml(&bomb).unwrap_err();
+        assert!(e.contains("aliases expand to more than"), "{e}");
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(yaml("a: *nowhere\n")
+            .unwrap_err()
+            .contains("unknown anchor"));
+    }
+
+    #[test]
+    fn nesting_is_capped_without_recursion() {
+        let deep = format!("{}x{}", "[".repeat(100_000), "]".repeat(100_000));
+        let e = yaml(&deep).unwrap_err();
+        assert!(
+            e.contains("nested more than 64") || e.contains("recursion"),
+            "{e}"
+        );
+        let block = format!("{}x\n", "- ".repeat(100_000));
+        let e = yaml(&block).unwrap_err();
+        assert!(e.contains("nested more than 64"), "{e}");
+        assert!(yaml(&format!("{}1{}", "[".repeat(60), "]".repeat(60))).is_ok());
     }
 }

@@ -37,6 +37,7 @@ mod deliver;
 mod discovery;
 mod entry;
 mod error;
+mod exec;
 mod frames;
 mod kubeconfig;
 mod list;

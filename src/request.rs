@@ -71,17 +71,16 @@ fn selectors(q: &mut String, spec: &ResourceSpec) {
     }
 }
 
+/// Everything but RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`).
+const QUERY: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Percent-encodes everything but RFC 3986 unreserved characters.
 pub(crate) fn encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(s, QUERY).to_string()
 }
 
 #[cfg(test)]
@@ -120,5 +119,15 @@ mod tests {
             list_page(&spec("pods").in_namespace("a"), 2, Some("eyJ2Ijo+/=")),
             "/api/v1/namespaces/a/pods?limit=2&continue=eyJ2Ijo%2B%2F%3D"
         );
+    }
+
+    #[test]
+    fn encoding_keeps_only_unreserved_characters() {
+        assert_eq!(encode("aZ09-._~"), "aZ09-._~");
+        assert_eq!(
+            encode("a b/c?d#e&f=g%h+i"),
+            "a%20b%2Fc%3Fd%23e%26f%3Dg%25h%2Bi"
+        );
+        assert_eq!(encode("\u{e9}"), "%C3%A9");
     }
 }

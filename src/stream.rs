@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
+use crate::auth::CredentialError;
 use crate::channel::{Out, Stop};
 use crate::config::Backoff;
 use crate::machine::{End, Machine, Next, Phase, Seen};
@@ -309,9 +310,24 @@ impl Stream {
         read_timeout: Option<Duration>,
     ) -> Result<ureq::http::Response<ureq::Body>, End> {
         let creds = &self.transport.credentials;
-        let current = creds
-            .current()
-            .map_err(|e| End::Retry(format!("credentials: {e}"), None))?;
+        let current = match creds.current(&[&self.stop.all, &self.stop.own]) {
+            Ok(c) => c,
+            Err(CredentialError::Stopped) => return Err(End::Stopped),
+            // A credential that cannot come (a missing plugin, unusable output,
+            // failing again and again) ends the resource with an Error entry.
+            Err(CredentialError::Failed {
+                message,
+                fatal: true,
+            }) => {
+                return Err(End::Fatal(ErrorInfo {
+                    code: 0,
+                    reason: "Credentials".into(),
+                    message,
+                    ended: true,
+                }))
+            }
+            Err(e) => return Err(End::Retry(format!("credentials: {e}"), None)),
+        };
         let agent = match self.slot.get(&self.transport, &current) {
             None => return Err(End::Stopped),
             Some(Ok(a)) => a,

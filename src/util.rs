@@ -1,60 +1,97 @@
-//! Small pure helpers that are not worth a dependency.
+//! Small pure helpers: kubeconfig base64, RFC 3339 timestamps, and the
+//! JSON string scan the scrubber uses.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Decodes standard base64 (with or without padding; white space ignored),
-/// as kubeconfig `*-data` fields hold it.
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+use base64::engine::DecodePaddingMode;
+use base64::Engine;
+
+/// Go's `base64.StdEncoding`, which decodes kubeconfig `*-data` fields
+/// (`[]byte` in JSON): the standard alphabet, padding required, trailing
+/// bits tolerated, `\r` and `\n` skipped, anything else refused.
+const GO_STD: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical)
+        .with_decode_allow_trailing_bits(true),
+);
+
+/// Decodes standard base64 as Go does for kubeconfig `*-data` fields. The
+/// error gives an offset, never the offending character (the text may be a
+/// key).
 pub(crate) fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for (i, c) in s.bytes().enumerate() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            b' ' | b'\n' | b'\r' | b'\t' => continue,
-            _ => return Err(format!("invalid base64 character at offset {i}")),
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
+    let text: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\r' | b'\n')).collect();
+    GO_STD.decode(&text).map_err(|e| match e {
+        base64::DecodeError::InvalidByte(at, _) => {
+            format!("not valid base64 (bad character at offset {at})")
         }
-    }
-    Ok(out)
+        base64::DecodeError::InvalidLastSymbol { offset, .. } => {
+            format!("not valid base64 (bad character at offset {offset})")
+        }
+        base64::DecodeError::InvalidLength(_) => "not valid base64 (truncated)".into(),
+        base64::DecodeError::InvalidPadding => "not valid base64 (bad padding)".into(),
+    })
 }
 
-/// Parses an RFC 3339 timestamp (`2026-11-29T17:30:20Z`, `…+02:00`,
-/// fractional seconds allowed) into a point in time.
+/// Standard base64 with padding (HTTP basic auth, `provideClusterInfo`).
+pub(crate) fn base64_encode(data: &[u8]) -> String {
+    GO_STD.encode(data)
+}
+
+/// Parses an RFC 3339 timestamp as Go's `time.Parse(time.RFC3339, …)` (and
+/// so `metav1.Time`) does: `2026-11-29T17:30:20Z`, `…+02:00`, fractional
+/// seconds allowed, every field range-checked (no `T99:99:99`, no Feb 31).
 pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let d = b.get(r)?;
+        if !d.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(d).ok()?.parse().ok()
+    };
     let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (hour, min, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if b[13] != b':' || b[16] != b':' || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+    if !(1..=12).contains(&month)
+        || day < 1
+        || day > days_in_month(year, month)
+        || hour > 23
+        || min > 59
+        || sec > 59
+    {
         return None;
     }
     let mut rest = &s[19..];
     if let Some(frac) = rest.strip_prefix('.') {
         let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
         rest = &frac[digits..];
     }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6
-            && matches!(rest.as_bytes()[0], b'+' | b'-')
-            && rest.as_bytes()[3] == b':' =>
-        {
-            let sign = if rest.starts_with('-') { -1 } else { 1 };
-            sign * (rest[1..3].parse::<i64>().ok()? * 3600 + rest[4..6].parse::<i64>().ok()? * 60)
+    let offset = match rest.as_bytes() {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let two = |a: u8, b: u8| -> Option<i64> {
+                (a.is_ascii_digit() && b.is_ascii_digit())
+                    .then(|| i64::from(a - b'0') * 10 + i64::from(b - b'0'))
+            };
+            let (h, m) = (two(*h1, *h2)?, two(*m1, *m2)?);
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let sign = if *sign == b'-' { -1 } else { 1 };
+            sign * (h * 3600 + m * 60)
         }
         _ => return None,
     };
@@ -71,31 +108,47 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn base64() {
+    fn base64_is_as_strict_as_go() {
         assert_eq!(base64_decode("aGVsbG8gd29ybGQ=").unwrap(), b"hello world");
-        assert_eq!(base64_decode("aGVsbG8gd29ybGQ").unwrap(), b"hello world");
-        assert_eq!(base64_decode("YQ==\nYg").unwrap(), b"a");
+        assert_eq!(
+            base64_decode("aGVs\nbG8g\r\nd29ybGQ=").unwrap(),
+            b"hello world"
+        );
         assert_eq!(base64_decode("").unwrap(), b"");
-        assert!(base64_decode("a*b").unwrap_err().contains("offset 1"));
-    }
-
-    #[test]
-    fn quoted_parts_are_dropped() {
-        assert_eq!(
-            without_quoted(
-                r#"invalid type: string "token:s3cr3t", expected struct User at line 3"#
-            ),
-            "invalid type: string …, expected struct User at line 3"
-        );
-        assert_eq!(
-            without_quoted("invalid type: integer `20240917`, expected a string"),
-            "invalid type: integer …, expected a string"
-        );
+        // Go: "illegal base64 data at input byte 4" for each of these.
+        for bad in [
+            "YQ==garbage!!",
+            "YQ==YQ==",
+            "aGVsbG8gd29ybGQ",
+            "a*b=",
+            "aGVs bG8=",
+            "-_-_",
+        ] {
+            assert!(base64_decode(bad).is_err(), "{bad:?} was accepted");
+        }
+        let e = base64_decode("c2Vj*mV0").unwrap_err();
+        assert!(e.contains("offset 4") && !e.contains('*'), "{e}");
+        for s in ["", "a", "ab", "abc", "user:p@ss", "\u{e9}t\u{e9}"] {
+            assert_eq!(
+                base64_decode(&base64_encode(s.as_bytes())).unwrap(),
+                s.as_bytes()
+            );
+        }
+        assert_eq!(base64_encode(b"user:pass"), "dXNlcjpwYXNz");
     }
 
     #[test]
@@ -105,28 +158,32 @@ mod tests {
         assert_eq!(t("2018-03-05T17:30:20-08:00"), Some(1_520_299_820));
         assert_eq!(t("2026-11-29T17:45:56.123456Z"), Some(1_795_974_356));
         assert_eq!(t("2000-02-29T00:00:00+01:00"), Some(951_778_800));
-        assert_eq!(t("yesterday"), None);
-        assert_eq!(t("2026-13-01T00:00:00Z"), None);
-    }
-}
-
-/// A parser's message with every quoted part (`"…"` or `` `…` ``) replaced
-/// by `…`: such messages quote the offending value, which may be a secret.
-pub(crate) fn without_quoted(msg: &str) -> String {
-    let mut out = String::with_capacity(msg.len());
-    let mut quote = None;
-    for c in msg.chars() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '"' || c == '`' => {
-                quote = Some(c);
-                out.push('…');
-            }
-            None => out.push(c),
+        assert_eq!(t("2024-12-31T23:59:59Z"), Some(1_735_689_599));
+        for bad in [
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-00-01T00:00:00Z",
+            "2026-01-01T99:99:99Z",
+            "2026-01-01T24:00:00Z",
+            "2026-01-01T23:60:00Z",
+            "2026-01-01T23:59:60Z",
+            "2026-02-31T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-01-01T00:00:00",
+            "2026-01-01T00:00:00.Z",
+            "2026-01-01T00:00:00+25:00",
+            "2026-01-01T00:00:00+01:60",
+            "2026-01-01T00:00:00+0100",
+            "2026-01-01 00:00:00Z",
+            "+026-01-01T00:00:00Z",
+            "2026-01-01T0a:00:00Z",
+            "1969-12-31T23:59:59Z",
+        ] {
+            assert_eq!(t(bad), None, "{bad}");
         }
     }
-    out
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;

@@ -377,6 +377,15 @@ fn tls_server_name_checks_the_certificate_for_that_name() {
     let r = streams_one_pod(&c.api, quick(config, &["pods"]));
     drop(r);
     assert_eq!(c.front.handshake_errors(), Vec::<String>::new());
+    // Only the checked name changes: SNI says it, the Host header names the URL's host.
+    assert_eq!(
+        c.front.server_names(),
+        [Some("kubernetes.internal".to_string())]
+    );
+    assert_eq!(
+        c.front.header_values("host"),
+        [c.url().trim_start_matches("https://").to_string()]
+    );
 
     // The same without tls-server-name: a TLS error, nothing reaches the server.
     let res = own_resource(&c.api, "wrongnames");
@@ -647,7 +656,12 @@ fn exec_plugin_v1_with_args_env_interactive_never_and_cluster_info() {
     let user = exec_yaml(
         V1,
         "/bin/sh",
-        &[&plugin(), "--region", "eu-1"],
+        &[
+            &plugin(),
+            "--client-secret=sec-arg-7a7a",
+            "--region",
+            "eu-1",
+        ],
         &[
             (
                 "PLUGIN_TOKEN_FILE",
@@ -663,7 +677,7 @@ fn exec_plugin_v1_with_args_env_interactive_never_and_cluster_info() {
         "config",
         kubeconfig(
             &format!(
-                "server: {}\ncertificate-authority-data: {}\n",
+                "server: {}\ncertificate-authority-data: {}\nextensions:\n- name: other\n  extension: {{x: 1}}\n- name: client.authentication.k8s.io/exec\n  extension:\n    audience: tattler-test\n    scopes: [a, b]\n",
                 q(&c.url()),
                 c.ca_data()
             ),
@@ -676,7 +690,15 @@ fn exec_plugin_v1_with_args_env_interactive_never_and_cluster_info() {
         Auth::Exec(e) => {
             assert_eq!(e.api_version, V1);
             assert_eq!(e.command, "/bin/sh");
-            assert_eq!(e.args, [plugin().as_str(), "--region", "eu-1"]);
+            assert_eq!(
+                e.args,
+                [
+                    plugin().as_str(),
+                    "--client-secret=sec-arg-7a7a",
+                    "--region",
+                    "eu-1"
+                ]
+            );
             assert_eq!(e.interactive_mode, "Never");
             assert!(e.env.contains(&("PLUGIN_LOG".to_string(), runs.clone())));
         }
@@ -698,12 +720,33 @@ fn exec_plugin_v1_with_args_env_interactive_never_and_cluster_info() {
     assert_eq!(info["kind"], "ExecCredential");
     assert_eq!(info["spec"]["interactive"], false);
     assert_eq!(info["spec"]["cluster"]["server"], c.url().as_str());
+    // client-go's Cluster: the CA as []byte, so base64 in JSON; empty fields left out.
     assert_eq!(
         info["spec"]["cluster"]["certificate-authority-data"],
-        c.pki.ca_pem.as_str()
+        b64(c.pki.ca_pem.as_bytes()).as_str()
+    );
+    assert_eq!(
+        info["spec"]["cluster"]["config"],
+        serde_json::json!({"audience": "tattler-test", "scopes": ["a", "b"]})
+    );
+    assert!(
+        info["spec"]["cluster"].get("tls-server-name").is_none(),
+        "{info}"
+    );
+    assert!(
+        info["spec"]["cluster"]
+            .get("insecure-skip-tls-verify")
+            .is_none(),
+        "{info}"
     );
     let texts = debug_texts(&config, &r);
-    assert_hidden(&["tok-exec-v1-2c3d"], &strs(&texts));
+    // Config's Debug shows the command, never the arguments' values.
+    assert!(
+        texts[0].contains("/bin/sh") && texts[0].contains("[4 hidden]"),
+        "{}",
+        texts[0]
+    );
+    assert_hidden(&["tok-exec-v1-2c3d", "sec-arg-7a7a"], &strs(&texts));
 }
 
 #[test]
@@ -1477,9 +1520,30 @@ fn malformed_certificate_data_is_named() {
             None,
         ),
     );
-    let e = open_err(quick(load(&path, None), &["pods"]));
-    assert!(e.contains("client certificate") && e.contains("PEM"), "{e}");
+    // Checked when the kubeconfig is read, naming the field and the user.
+    let e = load_err(&path, None);
+    assert!(
+        e.contains(&path)
+            && e.contains("client-certificate-data of user \"u\"")
+            && e.contains("PEM"),
+        "{e}"
+    );
     assert_hidden(&strs(&pem_lines(&id.key_pem)), &[&e]);
+
+    // Base64 as strict as Go's: trailing garbage after the padding is refused.
+    let path = dir.write(
+        "config5",
+        kubeconfig(
+            &format!("{server}certificate-authority-data: \"YQ==garbage!!\"\n"),
+            "token: tok-badcert-7f80\n",
+            None,
+        ),
+    );
+    let e = load_err(&path, None);
+    assert!(
+        e.contains("certificate-authority-data") && e.contains("not valid base64"),
+        "{e}"
+    );
 
     // A certificate-authority file that is not there: the resolved path is named.
     let path = dir.write(
@@ -1528,21 +1592,20 @@ fn a_malformed_client_key_is_a_clear_error_not_a_panic() {
             None,
         ),
     );
-    match Reader::open(quick(load(&path, None), &[&res])) {
-        Err(e) => {
-            let e = e.to_string();
-            assert!(e.contains("client key"), "{e}");
-            assert_hidden(&["c2VjcmV0LWdhcmJhZ2Uta2V5LTQ0NTU2Njc3"], &[&e]);
-        }
-        Ok(r) => {
-            let e = next(&r);
-            panic!(
-                "Reader::open accepted a malformed client key; the stream then gave {}: {:?}",
-                show(&e),
-                e.error()
-            );
-        }
-    }
+    // Refused when the kubeconfig is read, before any handshake.
+    let e = load_err(&path, None);
+    assert!(e.contains(&path) && e.contains("client key"), "{e}");
+    assert_hidden(&["c2VjcmV0LWdhcmJhZ2Uta2V5LTQ0NTU2Njc3"], &[&e]);
+    // The same identity given through the Rust API: refused by Reader::open.
+    let mut config = quick(Config::new(&c.url()), &[&res]);
+    config.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
+    config.client_identity = Some(tattler::ClientIdentity {
+        cert_pem: id.cert_pem.clone().into_bytes(),
+        key_pem: garbage_key.as_bytes().to_vec(),
+    });
+    let e = open_err(config);
+    assert!(e.contains("client key"), "{e}");
+    assert_eq!(c.front.handshakes(), [], "no handshake was tried");
 }
 
 #[test]
@@ -1586,11 +1649,29 @@ fn a_numeric_password_is_not_echoed_in_the_error() {
             None,
         ),
     );
-    if let Err(e) = Config::from_kubeconfig(Some(&path), None) {
-        let e = e.to_string();
-        assert!(e.contains(&path) && e.contains("password"), "{e}");
-        assert_hidden(&["20240917"], &[&e]);
-    }
+    let e = load_err(&path, None);
+    // The place, never the value.
+    assert!(
+        e.contains(&path)
+            && e.contains("line 13 column 15: `users[].user.password` must be a string, not a number (quote it)"),
+        "{e}"
+    );
+    assert_hidden(&["20240917"], &[&e]);
+    // A value with an escaped quote in it is not quoted back either.
+    let path = dir.write(
+        "config2",
+        kubeconfig(
+            "server: https://127.0.0.1:1\n",
+            "token: [\"tok-\\\"quoted-6f6f\"]\n",
+            None,
+        ),
+    );
+    let e = load_err(&path, None);
+    assert!(
+        e.contains("`users[].user.token` must be a string, not a list"),
+        "{e}"
+    );
+    assert_hidden(&["quoted-6f6f"], &[&e]);
 }
 
 /// A kubeconfig whose user is the exec plugin `command args…` with `env`,
@@ -1600,12 +1681,19 @@ fn failing_exec(
     command: &str,
     args: &[&str],
     env: &[(&str, &str)],
+    extra: &str,
 ) -> (FakeApi, TempDir, String, Reader) {
     capture_log();
     let api = FakeApi::start();
     let res = own_resource(&api, tag);
     let dir = TempDir::new(tag);
-    let user = exec_yaml(V1, command, args, env, "interactiveMode: Never\n");
+    let user = exec_yaml(
+        V1,
+        command,
+        args,
+        env,
+        &format!("interactiveMode: Never\n{extra}"),
+    );
     let path = dir.write(
         "config",
         kubeconfig(&format!("server: {}\n", q(&api.url())), &user, None),
@@ -1614,25 +1702,53 @@ fn failing_exec(
     (api, dir, res, r)
 }
 
-#[test]
-fn an_exec_command_that_does_not_exist_is_named() {
-    let _w = Watchdog::new("exec_missing", LIMIT);
-    let (api, dir, res, r) = failing_exec("execmissings", "/nonexistent/bin/kube-login", &[], &[]);
-    let line = logged(&[
-        &format!("{res}: credentials"),
-        "\"/nonexistent/bin/kube-login\"",
-    ]);
-    assert!(line.contains("cannot start"), "{line}");
-    assert_no_entries(&r);
-    assert_eq!(api.requests(), Vec::<String>::new());
-    assert!(!r.stats()[0].synced);
-    drop(dir);
+/// The one entry a resource whose credentials cannot come gives: an Error
+/// with reason `Credentials`; then nothing more.
+fn credentials_error(r: &Reader) -> String {
+    credentials_error_within(r, Duration::from_secs(20))
+}
+
+fn credentials_error_within(r: &Reader, limit: Duration) -> String {
+    let e = r
+        .next_timeout(limit)
+        .unwrap_or_else(|e| panic!("no entry: {e}"));
+    assert_eq!(e.change(), Change::Error, "{}", show(&e));
+    let info = e.error().expect("an Error entry has its error").clone();
+    assert_eq!(
+        (info.code, info.reason.as_str()),
+        (0, "Credentials"),
+        "{info:?}"
+    );
+    assert_quiet(r, Duration::from_millis(300));
+    assert!(r.stats()[0].failed, "{:?}", r.stats());
+    info.message
 }
 
 #[test]
-fn an_exec_plugin_printing_non_json_never_shows_its_output() {
+fn an_exec_command_that_does_not_exist_is_an_error_entry_with_its_install_hint() {
+    let _w = Watchdog::new("exec_missing", LIMIT);
+    let (api, _dir, _res, r) = failing_exec(
+        "execmissings",
+        "/nonexistent/bin/kube-login",
+        &[],
+        &[],
+        "installHint: \"\\e[1mbrew install kube-login\\e[0m, or see https://example.invalid/kube-login\"\n",
+    );
+    let m = credentials_error(&r);
+    assert!(
+        m.contains("executable /nonexistent/bin/kube-login not found")
+            && m.contains("client-go credential plugin that is not installed")
+            && m.contains("\n\nbrew install kube-login, or see https://example.invalid/kube-login"),
+        "{m}"
+    );
+    assert!(!m.contains('\u{1b}'), "terminal escapes are dropped: {m:?}");
+    assert_eq!(api.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn an_exec_plugin_printing_non_json_is_an_error_entry_that_never_shows_its_output() {
     let _w = Watchdog::new("exec_garbage", LIMIT);
-    let (api, _dir, res, r) = failing_exec(
+    let (api, dir, _res, r) = failing_exec(
         "execgarbages",
         "/bin/sh",
         &[&plugin()],
@@ -1640,57 +1756,119 @@ fn an_exec_plugin_printing_non_json_never_shows_its_output() {
             ("PLUGIN_MODE", "garbage"),
             ("PLUGIN_TOKEN", "tok-garbage-4b4b"),
         ],
+        "",
     );
-    let line = logged(&[&format!("{res}: credentials"), "not an ExecCredential"]);
-    assert!(line.contains("\"/bin/sh\""), "{line}");
-    assert_no_entries(&r);
+    let m = credentials_error(&r);
+    assert!(
+        m.contains("\"/bin/sh\"") && m.contains("not an ExecCredential"),
+        "{m}"
+    );
     assert_eq!(api.requests(), Vec::<String>::new());
-    let texts = vec![format!("{:?}", r.stats())];
+    let texts = vec![m, format!("{:?}", r.stats())];
     assert_hidden(&["tok-garbage-4b4b", "this is not JSON"], &strs(&texts));
+    drop(dir);
 }
 
 #[test]
-fn an_exec_plugin_that_fails_has_its_stderr_in_the_error() {
+fn an_exec_plugin_that_fails_is_retried_and_its_stderr_is_never_kept() {
     let _w = Watchdog::new("exec_boom", LIMIT);
+    let dir_runs = TempDir::new("exec-boom-runs");
+    let runs = dir_runs.file("runs");
     let (api, _dir, res, r) = failing_exec(
-        "execbooms",
+        "execexits",
         "/bin/sh",
         &[&plugin()],
-        &[("PLUGIN_MODE", "fail"), ("PLUGIN_TOKEN", "tok-boom-5c5c")],
+        &[
+            ("PLUGIN_MODE", "fail"),
+            ("PLUGIN_TOKEN", "tok-boom-5c5c"),
+            ("PLUGIN_LOG", &runs),
+        ],
+        "",
     );
-    let line = logged(&[&format!("{res}: credentials"), "boom"]);
+    // client-go's words, with no stderr in them; retried, not final.
+    let line = logged(&[&format!("{res}: credentials"), "failed with exit code 1"]);
     assert!(
-        line.contains("\"/bin/sh\"") && line.contains("exit status: 1"),
+        line.contains("exec plugin \"/bin/sh\" failed with exit code 1; retrying"),
         "{line}"
     );
+    assert!(!line.contains("boom"), "{line}");
     assert_no_entries(&r);
+    let last = r.stats()[0].last_error.clone().unwrap_or_default();
+    assert!(
+        last.contains("exit code 1") && !last.contains("boom"),
+        "{last}"
+    );
+    // A failure is kept for a while: the streams retry every few ms, the plugin ran once.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(r.stats()[0].reconnects >= 3, "{:?}", r.stats());
+    assert_eq!(
+        plugin_runs(&runs).len(),
+        1,
+        "a failure is cached for a few seconds"
+    );
     assert_eq!(api.requests(), Vec::<String>::new());
-    assert_hidden(&["tok-boom-5c5c"], &[]);
+    let texts = vec![format!("{:?}", r.stats())];
+    assert_hidden(&["tok-boom-5c5c"], &strs(&texts));
+    assert!(capture_log().matching(&["boom"]).is_empty());
 }
 
 #[test]
-fn an_exec_plugin_that_wants_a_terminal_is_refused() {
-    let _w = Watchdog::new("exec_always", LIMIT);
-    capture_log();
-    let api = FakeApi::start();
-    let res = own_resource(&api, "execalways");
-    let dir = TempDir::new("exec-always");
-    let user = exec_yaml(
-        V1,
+fn an_exec_plugin_that_keeps_failing_becomes_an_error_entry() {
+    let _w = Watchdog::new("exec_keeps_failing", Duration::from_secs(90));
+    // (about 20 s: five runs, each failure kept 5 s)
+    let dir_runs = TempDir::new("exec-fail-runs");
+    let runs = dir_runs.file("runs");
+    let started = Instant::now();
+    let (api, _dir, _res, r) = failing_exec(
+        "execfailings",
         "/bin/sh",
         &[&plugin()],
-        &[("PLUGIN_TOKEN", "tok-always-6d6d")],
-        "interactiveMode: Always\n",
+        &[("PLUGIN_MODE", "fail"), ("PLUGIN_LOG", &runs)],
+        "",
     );
-    let path = dir.write(
-        "config",
-        kubeconfig(&format!("server: {}\n", q(&api.url())), &user, None),
+    let m = credentials_error_within(&r, Duration::from_secs(60));
+    // Five runs, a failure kept 5 s each time: final after about 20 s, not forever.
+    assert_eq!(plugin_runs(&runs).len(), 5, "{m}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
     );
-    let r = Reader::open(quick(load(&path, None), &[&res])).unwrap();
-    let line = logged(&[&format!("{res}: credentials"), "interactiveMode Always"]);
-    assert!(line.contains("\"/bin/sh\""), "{line}");
-    assert_no_entries(&r);
+    assert!(m.contains("failed with exit code 1"), "{m}");
     assert_eq!(api.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn interactive_mode_is_checked_as_client_go_does() {
+    let _w = Watchdog::new("exec_interactive", LIMIT);
+    let dir = TempDir::new("exec-interactive");
+    let path_for = |api_version: &str, extra: &str| {
+        let user = exec_yaml(api_version, "/bin/sh", &[&plugin()], &[], extra);
+        dir.write(
+            "config",
+            kubeconfig("server: https://127.0.0.1:1\n", &user, None),
+        )
+    };
+    // Always: a library has no terminal on stdin.
+    let e = load_err(&path_for(V1, "interactiveMode: Always\n"), None);
+    assert!(e.contains("interactiveMode Always needs a terminal"), "{e}");
+    // v1 must say; v1beta1 defaults to IfAvailable (never interactive here).
+    let e = load_err(&path_for(V1, ""), None);
+    assert!(e.contains("interactiveMode must be specified"), "{e}");
+    let e = load_err(&path_for(V1, "interactiveMode: Sometimes\n"), None);
+    assert!(e.contains("invalid interactiveMode \"Sometimes\""), "{e}");
+    match load(&path_for(V1BETA1, ""), None).auth {
+        Auth::Exec(x) => assert_eq!(x.interactive_mode, "IfAvailable"),
+        other => panic!("{other:?}"),
+    }
+    let e = load_err(
+        &path_for(
+            "client.authentication.k8s.io/v1alpha1",
+            "interactiveMode: Never\n",
+        ),
+        None,
+    );
+    assert!(e.contains("invalid apiVersion"), "{e}");
 }
 
 #[test]
@@ -1740,4 +1918,549 @@ fn json_errors_name_the_key() {
         r#"{"server":"https://h","resources":["pods"],"client_cert_file":"/nonexistent/c.crt","client_key_file":"/nonexistent/c.key"}"#,
     );
     assert!(err.contains("/nonexistent/c.crt"), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// Issue 13: certificates checked up front, client-go's TLS rules
+
+/// A cluster demanding client certificates, and its client CA as files for openssl.
+fn mtls_cluster(dir: &TempDir) -> (Cluster, std::path::PathBuf, std::path::PathBuf) {
+    let c = Cluster::with(&["127.0.0.1"], true);
+    let ca = dir.path().join("client-ca.crt");
+    let key = dir.path().join("client-ca.key");
+    std::fs::write(&ca, &c.clients.ca_pem).unwrap();
+    std::fs::write(&key, &c.clients.ca_key_pem).unwrap();
+    (c, ca, key)
+}
+
+#[test]
+fn a_v1_client_certificate_is_refused_up_front_with_how_to_reissue_it() {
+    let _w = Watchdog::new("v1_client_cert", LIMIT);
+    capture_log();
+    let dir = TempDir::new("v1-cert");
+    let (c, ca, ca_key) = mtls_cluster(&dir);
+    let (v1, v1_key) = openssl_client_cert(dir.path(), &ca, &ca_key, "tutorial-user", false);
+    let cert_file = dir.write("kube/alice.crt", &v1);
+    dir.write("kube/alice.key", &v1_key);
+    let cluster = format!(
+        "server: {}\ncertificate-authority-data: {}\n",
+        q(&c.url()),
+        c.ca_data()
+    );
+    let want = |e: &str| {
+        assert!(
+            e.contains("is an X.509 v1 certificate")
+                && e.contains("kubectl accepts it")
+                && e.contains("openssl x509 -req")
+                && e.contains("-extfile"),
+            "{e}"
+        );
+        assert_hidden(&strs(&pem_lines(&v1_key)), &[e]);
+    };
+    // kubeconfig with files: the error names the certificate file and the user.
+    let path = dir.write(
+        "kube/config",
+        kubeconfig(
+            &cluster,
+            "client-certificate: alice.crt\nclient-key: alice.key\n",
+            None,
+        ),
+    );
+    let e = load_err(&path, None);
+    want(&e);
+    assert!(
+        e.contains(&format!("client certificate {cert_file} of user \"u\"")),
+        "{e}"
+    );
+    // kubeconfig with data.
+    let path = dir.write(
+        "kube/config2",
+        kubeconfig(
+            &cluster,
+            &format!(
+                "client-certificate-data: {}\nclient-key-data: {}\n",
+                b64(v1.as_bytes()),
+                b64(v1_key.as_bytes())
+            ),
+            None,
+        ),
+    );
+    let e = load_err(&path, None);
+    want(&e);
+    assert!(e.contains("client-certificate-data of user \"u\""), "{e}");
+    // JSON and the Rust API: Reader::open refuses it.
+    let json = format!(
+        r#"{{"server":{},"ca_data":{},"client_cert_file":{},"client_key_file":{},"resources":["pods"]}}"#,
+        q(&c.url()),
+        q(&c.pki.ca_pem),
+        q(&cert_file),
+        q(&dir.file("kube/alice.key"))
+    );
+    want(&open_err(Config::from_json(&json).unwrap()));
+    let mut config = quick(Config::new(&c.url()), &["pods"]);
+    config.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
+    config.client_identity = Some(tattler::ClientIdentity {
+        cert_pem: v1.clone().into_bytes(),
+        key_pem: v1_key.clone().into_bytes(),
+    });
+    want(&open_err(config));
+    assert_eq!(c.front.handshakes(), [], "nothing was tried");
+    assert!(capture_log().matching(&["panicked"]).is_empty());
+
+    // Reissued as the message says (same CA, -extfile): it works.
+    let (v3, v3_key) = openssl_client_cert(dir.path(), &ca, &ca_key, "tutorial-user", true);
+    dir.write("kube/alice.crt", &v3);
+    dir.write("kube/alice.key", &v3_key);
+    let path = dir.write(
+        "kube/config3",
+        kubeconfig(
+            &cluster,
+            "client-certificate: alice.crt\nclient-key: alice.key\n",
+            None,
+        ),
+    );
+    let _r = streams_one_pod(&c.api, quick(load(&path, None), &["pods"]));
+    assert_eq!(c.front.handshakes().len(), 1);
+    assert!(c.front.handshakes()[0].is_some());
+}
+
+#[test]
+fn a_client_key_that_does_not_match_its_certificate_is_refused_up_front() {
+    let _w = Watchdog::new("key_mismatch", LIMIT);
+    let pki = Pki::new("mismatch CA");
+    let (a, b) = (
+        pki.client("a", KeyKind::EcPkcs8),
+        pki.client("b", KeyKind::EcPkcs8),
+    );
+    let dir = TempDir::new("key-mismatch");
+    let path = dir.write(
+        "config",
+        kubeconfig(
+            "server: https://127.0.0.1:1\n",
+            &format!(
+                "client-certificate-data: {}\nclient-key-data: {}\n",
+                b64(a.cert_pem.as_bytes()),
+                b64(b.key_pem.as_bytes())
+            ),
+            None,
+        ),
+    );
+    let e = load_err(&path, None);
+    assert!(e.contains("its key does not belong to it"), "{e}");
+    assert_hidden(&strs(&pem_lines(&b.key_pem)), &[&e]);
+}
+
+#[test]
+fn an_exec_plugin_handing_out_a_v1_certificate_is_an_error_entry() {
+    let _w = Watchdog::new("exec_v1_cert", LIMIT);
+    let dir = TempDir::new("exec-v1-cert");
+    let (c, ca, ca_key) = mtls_cluster(&dir);
+    let (v1, v1_key) = openssl_client_cert(dir.path(), &ca, &ca_key, "exec-user", false);
+    let (cert, key) = (dir.write("e.crt", &v1), dir.write("e.key", &v1_key));
+    let res = own_resource(&c.api, "execv1certs");
+    let user = exec_yaml(
+        V1,
+        "/bin/sh",
+        &[&plugin()],
+        &[("PLUGIN_CERT_FILE", &cert), ("PLUGIN_KEY_FILE", &key)],
+        "interactiveMode: Never\n",
+    );
+    let path = dir.write(
+        "config",
+        kubeconfig(
+            &format!(
+                "server: {}\ncertificate-authority-data: {}\n",
+                q(&c.url()),
+                c.ca_data()
+            ),
+            &user,
+            None,
+        ),
+    );
+    let r = Reader::open(quick(load(&path, None), &[&res])).unwrap();
+    let m = credentials_error(&r);
+    assert!(
+        m.contains(
+            "the client certificate from exec plugin \"/bin/sh\" is an X.509 v1 certificate"
+        ) && m.contains("-extfile"),
+        "{m}"
+    );
+    assert_eq!(c.front.handshakes(), []);
+    assert!(capture_log().matching(&["panicked"]).is_empty());
+    assert_hidden(
+        &strs(&pem_lines(&v1_key)),
+        &[&m, &format!("{:?}", r.stats())],
+    );
+}
+
+#[test]
+fn insecure_skip_tls_verify_with_a_ca_is_refused_as_client_go_refuses_it() {
+    let _w = Watchdog::new("insecure_with_ca", LIMIT);
+    capture_log();
+    let c = Cluster::start();
+    let dir = TempDir::new("insecure-ca");
+    let path = dir.write(
+        "config",
+        kubeconfig(
+            &format!(
+                "server: {}\ncertificate-authority-data: {}\ninsecure-skip-tls-verify: true\n",
+                q(&c.url()),
+                c.ca_data()
+            ),
+            "token: tok-insecure-ca-1a1a\n",
+            None,
+        ),
+    );
+    let want = "insecure-skip-tls-verify together with a certificate authority is not allowed";
+    let e = load_err(&path, None);
+    assert!(
+        e.contains(&path) && e.contains("cluster \"c\"") && e.contains(want),
+        "{e}"
+    );
+    let e = Config::from_json(&format!(
+        r#"{{"server":{},"ca_data":{},"insecure":true,"token":"tok-insecure-ca-1a1a","resources":["pods"]}}"#,
+        q(&c.url()),
+        q(&c.pki.ca_pem)
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains(want), "{e}");
+    let mut config = quick(
+        Config::new(&c.url()).token("tok-insecure-ca-1a1a"),
+        &["pods"],
+    );
+    config.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
+    config.insecure_skip_tls_verify = true;
+    let e = open_err(config);
+    assert!(e.contains(want), "{e}");
+    assert_eq!(c.front.handshakes(), [], "the token went nowhere");
+    assert_hidden(&["tok-insecure-ca-1a1a"], &[&e]);
+}
+
+#[test]
+fn tls_server_name_changes_only_the_checked_name_not_the_proxy_target_or_host() {
+    let _w = Watchdog::new("tls_server_name_proxy", LIMIT);
+    capture_log();
+    // The certificate is for kubernetes.internal; the URL names a host only the proxy knows.
+    let c = Cluster::with(&["kubernetes.internal"], false);
+    let proxy = ConnectProxy::start();
+    let server = format!("https://api.cluster.invalid:{}", c.front.port());
+    let dir = TempDir::new("tls-server-name-proxy");
+    let path = dir.write(
+        "config",
+        kubeconfig(
+            &format!(
+                "server: {}\ncertificate-authority-data: {}\ntls-server-name: kubernetes.internal\nproxy-url: {}\n",
+                q(&server),
+                c.ca_data(),
+                q(&proxy.url())
+            ),
+            "token: tok-sni-proxy-2e2e\n",
+            None,
+        ),
+    );
+    let _r = streams_one_pod(&c.api, quick(load(&path, None), &["pods"]));
+    let authority = format!("api.cluster.invalid:{}", c.front.port());
+    assert_eq!(
+        proxy.targets(),
+        std::slice::from_ref(&authority),
+        "CONNECT names the server"
+    );
+    assert_eq!(
+        c.front.header_values("host"),
+        [authority],
+        "Host names the server"
+    );
+    assert_eq!(
+        c.front.server_names(),
+        [Some("kubernetes.internal".to_string())],
+        "SNI"
+    );
+    assert_eq!(c.front.handshake_errors(), Vec::<String>::new());
+    assert_hidden(&["tok-sni-proxy-2e2e"], &[]);
+}
+
+#[test]
+fn plain_http_to_localhost_goes_to_its_loopback_address() {
+    let _w = Watchdog::new("http_localhost", LIMIT);
+    let api = FakeApi::start();
+    api.require_token(Some("tok-localhost-3b3b"));
+    let port = api.url().rsplit(':').next().unwrap().to_string();
+    let config = quick(
+        Config::new(&format!("http://localhost:{port}")).token("tok-localhost-3b3b"),
+        &["pods"],
+    );
+    let _r = streams_one_pod(&api, config);
+    // A name that is not loopback is refused by name; one that resolves
+    // elsewhere is refused by address (src/transport.rs unit tests).
+    let e = open_err(quick(Config::new("http://example.invalid:80"), &["pods"]));
+    assert!(e.contains("loopback"), "{e}");
+}
+
+#[test]
+fn yaml_aliases_are_capped_and_merge_keys_work() {
+    let _w = Watchdog::new("yaml_aliases", LIMIT);
+    let dir = TempDir::new("yaml-aliases");
+    // Nine levels of nine aliases: 443 bytes that would expand to 387 million strings.
+    let mut bomb = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
+    for w in names.windows(2) {
+        bomb.push_str(&format!(
+            "{}: &{} [{}]\n",
+            w[1],
+            w[1],
+            vec![format!("*{}", w[0]); 9].join(",")
+        ));
+    }
+    let path = dir.write("bomb", &bomb);
+    let t = Instant::now();
+    let e = load_err(&path, None);
+    assert!(
+        e.contains(&path) && e.contains("aliases expand to more than"),
+        "{e}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // A larger file than any kubeconfig: refused unread.
+    let big = dir.write("big", vec![b'#'; (16 << 20) + 1]);
+    let e = load_err(&big, None);
+    assert!(e.contains(&big) && e.contains("larger than"), "{e}");
+    // Anchors and merge keys as people write them.
+    let api = FakeApi::start();
+    let path = dir.write(
+        "config",
+        format!(
+            "current-context: main\nclusters:\n- name: c\n  cluster: &cluster\n    server: {}\nusers:\n- name: base\n  user: &base\n    token: tok-merge-4c4c\n- name: u\n  user:\n    <<: *base\ncontexts:\n- name: main\n  context: {{cluster: c, user: u}}\n- name: other\n  context:\n    cluster: c\n",
+            q(&api.url())
+        ),
+    );
+    let config = load(&path, None);
+    assert_eq!(config.auth, Auth::Token(Token::new("tok-merge-4c4c")));
+}
+
+#[test]
+fn exec_precedence_follows_client_go() {
+    let _w = Watchdog::new("exec_precedence", LIMIT);
+    let dir = TempDir::new("exec-precedence");
+    let runs = dir.file("runs");
+    let exec = exec_yaml(
+        V1,
+        "/bin/sh",
+        &[&plugin()],
+        &[("PLUGIN_LOG", &runs)],
+        "interactiveMode: Never\n",
+    );
+    let pki = Pki::new("precedence CA");
+    let id = pki.client("u", KeyKind::EcPkcs8);
+    let config_with = |user: &str| {
+        dir.write(
+            "config",
+            kubeconfig("server: https://127.0.0.1:1\n", user, None),
+        )
+    };
+    // A token, or a client certificate, makes client-go skip the plugin.
+    let c = load(&config_with(&format!("token: tok-prec-5d5d\n{exec}")), None);
+    assert_eq!(c.auth, Auth::Token(Token::new("tok-prec-5d5d")));
+    let c = load(
+        &config_with(&format!(
+            "client-certificate-data: {}\nclient-key-data: {}\n{exec}",
+            b64(id.cert_pem.as_bytes()),
+            b64(id.key_pem.as_bytes())
+        )),
+        None,
+    );
+    assert_eq!(c.auth, Auth::None);
+    assert!(c.client_identity.is_some());
+    // A token and a password: "more than one authentication method".
+    let e = load_err(
+        &config_with("token: tok-prec-5d5d\nusername: a\npassword: pw-prec-6e6e\n"),
+        None,
+    );
+    assert!(e.contains("only one is allowed"), "{e}");
+    assert_hidden(&["tok-prec-5d5d", "pw-prec-6e6e"], &[&e]);
+    assert!(
+        !std::path::Path::new(&runs).exists(),
+        "the plugin never ran"
+    );
+}
+
+/// A shell command as an exec plugin (Rust API), answering `token` unless it hangs.
+fn shell_plugin(script: &str, timeout: Duration) -> Auth {
+    let mut e = tattler::ExecConfig::new("/bin/sh", &["-c", script]);
+    e.timeout = timeout;
+    Auth::Exec(e)
+}
+
+const CRED: &str = r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"tok-shell-7f7f"}}"#;
+
+/// Whether process `pid` has ended (gone, or a zombie waiting to be reaped).
+fn ended(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+    }
+}
+
+/// Waits (10 s at most) until `file` exists and is not empty; its text.
+fn wait_file(file: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(t) = std::fs::read_to_string(file) {
+            if t.ends_with('\n') {
+                return t;
+            }
+        }
+        assert!(Instant::now() < deadline, "{file} never written");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn the_exec_deadline_covers_a_grandchild_that_keeps_stdout_open() {
+    let _w = Watchdog::new("exec_grandchild", LIMIT);
+    capture_log();
+    let api = FakeApi::start();
+    let res = own_resource(&api, "grandchilds");
+    let dir = TempDir::new("exec-grandchild");
+    let pid = dir.file("pid");
+    // The plugin answers and exits, but a background child keeps its stdout open.
+    let script = format!("sleep 600 & echo $! > {pid}; printf '%s' '{CRED}'");
+    let mut config = quick(Config::new(&api.url()), &[&res]);
+    config.auth = shell_plugin(&script, Duration::from_secs(1));
+    let t = Instant::now();
+    let r = Reader::open(config).unwrap();
+    let line = logged(&[&format!("{res}: credentials"), "no answer within 1s"]);
+    assert!(
+        line.contains("a process it started kept its output open"),
+        "{line}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let pid = wait_file(&pid);
+    assert!(ended(&pid), "the grandchild {pid} was not killed");
+    assert_no_entries(&r);
+    assert_eq!(api.requests(), Vec::<String>::new());
+}
+
+#[test]
+fn close_interrupts_a_running_plugin_at_once_and_it_runs_once_for_all_streams() {
+    let _w = Watchdog::new("exec_close", LIMIT);
+    let api = FakeApi::start();
+    let (a, b) = (own_resource(&api, "closeas"), own_resource(&api, "closebs"));
+    let dir = TempDir::new("exec-close");
+    let (pid, runs) = (dir.file("pid"), dir.file("runs"));
+    let script = format!("echo $$ > {pid}; echo run >> {runs}; exec sleep 600");
+    let mut config = quick(Config::new(&api.url()), &[&a, &b, "pods"]);
+    config.auth = shell_plugin(&script, Duration::from_secs(60));
+    let r = Reader::open(config).unwrap();
+    let pid = wait_file(&pid);
+    // Let every stream reach the plugin: they wait on the one run.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        r.stats()
+            .iter()
+            .all(|s| !s.failed && s.last_error.is_none()),
+        "{:?}",
+        r.stats()
+    );
+    let t = Instant::now();
+    r.close();
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "close took {:?}",
+        t.elapsed()
+    );
+    assert!(ended(&pid), "the plugin {pid} still runs");
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap(),
+        "run\n",
+        "one run for three streams"
+    );
+}
+
+#[test]
+fn a_token_file_that_cannot_be_reread_keeps_the_last_token() {
+    let _w = Watchdog::new("token_file_reread", LIMIT);
+    capture_log();
+    let api = FakeApi::start();
+    let res = own_resource(&api, "rereads");
+    api.require_token(Some("tok-last-good-8a8a"));
+    let dir = TempDir::new("token-reread");
+    let file = dir.write("token", "tok-last-good-8a8a\n");
+    let config = quick(Config::new(&api.url()).token_file(&file).unwrap(), &[&res]);
+    let r = Reader::open(config).unwrap();
+    let synced = until_synced(&r);
+    assert_eq!(synced.len(), 1, "{synced:?}");
+    // The file goes away; a 401 makes tattler re-read it at once.
+    std::fs::remove_file(&file).unwrap();
+    api.push_fault(
+        &res,
+        tattler_fakeapi::Fault::Status {
+            code: 401,
+            reason: "Unauthorized".into(),
+            message: String::new(),
+            retry_after: None,
+        },
+    );
+    reconnect(&api);
+    let line = logged(&[
+        "cannot read token file",
+        &file,
+        "using the token read before",
+    ]);
+    assert!(!line.contains("tok-last-good"), "{line}");
+    // The stream goes on with the token it had.
+    api.apply(&res, FakeApi::object(Some("a"), "o1"));
+    assert_eq!(take(&r, 1), ["Add a/o1"]);
+    assert!(!r.stats()[0].failed);
+    assert_hidden(&["tok-last-good-8a8a"], &[&format!("{:?}", r.stats())]);
+}
+
+/// A plugin that writes 256 KiB to stderr (a secret among it) before it
+/// answers: stderr goes to this process's stderr, as kubectl passes it on,
+/// and never into a log line, an error or the stats. Run in a child process
+/// so that its stderr can be read.
+#[test]
+fn exec_stderr_is_passed_through_whole_and_kept_out_of_logs() {
+    let _w = Watchdog::new("exec_stderr", LIMIT);
+    const SECRET: &str = "refresh-token-stderr-9b9b";
+    if std::env::var_os("TATTLER_STDERR_CHILD").is_some() {
+        capture_log();
+        let api = FakeApi::start();
+        api.require_token(Some("tok-shell-7f7f"));
+        let script = format!(
+            "i=0; while [ $i -lt 4096 ]; do echo 'noise {SECRET} ................................'; i=$((i+1)); done >&2; printf '%s' '{CRED}'"
+        );
+        let mut config = quick(Config::new(&api.url()), &["pods"]);
+        config.auth = shell_plugin(&script, Duration::from_secs(30));
+        let r = streams_one_pod(&api, config.clone());
+        let texts = debug_texts(&config, &r);
+        assert_hidden(&[SECRET], &strs(&texts));
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "exec_stderr_is_passed_through_whole_and_kept_out_of_logs",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("TATTLER_STDERR_CHILD", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "child failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        stderr.matches(SECRET).count(),
+        4096,
+        "the plugin's stderr, whole"
+    );
 }

@@ -1,6 +1,7 @@
 //! Cluster access that depends on the process environment: `KUBECONFIG`
 //! merging, `HOME`, in-cluster (`KUBERNETES_SERVICE_HOST` / `_PORT`),
-//! `Config::infer`, and `HTTPS_PROXY` / `NO_PROXY`.
+//! `Config::infer`, `HTTPS_PROXY` / `NO_PROXY`, and the system trust store
+//! (`SSL_CERT_FILE`) used when no CA is configured.
 //!
 //! The environment is global to the process, so this binary has exactly one
 //! test, which runs the checks one after the other. Each check runs to its end
@@ -31,6 +32,8 @@ const VARS: &[&str] = &[
     "no_proxy",
     "KUBERNETES_SERVICE_HOST",
     "KUBERNETES_SERVICE_PORT",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 ];
 
 fn set(k: &str, v: &str) {
@@ -117,6 +120,8 @@ fn environment_dependent_cluster_access() {
         failures: Vec::new(),
         home: TempDir::new("env-home"),
     };
+    // First: the system trust store is read once per process.
+    checks.run("system trust store without a CA", system_trust_store);
     checks.run("KUBECONFIG merge precedence", kubeconfig_merge);
     checks.run("HOME fallback", home_fallback);
     checks.run("in-cluster", in_cluster);
@@ -160,7 +165,44 @@ const SECRETS: &[&str] = &[
     "tok-incluster-two-7a7a",
     "tok-env-proxy-8b8b",
     "env-proxy-pw-9c9c",
+    "tok-trust-store-0d0d",
 ];
+
+/// With no CA configured tattler trusts the system's store, as kubectl does:
+/// here `SSL_CERT_FILE` (read by the system store loader, as by Go) names a
+/// bundle holding the cluster's CA. A cluster signed by another CA is refused.
+fn system_trust_store() {
+    let c = Cluster::with(&["127.0.0.1"]);
+    c.api.require_token(Some("tok-trust-store-0d0d"));
+    let dir = TempDir::new("trust-store");
+    let bundle = dir.write(
+        "bundle.pem",
+        format!("{}{}", Pki::new("unrelated CA").ca_pem, c.pki.ca_pem),
+    );
+    set("SSL_CERT_FILE", &bundle);
+    set(
+        "SSL_CERT_DIR",
+        &dir.path().join("no-such-dir").display().to_string(),
+    );
+    let config = quick(Config::new(&c.front.url()).token("tok-trust-store-0d0d"));
+    assert_eq!(config.ca_pem, None);
+    drop(streams_one_pod(&c.api, config));
+    // Another cluster, another CA: not in the store, nothing reaches it.
+    let other = Cluster::with(&["127.0.0.1"]);
+    let r = Reader::open(quick(
+        Config::new(&other.front.url()).token("tok-trust-store-0d0d"),
+    ))
+    .unwrap();
+    assert!(
+        other
+            .front
+            .wait_handshake_errors(1, Duration::from_secs(10)),
+        "{:?}",
+        other.front.handshakes()
+    );
+    assert_eq!(other.api.requests(), Vec::<String>::new());
+    drop(r);
+}
 
 fn kubeconfig_merge() {
     let one = Cluster::with(&["127.0.0.1"]);
@@ -540,6 +582,8 @@ fn https_proxy_and_no_proxy() {
             &format!("example.com,0.0.0.0:{}", c.front.port()) as &str,
             true,
         ),
+        // Go's rules: an entry's port must be the request's.
+        (&format!("0.0.0.0:{}", c.front.port() + 1) as &str, false),
         ("*", true),
     ] {
         set("NO_PROXY", no_proxy);

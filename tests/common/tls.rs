@@ -69,6 +69,8 @@ impl Issued {
 pub struct Pki {
     pub ca_pem: String,
     pub ca_der: CertificateDer<'static>,
+    /// The CA's private key, PEM (for signing with `openssl x509 -req`).
+    pub ca_key_pem: String,
     issuer: Issuer<'static, KeyPair>,
 }
 
@@ -87,6 +89,7 @@ impl Pki {
         Pki {
             ca_pem: cert.pem(),
             ca_der: cert.der().clone(),
+            ca_key_pem: key.serialize_pem(),
             issuer: Issuer::new(params, key),
         }
     }
@@ -146,6 +149,76 @@ impl Pki {
             key_pkcs8: key.serialize_der(),
         }
     }
+}
+
+/// A client certificate for `cn` signed with `openssl x509 -req` by the CA
+/// in `ca_crt` / `ca_key` (files), as tutorials do: without `-extfile` it is
+/// an X.509 **v1** certificate; with `v3` an extension file makes it v3.
+/// Files go to `dir`; returns (certificate PEM, key PEM).
+pub fn openssl_client_cert(
+    dir: &Path,
+    ca_crt: &Path,
+    ca_key: &Path,
+    cn: &str,
+    v3: bool,
+) -> (String, String) {
+    let tag = if v3 { "v3" } else { "v1" };
+    let (key, csr, crt, ext) = (
+        dir.join(format!("{tag}.key")),
+        dir.join(format!("{tag}.csr")),
+        dir.join(format!("{tag}.crt")),
+        dir.join(format!("{tag}.ext")),
+    );
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl (the tests need it)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    run(&[
+        &os("req"),
+        &os("-newkey"),
+        &os("ec"),
+        &os("-pkeyopt"),
+        &os("ec_paramgen_curve:P-256"),
+        &os("-nodes"),
+        &os("-keyout"),
+        key.as_os_str(),
+        &os("-out"),
+        csr.as_os_str(),
+        &os("-subj"),
+        &os(&format!("/CN={cn}/O=system:masters")),
+    ]);
+    let mut args: Vec<std::ffi::OsString> =
+        ["x509", "-req", "-days", "2", "-CAcreateserial", "-in"]
+            .iter()
+            .map(|s| os(s))
+            .collect();
+    args.push(csr.clone().into());
+    args.extend([
+        os("-CA"),
+        ca_crt.into(),
+        os("-CAkey"),
+        ca_key.into(),
+        os("-out"),
+        crt.clone().into(),
+    ]);
+    if v3 {
+        std::fs::write(&ext, "extendedKeyUsage=clientAuth\n").unwrap();
+        args.extend([os("-extfile"), ext.into()]);
+    }
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    run(&refs);
+    (
+        std::fs::read_to_string(&crt).unwrap(),
+        std::fs::read_to_string(&key).unwrap(),
+    )
 }
 
 // ---------------------------------------------------------------------------
@@ -240,6 +313,8 @@ struct Seen {
     handshakes: Vec<Option<CertificateDer<'static>>>,
     /// Failed handshakes: rustls's reason.
     errors: Vec<String>,
+    /// Per completed handshake: the server name the client sent (SNI).
+    sni: Vec<Option<String>>,
 }
 
 struct FrontShared {
@@ -364,6 +439,12 @@ impl TlsFront {
         self.shared.seen.lock().unwrap().handshakes.clone()
     }
 
+    /// The server name (SNI) of each completed handshake; `None`: none sent
+    /// (an IP address is never sent as SNI).
+    pub fn server_names(&self) -> Vec<Option<String>> {
+        self.shared.seen.lock().unwrap().sni.clone()
+    }
+
     /// Why handshakes failed, as rustls on the server side saw it.
     pub fn handshake_errors(&self) -> Vec<String> {
         self.shared.seen.lock().unwrap().errors.clone()
@@ -459,7 +540,12 @@ fn serve_tls(sh: Arc<FrontShared>, tcp: TcpStream, config: Arc<ServerConfig>, ba
             }
             if up.is_none() && !conn.is_handshaking() {
                 let peer = conn.peer_certificates().and_then(|c| c.first().cloned());
-                sh.seen.lock().unwrap().handshakes.push(peer);
+                let sni = conn.server_name().map(String::from);
+                {
+                    let mut seen = sh.seen.lock().unwrap();
+                    seen.handshakes.push(peer);
+                    seen.sni.push(sni);
+                }
                 sh.cond.notify_all();
                 let Ok(u) = TcpStream::connect(backend) else {
                     break 'conn;
@@ -791,24 +877,8 @@ impl Drop for TempDir {
 
 /// Standard base64, padded: kubeconfig `*-data` fields.
 pub fn b64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(data)
 }
 
 /// The base64 lines of a PEM block (the key material): none may appear in a message.

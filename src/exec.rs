@@ -1,0 +1,404 @@
+//! Running a kubeconfig exec credential plugin, as client-go does
+//! (`plugin/pkg/client/auth/exec`), with what a library in a long-running
+//! agent needs on top: a deadline that covers the whole run, grandchildren
+//! included, and a stop that ends it at once.
+//!
+//! The plugin runs in a process group of its own; the deadline or a stop kills
+//! the group. Its stdout (the credential: a secret) is read by polling, so a
+//! grandchild that keeps it open cannot block a thread. Its stderr goes to
+//! this process's stderr, as kubectl passes it to the user; it is never read,
+//! so it never reaches an error, a log line or the stats.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
+
+use serde::Deserialize;
+
+use crate::auth::{ClientIdentity, ExecConfig};
+
+/// An ExecCredential larger than this is refused (one holding a certificate
+/// chain is a few KiB).
+const MAX_OUTPUT: usize = 1 << 20;
+
+/// What a successful run gave.
+pub(crate) struct ExecOutput {
+    pub token: Option<String>,
+    pub identity: Option<ClientIdentity>,
+    pub expires: Option<SystemTime>,
+}
+
+/// Why a run gave nothing.
+#[derive(Debug)]
+pub(crate) enum RunError {
+    /// Stopped by `cancel`; the plugin was killed.
+    Cancelled,
+    /// It failed; `permanent`: running it again the same way cannot help.
+    Failed { message: String, permanent: bool },
+}
+
+fn failed(message: String, permanent: bool) -> RunError {
+    RunError::Failed { message, permanent }
+}
+
+#[derive(Deserialize)]
+struct ExecCredential {
+    #[serde(rename = "apiVersion", default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    status: Option<ExecStatus>,
+}
+
+#[derive(Deserialize)]
+struct ExecStatus {
+    #[serde(default)]
+    token: String,
+    #[serde(rename = "clientCertificateData", default)]
+    client_certificate_data: String,
+    #[serde(rename = "clientKeyData", default)]
+    client_key_data: String,
+    #[serde(rename = "expirationTimestamp")]
+    expiration_timestamp: Option<String>,
+}
+
+/// Runs the plugin once, until it answers, fails, passes `exec.timeout` or
+/// `cancel` is set (checked every 20 ms).
+pub(crate) fn run(exec: &ExecConfig, cancel: &AtomicBool) -> Result<ExecOutput, RunError> {
+    let what = format!("exec plugin {:?}", exec.command);
+    let stdout = spawn_and_read(exec, &what, cancel)?;
+    parse(exec, &what, &stdout)
+}
+
+fn parse(exec: &ExecConfig, what: &str, stdout: &[u8]) -> Result<ExecOutput, RunError> {
+    // stdout holds the secret: errors describe it, never quote it.
+    let cred: ExecCredential = serde_json::from_slice(stdout).map_err(|e| {
+        failed(
+            format!(
+                "{what}: its output is not an ExecCredential (line {}, column {})",
+                e.line(),
+                e.column()
+            ),
+            true,
+        )
+    })?;
+    if cred.kind != "ExecCredential" || cred.api_version != exec.api_version {
+        return Err(failed(
+            format!(
+                "{what}: its output is not an ExecCredential of {} (the apiVersion or kind differs)",
+                exec.api_version
+            ),
+            true,
+        ));
+    }
+    let status = cred
+        .status
+        .ok_or_else(|| failed(format!("{what}: its ExecCredential has no status"), true))?;
+    let (cert, key) = (status.client_certificate_data, status.client_key_data);
+    if status.token.is_empty() && cert.is_empty() && key.is_empty() {
+        return Err(failed(
+            format!("{what} returned neither a token nor a client certificate and key"),
+            true,
+        ));
+    }
+    if cert.is_empty() != key.is_empty() {
+        return Err(failed(
+            format!("{what} returned only a certificate or a key, not both"),
+            true,
+        ));
+    }
+    let identity = if cert.is_empty() {
+        None
+    } else {
+        let id = ClientIdentity {
+            cert_pem: cert.into_bytes(),
+            key_pem: key.into_bytes(),
+        };
+        crate::transport::check_identity(&id, &format!("the client certificate from {what}"))
+            .map_err(|e| failed(e, true))?;
+        Some(id)
+    };
+    let token = (!status.token.is_empty()).then_some(status.token);
+    if token
+        .as_deref()
+        .is_some_and(|t| t.bytes().any(|b| b.is_ascii_control()))
+    {
+        return Err(failed(
+            format!("{what} returned a token with control characters"),
+            true,
+        ));
+    }
+    let expires = match status.expiration_timestamp {
+        Some(ts) => Some(crate::util::parse_rfc3339(&ts).ok_or_else(|| {
+            failed(
+                format!("{what}: its expirationTimestamp is not an RFC 3339 time"),
+                true,
+            )
+        })?),
+        None => None,
+    };
+    Ok(ExecOutput {
+        token,
+        identity,
+        expires,
+    })
+}
+
+#[cfg(unix)]
+fn spawn_and_read(exec: &ExecConfig, what: &str, cancel: &AtomicBool) -> Result<Vec<u8>, RunError> {
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+
+    let mut spec = serde_json::json!({ "interactive": false });
+    if let Some(cluster) = &exec.cluster_info {
+        spec["cluster"] = cluster.clone();
+    }
+    let info = serde_json::json!({ "apiVersion": exec.api_version, "kind": "ExecCredential", "spec": spec });
+    let program = match &exec.base_dir {
+        // kubectl: a command with a slash is relative to the kubeconfig's folder.
+        Some(dir) if exec.command.contains('/') && !exec.command.starts_with('/') => {
+            dir.join(&exec.command)
+        }
+        _ => exec.command.clone().into(),
+    };
+    let mut command = Command::new(&program);
+    command
+        .args(&exec.args)
+        .envs(exec.env.iter().map(|(k, v)| (k, v)))
+        .env("KUBERNETES_EXEC_INFO", info.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0);
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            let mut m = format!(
+                "{what}: executable {} not found\n\nIt looks like you are trying to use a client-go credential plugin that is not installed.\n\nTo learn more about this feature, consult the documentation available at:\n      https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins",
+                program.display()
+            );
+            if let Some(hint) = &exec.install_hint {
+                m.push_str("\n\n");
+                m.push_str(&without_escapes(hint));
+            }
+            failed(m, true)
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            failed(format!("{what}: cannot run {}: permission denied", program.display()), true)
+        }
+        _ => failed(format!("{what}: cannot start it: {e}"), false),
+    })?;
+    let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let kill = |child: &mut std::process::Child| {
+        // The whole group first (grandchildren too), then reap the child.
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = child.kill();
+        let _ = child.wait();
+    };
+    let Some(mut out) = child.stdout.take() else {
+        kill(&mut child);
+        return Err(failed(format!("{what}: no stdout pipe"), false));
+    };
+    let deadline = Instant::now() + exec.timeout;
+    let mut data = Vec::new();
+    let mut chunk = vec![0u8; 16 << 10];
+    let mut eof = false;
+    let mut status = None;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            kill(&mut child);
+            return Err(RunError::Cancelled);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            kill(&mut child);
+            let why = if status.is_some() {
+                "it exited, but a process it started kept its output open"
+            } else {
+                "it did not finish"
+            };
+            return Err(failed(
+                format!(
+                    "{what}: no answer within {:?} ({why}); killed it and every process it started",
+                    exec.timeout
+                ),
+                false,
+            ));
+        }
+        let slice = (deadline - now).min(Duration::from_millis(20));
+        if eof {
+            std::thread::sleep(slice.min(Duration::from_millis(5)));
+        } else {
+            let ms = u16::try_from(slice.as_millis()).unwrap_or(20);
+            let mut fds = [PollFd::new(out.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(ms)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => {}
+                Ok(_) => match out.read(&mut chunk) {
+                    Ok(0) => eof = true,
+                    Ok(n) => {
+                        data.extend_from_slice(&chunk[..n]);
+                        if data.len() > MAX_OUTPUT {
+                            kill(&mut child);
+                            return Err(failed(
+                                format!("{what}: its output is larger than {MAX_OUTPUT} bytes"),
+                                true,
+                            ));
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        kill(&mut child);
+                        return Err(failed(format!("{what}: reading its output: {e}"), false));
+                    }
+                },
+                Err(e) => {
+                    kill(&mut child);
+                    return Err(failed(
+                        format!("{what}: waiting for its output: {e}"),
+                        false,
+                    ));
+                }
+            }
+        }
+        if status.is_none() {
+            match child.try_wait() {
+                Ok(s) => status = s,
+                Err(e) => {
+                    kill(&mut child);
+                    return Err(failed(format!("{what}: {e}"), false));
+                }
+            }
+        }
+        if let (true, Some(st)) = (eof, status) {
+            if st.success() {
+                return Ok(data);
+            }
+            // client-go: "exec: executable X failed with exit code N"; its
+            // stderr went to ours, never into this message.
+            use std::os::unix::process::ExitStatusExt;
+            let how = match (st.code(), st.signal()) {
+                (Some(code), _) => format!("failed with exit code {code}"),
+                (None, Some(sig)) => format!("was killed by signal {sig}"),
+                _ => "failed".to_string(),
+            };
+            return Err(failed(format!("{what} {how}"), false));
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn spawn_and_read(_: &ExecConfig, what: &str, _: &AtomicBool) -> Result<Vec<u8>, RunError> {
+    Err(failed(
+        format!("{what}: exec plugins are supported on Unix only"),
+        true,
+    ))
+}
+
+/// A kubeconfig's `installHint` without terminal escape sequences, as
+/// client-go cleans it.
+fn without_escapes(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ … final byte (0x40..=0x7e), or ESC and one more.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&d) {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+            continue;
+        }
+        if c.is_control() && c != '\n' && c != '\t' {
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec() -> ExecConfig {
+        ExecConfig::new("plugin", &[])
+    }
+
+    fn err(out: &str) -> (String, bool) {
+        match parse(&exec(), "exec plugin \"plugin\"", out.as_bytes()) {
+            Ok(_) => panic!("accepted {out}"),
+            Err(RunError::Failed { message, permanent }) => (message, permanent),
+            Err(RunError::Cancelled) => panic!("cancelled"),
+        }
+    }
+
+    #[test]
+    fn output_is_checked_as_client_go_does_and_never_quoted() {
+        let ok = parse(
+            &exec(),
+            "x",
+            br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t0k-abc","expirationTimestamp":"2030-01-01T00:00:00Z"}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.token.as_deref(), Some("t0k-abc"));
+        assert!(ok.expires.is_some() && ok.identity.is_none());
+        for (out, want) in [
+            (
+                "not json s3cr3t-out",
+                "not an ExecCredential (line 1, column",
+            ),
+            (
+                r#"{"apiVersion":"s3cr3t-v","kind":"ExecCredential","status":{"token":"s3cr3t-t"}}"#,
+                "apiVersion or kind differs",
+            ),
+            (
+                r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential"}"#,
+                "no status",
+            ),
+            (
+                r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}}"#,
+                "neither a token nor",
+            ),
+            (
+                r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientKeyData":"s3cr3t-k"}}"#,
+                "only a certificate or a key",
+            ),
+            (
+                r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"s3cr3t-t","expirationTimestamp":"s3cr3t-ts"}}"#,
+                "expirationTimestamp is not an RFC 3339 time",
+            ),
+            (
+                r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"s3cr3t\nx"}}"#,
+                "control characters",
+            ),
+            (
+                r#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":5}}"#,
+                "not an ExecCredential (line 1,",
+            ),
+        ] {
+            let (m, permanent) = err(out);
+            assert!(m.contains(want), "{out}: {m}");
+            assert!(permanent, "{m}");
+            assert!(!m.contains("s3cr3t"), "{m}");
+        }
+    }
+
+    #[test]
+    fn install_hints_lose_terminal_escapes() {
+        assert_eq!(
+            without_escapes("\u{1b}[31mbrew install\u{1b}[0m foo\u{7}\nnext"),
+            "brew install foo\nnext"
+        );
+    }
+}
