@@ -45,10 +45,13 @@ impl From<tattler_core::Error> for Failure {
 pub(crate) fn guard<T>(body: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
-        Err(panic) => Err(Failure::new(
-            TATTLER_ERR_PANIC,
-            format!("panic: {}", panic_text(&*panic)),
-        )),
+        Err(panic) => {
+            let message = format!("panic: {}", panic_text(&*panic));
+            // Calls without an error buffer report only the status: the text
+            // goes to the log.
+            log::error!("caught at the C boundary: {message}");
+            Err(Failure::new(TATTLER_ERR_PANIC, message))
+        }
     }
 }
 
