@@ -5,6 +5,7 @@
 #           and C++ programs built with -Werror, under ASan+UBSan and valgrind,
 #           linked statically, dynamically and through pkg-config
 #   go      go vet and go test -race of ffi/go against the fake apiserver
+#           (build tag tattler_dev: the in-repository target/debug/libtattler.a)
 # Runs all three, or the steps named: ffi/test.sh go
 # Needs gcc, g++, valgrind, pkg-config and go on PATH (Debian/Ubuntu:
 # apt-get install -y gcc g++ valgrind pkg-config; Go 1.22 or later).
@@ -45,7 +46,8 @@ for step in "${steps[@]}"; do
         # their hash in CGO_CFLAGS makes a change rebuild and relink.
         inputs=$(cat include/tattler.h target/debug/libtattler.a | sha256sum | cut -c1-16)
         export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -DTATTLER_INPUTS=$inputs"
-        (cd "$ffi_dir/go" && go vet ./... && go test -race -count=1 -timeout 300s ./...)
+        (cd "$ffi_dir/go" && go vet -tags tattler_dev ./... &&
+            go test -tags tattler_dev -race -count=1 -timeout 300s ./...)
         ;;
     *)
         echo "ffi/test.sh: unknown step $step (header, cargo, go)" >&2
