@@ -70,13 +70,16 @@
  *
  * LINKING
  *
- *   `make install PREFIX=DIR` installs the libraries, this header,
- *   tattler.hpp, lib/pkgconfig/tattler.pc and a CMake package (tattler::tattler).
- *   Shared: `pkg-config --cflags --libs tattler`. Static: libtattler.a with
- *   `pkg-config --static --libs tattler` (its Libs.private are what the Rust
- *   standard library needs on Linux: -lpthread -ldl -lm -lrt). The installed
- *   archive defines only tattler_* globally, so it links next to other Rust
- *   static libraries.
+ *   `make install PREFIX=DIR` (in the tattler repository) installs the shared
+ *   library, libtattler.a, this header, tattler.hpp, lib/pkgconfig/tattler.pc
+ *   and a CMake package:
+ *     cc app.c $(pkg-config --cflags --libs tattler)            shared
+ *     cc app.c $(pkg-config --cflags --libs --static tattler)   static: install
+ *         the archive alone (make install LIBRARY=static), or add -static
+ *     find_package(tattler) and target_link_libraries(app tattler::tattler),
+ *         with TATTLER_STATIC=ON for the archive
+ *   The archive needs -lpthread -ldl -lm -lrt (its Libs.private) and defines
+ *   only tattler_* globally, so it links next to other Rust static libraries.
  */
 
 #ifndef TATTLER_H
