@@ -1,6 +1,7 @@
 //! The reader: owns the stream threads, fans their entries into one bounded
 //! channel, and stops them.
 
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -28,9 +29,38 @@ pub struct Reader {
     rx: Receiver<Entry>,
     /// Disconnects when the reader stops.
     closing: Receiver<()>,
-    inner: Arc<Mutex<Inner>>,
+    /// [`wake`](Self::wake) leaves a token here; a waiting `next_timeout` takes it.
+    wake_tx: Sender<()>,
+    wake_rx: Receiver<()>,
+    shared: Arc<ReaderShared>,
     /// The relist timer, when `relist_interval` is set.
     timer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the reader, its relist timer and its calls share.
+struct ReaderShared {
+    /// Held only for short sections that neither wait, join nor log, so that
+    /// `stats()` and `stop()` never wait long, whatever else is going on.
+    inner: Mutex<Inner>,
+    /// Serialises the calls that stop and start threads (`set_resources`, a
+    /// relist's swap). Held across joins; no other call needs it.
+    control: Mutex<()>,
+}
+
+thread_local! {
+    /// Set on every thread tattler starts (streams, the relist timer): the
+    /// log callback runs there, and a call that waits for tattler's threads
+    /// would wait for itself.
+    static TATTLER_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is one of tattler's own (the log callback runs there).
+pub(crate) fn on_tattler_thread() -> bool {
+    TATTLER_THREAD.with(Cell::get)
+}
+
+fn mark_tattler_thread() {
+    TATTLER_THREAD.with(|t| t.set(true));
 }
 
 struct Inner {
@@ -113,15 +143,19 @@ impl Thread {
         self.slot.shutdown();
     }
 
+    /// Waits for the thread to end; a no-op on the thread itself (a close
+    /// from the log callback), which ends on its own once the callback returns.
     fn join(&mut self) {
         if let Some(t) = self.join.take() {
-            // Panics are caught inside the thread; a join error cannot carry one.
-            let _ = t.join();
+            if t.thread().id() != std::thread::current().id() {
+                // Panics are caught inside the thread; a join error cannot carry one.
+                let _ = t.join();
+            }
         }
     }
 
-    fn finished(&self) -> bool {
-        self.join.as_ref().is_none_or(JoinHandle::is_finished)
+    fn id(&self) -> Option<std::thread::ThreadId> {
+        self.join.as_ref().map(|j| j.thread().id())
     }
 }
 
@@ -211,6 +245,7 @@ impl Reader {
         });
         let (tx, rx) = bounded(config.channel_capacity);
         let (closing_tx, closing) = bounded(0);
+        let (wake_tx, wake_rx) = bounded(1);
         let start = Starter {
             transport,
             settings,
@@ -224,24 +259,32 @@ impl Reader {
             },
             rx,
             closing: closing.clone(),
-            inner: Arc::new(Mutex::new(Inner {
-                closing_tx: Some(closing_tx),
-                streams: Vec::new(),
-                start: None,
-            })),
+            wake_tx,
+            wake_rx,
+            shared: Arc::new(ReaderShared {
+                inner: Mutex::new(Inner {
+                    closing_tx: Some(closing_tx),
+                    streams: Vec::new(),
+                    start: None,
+                }),
+                control: Mutex::new(()),
+            }),
             timer: Mutex::new(None),
         };
         for spec in dedup(&config.resources) {
             // On failure, dropping `reader` stops and joins what was started.
             let handle = start.start(&spec)?;
-            reader.inner.lock().streams.push(handle);
+            reader.shared.inner.lock().streams.push(handle);
         }
-        reader.inner.lock().start = Some(start);
+        reader.shared.inner.lock().start = Some(start);
         if let Some(interval) = config.relist_interval {
-            let inner = reader.inner.clone();
+            let shared = reader.shared.clone();
             let t = std::thread::Builder::new()
                 .name("tattler-relist".into())
-                .spawn(move || relist_timer(&inner, &closing, interval))
+                .spawn(move || {
+                    mark_tattler_thread();
+                    relist_timer(&shared, &closing, interval)
+                })
                 .map_err(Error::Spawn)?;
             *reader.timer.lock() = Some(t);
         }
@@ -264,8 +307,9 @@ impl Reader {
 
     /// Blocks until the next entry or until `timeout` has passed.
     ///
-    /// [`NextTimeoutError::Timeout`]: nothing arrived in time, the reader
-    /// runs on. [`NextTimeoutError::Closed`]: stopped or closed, and drained.
+    /// [`NextTimeoutError::Timeout`]: nothing arrived in time, or
+    /// [`wake`](Self::wake) was called; the reader runs on.
+    /// [`NextTimeoutError::Closed`]: stopped or closed, and drained.
     pub fn next_timeout(&self, timeout: Duration) -> Result<Entry, NextTimeoutError> {
         if let Some(e) = self.ready() {
             return Ok(e);
@@ -273,8 +317,18 @@ impl Reader {
         select! {
             recv(self.rx) -> e => e.map_err(|_| NextTimeoutError::Closed),
             recv(self.closing) -> _ => self.rx.try_recv().map_err(|_| NextTimeoutError::Closed),
+            recv(self.wake_rx) -> _ => Err(NextTimeoutError::Timeout),
             default(timeout) => Err(NextTimeoutError::Timeout),
         }
+    }
+
+    /// Makes a thread waiting in [`next_timeout`](Self::next_timeout) return
+    /// [`NextTimeoutError::Timeout`] at once, without stopping the reader
+    /// (how a cancelled Go context ends a wait). With no thread waiting, the
+    /// next `next_timeout` returns at once; wakes do not add up. Any thread,
+    /// any time; never blocks.
+    pub fn wake(&self) {
+        let _ = self.wake_tx.try_send(());
     }
 
     /// An entry that is ready now.
@@ -323,7 +377,7 @@ impl Reader {
     /// thread, any number of times. [`close`](Self::close) (or drop) still
     /// joins the threads.
     pub fn stop(&self) {
-        let mut inner = self.inner.lock();
+        let mut inner = self.shared.inner.lock();
         inner.closing_tx = None;
         inner.start = None;
         for s in &mut inner.streams {
@@ -337,35 +391,62 @@ impl Reader {
     /// for removed ones stop and are joined, the others keep running without a
     /// reconnect. With `force`, every stream is restarted. Returns whether
     /// anything changed; an unchanged set without `force` does nothing.
+    ///
+    /// [`Error::Reentrant`] when called on one of tattler's own threads (from
+    /// a log callback): it would have to wait for that very thread.
     pub fn set_resources(&self, resources: &[ResourceSpec], force: bool) -> Result<bool, Error> {
+        if on_tattler_thread() {
+            return Err(Error::Reentrant("set_resources"));
+        }
         let wanted = dedup(resources);
         if wanted.is_empty() {
             return Err(Error::Config("resources: nothing to watch".into()));
         }
-        let mut guard = self.inner.lock();
-        if guard.start.is_none() {
-            return Err(Error::Config("the reader is stopped".into()));
-        }
-        let inner = &mut *guard;
-        let start = inner.start.as_ref().expect("checked above");
-        let (mut keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
-            .streams
-            .drain(..)
-            .partition(|s| wanted.contains(&s.spec));
-        let changed = force || !gone.is_empty() || wanted.len() != keep.len();
+        let stopped = || Error::Config("the reader is stopped".into());
+        let _control = self.shared.control.lock();
+        // Signal what goes or restarts and take its threads, under the lock;
+        // join them without it.
+        let (mut gone, mut restarting, changed) = {
+            let mut inner = self.shared.inner.lock();
+            if inner.start.is_none() {
+                return Err(stopped());
+            }
+            let (mut keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
+                .streams
+                .drain(..)
+                .partition(|s| wanted.contains(&s.spec));
+            let changed = force || !gone.is_empty() || wanted.len() != keep.len();
+            for s in &mut gone {
+                s.signal();
+            }
+            let mut restarting = Vec::new();
+            if force {
+                // The old threads end before new ones start: two streams
+                // syncing one resource's state at once would confuse it.
+                for h in &mut keep {
+                    h.signal();
+                    restarting.push(std::mem::take(&mut h.running));
+                    restarting.extend(h.pending.take());
+                }
+            }
+            inner.streams = keep;
+            (gone, restarting, changed)
+        };
         for s in &mut gone {
-            s.signal();
+            s.join();
         }
+        for t in &mut restarting {
+            t.join();
+        }
+        let mut guard = self.shared.inner.lock();
+        let inner = &mut *guard;
+        let Some(start) = inner.start.as_ref() else {
+            return Err(stopped());
+        };
         let mut result = Ok(changed);
         if force {
-            // Restart every kept stream; its dedupe state carries over, so the
-            // consumer sees Snapshots, not a second Add.
-            for h in &mut keep {
-                // The old threads end before the new one starts: two streams
-                // syncing one resource's state at once would confuse it.
-                h.signal();
-                h.join();
-                h.pending = None;
+            // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
+            for h in &mut inner.streams {
                 match start.spawn(h, Role::Primary) {
                     Ok(t) => h.running = t,
                     Err(e) => result = Err(e),
@@ -373,11 +454,11 @@ impl Reader {
             }
         }
         for spec in &wanted {
-            if keep.iter().any(|s| &s.spec == spec) {
+            if inner.streams.iter().any(|s| &s.spec == spec) {
                 continue;
             }
             match start.start(spec) {
-                Ok(h) => keep.push(h),
+                Ok(h) => inner.streams.push(h),
                 Err(e) => {
                     result = Err(e);
                     break;
@@ -385,12 +466,9 @@ impl Reader {
             }
         }
         // Keep the configured order for stats().
-        keep.sort_by_key(|s| wanted.iter().position(|w| w == &s.spec));
-        inner.streams = keep;
-        drop(guard);
-        for s in &mut gone {
-            s.join();
-        }
+        inner
+            .streams
+            .sort_by_key(|s| wanted.iter().position(|w| w == &s.spec));
         result
     }
 
@@ -398,18 +476,14 @@ impl Reader {
     /// (see [`Config::relist_interval`]): a fresh stream syncs while the
     /// running one goes on, then replaces it. Blocks until done; the entries
     /// it produces must be consumed meanwhile (from another thread), as
-    /// always. Returns false if the reader stopped first.
+    /// always. Resources that failed for good, or have not synced yet, are
+    /// left alone. Returns false if the reader stopped first, or when called
+    /// on one of tattler's own threads (from a log callback).
     pub fn relist(&self) -> bool {
-        let specs: Vec<ResourceSpec> = self
-            .inner
-            .lock()
-            .streams
-            .iter()
-            .map(|s| s.spec.clone())
-            .collect();
-        specs
-            .iter()
-            .all(|spec| relist(&self.inner, &self.closing, spec))
+        if on_tattler_thread() {
+            return false;
+        }
+        relist_all(&self.shared, &self.closing)
     }
 
     /// True once [`stop`](Self::stop) or [`close`](Self::close) was called.
@@ -433,7 +507,7 @@ impl Reader {
 
     /// Counters of each stream, in the order the resources were configured.
     pub fn stats(&self) -> Vec<StreamStats> {
-        let inner = self.inner.lock();
+        let inner = self.shared.inner.lock();
         inner
             .streams
             .iter()
@@ -462,10 +536,13 @@ impl Reader {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop();
-        if let Some(t) = self.timer.lock().take() {
-            let _ = t.join();
+        let timer = self.timer.lock().take();
+        if let Some(t) = timer {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
-        let mut streams = std::mem::take(&mut self.inner.lock().streams);
+        let mut streams = std::mem::take(&mut self.shared.inner.lock().streams);
         for s in &mut streams {
             s.join();
         }
@@ -488,29 +565,38 @@ impl Iterator for Iter<'_> {
 /// Every `interval`, relists each synced resource in turn: a replacement
 /// stream syncs while the running one goes on, then takes its place. One
 /// relist at a time, to spare the apiserver.
-fn relist_timer(inner: &Mutex<Inner>, closing: &Receiver<()>, interval: Duration) {
+fn relist_timer(shared: &ReaderShared, closing: &Receiver<()>, interval: Duration) {
     loop {
         select! {
             recv(closing) -> _ => return,
             default(interval) => {}
         }
-        let specs: Vec<ResourceSpec> = inner
-            .lock()
-            .streams
-            .iter()
-            .map(|s| s.spec.clone())
-            .collect();
-        if !specs.iter().all(|spec| relist(inner, closing, spec)) {
+        if !relist_all(shared, closing) {
             return;
         }
     }
 }
 
+/// Relists every resource in turn; false when the reader is stopping.
+fn relist_all(shared: &ReaderShared, closing: &Receiver<()>) -> bool {
+    let specs: Vec<ResourceSpec> = shared
+        .inner
+        .lock()
+        .streams
+        .iter()
+        .map(|s| s.spec.clone())
+        .collect();
+    specs.iter().all(|spec| relist(shared, closing, spec))
+}
+
 /// One relist; false when the reader is stopping.
-fn relist(inner: &Mutex<Inner>, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
+///
+/// The wait for the replacement's sync is bounded by the replacement itself:
+/// it gives up after a few failures in a row (watch.rs), which ends this wait.
+fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
     let (done_tx, done) = bounded(1);
-    {
-        let mut g = inner.lock();
+    let started = {
+        let mut g = shared.inner.lock();
         let g = &mut *g;
         let Some(start) = g.start.as_ref() else {
             return false;
@@ -518,51 +604,61 @@ fn relist(inner: &Mutex<Inner>, closing: &Receiver<()>, spec: &ResourceSpec) -> 
         let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
             return true;
         };
-        if !h.counters.synced.load(Ordering::Relaxed) || h.pending.is_some() {
+        let c = &h.counters;
+        if h.pending.is_some()
+            || !c.synced.load(Ordering::Relaxed)
+            || c.failed.load(Ordering::Relaxed)
+        {
             return true;
         }
-        match start.spawn(h, Role::Replacement(done_tx)) {
-            Ok(t) => h.pending = Some(t),
-            Err(e) => {
-                log::warn!("{}: cannot start a relist: {e}", spec.gvr());
-                return true;
-            }
+        start.spawn(h, Role::Replacement(done_tx)).map(|t| {
+            let id = t.id();
+            h.pending = Some(t);
+            id
+        })
+    };
+    let thread = match started {
+        Ok(id) => id,
+        Err(e) => {
+            log::warn!("{}: cannot start a relist: {e}", spec.gvr());
+            return true;
         }
-    }
+    };
     log::info!("{}: relisting", spec.gvr());
     // Synced, or the replacement ended without syncing (dropping the sender).
     let synced = select! {
         recv(done) -> r => r.is_ok(),
         recv(closing) -> _ => return false,
     };
-    let mut old = {
-        let mut g = inner.lock();
-        let g = &mut *g;
+    let _control = shared.control.lock();
+    let mut finished = {
+        let mut g = shared.inner.lock();
         let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
             return true;
         };
-        let Some(mut new) = h.pending.take() else {
+        // Still ours: set_resources may have stopped it and started another.
+        if h.pending.as_ref().and_then(Thread::id) != thread {
+            return true;
+        }
+        let Some(new) = h.pending.take() else {
             return true;
         };
         if synced {
             h.counters.relists.fetch_add(1, Ordering::Relaxed);
             std::mem::replace(&mut h.running, new)
         } else {
-            new.join();
-            if h.running.finished() {
-                // The running stream left its re-sync to the relist, which failed.
-                if let Some(start) = g.start.as_ref() {
-                    match start.spawn(h, Role::Primary) {
-                        Ok(t) => h.running = t,
-                        Err(e) => log::error!("{}: cannot restart the stream: {e}", spec.gvr()),
-                    }
-                }
-            }
-            return true;
+            // The running stream goes on (it may re-sync itself meanwhile).
+            new
         }
     };
-    old.signal();
-    old.join();
+    finished.signal();
+    finished.join();
+    if !synced {
+        log::warn!(
+            "{}: the relist did not complete; the running stream goes on",
+            spec.gvr()
+        );
+    }
     true
 }
 
@@ -596,6 +692,7 @@ fn spawn(
         kind: spec.kind.clone(),
     });
     std::thread::Builder::new().name(name).spawn(move || {
+        mark_tattler_thread();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stream.run()));
         if let Err(panic) = result {
             let what = panic

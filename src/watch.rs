@@ -115,6 +115,10 @@ enum Outcome {
 /// 256 instead of 64 gained nothing.
 const BATCH: usize = 64;
 
+/// A relist's replacement that fails this many times in a row gives up, so
+/// that one stuck relist cannot hold up the relists of other resources.
+const REPLACEMENT_FAILURES: u32 = 3;
+
 /// An object event decoded ahead of its verdict.
 struct Decoded {
     kind: EventType,
@@ -241,18 +245,39 @@ impl Stream {
         self.shared.tracker.lock().release_sync(self.id);
     }
 
-    /// Starts a full state, unless another stream of this resource is
-    /// delivering one (then this stream ends: the other one serves).
+    /// Starts a full state. While another stream of this resource delivers
+    /// one (a relist's replacement), a primary waits: once the replacement
+    /// has synced it owns the resource and this stream ends; if it gives up,
+    /// this one syncs. A replacement never waits for a primary.
     fn claim_sync(&mut self) -> bool {
-        if self.shared.tracker.lock().claim_sync(self.id) {
-            return true;
+        let mut logged = false;
+        loop {
+            let owned = {
+                let mut t = self.shared.tracker.lock();
+                if t.claim_sync(self.id) {
+                    return true;
+                }
+                !self.is_replacement() && t.owner() == self.id
+            };
+            if !owned {
+                log::info!(
+                    "{}: another stream is syncing this resource; this one ends",
+                    self.spec.gvr()
+                );
+                self.superseded = true;
+                return false;
+            }
+            if !logged {
+                log::info!(
+                    "{}: a relist is syncing this resource; waiting for it",
+                    self.spec.gvr()
+                );
+                logged = true;
+            }
+            if self.stop.sleep(Duration::from_millis(100)) {
+                return false;
+            }
         }
-        log::info!(
-            "{}: another stream is syncing this resource; this one ends",
-            self.spec.gvr()
-        );
-        self.superseded = true;
-        false
     }
 
     fn run_loop(&mut self) {
@@ -350,6 +375,11 @@ impl Stream {
             }
             if let Some((why, after)) = pause {
                 failures = failures.saturating_add(1);
+                if self.is_replacement() && failures >= REPLACEMENT_FAILURES {
+                    // The running stream goes on; the next relist tries again.
+                    log::warn!("{name}: relist failed {failures} times ({why}); giving up");
+                    return;
+                }
                 let delay = after.unwrap_or_else(|| self.backoff(failures));
                 log::warn!("{name}: {why}; retrying in {delay:?}");
                 *self.counters.last_error.lock() = Some(why);
@@ -999,8 +1029,10 @@ impl Stream {
         }
         drop(tracker);
         if let Role::Replacement(done) = &self.role {
-            // The reader swaps this stream in; it may already have gone away.
+            // The reader swaps this stream in (it may already have gone
+            // away); from now on this is the resource's stream.
             let _ = done.try_send(());
+            self.role = Role::Primary;
         }
         true
     }

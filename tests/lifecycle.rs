@@ -397,3 +397,89 @@ fn shaping_options_apply_before_the_channel() {
     pod(&api, "a", "p3");
     assert_eq!(take(&r, 1), ["Add a/p3"], "the transform dropped p2");
 }
+
+#[test]
+fn wake_ends_a_wait_without_stopping_the_reader() {
+    let _w = Watchdog::new("wake", Duration::from_secs(30));
+    let api = FakeApi::start();
+    let r = synced_pods(&api, 1);
+    let waiter = {
+        let r = r.clone();
+        std::thread::spawn(move || {
+            let t = std::time::Instant::now();
+            let got = r.next_timeout(Duration::from_secs(20));
+            (got.map(|e| show(&e)), t.elapsed())
+        })
+    };
+    // Whether the wake comes before or during the wait, the wait ends at once.
+    r.wake();
+    let (got, took) = waiter.join().unwrap();
+    assert_eq!(got, Err(tattler::NextTimeoutError::Timeout));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    // Wakes do not add up, and the reader runs on.
+    r.wake();
+    r.wake();
+    assert_eq!(
+        r.next_timeout(Duration::from_secs(5)).map(|e| show(&e)),
+        Err(tattler::NextTimeoutError::Timeout)
+    );
+    pod(&api, "a", "p1");
+    assert_eq!(take(&r, 1), ["Update a/p1"]);
+    assert!(!r.is_stopped());
+}
+
+/// The transform runs on the stream's thread, as a log callback does: calls
+/// that wait for tattler's threads refuse to run there, and dropping the
+/// reader there joins every other thread and not itself.
+#[test]
+fn calls_from_a_stream_thread_neither_deadlock_nor_join_themselves() {
+    let _w = Watchdog::new("reentrant", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.apply("configmaps", FakeApi::object(Some("a"), "c1"));
+    let slot: Arc<parking_lot::Mutex<Option<Reader>>> = Arc::default();
+    let (said_tx, said) = crossbeam_channel::unbounded();
+    let mut c = config(&api, &["pods", "configmaps"]);
+    {
+        let slot = slot.clone();
+        c.shaping.transform = Some(Arc::new(move |res, v| {
+            if res.resource != "configmaps" || v["metadata"]["name"] != "c2" {
+                return true;
+            }
+            let reader = slot.lock().take().expect("the reader is there");
+            let set = reader.set_resources(&ResourceSpec::parse("pods").unwrap(), true);
+            let relist = reader.relist();
+            let stats = reader.stats().len();
+            let _ = said_tx.send((set.map_err(|e| e.to_string()), relist, stats));
+            drop(reader); // a close from the stream's own thread
+            let _ = said_tx.send((Ok(true), true, 0));
+            true
+        }));
+    }
+    *slot.lock() = Some(Reader::open(c).unwrap());
+    {
+        let g = slot.lock();
+        let r = g.as_ref().unwrap();
+        let mut synced = 0;
+        while synced < 2 {
+            if next(r).change() == Change::Synced {
+                synced += 1;
+            }
+        }
+    }
+    api.apply("configmaps", FakeApi::object(Some("a"), "c2"));
+    let (set, relist, stats) = said.recv_timeout(Duration::from_secs(10)).unwrap();
+    let set = set.unwrap_err();
+    assert!(
+        set.contains("set_resources cannot be called on a tattler thread"),
+        "{set}"
+    );
+    assert!(!relist);
+    assert_eq!(stats, 2, "stats() works from a stream thread");
+    assert_eq!(
+        said.recv_timeout(Duration::from_secs(10)).unwrap(),
+        (Ok(true), true, 0),
+        "the close returned"
+    );
+    assert!(slot.lock().is_none());
+}
