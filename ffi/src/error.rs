@@ -34,6 +34,7 @@ impl From<tattler_core::Error> for Failure {
             Error::ReadFile { .. } | Error::Spawn(_) => TATTLER_ERR_IO,
             Error::Resource(_) => TATTLER_ERR_INVALID_RESOURCE,
             Error::Tls(_) => TATTLER_ERR_TLS,
+            Error::Reentrant(_) => TATTLER_ERR_REENTRANT,
             _ => TATTLER_ERR_OTHER,
         };
         Failure::new(status, e.to_string())
