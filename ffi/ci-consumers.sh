@@ -12,7 +12,7 @@
 #      C through pkg-config: shared; static (the static-only prefix); fully
 #        static (-static)
 #      C and C++ (tattler.hpp) through CMake find_package(tattler): shared and
-#        -DTATTLER_STATIC=ON
+#        -DTATTLER_STATIC=ON; and through CMake's pkg_check_modules
 #      the header as C99, C11, C++11, C++17 at -Wall -Wextra -Wpedantic -Werror
 #      the Go package, copied out as a module download would be, and a module
 #        that requires it (`#cgo pkg-config`): go vet, go build
@@ -117,10 +117,11 @@ for std in "gcc -std=c99" "gcc -std=c11" "g++ -x c++ -std=c++11" "g++ -x c++ -st
     $std "${cflags[@]}" src/header_check.c -x none $(pkg-config --cflags --libs tattler) -o bin/header-check
     [[ $(LD_LIBRARY_PATH=$P/lib bin/header-check) == "header_check: $version "* ]] || fail "header check as $std"
 done
-for mode in shared static; do
-    flag=OFF
-    [[ $mode == static ]] && flag=ON
-    cmake -S src -B "build-$mode" -DCMAKE_PREFIX_PATH="$P" -DTATTLER_STATIC=$flag -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+for mode in shared static pc; do
+    flags=(-DTATTLER_STATIC=OFF)
+    [[ $mode == static ]] && flags=(-DTATTLER_STATIC=ON)
+    [[ $mode == pc ]] && flags=(-DVIA_PKG_CONFIG=ON) # the issue's link order failure
+    cmake -S src -B "build-$mode" -DCMAKE_PREFIX_PATH="$P" "${flags[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null ||
         fail "cmake configure ($mode)"
     cmake --build "build-$mode" -j2 >/dev/null || fail "cmake build ($mode)"
     cp "build-$mode/watch" "bin/c-cmake-$mode"
@@ -223,7 +224,8 @@ if ((${#toolchain[@]})); then
 fi
 say "next to another Rust static library (${toolchain[*]:-stable}): both orders link and run"
 
-programs=(c-pc-shared c-pc-static c-fully-static c-cmake-shared c-cmake-static cpp-cmake-shared cpp-cmake-static)
+programs=(c-pc-shared c-pc-static c-fully-static c-cmake-shared c-cmake-static c-cmake-pc cpp-cmake-shared
+    cpp-cmake-static cpp-cmake-pc)
 say "built outside the repository: ${programs[*]} go-shared"
 
 # --- 3. run them ----------------------------------------------------------
