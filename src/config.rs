@@ -129,6 +129,17 @@ pub struct Config {
     /// middle of a connect finishes it before [`Reader::close`](crate::Reader::close)
     /// can join it, so this also bounds how long a close can take.
     pub connect_timeout: Duration,
+    /// During a watch-list's initial state, a stream that receives nothing
+    /// for this long without the initial-events-end bookmark takes the
+    /// server to ignore `sendInitialEvents` (some aggregated servers and
+    /// fakes do) and falls back to LIST + WATCH. Default 30 s.
+    pub initial_events_timeout: Duration,
+    /// At most this many bytes of objects wait in the output channel; a
+    /// stream with more to send waits for the consumer (an object larger than
+    /// this still goes, alone). With `channel_capacity`, and per stream
+    /// `max_frame_bytes` plus a batch of at most 1 MiB, this bounds the memory
+    /// tattler holds for a slow consumer. Default 64 MiB.
+    pub max_buffered_bytes: usize,
     /// Ask the server for gzip-compressed bodies. Off by default: it costs the
     /// apiserver CPU and saves bandwidth only off-host.
     pub gzip: bool,
@@ -167,6 +178,8 @@ impl Config {
             channel_capacity: 1024,
             idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(5),
+            initial_events_timeout: Duration::from_secs(30),
+            max_buffered_bytes: 64 << 20,
             gzip: false,
             page_size: 500,
             max_frame_bytes: 64 << 20,
@@ -258,6 +271,16 @@ impl Config {
         }
         if self.idle_timeout < Duration::from_secs(1) {
             return Err(Error::Config("idle_timeout must be at least 1 s".into()));
+        }
+        if self.initial_events_timeout < Duration::from_millis(100) {
+            return Err(Error::Config(
+                "initial_events_timeout must be at least 100 ms".into(),
+            ));
+        }
+        if self.max_buffered_bytes == 0 {
+            return Err(Error::Config(
+                "max_buffered_bytes must be at least 1".into(),
+            ));
         }
         if self.page_size == 0 {
             return Err(Error::Config("page_size must be at least 1".into()));

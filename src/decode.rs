@@ -1,13 +1,13 @@
-//! Pure decoding: a byte stream into watch frames, a frame into an event,
-//! a LIST page into items. No I/O beyond the `Read` it is handed.
+//! Pure decoding: a watch frame into an event, an object into the metadata
+//! tattler needs, a body into a `Status`. No I/O; no recursion on input (the
+//! object walk is iterative, serde only ever sees small, bounded documents).
 
 use std::borrow::Cow;
-use std::io::{self, Read};
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
-use crate::scrub::Edits;
+use crate::rv::{self, Rv};
+use crate::scrub::{self, Bad, Edits, Found};
 
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub(crate) struct ObjectMeta<'a> {
     pub namespace: Option<Cow<'a, str>>,
     pub name: Cow<'a, str>,
     pub uid: Cow<'a, str>,
-    pub resource_version: u64,
+    pub resource_version: Rv,
 }
 
 impl ObjectMeta<'_> {
@@ -67,24 +67,53 @@ pub(crate) enum Event<'a> {
     /// A BOOKMARK: progress to `resource_version`; `initial_events_end` marks
     /// the end of a watch-list's initial state.
     Bookmark {
-        resource_version: u64,
+        resource_version: Rv,
         initial_events_end: bool,
     },
     /// An ERROR event.
     Error(Status),
 }
 
-/// Why a frame or page could not be decoded. The message names what was wrong.
+/// Why a frame or an object could not be decoded: a short reason of its own
+/// (the `reason` of the Error entry that reports it), a message naming what
+/// was wrong (never quoting the object's values), and the object's
+/// namespace and name when they could be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DecodeError(pub String);
-
-#[derive(Deserialize)]
-struct RawEvent<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow)]
-    object: &'a RawValue,
+pub(crate) struct DecodeError {
+    pub reason: &'static str,
+    pub message: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// All the metadata, when it could be read: the consumer may hold an
+    /// earlier version of the object, which then goes.
+    pub meta: Option<Box<ObjectMeta<'static>>>,
 }
+
+impl DecodeError {
+    fn new(reason: &'static str, message: impl Into<String>) -> DecodeError {
+        DecodeError {
+            reason,
+            message: message.into(),
+            namespace: None,
+            name: None,
+            meta: None,
+        }
+    }
+}
+
+/// The reasons of [`DecodeError`]: a frame that is not a watch event.
+pub(crate) const INVALID_FRAME: &str = "InvalidFrame";
+/// An object that is not JSON, or lacks what every object has.
+pub(crate) const INVALID_OBJECT: &str = "InvalidObject";
+/// An object nested deeper than the walker's limit.
+pub(crate) const OBJECT_TOO_DEEP: &str = "ObjectTooDeep";
+
+/// The longest name, namespace and uid accepted. Kubernetes names are at most
+/// 253 bytes (a few kinds allow any path segment); these bounds only keep a
+/// hostile server from making per-object state large.
+const MAX_NAME: usize = 2048;
+const MAX_NAMESPACE: usize = 253;
+const MAX_UID: usize = 128;
 
 #[derive(Deserialize)]
 struct BookmarkHead<'a> {
@@ -126,26 +155,13 @@ struct StatusCause {
 /// Decodes one watch frame (`{"type":…,"object":{…}}`).
 pub(crate) fn event(frame: &[u8], edits: Edits) -> Result<Event<'_>, DecodeError> {
     // The apiserver writes `{"type":"…","object":{…}}`: find the object
-    // without a pass over it; parsing it below validates it. Anything else
-    // (or a fast-path failure) takes the general path, which names the error.
-    if let Some((kind, obj)) = split_envelope(frame) {
-        if let Ok(ev) = event_of(kind, obj, frame, edits) {
-            return Ok(ev);
-        }
-    }
-    let raw: RawEvent = serde_json::from_slice(frame)
-        .map_err(|e| DecodeError(format!("watch frame is not a watch event: {e}")))?;
-    let obj = raw.object.get();
-    event_of(raw.kind, obj, frame, edits)
-}
-
-/// The event of type `kind` carrying `obj`, a slice of `frame`.
-fn event_of<'a>(
-    kind: Cow<'a, str>,
-    obj: &'a str,
-    frame: &'a [u8],
-    edits: Edits,
-) -> Result<Event<'a>, DecodeError> {
+    // without a pass over the frame; walking the object checks it. Anything
+    // else takes the general path: one pass over the frame to find its
+    // members, then the walk.
+    let (kind, obj) = match split_envelope(frame) {
+        Some(parts) => parts,
+        None => general_envelope(frame)?,
+    };
     match kind.as_ref() {
         "ADDED" | "MODIFIED" | "DELETED" => {
             let kind = match kind.as_ref() {
@@ -164,7 +180,7 @@ fn event_of<'a>(
         }
         "BOOKMARK" => {
             let b: BookmarkHead = serde_json::from_str(obj)
-                .map_err(|e| DecodeError(format!("BOOKMARK object: {e}")))?;
+                .map_err(|e| DecodeError::new(INVALID_FRAME, format!("BOOKMARK object: {e}")))?;
             let initial_events_end = b
                 .metadata
                 .annotations
@@ -172,12 +188,19 @@ fn event_of<'a>(
                 .and_then(|a| a.get("k8s.io/initial-events-end"))
                 .is_some_and(|v| v == "true");
             Ok(Event::Bookmark {
-                resource_version: parse_rv(&b.metadata.resource_version)?,
+                resource_version: checked_rv(&b.metadata.resource_version)
+                    .map_err(|m| DecodeError::new(INVALID_FRAME, format!("BOOKMARK: {m}")))?,
                 initial_events_end,
             })
         }
         "ERROR" => Ok(Event::Error(status(obj.as_bytes()))),
-        other => Err(DecodeError(format!("unknown watch event type {other:?}"))),
+        other => {
+            let shown: String = other.chars().take(32).collect();
+            Err(DecodeError::new(
+                INVALID_FRAME,
+                format!("unknown watch event type {shown:?}"),
+            ))
+        }
     }
 }
 
@@ -199,17 +222,48 @@ fn split_envelope(frame: &[u8]) -> Option<(Cow<'_, str>, &str)> {
     Some((Cow::Borrowed(kind), obj))
 }
 
-/// Parses the metadata of one object's JSON (a full pass: this also checks
-/// that the object is valid JSON).
-pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
-    object_walk(obj, NO_EDITS).map(|(meta, _)| meta)
+/// A watch event of any member order and spacing.
+fn general_envelope(frame: &[u8]) -> Result<(Cow<'_, str>, &str), DecodeError> {
+    let bad = |m: &str| DecodeError::new(INVALID_FRAME, format!("watch frame: {m}"));
+    let text = std::str::from_utf8(frame).map_err(|e| {
+        bad(&format!(
+            "not UTF-8 (invalid byte after {} bytes)",
+            e.valid_up_to()
+        ))
+    })?;
+    let (kind, obj) = match scrub::envelope(frame) {
+        Ok(parts) => parts,
+        Err(Bad::TooDeep) => {
+            return Err(DecodeError::new(
+                OBJECT_TOO_DEEP,
+                format!("watch frame nested deeper than {} levels", scrub::MAX_DEPTH),
+            ))
+        }
+        Err(Bad::NotJson) => {
+            // Let serde say what is wrong and where (it never quotes values here).
+            let why = match serde_json::from_slice::<serde::de::IgnoredAny>(frame) {
+                Err(e) => e.to_string(),
+                Ok(_) => "not a JSON object".into(),
+            };
+            return Err(bad(&format!("not a watch event: {why}")));
+        }
+    };
+    let (Some((ts, te)), Some((os, oe))) = (kind, obj) else {
+        return Err(bad(
+            "not a watch event: it needs a string `type` and an object `object`",
+        ));
+    };
+    let kind =
+        serde_json::from_str::<String>(&text[ts..te]).map_err(|e| bad(&format!("type: {e}")))?;
+    Ok((Cow::Owned(kind), &text[os..oe]))
 }
 
-/// No byte-level edits.
-pub(crate) const NO_EDITS: Edits = Edits {
-    scrub: false,
-    drop_managed_fields: false,
-};
+/// Parses the metadata of one object's JSON (a full pass: this also checks
+/// that the object is valid JSON).
+#[cfg(test)]
+pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
+    object_walk(obj, Edits::NONE).map(|(meta, _)| meta)
+}
 
 /// One structural pass over an object: checks it, makes `edits` (the edited
 /// bytes, if anything changed) and finds its metadata.
@@ -217,35 +271,87 @@ pub(crate) fn object_walk(
     obj: &str,
     edits: Edits,
 ) -> Result<(ObjectMeta<'_>, Option<Vec<u8>>), DecodeError> {
-    let (edited, found) = crate::scrub::walk(obj.as_bytes(), edits).map_err(|_| {
-        // Let serde say what is wrong and where.
-        match serde_json::from_str::<serde::de::IgnoredAny>(obj) {
-            Err(e) => DecodeError(format!("object: {e}")),
-            Ok(_) => DecodeError("object is not a JSON object".into()),
+    let (result, found) = scrub::walk(obj.as_bytes(), edits);
+    let named = |mut e: DecodeError| {
+        e.namespace = text(obj, found.namespace).map(Cow::into_owned);
+        e.name = text(obj, found.name).map(Cow::into_owned);
+        e.meta = meta(obj, found).ok().map(|m| Box::new(m.into_owned()));
+        e
+    };
+    let edited = match result {
+        Ok(edited) => edited,
+        Err(Bad::TooDeep) => {
+            return Err(named(DecodeError::new(
+                OBJECT_TOO_DEEP,
+                format!("object nested deeper than {} levels", scrub::MAX_DEPTH),
+            )))
         }
-    })?;
-    let text = |span: Option<(usize, usize)>| -> Option<Cow<'_, str>> {
-        let (s, e) = span?;
-        let raw = &obj[s + 1..e - 1];
-        if raw.contains('\\') {
-            serde_json::from_str::<String>(&obj[s..e])
-                .ok()
-                .map(Cow::Owned)
-        } else {
-            Some(Cow::Borrowed(raw))
+        Err(Bad::NotJson) => {
+            let why = match serde_json::from_str::<serde::de::IgnoredAny>(obj) {
+                Err(e) => format!("object: {e}"),
+                Ok(_) => "object is not a JSON object".into(),
+            };
+            return Err(named(DecodeError::new(INVALID_OBJECT, why)));
         }
     };
-    let missing = |f: &str| DecodeError(format!("object has no metadata.{f}"));
-    let meta = ObjectMeta {
-        kind: text(found.kind),
-        namespace: text(found.namespace).filter(|n| !n.is_empty()),
-        name: text(found.name).ok_or_else(|| missing("name"))?,
-        uid: text(found.uid).ok_or_else(|| missing("uid"))?,
-        resource_version: parse_rv(
-            &text(found.resource_version).ok_or_else(|| missing("resourceVersion"))?,
-        )?,
+    meta(obj, found).map(|m| (m, edited)).map_err(named)
+}
+
+/// The string at `span` (quotes included), unescaped.
+fn text(obj: &str, span: Option<(usize, usize)>) -> Option<Cow<'_, str>> {
+    let (s, e) = span?;
+    let raw = &obj[s + 1..e - 1];
+    if raw.contains('\\') {
+        serde_json::from_str::<String>(&obj[s..e])
+            .ok()
+            .map(Cow::Owned)
+    } else {
+        Some(Cow::Borrowed(raw))
+    }
+}
+
+fn meta(obj: &str, found: Found) -> Result<ObjectMeta<'_>, DecodeError> {
+    let invalid = |m: String| DecodeError::new(INVALID_OBJECT, m);
+    let field = |span, what: &str, max: usize| -> Result<Option<Cow<'_, str>>, DecodeError> {
+        match text(obj, span) {
+            Some(t) if t.len() > max => Err(invalid(format!(
+                "metadata.{what} is {} bytes long (at most {max})",
+                t.len()
+            ))),
+            t => Ok(t),
+        }
     };
-    Ok((meta, edited))
+    let missing = |f: &str| invalid(format!("object has no metadata.{f}"));
+    let name = field(found.name, "name", MAX_NAME)?
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| missing("name"))?;
+    let uid = field(found.uid, "uid", MAX_UID)?
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| missing("uid"))?;
+    let rv = field(found.resource_version, "resourceVersion", rv::MAX_LEN)?
+        .ok_or_else(|| missing("resourceVersion"))?;
+    Ok(ObjectMeta {
+        kind: field(found.kind, "kind", MAX_NAME)?,
+        namespace: field(found.namespace, "namespace", MAX_NAMESPACE)?.filter(|n| !n.is_empty()),
+        name,
+        uid,
+        resource_version: checked_rv(&rv).map_err(invalid)?,
+    })
+}
+
+/// A resourceVersion within bounds.
+pub(crate) fn checked_rv(text: &str) -> Result<Rv, String> {
+    if text.len() > rv::MAX_LEN {
+        return Err(format!(
+            "resourceVersion is {} bytes long (at most {})",
+            text.len(),
+            rv::MAX_LEN
+        ));
+    }
+    if text.is_empty() {
+        return Err("resourceVersion is empty".into());
+    }
+    Ok(Rv::new(text))
 }
 
 /// A Status body; anything unparsable becomes a Status with just the text.
@@ -273,222 +379,10 @@ pub(crate) fn status(body: &[u8]) -> Status {
     }
 }
 
-fn parse_rv(rv: &str) -> Result<u64, DecodeError> {
-    rv.parse()
-        .map_err(|_| DecodeError(format!("resourceVersion {rv:?} is not an integer")))
-}
-
-/// One LIST page: its resourceVersion, continue token and items' JSON.
-pub(crate) struct ListPage<'a> {
-    pub resource_version: u64,
-    pub continue_token: Option<String>,
-    pub items: Vec<&'a str>,
-}
-
-#[derive(Deserialize)]
-struct RawList<'a> {
-    metadata: ListMeta,
-    #[serde(borrow, default)]
-    items: Option<Vec<&'a RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct ListMeta {
-    #[serde(rename = "resourceVersion")]
-    resource_version: String,
-    #[serde(rename = "continue", default)]
-    continue_token: Option<String>,
-}
-
-/// The `metadata` of a LIST body from its first bytes (it precedes the
-/// items): the resourceVersion and continue token of a page too large to read.
-pub(crate) fn list_head(prefix: &[u8]) -> Option<(u64, Option<String>)> {
-    const KEY: &[u8] = b"\"metadata\":";
-    let at = memchr::memmem::find(prefix, KEY)? + KEY.len();
-    let mut de = serde_json::Deserializer::from_slice(&prefix[at..]);
-    let meta = <ListMeta as Deserialize>::deserialize(&mut de).ok()?;
-    Some((
-        parse_rv(&meta.resource_version).ok()?,
-        meta.continue_token.filter(|c| !c.is_empty()),
-    ))
-}
-
-/// Decodes a LIST response body.
-pub(crate) fn list_page(body: &[u8]) -> Result<ListPage<'_>, DecodeError> {
-    let raw: RawList =
-        serde_json::from_slice(body).map_err(|e| DecodeError(format!("list body: {e}")))?;
-    Ok(ListPage {
-        resource_version: parse_rv(&raw.metadata.resource_version)?,
-        continue_token: raw.metadata.continue_token.filter(|c| !c.is_empty()),
-        items: raw
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .map(RawValue::get)
-            .collect(),
-    })
-}
-
-/// Errors of the frame reader.
-#[derive(Debug)]
-pub(crate) enum FrameError {
-    /// Reading the body failed (cut connection, idle timeout, shutdown).
-    Io(io::Error),
-    /// A frame was longer than the limit; it was skipped up to its end.
-    TooLarge(usize),
-    /// The body ended in the middle of a frame.
-    Truncated(usize),
-}
-
-/// Splits a watch body into frames as bytes arrive, one JSON event a line,
-/// without waiting for the body to end.
-pub(crate) struct FrameReader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    /// `buf[start..end]` holds bytes read but not yet handed out.
-    start: usize,
-    end: usize,
-    /// Bytes before `scan` (from `start`) hold no newline.
-    scan: usize,
-    max: usize,
-    /// Bytes of an over-long frame being skipped.
-    skipping: Option<usize>,
-    /// Where [`buffered`](Self::buffered) found the next frame's newline.
-    found: Option<usize>,
-    /// Total bytes read, for stats.
-    pub bytes: u64,
-}
-
-const READ_CHUNK: usize = 64 << 10;
-
-impl<R: Read> FrameReader<R> {
-    pub(crate) fn new(inner: R, max_frame: usize) -> Self {
-        FrameReader {
-            inner,
-            buf: vec![0; READ_CHUNK],
-            start: 0,
-            end: 0,
-            scan: 0,
-            max: max_frame,
-            skipping: None,
-            found: None,
-            bytes: 0,
-        }
-    }
-
-    /// Whether a whole frame is already buffered: if so, the next
-    /// [`next_frame`](Self::next_frame) returns it (or its error) without reading.
-    pub(crate) fn buffered(&mut self) -> bool {
-        loop {
-            if self.found.is_some() {
-                return true;
-            }
-            let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) else {
-                self.scan = self.end;
-                return false;
-            };
-            let nl = self.scan + pos;
-            if self.skipping.is_none() && trim(&self.buf[self.start..nl]).is_empty() {
-                // A blank line, which next_frame would pass over.
-                self.start = nl + 1;
-                self.scan = self.start;
-                continue;
-            }
-            self.found = Some(nl);
-        }
-    }
-
-    /// The next frame, `Ok(None)` at a clean end of the body.
-    pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
-        loop {
-            let found = self.found.take().or_else(|| {
-                memchr::memchr(b'\n', &self.buf[self.scan..self.end]).map(|pos| self.scan + pos)
-            });
-            if let Some(nl) = found {
-                let (start, line) = (self.start, &self.buf[self.start..nl]);
-                self.start = nl + 1;
-                self.scan = self.start;
-                if let Some(skipped) = self.skipping.take() {
-                    return Err(FrameError::TooLarge(skipped + line.len()));
-                }
-                if line.len() > self.max {
-                    return Err(FrameError::TooLarge(line.len()));
-                }
-                if !trim(line).is_empty() {
-                    // Borrowed anew: a borrow returned from inside the loop
-                    // must not be the one the loop goes on with.
-                    return Ok(Some(trim(&self.buf[start..nl])));
-                }
-                continue;
-            }
-            self.scan = self.end;
-            let pending = self.end - self.start;
-            if let Some(skipped) = self.skipping.as_mut() {
-                *skipped += pending;
-                self.start = 0;
-                self.end = 0;
-                self.scan = 0;
-            } else if pending > self.max {
-                self.skipping = Some(pending);
-                self.start = 0;
-                self.end = 0;
-                self.scan = 0;
-            } else if self.start > 0 && (self.end == self.buf.len() || self.start == self.end) {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end = pending;
-                self.scan = pending;
-                self.start = 0;
-            }
-            if self.end == self.buf.len() {
-                let grown = (self.buf.len() * 2).min(self.max + 1);
-                self.buf.resize(grown.max(self.end + 1), 0);
-            }
-            let n = match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(FrameError::Io(e)),
-            };
-            if n == 0 {
-                let pending = self.end - self.start;
-                if let Some(skipped) = self.skipping.take() {
-                    return Err(FrameError::TooLarge(skipped));
-                }
-                if trim(&self.buf[self.start..self.end]).is_empty() {
-                    return Ok(None);
-                }
-                return Err(FrameError::Truncated(pending));
-            }
-            self.bytes += n as u64;
-            self.end += n;
-            self.shrink_if_idle();
-        }
-    }
-
-    /// After a huge frame, give the memory back once the buffer is empty.
-    fn shrink_if_idle(&mut self) {
-        if self.buf.len() > 4 * READ_CHUNK && self.start == self.end {
-            self.buf = vec![0; READ_CHUNK];
-            self.start = 0;
-            self.end = 0;
-            self.scan = 0;
-        }
-    }
-}
-
-fn trim(line: &[u8]) -> &[u8] {
-    let mut l = line;
-    while let [rest @ .., b'\r' | b' ' | b'\t'] = l {
-        l = rest;
-    }
-    while let [b' ' | b'\t' | b'\r', rest @ ..] = l {
-        l = rest;
-    }
-    l
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frames::{FrameError, FrameReader};
 
     const WATCHLIST: &[u8] = include_bytes!("../tests/wire/a-watchlist-pods.body.jsonl");
     const EMPTY: &[u8] = include_bytes!("../tests/wire/b-watchlist-empty.body.jsonl");
@@ -497,59 +391,40 @@ mod tests {
     const PAGE1: &[u8] = include_bytes!("../tests/wire/d-list-page1.json");
     const FORBIDDEN: &[u8] = include_bytes!("../tests/wire/f-403-nobody-watchlist.json");
 
-    fn frames(body: &[u8], max: usize, chunk: usize) -> Vec<Result<Vec<u8>, String>> {
-        struct Trickle<'a>(&'a [u8], usize);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-                let n = self.0.len().min(self.1).min(out.len());
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
-        let mut r = FrameReader::new(Trickle(body, chunk), max);
+    fn lines(body: &[u8]) -> Vec<Vec<u8>> {
+        let mut r = FrameReader::new(body, 1 << 20);
         let mut out = Vec::new();
         loop {
-            // Asking whether a frame is buffered changes nothing, and a yes
-            // means the next frame comes without a read.
-            let (buffered, read) = (r.buffered(), r.bytes);
-            let next = r.next_frame();
-            let next = next.map(|f| f.map(<[u8]>::to_vec));
-            if buffered {
-                assert_eq!(r.bytes, read, "buffered, yet read");
-            }
-            match next {
-                Ok(Some(f)) => out.push(Ok(f)),
+            match r.next_frame() {
+                Ok(Some(f)) => out.push(f.to_vec()),
                 Ok(None) => return out,
-                Err(FrameError::TooLarge(n)) => out.push(Err(format!("too large {n}"))),
-                Err(FrameError::Truncated(n)) => {
-                    out.push(Err(format!("truncated {n}")));
-                    return out;
-                }
                 Err(FrameError::Io(e)) => panic!("{e}"),
+                Err(_) => panic!("bad frame"),
             }
+        }
+    }
+
+    fn describe(ev: Event) -> String {
+        match ev {
+            Event::Object { kind, meta, .. } => format!(
+                "{kind:?} {}/{} {}",
+                meta.namespace.unwrap_or_default(),
+                meta.name,
+                meta.resource_version
+            ),
+            Event::Bookmark {
+                resource_version,
+                initial_events_end,
+            } => format!("Bookmark {resource_version} {initial_events_end}"),
+            Event::Error(s) => format!("Error {}", s.code),
         }
     }
 
     #[test]
     fn real_watch_list_decodes_to_the_expected_events() {
-        let got: Vec<String> = frames(WATCHLIST, 1 << 20, 7)
-            .into_iter()
-            .map(|f| match event(&f.unwrap(), NO_EDITS).unwrap() {
-                Event::Object { kind, meta, .. } => format!(
-                    "{kind:?} {}/{} {}",
-                    meta.namespace.unwrap_or_default(),
-                    meta.name,
-                    meta.resource_version
-                ),
-                Event::Bookmark {
-                    resource_version,
-                    initial_events_end,
-                } => {
-                    format!("Bookmark {resource_version} {initial_events_end}")
-                }
-                Event::Error(s) => format!("Error {}", s.code),
-            })
+        let got: Vec<String> = lines(WATCHLIST)
+            .iter()
+            .map(|f| describe(event(f, Edits::NONE).unwrap()))
             .collect();
         assert_eq!(
             got,
@@ -569,13 +444,28 @@ mod tests {
     }
 
     #[test]
+    fn any_member_order_and_spacing_decodes_the_same() {
+        for frame in lines(WATCHLIST) {
+            let v: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+            let reordered = format!(
+                "{{ \"object\" : {} , \"type\" : {} }}",
+                serde_json::to_string_pretty(&v["object"]).unwrap(),
+                v["type"]
+            );
+            let fast = describe(event(&frame, Edits::NONE).unwrap());
+            let general = describe(event(reordered.as_bytes(), Edits::NONE).unwrap());
+            assert_eq!(fast, general);
+        }
+    }
+
+    #[test]
     fn object_range_is_the_object_as_sent() {
-        let frame = frames(WATCHLIST, 1 << 20, 1 << 20).remove(0).unwrap();
+        let frame = lines(WATCHLIST).remove(0);
         let Event::Object {
             object: (s, e),
             meta,
             ..
-        } = event(&frame, NO_EDITS).unwrap()
+        } = event(&frame, Edits::NONE).unwrap()
         else {
             panic!("not an object")
         };
@@ -588,12 +478,12 @@ mod tests {
 
     #[test]
     fn empty_collection_is_only_the_bookmark() {
-        let f = frames(EMPTY, 1 << 20, 3);
+        let f = lines(EMPTY);
         assert_eq!(f.len(), 1);
         assert_eq!(
-            event(f[0].as_ref().unwrap(), NO_EDITS).unwrap(),
+            event(&f[0], Edits::NONE).unwrap(),
             Event::Bookmark {
-                resource_version: 229,
+                resource_version: Rv::new("229"),
                 initial_events_end: true
             }
         );
@@ -601,14 +491,14 @@ mod tests {
 
     #[test]
     fn error_events_carry_the_status() {
-        let f = frames(EXPIRED, 1 << 20, 5).remove(0).unwrap();
-        let Event::Error(s) = event(&f, NO_EDITS).unwrap() else {
+        let f = lines(EXPIRED).remove(0);
+        let Event::Error(s) = event(&f, Edits::NONE).unwrap() else {
             panic!()
         };
         assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
         assert_eq!(s.message, "too old resource version: 1 (315)");
-        let f = frames(TOO_LARGE, 1 << 20, 5).remove(0).unwrap();
-        let Event::Error(s) = event(&f, NO_EDITS).unwrap() else {
+        let f = lines(TOO_LARGE).remove(0);
+        let Event::Error(s) = event(&f, Edits::NONE).unwrap() else {
             panic!()
         };
         assert_eq!(
@@ -629,60 +519,72 @@ mod tests {
     }
 
     #[test]
-    fn frames_survive_any_split_and_oversized_ones_are_skipped() {
-        let body = b"{\"a\":1}\n\r\n{\"b\":\"0123456789\"}\n{\"c\":3}\n{\"d\":4";
-        for chunk in 1..body.len() {
-            let got = frames(body, 12, chunk);
-            assert_eq!(
-                got,
-                vec![
-                    Ok(b"{\"a\":1}".to_vec()),
-                    Err("too large 18".into()),
-                    Ok(b"{\"c\":3}".to_vec()),
-                    Err("truncated 6".into())
-                ],
-                "chunk {chunk}"
-            );
-        }
-    }
-
-    #[test]
-    fn bad_frames_name_the_problem() {
-        let e = |f: &[u8]| event(f, NO_EDITS).unwrap_err().0;
-        assert!(e(b"this is not json").contains("not a watch event"));
-        assert!(e(b"{\"type\":\"NOPE\",\"object\":{}}").contains("\"NOPE\""));
-        assert!(e(
-            b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"}}}"
-        )
-        .contains("resourceVersion"));
-        assert!(e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"x\",\"uid\":\"u\",\"resourceVersion\":\"abc\"}}}")
-            .contains("\"abc\""));
-        assert!(
-            e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xff\"}}}")
-                .contains("not a watch event")
+    fn bad_frames_and_objects_have_reasons_of_their_own_and_name_the_object() {
+        let e = |f: &[u8]| event(f, Edits::NONE).unwrap_err();
+        let obj = |meta: &str| format!(r#"{{"type":"ADDED","object":{{"metadata":{{{meta}}}}}}}"#);
+        assert_eq!(e(b"this is not json").reason, INVALID_FRAME);
+        assert!(e(b"this is not json").message.contains("not a watch event"));
+        assert!(e(b"{\"type\":\"NOPE\",\"object\":{}}")
+            .message
+            .contains("\"NOPE\""));
+        assert!(e(b"{\"type\":\"ADDED\"}").message.contains("`object`"));
+        let missing = e(obj(r#""name":"x","namespace":"ns","uid":"u""#).as_bytes());
+        assert_eq!(
+            (
+                missing.reason,
+                missing.namespace.as_deref(),
+                missing.name.as_deref()
+            ),
+            (INVALID_OBJECT, Some("ns"), Some("x"))
         );
+        assert!(
+            missing.message.contains("resourceVersion"),
+            "{}",
+            missing.message
+        );
+        assert!(e(obj(r#""name":"x","resourceVersion":"1""#).as_bytes())
+            .message
+            .contains("uid"));
+        assert!(e(obj(r#""uid":"u","resourceVersion":"1""#).as_bytes())
+            .message
+            .contains("name"));
+        let long = e(obj(&format!(
+            r#""name":"{}","uid":"u","resourceVersion":"1""#,
+            "n".repeat(3000)
+        ))
+        .as_bytes());
+        assert!(
+            long.message.contains("metadata.name is 3000 bytes"),
+            "{}",
+            long.message
+        );
+        let deep = format!(
+            r#"{{"type":"ADDED","object":{{"metadata":{{"name":"d","namespace":"ns"}},"spec":{}{}}}}}"#,
+            "[".repeat(scrub::MAX_DEPTH + 5),
+            "]".repeat(scrub::MAX_DEPTH + 5)
+        );
+        let deep = e(deep.as_bytes());
+        assert_eq!(
+            (deep.reason, deep.name.as_deref()),
+            (OBJECT_TOO_DEEP, Some("d"))
+        );
+        assert_eq!(
+            e(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xff\"}}}").reason,
+            INVALID_FRAME
+        );
+        // An opaque resourceVersion is not an error.
+        let opaque = obj(r#""name":"x","uid":"u","resourceVersion":"abc""#);
+        let ok = event(opaque.as_bytes(), Edits::NONE).unwrap();
+        assert_eq!(describe(ok), "Added /x abc");
     }
 
     #[test]
-    fn the_head_of_a_list_page_is_read_without_its_items() {
-        let cut = &PAGE1[..PAGE1.len() / 2];
-        let (rv, token) = list_head(cut).unwrap();
-        assert_eq!(rv, 229);
-        assert!(token.unwrap().starts_with("eyJ2Ijoib"));
-        assert_eq!(list_head(b"{\"kind\":\"List\""), None);
-    }
-
-    #[test]
-    fn list_pages() {
-        let p = list_page(PAGE1).unwrap();
-        assert_eq!(p.resource_version, 229);
-        assert!(p
-            .continue_token
-            .as_deref()
-            .unwrap()
-            .starts_with("eyJ2Ijoib"));
-        assert_eq!(p.items.len(), 2);
-        let m = object_meta(p.items[0]).unwrap();
+    fn list_items_decode_to_metadata() {
+        let mut r = crate::frames::ListReader::new(PAGE1, 1 << 20);
+        let Ok(Some(crate::frames::ListItem::Item(first))) = r.next_item() else {
+            panic!()
+        };
+        let m = object_meta(std::str::from_utf8(first).unwrap()).unwrap();
         assert_eq!(
             (m.kind, m.name.as_ref()),
             (None, "extension-apiserver-authentication")

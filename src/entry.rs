@@ -3,6 +3,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::rv::Rv;
+
 /// The kind of change an [`Entry`] reports.
 ///
 /// The numbers are part of the C ABI and never change.
@@ -60,16 +62,24 @@ pub struct Resource {
     pub kind: String,
 }
 
-/// A permanent failure of one resource stream.
+/// What an Error entry reports: a resource that failed for good, or one
+/// object (or frame) that could not be delivered and was skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorInfo {
     /// The HTTP status (401, 403, 404, …), or 0 when the failure was not an
-    /// HTTP answer (a frame over the size limit, a panic caught in the stream).
+    /// HTTP answer (an object over a limit, a panic caught in the stream).
     pub code: u16,
-    /// The server's `reason` (`Forbidden`), or a short word of tattler's own.
+    /// The server's `reason` (`Forbidden`), or tattler's own: `FrameTooLarge`,
+    /// `ObjectTooDeep`, `InvalidObject`, `InvalidFrame`, `TransformFailed`,
+    /// `InternalError`.
     pub reason: String,
-    /// The server's message, or tattler's description of the failure.
+    /// The server's message, or tattler's description of the failure. It
+    /// never quotes an object's values.
     pub message: String,
+    /// The resource's stream ended with this error (it failed for good); when
+    /// false, one piece was skipped and the stream goes on. A skipped object's
+    /// namespace and name, when they could be read, are the entry's.
+    pub ended: bool,
 }
 
 /// One change to one object, or a resource's Synced or Error marker.
@@ -82,7 +92,7 @@ pub struct Entry {
     pub(crate) namespace: Option<Arc<str>>,
     pub(crate) name: Box<str>,
     pub(crate) uid: Box<str>,
-    pub(crate) resource_version: u64,
+    pub(crate) resource_version: Rv,
     /// The object's JSON as the server sent it (or as shaping left it).
     pub(crate) object: Option<Vec<u8>>,
     pub(crate) inferred: bool,
@@ -90,7 +100,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn marker(change: Change, resource: Arc<Resource>, resource_version: u64) -> Entry {
+    pub(crate) fn marker(change: Change, resource: Arc<Resource>, resource_version: Rv) -> Entry {
         Entry {
             change,
             resource,
@@ -105,7 +115,7 @@ impl Entry {
     }
 
     pub(crate) fn failure(resource: Arc<Resource>, info: ErrorInfo) -> Entry {
-        let mut e = Entry::marker(Change::Error, resource, 0);
+        let mut e = Entry::marker(Change::Error, resource, Rv::empty());
         e.error = Some(Box::new(info));
         e
     }
@@ -136,12 +146,22 @@ impl Entry {
         &self.uid
     }
 
-    /// The object's resourceVersion. On a Delete it is the version of the
-    /// deletion when the server reported it, and the last version delivered
-    /// when the delete was inferred. On Synced, the resourceVersion the
-    /// state is complete at. 0 on Error.
+    /// The object's resourceVersion as the server sent it. On a Delete it is
+    /// the version of the deletion when the server reported it, and the last
+    /// version delivered when the delete was inferred. On Synced, the
+    /// resourceVersion the state is complete at. Empty on Error.
+    ///
+    /// The API calls resourceVersions opaque: compare them only for equality,
+    /// unless both are integers from the same etcd-backed resource.
+    pub fn resource_version_str(&self) -> &str {
+        self.resource_version.as_str()
+    }
+
+    /// [`resource_version_str`](Self::resource_version_str) as an integer,
+    /// or 0 when it is not one (aggregated and non-etcd servers may send any
+    /// string).
     pub fn resource_version(&self) -> u64 {
-        self.resource_version
+        self.resource_version.number().unwrap_or(0)
     }
 
     /// The object's JSON exactly as the server sent it (re-serialised only
@@ -151,8 +171,10 @@ impl Entry {
         self.object.as_deref()
     }
 
-    /// True on a Delete that tattler inferred (the object was missing from a
-    /// re-sync) rather than one the server reported.
+    /// True on a Delete that tattler inferred rather than one the server
+    /// reported: the object was missing from a re-sync, its name was taken
+    /// by a newer object, or shaping (the transform, the event filter) stopped
+    /// delivering it.
     pub fn inferred(&self) -> bool {
         self.inferred
     }
@@ -172,7 +194,7 @@ impl fmt::Debug for Entry {
             .field("namespace", &self.namespace)
             .field("name", &self.name)
             .field("uid", &self.uid)
-            .field("resource_version", &self.resource_version)
+            .field("resource_version", &self.resource_version.as_str())
             .field(
                 "object_len",
                 &self.object.as_ref().map(|o| o.as_slice().len()),

@@ -27,19 +27,28 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod answer;
 mod auth;
+mod channel;
 mod config;
 mod config_json;
 mod decode;
+mod deliver;
+mod discovery;
 mod entry;
 mod error;
+mod frames;
 mod kubeconfig;
+mod list;
+mod machine;
 mod reader;
 mod request;
 mod resource;
+mod rv;
 mod scrub;
 mod shape;
 mod state;
+mod stream;
 mod transport;
 mod util;
 mod watch;
@@ -56,25 +65,34 @@ pub use shape::{Shaping, Transform, REDACTED};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod __fuzz {
+    use crate::scrub::Edits;
+
+    const ALL: Edits = Edits {
+        scrub: true,
+        secret_data: true,
+        drop_managed_fields: true,
+    };
+
+    struct Trickle<'a>(&'a [u8], usize);
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1.max(1)).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
     /// Splits `body` into frames (arriving `chunk` bytes at a time) and
     /// decodes each one, as a stream does.
     pub fn frames(body: &[u8], chunk: usize, max_frame: usize) {
-        struct Trickle<'a>(&'a [u8], usize);
-        impl std::io::Read for Trickle<'_> {
-            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-                let n = self.0.len().min(self.1.max(1)).min(out.len());
-                out[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
-        let mut r = crate::decode::FrameReader::new(Trickle(body, chunk), max_frame.max(1));
+        let mut r = crate::frames::FrameReader::new(Trickle(body, chunk), max_frame.max(1));
         loop {
             match r.next_frame() {
                 Ok(Some(frame)) => {
-                    let _ = crate::decode::event(frame, crate::decode::NO_EDITS);
+                    let _ = crate::decode::event(frame, Edits::NONE);
                 }
-                Err(crate::decode::FrameError::TooLarge(_)) => {}
+                Err(crate::frames::FrameError::TooLarge(_)) => {}
                 Ok(None) | Err(_) => break,
             }
         }
@@ -82,39 +100,71 @@ pub mod __fuzz {
 
     /// Decodes one watch frame.
     pub fn event(frame: &[u8]) {
-        let _ = crate::decode::event(
-            frame,
-            crate::scrub::Edits {
-                scrub: true,
-                drop_managed_fields: true,
-            },
-        );
+        let _ = crate::decode::event(frame, ALL);
     }
 
-    /// Decodes a LIST body and each item's metadata.
-    pub fn list(body: &[u8]) {
-        if let Ok(page) = crate::decode::list_page(body) {
-            for item in page.items {
-                let _ = crate::decode::object_meta(item);
+    /// Reads a LIST body (arriving `chunk` bytes at a time) item by item,
+    /// and each item's metadata.
+    pub fn list(body: &[u8], chunk: usize) {
+        let mut r = crate::frames::ListReader::new(Trickle(body, chunk), 1 << 16);
+        while let Ok(Some(item)) = r.next_item() {
+            if let crate::frames::ListItem::Item(b) = item {
+                if let Ok(text) = std::str::from_utf8(b) {
+                    let _ = crate::decode::object_walk(text, ALL);
+                }
             }
         }
     }
 
-    /// Scrubs an object; when the walk accepts it, the output must be JSON.
-    /// (UTF-8 is the caller's check, as in the decoder.)
+    /// Scrubs an object; when the walk accepts it, the output must be JSON
+    /// (as serde_json reads it, when within its nesting limit). UTF-8 is the
+    /// caller's check, as in the decoder.
     pub fn scrub(obj: &[u8]) {
         if std::str::from_utf8(obj).is_err() {
             return;
         }
-        let edits = crate::scrub::Edits {
-            scrub: true,
-            drop_managed_fields: true,
-        };
-        if let Ok(Some(out)) = crate::scrub::edit(obj, edits) {
-            assert!(
-                serde_json::from_slice::<serde_json::Value>(&out).is_ok(),
-                "scrub produced invalid JSON"
-            );
+        if let Ok(Some(out)) = crate::scrub::edit(obj, ALL) {
+            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&out) {
+                assert!(
+                    e.to_string().contains("recursion"),
+                    "scrub produced invalid JSON: {e}"
+                );
+            }
+        }
+    }
+
+    /// An object nested `depth` levels deep (objects and arrays as `shape`
+    /// says), with `tail` inside: the walk must neither recurse nor accept
+    /// more than its limit, whatever the shape.
+    pub fn depth(shape: &[u8], depth: usize, tail: &[u8]) {
+        let depth = depth % (2 * crate::scrub::MAX_DEPTH);
+        let mut obj = b"{\"spec\":".to_vec();
+        let mut close = Vec::with_capacity(depth);
+        for i in 0..depth {
+            let b = shape.get(i % shape.len().max(1)).copied().unwrap_or(0);
+            if b % 2 == 0 {
+                obj.extend_from_slice(b"[");
+                close.push(b']');
+            } else {
+                obj.extend_from_slice(b"{\"containers\":");
+                close.push(b'}');
+            }
+        }
+        obj.extend_from_slice(if tail.is_empty() { b"1" } else { tail });
+        close.reverse();
+        obj.extend_from_slice(&close);
+        obj.push(b'}');
+        let result = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(move || crate::scrub::walk(&obj, ALL).0)
+            .expect("a thread")
+            .join()
+            .expect("no stack overflow");
+        if depth + 1 > crate::scrub::MAX_DEPTH
+            && tail.iter().all(|b| b.is_ascii_digit())
+            && !tail.is_empty()
+        {
+            assert_eq!(result.err(), Some(crate::scrub::Bad::TooDeep));
         }
     }
 

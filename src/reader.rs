@@ -10,8 +10,9 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
+use crate::channel::{Budget, Out, Stop};
+use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings};
 use crate::transport::{AgentSlot, Transport};
-use crate::watch::{Counters, Role, Shared, Stop, Stream, StreamInit, StreamSettings};
 use crate::{
     Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError,
 };
@@ -27,6 +28,7 @@ use crate::{
 pub struct Reader {
     info: ReaderInfo,
     rx: Receiver<Entry>,
+    budget: Arc<Budget>,
     /// Disconnects when the reader stops.
     closing: Receiver<()>,
     /// [`wake`](Self::wake) leaves a token here; a waiting `next_timeout` takes it.
@@ -74,7 +76,7 @@ struct Inner {
 struct Starter {
     transport: Arc<Transport>,
     settings: Arc<StreamSettings>,
-    tx: Sender<Entry>,
+    out: Out,
     closing: Receiver<()>,
 }
 
@@ -88,7 +90,7 @@ impl Starter {
             transport: self.transport.clone(),
             slot: slot.clone(),
             settings: self.settings.clone(),
-            out: self.tx.clone(),
+            out: self.out.clone(),
             stop: Stop {
                 all: self.closing.clone(),
                 own,
@@ -97,7 +99,7 @@ impl Starter {
             shared: h.shared.clone(),
             role,
         });
-        let thread = spawn(&h.spec, stream, self.tx.clone()).map_err(Error::Spawn)?;
+        let thread = spawn(&h.spec, stream, self.out.tx.clone()).map_err(Error::Spawn)?;
         Ok(Thread {
             slot,
             stop_tx: Some(stop_tx),
@@ -187,19 +189,26 @@ pub struct StreamStats {
     pub bytes: u64,
     /// Connections re-made after a failure.
     pub reconnects: u64,
-    /// Full re-syncs (410 Expired, resourceVersion too large).
+    /// Full re-syncs (410 Expired, resourceVersion too large, watches that
+    /// end at once).
     pub resyncs: u64,
     /// Relist swaps completed (see `relist_interval`).
     pub relists: u64,
     /// Events dropped as older than what was already delivered.
     pub stale_drops: u64,
-    /// The last resourceVersion seen.
-    pub resource_version: u64,
+    /// Objects and frames skipped because they could not be delivered (each
+    /// reported by an Error entry).
+    pub skipped: u64,
+    /// The last resourceVersion seen, as the server sent it.
+    pub resource_version: String,
     /// Objects currently tracked.
     pub objects: u64,
     /// The initial state (or the latest re-sync) is complete.
     pub synced: bool,
-    /// The server refused watch-list; this stream uses paged LIST + WATCH.
+    /// When the last full state completed.
+    pub synced_at: Option<std::time::SystemTime>,
+    /// The server cannot do watch-list (it refused it, or never ended its
+    /// initial events); this resource uses paged LIST + WATCH.
     pub list_fallback: bool,
     /// The stream failed for good and sent an Error entry.
     pub failed: bool,
@@ -242,14 +251,21 @@ impl Reader {
             max_frame_bytes: config.max_frame_bytes,
             backoff: config.backoff.clone(),
             shaping: config.shaping.clone(),
+            idle_timeout: config.idle_timeout,
+            initial_events_timeout: config.initial_events_timeout,
+            gzip: config.gzip,
         });
         let (tx, rx) = bounded(config.channel_capacity);
+        let budget = Arc::new(Budget::new(config.max_buffered_bytes));
         let (closing_tx, closing) = bounded(0);
         let (wake_tx, wake_rx) = bounded(1);
         let start = Starter {
             transport,
             settings,
-            tx,
+            out: Out {
+                tx,
+                budget: budget.clone(),
+            },
             closing: closing.clone(),
         };
         let reader = Reader {
@@ -258,6 +274,7 @@ impl Reader {
                 source: config.source.clone(),
             },
             rx,
+            budget,
             closing: closing.clone(),
             wake_tx,
             wake_rx,
@@ -297,12 +314,19 @@ impl Reader {
     /// entries already queued have been handed out.
     pub fn next(&self) -> Result<Entry, Closed> {
         if let Some(e) = self.ready() {
-            return Ok(e);
+            return Ok(self.taken(e));
         }
-        select! {
+        let e = select! {
             recv(self.rx) -> e => e.map_err(|_| Closed),
             recv(self.closing) -> _ => self.rx.try_recv().map_err(|_| Closed),
-        }
+        };
+        e.map(|e| self.taken(e))
+    }
+
+    /// An entry out of the channel: its bytes no longer count.
+    fn taken(&self, e: Entry) -> Entry {
+        self.budget.give(&e);
+        e
     }
 
     /// Blocks until the next entry or until `timeout` has passed.
@@ -312,14 +336,15 @@ impl Reader {
     /// [`NextTimeoutError::Closed`]: stopped or closed, and drained.
     pub fn next_timeout(&self, timeout: Duration) -> Result<Entry, NextTimeoutError> {
         if let Some(e) = self.ready() {
-            return Ok(e);
+            return Ok(self.taken(e));
         }
-        select! {
+        let e = select! {
             recv(self.rx) -> e => e.map_err(|_| NextTimeoutError::Closed),
             recv(self.closing) -> _ => self.rx.try_recv().map_err(|_| NextTimeoutError::Closed),
             recv(self.wake_rx) -> _ => Err(NextTimeoutError::Timeout),
             default(timeout) => Err(NextTimeoutError::Timeout),
-        }
+        };
+        e.map(|e| self.taken(e))
     }
 
     /// Makes a thread waiting in [`next_timeout`](Self::next_timeout) return
@@ -353,7 +378,7 @@ impl Reader {
     /// stopped or closed, and drained.
     pub fn try_next(&self) -> Result<Entry, TryNextError> {
         match self.rx.try_recv() {
-            Ok(e) => Ok(e),
+            Ok(e) => Ok(self.taken(e)),
             Err(TryRecvError::Disconnected) => Err(TryNextError::Closed),
             Err(TryRecvError::Empty) if self.is_stopped() => Err(TryNextError::Closed),
             Err(TryRecvError::Empty) => Err(TryNextError::Empty),
@@ -367,8 +392,11 @@ impl Reader {
 
     /// The channel itself, for `crossbeam_channel::select!` over several
     /// sources. It disconnects once the reader is stopped and every stream
-    /// thread has ended.
+    /// thread has ended. Entries taken from it directly do not give back
+    /// their room in `max_buffered_bytes`, so asking for the receiver turns
+    /// that bound off for this reader (`channel_capacity` still holds).
     pub fn receiver(&self) -> &Receiver<Entry> {
+        self.budget.turn_off();
         &self.rx
     }
 
@@ -521,9 +549,11 @@ impl Reader {
                     resyncs: c.resyncs.load(Ordering::Relaxed),
                     relists: c.relists.load(Ordering::Relaxed),
                     stale_drops: c.stale_drops.load(Ordering::Relaxed),
-                    resource_version: c.resource_version.load(Ordering::Relaxed),
+                    skipped: c.skipped.load(Ordering::Relaxed),
+                    resource_version: c.resource_version.lock().as_str().to_string(),
                     objects: c.objects.load(Ordering::Relaxed),
                     synced: c.synced.load(Ordering::Relaxed),
+                    synced_at: *c.synced_at.lock(),
                     list_fallback: c.list_fallback.load(Ordering::Relaxed),
                     failed: c.failed.load(Ordering::Relaxed),
                     last_error: c.last_error.lock().clone(),
@@ -673,6 +703,12 @@ fn dedup(specs: &[ResourceSpec]) -> Vec<ResourceSpec> {
     out
 }
 
+/// A stream thread's stack. tattler's own use of it is small and bounded
+/// (decoding is iterative: no input can make it recurse); most of it is for
+/// the caller's code that runs there, the log callback and the transform.
+/// (Rust's default for a spawned thread is the same 2 MiB.)
+pub(crate) const STREAM_STACK: usize = 2 << 20;
+
 /// Starts a stream's thread; a panic in it becomes an Error entry.
 fn spawn(
     spec: &ResourceSpec,
@@ -691,22 +727,26 @@ fn spawn(
         resource: spec.resource.clone(),
         kind: spec.kind.clone(),
     });
-    std::thread::Builder::new().name(name).spawn(move || {
-        mark_tattler_thread();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stream.run()));
-        if let Err(panic) = result {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            log::error!("{}: stream thread panicked: {what}", resource.resource);
-            let info = ErrorInfo {
-                code: 0,
-                reason: "InternalError".into(),
-                message: format!("stream thread panicked: {what}"),
-            };
-            let _ = out.try_send(Entry::failure(resource, info));
-        }
-    })
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(STREAM_STACK)
+        .spawn(move || {
+            mark_tattler_thread();
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stream.run()));
+            if let Err(panic) = result {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                log::error!("{}: stream thread panicked: {what}", resource.resource);
+                let info = ErrorInfo {
+                    code: 0,
+                    reason: "InternalError".into(),
+                    message: format!("stream thread panicked: {what}"),
+                    ended: true,
+                };
+                let _ = out.try_send(Entry::failure(resource, info));
+            }
+        })
 }

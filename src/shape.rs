@@ -1,34 +1,47 @@
 //! Shaping objects before they leave tattler: secret scrubbing (on by
 //! default), dropping managedFields, filtering events by kind, and a
-//! caller's transform. An object nothing applies to is handed out as received.
+//! caller's transform. Scrubbing and managedFields are byte edits the decoder
+//! makes in its one pass over each object (scrub.rs); the event filter and
+//! the transform, which need a `serde_json::Value`, come after, on the
+//! already scrubbed object. An object nothing applies to is handed out as
+//! received.
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::scrub::Edits;
 use crate::Resource;
 
 /// What replaces a scrubbed value.
 pub const REDACTED: &str = "REDACTED";
 
 /// A caller's last word on an object before it is handed out. Return `false`
-/// to drop the object (it is then not delivered and not tracked).
+/// to drop the object: it is then not delivered, and an object the consumer
+/// already has gets a Delete (as when it leaves a label selector).
 pub type Transform = Arc<dyn Fn(&Resource, &mut Value) -> bool + Send + Sync>;
 
 /// How objects are shaped before they are handed out.
 #[derive(Clone)]
 pub struct Shaping {
-    /// Replace pod env values (containers, initContainers, ephemeralContainers;
-    /// also in pod templates and in the `last-applied-configuration`
-    /// annotation) with `REDACTED`. `valueFrom` references stay. Default on.
+    /// Replace container env values with `REDACTED` — in pods, in the pod
+    /// templates of workloads, PodTemplates and ControllerRevisions, in any
+    /// object that embeds a pod spec, and in the `last-applied-configuration`
+    /// annotation. `valueFrom` references stay. Default on.
     pub scrub: bool,
+    /// For Secrets (core `v1` `secrets`): replace every value of `data` and
+    /// `stringData` with `REDACTED` (also in the last-applied annotation);
+    /// keys, type and metadata stay. Default on.
+    pub scrub_secret_data: bool,
     /// Remove `metadata.managedFields`. Default off.
     pub drop_managed_fields: bool,
     /// For Event resources (`events`, `events.k8s.io/v1 events`): deliver only
     /// events about objects of these kinds (`Pod`, `Node`, …). `None`: all.
     pub event_kinds: Option<Vec<String>>,
-    /// A transform run last, on every object (it costs a parse per object).
+    /// A transform run last, on every (scrubbed) object; it costs a parse per
+    /// object. Objects nested deeper than `serde_json`'s 128 levels cannot be
+    /// given to it: they are reported as Error entries (`TransformFailed`).
     pub transform: Option<Transform>,
 }
 
@@ -36,6 +49,7 @@ impl Default for Shaping {
     fn default() -> Self {
         Shaping {
             scrub: true,
+            scrub_secret_data: true,
             drop_managed_fields: false,
             event_kinds: None,
             transform: None,
@@ -47,6 +61,7 @@ impl fmt::Debug for Shaping {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Shaping")
             .field("scrub", &self.scrub)
+            .field("scrub_secret_data", &self.scrub_secret_data)
             .field("drop_managed_fields", &self.drop_managed_fields)
             .field("event_kinds", &self.event_kinds)
             .field("transform", &self.transform.as_ref().map(|_| "Fn"))
@@ -57,152 +72,81 @@ impl fmt::Debug for Shaping {
 /// The verdict on one object.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Shaped {
-    /// Hand it out as received.
+    /// Hand it out as it is.
     Keep,
     /// Hand out these bytes instead.
     Replace(Vec<u8>),
     /// Do not deliver it.
     Drop,
+    /// It could not be shaped (the reason): reported, not delivered.
+    Failed(String),
 }
 
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+fn is_event(resource: &Resource) -> bool {
+    resource.resource == "events" && matches!(resource.group.as_str(), "" | "events.k8s.io")
+}
 
 impl Shaping {
-    /// Whether this shaping can change anything for `resource`.
-    pub(crate) fn active(&self) -> bool {
-        self.scrub
-            || self.drop_managed_fields
-            || self.event_kinds.is_some()
-            || self.transform.is_some()
+    /// The byte edits the decoder makes for `resource`.
+    pub(crate) fn edits(&self, resource: &Resource) -> Edits {
+        Edits {
+            scrub: self.scrub,
+            secret_data: self.scrub_secret_data
+                && resource.group.is_empty()
+                && resource.resource == "secrets",
+            drop_managed_fields: self.drop_managed_fields,
+        }
     }
 
+    /// Whether objects of `resource` need [`apply`](Self::apply) after the
+    /// decoder's edits.
+    pub(crate) fn needs_value(&self, resource: &Resource) -> bool {
+        self.transform.is_some() || (self.event_kinds.is_some() && is_event(resource))
+    }
+
+    /// The event filter and the transform, on an object the decoder has
+    /// checked and edited.
     pub(crate) fn apply(&self, resource: &Resource, obj: &[u8]) -> Shaped {
-        let is_event = resource.resource == "events"
-            && matches!(resource.group.as_str(), "" | "events.k8s.io");
-        let scrub = self.scrub && contains(obj, b"\"env");
-        let managed = self.drop_managed_fields && contains(obj, b"\"managedFields\"");
-        let filter = is_event && self.event_kinds.is_some();
-        if !(scrub || managed || filter || self.transform.is_some()) {
+        let filter = self.event_kinds.as_deref().filter(|_| is_event(resource));
+        if filter.is_none() && self.transform.is_none() {
             return Shaped::Keep;
         }
-        if !filter && self.transform.is_none() {
-            // The hot path: edit the bytes, build no Value.
-            let edits = crate::scrub::Edits {
-                scrub,
-                drop_managed_fields: managed,
-            };
-            match crate::scrub::edit(obj, edits) {
-                Ok(Some(v)) => return Shaped::Replace(v),
-                Ok(None) => return Shaped::Keep,
-                Err(_) => {} // cannot happen on a decoded object; the Value path decides
-            }
-        }
-        let Ok(mut v) = serde_json::from_slice::<Value>(obj) else {
-            // The decoder already parsed its metadata; this cannot fail on a
-            // server's object. If it does, withhold rather than leak.
-            return if scrub { Shaped::Drop } else { Shaped::Keep };
+        let mut v = match serde_json::from_slice::<Value>(obj) {
+            Ok(v) => v,
+            // The decoder accepted it: only serde_json's nesting limit is left.
+            Err(e) => return Shaped::Failed(format!("cannot be read as a serde_json Value: {e}")),
         };
-        if filter {
+        if let Some(kinds) = filter {
             let about = if resource.group.is_empty() {
                 &v["involvedObject"]["kind"]
             } else {
                 &v["regarding"]["kind"]
             };
-            let kinds = self.event_kinds.as_deref().unwrap_or_default();
             if !about.as_str().is_some_and(|k| kinds.iter().any(|w| w == k)) {
                 return Shaped::Drop;
             }
         }
-        let mut changed = false;
-        if scrub {
-            changed |= scrub_object(&mut v);
-            if let Some(Value::String(text)) = v.pointer_mut(&format!(
-                "/metadata/annotations/{}",
-                LAST_APPLIED.replace('/', "~1")
-            )) {
-                if let Ok(mut applied) = serde_json::from_str::<Value>(text) {
-                    if scrub_object(&mut applied) {
-                        *text = applied.to_string();
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if managed {
-            if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-                changed |= meta.shift_remove("managedFields").is_some();
-            }
-        }
-        if let Some(t) = &self.transform {
-            let before = (!changed).then(|| v.clone());
-            if !t(resource, &mut v) {
-                return Shaped::Drop;
-            }
-            changed |= before.is_none_or(|b| b != v);
-        }
-        if changed {
-            Shaped::Replace(serde_json::to_vec(&v).expect("a Value serialises"))
-        } else {
-            Shaped::Keep
-        }
-    }
-}
-
-/// Scrubs env values of a pod, or of the pod templates a workload carries.
-/// True when something was replaced.
-fn scrub_object(v: &mut Value) -> bool {
-    let mut changed = false;
-    for path in [
-        "/spec",
-        "/spec/template/spec",
-        "/spec/jobTemplate/spec/template/spec",
-    ] {
-        if let Some(spec) = v.pointer_mut(path) {
-            changed |= scrub_pod_spec(spec);
-        }
-    }
-    changed
-}
-
-fn scrub_pod_spec(spec: &mut Value) -> bool {
-    let mut changed = false;
-    for list in ["containers", "initContainers", "ephemeralContainers"] {
-        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
-            continue;
+        let Some(t) = &self.transform else {
+            return Shaped::Keep;
         };
-        for c in containers {
-            let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) else {
-                continue;
-            };
-            for var in env {
-                if let Some(value) = var.get_mut("value") {
-                    if value.as_str() != Some(REDACTED) {
-                        *value = Value::String(REDACTED.into());
-                        changed = true;
-                    }
-                }
-            }
+        let before = v.clone();
+        if !t(resource, &mut v) {
+            return Shaped::Drop;
+        }
+        if v == before {
+            return Shaped::Keep;
+        }
+        match serde_json::to_vec(&v) {
+            Ok(bytes) => Shaped::Replace(bytes),
+            Err(e) => Shaped::Failed(format!("the transform's result does not serialise: {e}")),
         }
     }
-    changed
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    let first = needle[0];
-    let mut i = 0;
-    while let Some(p) = hay[i..].iter().position(|&b| b == first) {
-        let at = i + p;
-        if hay[at..].starts_with(needle) {
-            return true;
-        }
-        i = at + 1;
-    }
-    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn res(group: &str, resource: &str) -> Resource {
         Resource {
@@ -218,80 +162,47 @@ mod tests {
             Shaped::Keep => Some(obj.clone()),
             Shaped::Replace(b) => Some(serde_json::from_slice(&b).unwrap()),
             Shaped::Drop => None,
+            Shaped::Failed(why) => panic!("{why}"),
         }
     }
 
     #[test]
-    fn pod_env_values_are_scrubbed_everywhere_and_references_stay() {
-        let env = serde_json::json!([{"name":"PASSWORD","value":"hunter2"},{"name":"REF","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}]);
-        let spec = serde_json::json!({"containers":[{"name":"a","env":env}],"initContainers":[{"name":"i","env":env}],"ephemeralContainers":[{"name":"e","env":env}]});
-        let applied = serde_json::json!({"kind":"Pod","spec":spec}).to_string();
-        let pod = serde_json::json!({"kind":"Pod","metadata":{"name":"p","annotations":{LAST_APPLIED: applied}},"spec":spec});
-        let out = shaped(&Shaping::default(), &res("", "pods"), &pod).unwrap();
-        let text = out.to_string();
-        assert!(!text.contains("hunter2"), "{text}");
+    fn edits_follow_the_options_and_the_resource() {
+        let s = Shaping::default();
         assert_eq!(
-            text.matches(REDACTED).count(),
-            6,
-            "3 in the spec, 3 in the annotation"
+            s.edits(&res("", "secrets")),
+            Edits {
+                scrub: true,
+                secret_data: true,
+                drop_managed_fields: false
+            }
         );
-        assert_eq!(
-            out["spec"]["containers"][0]["env"][1]["valueFrom"]["secretKeyRef"]["key"],
-            "k"
-        );
-        let deploy = serde_json::json!({"kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":spec}}});
-        let out = shaped(&Shaping::default(), &res("apps", "deployments"), &deploy).unwrap();
-        assert!(!out.to_string().contains("hunter2"));
+        assert!(!s.edits(&res("", "configmaps")).secret_data);
+        assert!(!s.edits(&res("example.com", "secrets")).secret_data);
         let off = Shaping {
-            scrub: false,
+            scrub_secret_data: false,
             ..Shaping::default()
         };
-        assert_eq!(shaped(&off, &res("", "pods"), &pod).unwrap(), pod);
+        assert!(!off.edits(&res("", "secrets")).secret_data);
+        assert!(!s.needs_value(&res("", "pods")));
     }
 
     #[test]
-    fn untouched_objects_are_kept_as_received() {
-        let obj = br#"{"kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","envFrom":[]}]}}"#;
-        assert_eq!(
-            Shaping::default().apply(&res("", "pods"), obj),
-            Shaped::Keep
-        );
-        let cm = br#"{"kind":"ConfigMap","metadata":{"name":"c"},"data":{"x":"y"}}"#;
-        assert_eq!(
-            Shaping::default().apply(&res("", "configmaps"), cm),
-            Shaped::Keep
-        );
-    }
-
-    #[test]
-    fn managed_fields_events_and_transforms() {
-        let s = Shaping {
-            drop_managed_fields: true,
-            ..Shaping::default()
-        };
-        let obj = serde_json::json!({"metadata":{"name":"c","managedFields":[{"manager":"x"}],"uid":"u"},"data":{}});
-        let out = shaped(&s, &res("", "configmaps"), &obj).unwrap();
-        assert_eq!(
-            out,
-            serde_json::json!({"metadata":{"name":"c","uid":"u"},"data":{}})
-        );
-        // Key order is kept when re-serialising.
-        assert!(serde_json::to_string(&out)
-            .unwrap()
-            .starts_with(r#"{"metadata":{"name":"c","uid""#));
-
+    fn events_are_filtered_and_transforms_run_last() {
         let s = Shaping {
             event_kinds: Some(vec!["Node".into()]),
             ..Shaping::default()
         };
-        let ev = |kind: &str| serde_json::json!({"metadata":{"name":"e"},"involvedObject":{"kind":kind}});
+        let ev = |kind: &str| json!({"metadata":{"name":"e"},"involvedObject":{"kind":kind}});
+        assert!(s.needs_value(&res("", "events")));
         assert!(shaped(&s, &res("", "events"), &ev("Node")).is_some());
         assert!(shaped(&s, &res("", "events"), &ev("Pod")).is_none());
-        let ev2 = serde_json::json!({"metadata":{"name":"e"},"regarding":{"kind":"Node"}});
+        let ev2 = json!({"metadata":{"name":"e"},"regarding":{"kind":"Node"}});
         assert!(shaped(&s, &res("events.k8s.io", "events"), &ev2).is_some());
+        assert_eq!(s.apply(&res("", "pods"), b"{}"), Shaped::Keep);
 
         let t: Transform = Arc::new(|_, v| {
-            v["metadata"]["labels"] = serde_json::json!({"seen":"yes"});
+            v["metadata"]["labels"] = json!({"seen":"yes"});
             v["metadata"]["name"] != "drop-me"
         });
         let s = Shaping {
@@ -301,15 +212,20 @@ mod tests {
         let out = shaped(
             &s,
             &res("", "configmaps"),
-            &serde_json::json!({"metadata":{"name":"c"}}),
+            &json!({"metadata":{"name":"c"}}),
         )
         .unwrap();
         assert_eq!(out["metadata"]["labels"]["seen"], "yes");
         assert!(shaped(
             &s,
             &res("", "configmaps"),
-            &serde_json::json!({"metadata":{"name":"drop-me"}})
+            &json!({"metadata":{"name":"drop-me"}})
         )
         .is_none());
+        // Too deep for a Value: a failure of its own, not a silent drop.
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(
+            matches!(s.apply(&res("", "configmaps"), deep.as_bytes()), Shaped::Failed(m) if m.contains("recursion"))
+        );
     }
 }

@@ -1,135 +1,211 @@
 //! Per-resource dedupe state: what was delivered, kept small.
 //!
-//! For each object only its uid (as 16 bytes), last delivered resourceVersion,
-//! name and an interned namespace are kept — enough to judge the next event and
-//! to name an object that vanished, never the object itself. A map bucket is
-//! 40 bytes; names live packed in 64 KiB chunks, compacted as deletes leave
-//! holes (tests/memory.rs measures the total at under 128 bytes per object).
+//! Objects are keyed by namespace and name, as a consumer's store is: when a
+//! name that holds one uid shows up with another, the object was deleted and
+//! created again, and the consumer gets the old one's Delete before the new
+//! one's Add — on every path (live, re-sync, relist, LIST fallback).
+//!
+//! Per object, never the object itself: a 16-byte slot in a hash table (last
+//! delivered resourceVersion, where its record is, its namespace's id, a
+//! flag) and a record packed in 64 KiB chunks — its uid (16 bytes for a
+//! canonical UUID), name, and the resourceVersion's text when that is not an
+//! integer. Chunks are compacted as deletes leave holes. tests/memory.rs
+//! measures the total per object.
 
-use std::collections::hash_map::{DefaultHasher, Entry as MapEntry};
+use std::cmp::Ordering;
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use hashbrown::HashTable;
+
 use crate::decode::{EventType, ObjectMeta};
+use crate::rv::{Rv, RvKey};
 use crate::Change;
 
-/// `Tracked::namespace` of a cluster-scoped object.
+/// `Slot::namespace` of a cluster-scoped object.
 const NO_NAMESPACE: u16 = u16::MAX;
-/// `Tracked::namespace` when the table is full (over 65,000 live namespaces;
-/// Kubernetes supports 10,000): the namespace is in `Tracker::ns_overflow`.
-const NS_OVERFLOW: u16 = u16::MAX - 1;
+/// `Slot::namespace` when the table is full (over 65,000 live namespaces;
+/// Kubernetes supports 10,000): the namespace is in the record.
+const NS_IN_RECORD: u16 = u16::MAX - 1;
 
-/// A uid as a map key: two words, so a bucket needs no 16-byte alignment.
-type Key = (u64, u64);
+/// At most this many deletes are remembered during one sync (see
+/// `Tracker::tombstones`). Past it, a relist's snapshot may briefly bring
+/// back an object deleted meanwhile, until the relist's own live events
+/// (which include the delete) come.
+const MAX_TOMBSTONES: usize = 100_000;
 
-/// 16 bytes: with its key, a map bucket is 32.
-struct Tracked {
-    resource_version: u64,
-    /// Where the name is in [`Names`].
-    name_at: u32,
+/// 16 bytes; the table holds nothing else.
+#[derive(Clone, Copy)]
+struct Slot {
+    rv: RvKey,
+    /// Where the record is in [`Records`].
+    at: u32,
     namespace: u16,
-    name_len: u8,
-    /// The sync generation (mod 256) in which this object was last seen. Every
-    /// object is seen by, or removed at, one of any two consecutive syncs, so
-    /// the wrap is harmless.
-    seen: u8,
+    /// Seen in the current attempt at a full state.
+    seen: bool,
+    /// Delivered as part of the current full state (by any attempt at it):
+    /// a retry after a cut does not send it again. Live events do not count:
+    /// a re-sync still reports every object it finds.
+    sent: bool,
 }
 
-/// uids are random (v4 UUIDs, or SipHash of an odd uid): mixing them with a
-/// per-tracker random seed is enough, and much cheaper than SipHash.
-#[derive(Clone)]
-struct UidHash(u64);
-
-impl Default for UidHash {
-    fn default() -> Self {
-        use std::hash::BuildHasher;
-        UidHash(std::collections::hash_map::RandomState::new().hash_one(0u8) | 1)
-    }
-}
-
-impl std::hash::BuildHasher for UidHash {
-    type Hasher = UidHasher;
-    fn build_hasher(&self) -> UidHasher {
-        UidHasher(self.0)
-    }
-}
-
-struct UidHasher(u64);
-
-impl Hasher for UidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(23) ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// Object names packed in fixed chunks; a name of over 255 bytes (no
-/// Kubernetes name is) is kept on its own.
+/// Object records packed in fixed chunks: `uid`, `name`, and the
+/// resourceVersion's text when it is opaque, and the namespace when it is
+/// not interned, each a varint length then bytes (a uid of length 0 is a
+/// canonical UUID: 16 bytes follow).
 #[derive(Default)]
-struct Names {
+struct Records {
     chunks: Vec<Box<[u8]>>,
     /// Bytes used in the last chunk.
     used: usize,
-    /// Bytes of names still referenced, and all bytes written.
+    /// Bytes of records still referenced, and all bytes written.
     live: usize,
     written: usize,
-    long: HashMap<u32, Box<str>>,
-    /// Long names are numbered down from u32::MAX (chunk offsets count up).
-    long_taken: u32,
 }
 
 const CHUNK: usize = 64 << 10;
-const LONG: u8 = 0;
 
-impl Names {
-    /// Stores a name; returns where and how long (`LONG` for a long name).
-    fn add(&mut self, name: &str) -> (u32, u8) {
-        let b = name.as_bytes();
-        if b.is_empty() || b.len() > 255 {
-            self.long_taken += 1;
-            let at = u32::MAX - self.long_taken;
-            self.long.insert(at, Box::from(name));
-            return (at, LONG);
+/// A uid: a canonical UUID as a number, or any other text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Uid<'a> {
+    Uuid(u128),
+    Text(&'a str),
+}
+
+impl<'a> Uid<'a> {
+    fn of(text: &'a str) -> Uid<'a> {
+        parse_uuid(text).map_or(Uid::Text(text), Uid::Uuid)
+    }
+
+    /// A key for the tombstones.
+    fn key(&self) -> u128 {
+        match self {
+            Uid::Uuid(u) => *u,
+            Uid::Text(t) => {
+                let h = |salt: u8| {
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    (salt, t).hash(&mut h);
+                    h.finish()
+                };
+                (u128::from(h(1)) << 64) | u128::from(h(2))
+            }
         }
-        if self.chunks.is_empty() || self.used + b.len() > CHUNK {
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Uid::Uuid(u) => format_uuid(*u),
+            Uid::Text(t) => t.to_string(),
+        }
+    }
+}
+
+/// A record, read back.
+struct Record<'a> {
+    uid: Uid<'a>,
+    name: &'a str,
+    /// Empty when the resourceVersion is an integer (the slot holds it).
+    rv_text: &'a str,
+    /// Empty unless the namespace was not interned.
+    namespace: &'a str,
+    len: usize,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn get_varint(b: &[u8], at: &mut usize) -> usize {
+    let (mut n, mut shift) = (0usize, 0);
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        n |= usize::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return n;
+        }
+        shift += 7;
+    }
+}
+
+impl Records {
+    fn encode(uid: &Uid, name: &str, rv: &Rv, namespace: &str) -> Vec<u8> {
+        let mut r = Vec::with_capacity(24 + name.len());
+        match uid {
+            Uid::Uuid(u) => {
+                r.push(0);
+                r.extend_from_slice(&u.to_le_bytes());
+            }
+            Uid::Text(t) => {
+                put_varint(&mut r, t.len());
+                r.extend_from_slice(t.as_bytes());
+            }
+        }
+        for s in [name, rv.number().map_or(rv.as_str(), |_| ""), namespace] {
+            put_varint(&mut r, s.len());
+            r.extend_from_slice(s.as_bytes());
+        }
+        r
+    }
+
+    /// Stores a record; where it is.
+    fn add(&mut self, record: &[u8]) -> u32 {
+        // Records are at most a few KiB (decode bounds every field).
+        if self.chunks.is_empty() || self.used + record.len() > CHUNK {
             if !self.chunks.is_empty() {
                 // The old chunk's unused tail is lost space, like a hole.
                 self.written += CHUNK - self.used;
             }
-            self.chunks.push(vec![0; CHUNK].into_boxed_slice());
+            self.chunks
+                .push(vec![0; CHUNK.max(record.len())].into_boxed_slice());
             self.used = 0;
         }
         let chunk = self.chunks.len() - 1;
-        self.chunks[chunk][self.used..self.used + b.len()].copy_from_slice(b);
+        self.chunks[chunk][self.used..self.used + record.len()].copy_from_slice(record);
+        // 65,536 chunks (4 GiB of records) are far beyond any resource.
         let at = (chunk * CHUNK + self.used) as u32;
-        self.used += b.len();
-        self.live += b.len();
-        self.written += b.len();
-        (at, b.len() as u8)
+        self.used += record.len();
+        self.live += record.len();
+        self.written += record.len();
+        at
     }
 
-    fn get(&self, at: u32, len: u8) -> &str {
-        if len == LONG {
-            return self.long.get(&at).map_or("", |s| s);
-        }
+    fn get(&self, at: u32) -> Record<'_> {
         let (c, o) = (at as usize / CHUNK, at as usize % CHUNK);
-        std::str::from_utf8(&self.chunks[c][o..o + len as usize]).unwrap_or("")
+        let b = &self.chunks[c][..];
+        let mut i = o;
+        let uid_len = get_varint(b, &mut i);
+        let uid = if uid_len == 0 {
+            let u = u128::from_le_bytes(b[i..i + 16].try_into().expect("16 bytes"));
+            i += 16;
+            Uid::Uuid(u)
+        } else {
+            i += uid_len;
+            Uid::Text(std::str::from_utf8(&b[i - uid_len..i]).unwrap_or_default())
+        };
+        let mut text = || {
+            let n = get_varint(b, &mut i);
+            i += n;
+            std::str::from_utf8(&b[i - n..i]).unwrap_or_default()
+        };
+        let (name, rv_text, namespace) = (text(), text(), text());
+        Record {
+            uid,
+            name,
+            rv_text,
+            namespace,
+            len: i - o,
+        }
     }
 
-    fn release(&mut self, at: u32, len: u8) {
-        if len == LONG {
-            self.long.remove(&at);
-        } else {
-            self.live -= len as usize;
-        }
+    fn release(&mut self, at: u32) {
+        self.live -= self.get(at).len;
     }
 
     /// More than a sixth of the chunks' bytes are holes.
@@ -139,7 +215,7 @@ impl Names {
 }
 
 /// What to do with an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Verdict {
     /// Deliver it as this change.
     Deliver(Change),
@@ -147,42 +223,41 @@ pub(crate) enum Verdict {
     Stale,
     /// The version already delivered, seen again on a live watch: drop.
     Duplicate,
+    /// Another object (another uid) held this name and is gone: it has been
+    /// forgotten; deliver its Delete, then judge the event again.
+    Displaced(Vanished),
 }
 
-/// An object missing from a completed re-sync.
+/// An object that is gone without the server saying so: missing from a
+/// completed re-sync, or its name taken by a newer object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Vanished {
     pub namespace: Option<Arc<str>>,
     pub name: Box<str>,
     pub uid: String,
-    pub resource_version: u64,
+    pub resource_version: Rv,
 }
 
 /// Dedupe state of one resource stream.
-#[derive(Default)]
 pub(crate) struct Tracker {
-    objects: HashMap<Key, Tracked, UidHash>,
-    names: Names,
-    /// uids that are not canonical UUIDs, by their hashed key (real servers
-    /// never produce them; kept so that such a uid still round-trips).
-    odd_uids: HashMap<Key, Box<str>>,
+    objects: HashTable<Slot>,
+    hasher: RandomState,
+    records: Records,
     namespaces: Vec<Arc<str>>,
     namespace_ids: HashMap<Arc<str>, u16>,
-    ns_overflow: HashMap<Key, Arc<str>>,
-    generation: u8,
     in_sync: bool,
     /// Objects deleted while a sync is in progress, with the deletion's
     /// resourceVersion: a relist's snapshot, and its live events up to the
     /// deletion, may still hold them and must not bring them back. Emptied
     /// once the live stream is past the newest of them.
-    tombstones: HashMap<Key, u64>,
+    tombstones: HashMap<u128, RvKey>,
     /// The newest delete a tombstone remembers: once the live stream is past
     /// it, no stale event can come any more and the tombstones go.
-    tombstones_below: u64,
+    tombstones_below: RvKey,
     /// The resourceVersion of the last completed full state: an object it did
     /// not hold cannot show up with an older or equal version (such an event
     /// comes from a stream the snapshot superseded, during a relist swap).
-    floor: u64,
+    floor: RvKey,
     /// The stream whose live events count (see [`Tracker::owner`]).
     owner: u64,
     /// The stream delivering a full state now, 0 for none: one at a time.
@@ -193,17 +268,49 @@ pub(crate) struct Tracker {
 }
 
 enum Undo {
-    Added(Key),
+    Added {
+        hash: u64,
+        at: u32,
+    },
     Changed {
-        key: Key,
-        resource_version: u64,
-        seen: u8,
+        hash: u64,
+        at: u32,
+        rv: RvKey,
+        seen: bool,
+        sent: bool,
     },
     Removed {
-        key: Key,
-        tracked: Tracked,
-        tombstoned: bool,
+        hash: u64,
+        slot: Slot,
+        tombstoned: Option<u128>,
     },
+}
+
+impl Default for Tracker {
+    fn default() -> Self {
+        Tracker {
+            objects: HashTable::new(),
+            hasher: RandomState::new(),
+            records: Records::default(),
+            namespaces: Vec::new(),
+            namespace_ids: HashMap::new(),
+            in_sync: false,
+            tombstones: HashMap::new(),
+            tombstones_below: RvKey::default(),
+            floor: RvKey::default(),
+            owner: 0,
+            syncer: 0,
+            last: None,
+        }
+    }
+}
+
+/// The hash of an object's place: its namespace and name.
+fn place_hash(hasher: &RandomState, namespace: Option<&str>, name: &str) -> u64 {
+    let mut h = hasher.build_hasher();
+    namespace.unwrap_or("").hash(&mut h);
+    name.hash(&mut h);
+    h.finish()
 }
 
 impl Tracker {
@@ -223,12 +330,15 @@ impl Tracker {
 
     /// Lets `stream` deliver a full state, unless another stream is (a relist
     /// racing a re-sync): only one full state at a time can be reconciled.
-    pub(crate) fn claim_sync(&mut self, stream: u64) -> bool {
+    /// `fresh`: a new full state; else another attempt at the current one
+    /// (after a cut): what it already delivered is not sent again.
+    pub(crate) fn claim_sync(&mut self, stream: u64, fresh: bool) -> bool {
         if self.syncer != 0 && self.syncer != stream {
             return false;
         }
+        let fresh = fresh || !self.in_sync || self.syncer != stream;
         self.syncer = stream;
-        self.begin_sync();
+        self.begin_sync(fresh);
         true
     }
 
@@ -240,109 +350,238 @@ impl Tracker {
         }
     }
 
-    /// Starts delivering a full state (first sync or re-sync).
-    pub(crate) fn begin_sync(&mut self) {
-        self.generation = self.generation.wrapping_add(1);
+    /// Starts an attempt at a full state: nothing is seen in it yet; in a
+    /// `fresh` one, nothing delivered either. One pass over the objects, as
+    /// the attempt itself is.
+    fn begin_sync(&mut self, fresh: bool) {
+        for s in self.objects.iter_mut() {
+            s.seen = false;
+            s.sent &= !fresh;
+        }
         self.in_sync = true;
+    }
+
+    /// The id of the namespace `ns`, interning it; `None` when the table is full.
+    fn namespace_id(&mut self, ns: &str) -> Option<u16> {
+        if let Some(&id) = self.namespace_ids.get(ns) {
+            return Some(id);
+        }
+        let id = u16::try_from(self.namespaces.len())
+            .ok()
+            .filter(|&id| id < NS_IN_RECORD)?;
+        let arc: Arc<str> = Arc::from(ns);
+        self.namespaces.push(arc.clone());
+        self.namespace_ids.insert(arc, id);
+        Some(id)
+    }
+
+    fn slot_namespace(&self, s: &Slot) -> Option<Arc<str>> {
+        match s.namespace {
+            NO_NAMESPACE => None,
+            NS_IN_RECORD => Some(Arc::from(self.records.get(s.at).namespace)),
+            id => Some(self.namespaces[id as usize].clone()),
+        }
+    }
+
+    fn vanished(&self, s: &Slot) -> Vanished {
+        let r = self.records.get(s.at);
+        let resource_version = match s.rv.number() {
+            Some(n) => Rv::from_u64(n),
+            None => Rv::new(r.rv_text),
+        };
+        Vanished {
+            namespace: self.slot_namespace(s),
+            name: Box::from(r.name),
+            uid: r.uid.text(),
+            resource_version,
+        }
     }
 
     /// Judges one event and records it if it is delivered. `initial`: the
     /// event is part of a full state (watch-list initial events, LIST items).
     pub(crate) fn observe(&mut self, kind: EventType, meta: &ObjectMeta, initial: bool) -> Verdict {
-        if let Some(Undo::Removed { key, tracked, .. }) = self.last.take() {
-            // The delete was sent: its name and odd uid are no longer needed.
-            self.names.release(tracked.name_at, tracked.name_len);
-            if !self.objects.contains_key(&key) {
-                self.odd_uids.remove(&key);
-                self.ns_overflow.remove(&key);
+        if let Some(Undo::Removed { slot, .. }) = self.last.take() {
+            // The delete was sent: its record is no longer needed.
+            self.records.release(slot.at);
+        }
+        self.compact();
+        let rv = meta.resource_version.key();
+        let in_sync = initial && self.in_sync;
+        if !initial
+            && !self.in_sync
+            && !self.tombstones.is_empty()
+            && matches!(
+                rv.order(self.tombstones_below),
+                Some(Ordering::Greater) | None
+            )
+        {
+            // The live stream (the owner, after the sync) has passed every
+            // delete a tombstone remembers (or, with opaque versions, has
+            // moved on: no order to wait for).
+            self.tombstones.clear();
+            self.tombstones_below = RvKey::default();
+        }
+        let uid = Uid::of(&meta.uid);
+        let uid_key = uid.key();
+        if let Some(&gone) = self.tombstones.get(&uid_key) {
+            if matches!(rv.order(gone), Some(Ordering::Less | Ordering::Equal)) {
+                return Verdict::Stale;
             }
         }
-        self.compact_names();
-        let key = self.key(&meta.uid);
-        let rv = meta.resource_version;
-        let generation = self.generation;
-        let in_sync = initial && self.in_sync;
-        if !initial && !self.in_sync && rv > self.tombstones_below {
-            // The live stream (the owner, after the sync) has passed every
-            // delete a tombstone remembers.
-            self.tombstones.clear();
-            self.tombstones_below = 0;
-        }
-        if self.tombstones.get(&key).is_some_and(|&gone| rv <= gone) {
-            return Verdict::Stale;
-        }
-        match (kind, self.objects.entry(key)) {
-            (EventType::Deleted, MapEntry::Occupied(o)) => {
-                if rv < o.get().resource_version {
+        let ns = meta.namespace.as_deref();
+        let ns_id = match ns {
+            Some(n) => self.namespace_id(n).unwrap_or(NS_IN_RECORD),
+            None => NO_NAMESPACE,
+        };
+        let hash = place_hash(&self.hasher, ns, &meta.name);
+        let records = &self.records;
+        // Interned namespaces are equal when their ids are.
+        let same_place = |s: &Slot| {
+            s.namespace == ns_id && {
+                let r = records.get(s.at);
+                r.name == meta.name && (ns_id != NS_IN_RECORD || Some(r.namespace) == ns)
+            }
+        };
+        let found = self.objects.find(hash, same_place).copied();
+        let same_uid = found.is_some_and(|s| self.records.get(s.at).uid == uid);
+        match (kind, found) {
+            (EventType::Deleted, Some(s)) if same_uid => {
+                if rv.order(s.rv) == Some(Ordering::Less) {
                     return Verdict::Stale;
                 }
-                let tracked = o.remove();
-                let tombstoned = self.in_sync && self.tombstones.insert(key, rv).is_none();
-                if tombstoned {
-                    self.tombstones_below = self.tombstones_below.max(rv);
-                }
+                self.remove(hash, s);
+                let tombstoned =
+                    (self.in_sync && self.tombstones.len() < MAX_TOMBSTONES).then(|| {
+                        self.tombstones.insert(uid_key, rv);
+                        if rv.order(self.tombstones_below) == Some(Ordering::Greater)
+                            || self.tombstones_below == RvKey::default()
+                        {
+                            self.tombstones_below = rv;
+                        }
+                        uid_key
+                    });
                 self.last = Some(Undo::Removed {
-                    key,
-                    tracked,
+                    hash,
+                    slot: s,
                     tombstoned,
                 });
                 Verdict::Deliver(Change::Delete)
             }
-            (EventType::Deleted, MapEntry::Vacant(_)) => Verdict::Stale,
-            (_, MapEntry::Vacant(_)) if rv <= self.floor && !initial => Verdict::Stale,
-            (_, MapEntry::Occupied(mut o)) => {
-                let t = o.get_mut();
-                let undo = Undo::Changed {
-                    key,
-                    resource_version: t.resource_version,
-                    seen: t.seen,
-                };
-                if in_sync {
-                    t.seen = generation;
+            (_, Some(s)) if !same_uid => {
+                // Another object holds the name. An event newer than it says
+                // that object is gone; an older one is a late event about an
+                // earlier object of this name.
+                if matches!(rv.order(s.rv), Some(Ordering::Less | Ordering::Equal)) {
+                    return Verdict::Stale;
                 }
-                let verdict = if rv < t.resource_version {
-                    Verdict::Stale
-                } else if rv == t.resource_version {
-                    if in_sync {
-                        Verdict::Deliver(Change::Snapshot)
-                    } else {
-                        Verdict::Duplicate
-                    }
+                let v = self.vanished(&s);
+                self.remove(hash, s);
+                self.last = Some(Undo::Removed {
+                    hash,
+                    slot: s,
+                    tombstoned: None,
+                });
+                Verdict::Displaced(v)
+            }
+            (EventType::Deleted, _) => Verdict::Stale,
+            (_, None) => {
+                if !initial
+                    && matches!(rv.order(self.floor), Some(Ordering::Less | Ordering::Equal))
+                {
+                    return Verdict::Stale;
+                }
+                let ns_text = if ns_id == NS_IN_RECORD {
+                    ns.unwrap_or("")
                 } else {
-                    t.resource_version = rv;
-                    Verdict::Deliver(Change::Update)
+                    ""
                 };
+                let record = Records::encode(&uid, &meta.name, &meta.resource_version, ns_text);
+                let at = self.records.add(&record);
+                let slot = Slot {
+                    rv,
+                    at,
+                    namespace: ns_id,
+                    // A live event does not vouch for the snapshot being read.
+                    seen: in_sync,
+                    sent: in_sync,
+                };
+                self.insert(hash, slot);
+                self.last = Some(Undo::Added { hash, at });
+                Verdict::Deliver(Change::Add)
+            }
+            (_, Some(s)) => {
+                let verdict = match rv.order(s.rv) {
+                    Some(Ordering::Less) => Verdict::Stale,
+                    Some(Ordering::Equal) if in_sync && !s.sent => {
+                        Verdict::Deliver(Change::Snapshot)
+                    }
+                    Some(Ordering::Equal) => Verdict::Duplicate,
+                    // Newer, or (opaque versions) different: a change.
+                    _ => Verdict::Deliver(Change::Update),
+                };
+                let mut new = s;
+                if in_sync {
+                    new.seen = true;
+                }
+                new.sent |= in_sync && matches!(verdict, Verdict::Deliver(_));
+                if verdict == Verdict::Deliver(Change::Update) {
+                    new.rv = rv;
+                    if rv.number().is_none() {
+                        // The opaque text lives in the record: write it anew.
+                        let ns_text = self.records.get(s.at).namespace.to_string();
+                        let record =
+                            Records::encode(&uid, &meta.name, &meta.resource_version, &ns_text);
+                        self.records.release(s.at);
+                        new.at = self.records.add(&record);
+                    }
+                }
                 if matches!(verdict, Verdict::Deliver(_)) {
-                    self.last = Some(undo);
+                    self.last = Some(Undo::Changed {
+                        hash,
+                        at: new.at,
+                        rv: s.rv,
+                        seen: s.seen,
+                        sent: s.sent,
+                    });
+                }
+                if let Some(slot) = self.objects.find_mut(hash, |x| x.at == s.at) {
+                    *slot = new;
                 }
                 verdict
             }
-            (_, MapEntry::Vacant(v)) => {
-                let namespace = match &meta.namespace {
-                    Some(ns) => intern(&mut self.namespaces, &mut self.namespace_ids, ns)
-                        .unwrap_or_else(|| {
-                            self.ns_overflow.insert(key, Arc::from(ns.as_ref()));
-                            NS_OVERFLOW
-                        }),
-                    None => NO_NAMESPACE,
-                };
-                let (name_at, name_len) = self.names.add(&meta.name);
-                v.insert(Tracked {
-                    resource_version: rv,
-                    name_at,
-                    name_len,
-                    namespace,
-                    // A live event does not vouch for the snapshot being read.
-                    seen: if in_sync {
-                        generation
-                    } else {
-                        generation.wrapping_sub(1)
-                    },
-                });
-                self.last = Some(Undo::Added(key));
-                Verdict::Deliver(Change::Add)
-            }
         }
+    }
+
+    fn insert(&mut self, hash: u64, slot: Slot) {
+        let (records, namespaces, hasher) = (&self.records, &self.namespaces, &self.hasher);
+        self.objects.insert_unique(hash, slot, |s| {
+            let r = records.get(s.at);
+            let ns = match s.namespace {
+                NO_NAMESPACE => None,
+                NS_IN_RECORD => Some(r.namespace),
+                id => Some(&*namespaces[id as usize]),
+            };
+            place_hash(hasher, ns, r.name)
+        });
+    }
+
+    /// Takes a slot out of the table; its record stays until released.
+    fn remove(&mut self, hash: u64, slot: Slot) {
+        if let Ok(o) = self.objects.find_entry(hash, |s| s.at == slot.at) {
+            o.remove();
+        }
+    }
+
+    /// The version delivered last of the object the last verdict removed
+    /// (the resourceVersion of a Delete tattler makes up itself).
+    pub(crate) fn removed_version(&self) -> Option<Rv> {
+        let Some(Undo::Removed { slot, .. }) = &self.last else {
+            return None;
+        };
+        Some(match slot.rv.number() {
+            Some(n) => Rv::from_u64(n),
+            None => Rv::new(self.records.get(slot.at).rv_text),
+        })
     }
 
     /// Takes back the last delivered verdict of [`observe`](Self::observe):
@@ -350,29 +589,33 @@ impl Tracker {
     /// event had never come.
     pub(crate) fn undo_last(&mut self) {
         match self.last.take() {
-            Some(Undo::Added(key)) => {
-                if let Some(t) = self.objects.remove(&key) {
-                    self.names.release(t.name_at, t.name_len);
+            Some(Undo::Added { hash, at }) => {
+                if let Ok(o) = self.objects.find_entry(hash, |s| s.at == at) {
+                    o.remove();
+                    self.records.release(at);
                 }
             }
             Some(Undo::Changed {
-                key,
-                resource_version,
+                hash,
+                at,
+                rv,
                 seen,
+                sent,
             }) => {
-                if let Some(t) = self.objects.get_mut(&key) {
-                    t.resource_version = resource_version;
-                    t.seen = seen;
+                if let Some(s) = self.objects.find_mut(hash, |s| s.at == at) {
+                    s.rv = rv;
+                    s.seen = seen;
+                    s.sent = sent;
                 }
             }
             Some(Undo::Removed {
-                key,
-                tracked,
+                hash,
+                slot,
                 tombstoned,
             }) => {
-                self.objects.insert(key, tracked);
-                if tombstoned {
-                    self.tombstones.remove(&key);
+                self.insert(hash, slot);
+                if let Some(k) = tombstoned {
+                    self.tombstones.remove(&k);
                 }
             }
             None => {}
@@ -382,95 +625,107 @@ impl Tracker {
     /// Ends a full state taken at `snapshot_rv`: every object not seen in it
     /// is gone — unless a live event newer than the snapshot vouched for it.
     /// Returns them (and forgets them), in no particular order.
-    pub(crate) fn end_sync(&mut self, snapshot_rv: u64) -> Vec<Vanished> {
-        if let Some(Undo::Removed { tracked, .. }) = self.last.take() {
-            self.names.release(tracked.name_at, tracked.name_len);
+    pub(crate) fn end_sync(&mut self, snapshot_rv: &Rv) -> Vec<Vanished> {
+        if let Some(Undo::Removed { slot, .. }) = self.last.take() {
+            self.records.release(slot.at);
         }
         self.in_sync = false;
         self.syncer = 0;
-        self.floor = self.floor.max(snapshot_rv);
-        let generation = self.generation;
-        let gone: Vec<Key> = self
+        let snapshot = snapshot_rv.key();
+        if snapshot.order(self.floor) != Some(Ordering::Less) {
+            self.floor = snapshot;
+        }
+        let gone: Vec<Slot> = self
             .objects
             .iter()
-            .filter(|(_, t)| t.seen != generation && t.resource_version <= snapshot_rv)
-            .map(|(k, _)| *k)
+            .filter(|s| !s.seen && s.rv.order(snapshot) != Some(Ordering::Greater))
+            .copied()
             .collect();
         let mut out = Vec::with_capacity(gone.len());
-        for key in gone {
-            let t = self.objects.remove(&key).expect("key was just listed");
-            let name = Box::from(self.names.get(t.name_at, t.name_len));
-            self.names.release(t.name_at, t.name_len);
-            out.push(Vanished {
-                namespace: self.namespace(key, t.namespace),
-                name,
-                uid: self
-                    .odd_uids
-                    .remove(&key)
-                    .map(String::from)
-                    .unwrap_or_else(|| format_uuid(key)),
-                resource_version: t.resource_version,
-            });
+        for s in gone {
+            let v = self.vanished(&s);
+            let hash = place_hash(&self.hasher, v.namespace.as_deref(), &v.name);
+            self.remove(hash, s);
+            self.records.release(s.at);
+            out.push(v);
         }
-        self.compact_names();
+        self.compact();
         out
     }
 
     /// Puts back an object `end_sync` returned whose Delete was not sent.
     pub(crate) fn restore(&mut self, v: Vanished) {
-        let key = self.key(&v.uid);
-        let namespace = match &v.namespace {
-            Some(ns) => {
-                intern(&mut self.namespaces, &mut self.namespace_ids, ns).unwrap_or_else(|| {
-                    self.ns_overflow.insert(key, ns.clone());
-                    NS_OVERFLOW
-                })
-            }
+        let ns = v.namespace.as_deref();
+        let ns_id = match ns {
+            Some(n) => self.namespace_id(n).unwrap_or(NS_IN_RECORD),
             None => NO_NAMESPACE,
         };
-        let (name_at, name_len) = self.names.add(&v.name);
-        let seen = self.generation.wrapping_sub(1);
-        self.objects.insert(
-            key,
-            Tracked {
-                resource_version: v.resource_version,
-                name_at,
-                name_len,
-                namespace,
-                seen,
+        let ns_text = if ns_id == NS_IN_RECORD {
+            ns.unwrap_or("")
+        } else {
+            ""
+        };
+        let uid = Uid::of(&v.uid);
+        let record = Records::encode(&uid, &v.name, &v.resource_version, ns_text);
+        let at = self.records.add(&record);
+        let hash = place_hash(&self.hasher, ns, &v.name);
+        self.insert(
+            hash,
+            Slot {
+                rv: v.resource_version.key(),
+                at,
+                namespace: ns_id,
+                seen: false,
+                sent: false,
             },
         );
     }
 
-    /// Rewrites the name chunks without holes, when holes waste enough, and
-    /// the namespace table without namespaces no object is in any more.
-    fn compact_names(&mut self) {
-        if !self.names.wasteful() {
+    /// Rewrites the records without holes when holes waste enough, and the
+    /// namespace table without namespaces no object is in any more. Hashes
+    /// are of names, not of ids or places: the table is not rehashed.
+    fn compact(&mut self) {
+        if !self.records.wasteful() {
             return;
         }
-        let mut names = Names::default();
-        let mut namespaces = Vec::new();
-        let mut namespace_ids = HashMap::new();
-        for (key, t) in self.objects.iter_mut() {
-            let (at, len) = names.add(self.names.get(t.name_at, t.name_len));
-            t.name_at = at;
-            t.name_len = len;
-            let ns = match t.namespace {
-                NO_NAMESPACE => continue,
-                NS_OVERFLOW => self.ns_overflow.get(key).cloned(),
-                id => Some(self.namespaces[id as usize].clone()),
+        // Callers have settled the last undo: records may move.
+        debug_assert!(self.last.is_none());
+        let mut records = Records::default();
+        let mut namespaces: Vec<Arc<str>> = Vec::new();
+        let mut namespace_ids: HashMap<Arc<str>, u16> = HashMap::new();
+        for s in self.objects.iter_mut() {
+            let r = self.records.get(s.at);
+            let ns: Option<&str> = match s.namespace {
+                NO_NAMESPACE => None,
+                NS_IN_RECORD => Some(r.namespace),
+                id => Some(&self.namespaces[id as usize]),
             };
-            if let Some(ns) = ns {
-                if let Some(id) = intern(&mut namespaces, &mut namespace_ids, &ns) {
-                    t.namespace = id;
-                    self.ns_overflow.remove(key);
-                } else {
-                    t.namespace = NS_OVERFLOW;
-                    self.ns_overflow.insert(*key, ns);
-                }
-            }
+            let id = ns.map(|n| match namespace_ids.get(n) {
+                Some(&id) => id,
+                None => match u16::try_from(namespaces.len()) {
+                    Ok(id) if id < NS_IN_RECORD => {
+                        let arc: Arc<str> = Arc::from(n);
+                        namespaces.push(arc.clone());
+                        namespace_ids.insert(arc, id);
+                        id
+                    }
+                    _ => NS_IN_RECORD,
+                },
+            });
+            let rv = match s.rv.number() {
+                Some(n) => Rv::from_u64(n),
+                None => Rv::new(r.rv_text),
+            };
+            let ns_text = if id == Some(NS_IN_RECORD) {
+                ns.unwrap_or("")
+            } else {
+                ""
+            };
+            let record = Records::encode(&r.uid, r.name, &rv, ns_text);
+            s.at = records.add(&record);
+            s.namespace = id.unwrap_or(NO_NAMESPACE);
         }
-        self.names = names;
+        self.records = records;
         self.namespaces = namespaces;
         self.namespace_ids = namespace_ids;
     }
@@ -478,55 +733,16 @@ impl Tracker {
     /// The shared copy of a namespace name, for entries.
     pub(crate) fn namespace_arc(&mut self, ns: Option<&str>) -> Option<Arc<str>> {
         let ns = ns?;
-        Some(
-            match intern(&mut self.namespaces, &mut self.namespace_ids, ns) {
-                Some(id) => self.namespaces[id as usize].clone(),
-                None => Arc::from(ns),
-            },
-        )
+        Some(match self.namespace_id(ns) {
+            Some(id) => self.namespaces[id as usize].clone(),
+            None => Arc::from(ns),
+        })
     }
 
     /// Number of objects tracked.
     pub(crate) fn len(&self) -> usize {
         self.objects.len()
     }
-
-    fn namespace(&mut self, key: Key, id: u16) -> Option<Arc<str>> {
-        match id {
-            NO_NAMESPACE => None,
-            NS_OVERFLOW => self.ns_overflow.remove(&key),
-            _ => Some(self.namespaces[id as usize].clone()),
-        }
-    }
-
-    fn key(&mut self, uid: &str) -> Key {
-        if let Some(k) = parse_uuid(uid) {
-            return ((k >> 64) as u64, k as u64);
-        }
-        let mut h1 = DefaultHasher::new();
-        (1u8, uid).hash(&mut h1);
-        let mut h2 = DefaultHasher::new();
-        (2u8, uid).hash(&mut h2);
-        // The top bits mark hashed keys so they never equal a parsed UUID's
-        // canonical form in practice; the map lookup is the real guard.
-        let k = (h1.finish(), h2.finish());
-        self.odd_uids.entry(k).or_insert_with(|| Box::from(uid));
-        k
-    }
-}
-
-/// The id of a namespace, `None` when the table is full.
-fn intern(list: &mut Vec<Arc<str>>, ids: &mut HashMap<Arc<str>, u16>, ns: &str) -> Option<u16> {
-    if let Some(&id) = ids.get(ns) {
-        return Some(id);
-    }
-    let id = u16::try_from(list.len())
-        .ok()
-        .filter(|&id| id < NS_OVERFLOW)?;
-    let arc: Arc<str> = Arc::from(ns);
-    list.push(arc.clone());
-    ids.insert(arc, id);
-    Some(id)
 }
 
 /// A canonical lower-case UUID (`8-4-4-4-12`) as a number; anything else is `None`.
@@ -553,8 +769,8 @@ fn parse_uuid(uid: &str) -> Option<u128> {
     Some(v)
 }
 
-fn format_uuid((hi, lo): Key) -> String {
-    let h = format!("{hi:016x}{lo:016x}");
+fn format_uuid(u: u128) -> String {
+    let h = format!("{u:032x}");
     format!(
         "{}-{}-{}-{}-{}",
         &h[..8],
@@ -569,218 +785,367 @@ fn format_uuid((hi, lo): Key) -> String {
 mod tests {
     use super::*;
     use std::borrow::Cow;
+    use Change::*;
+    use EventType::*;
 
-    fn meta(ns: &str, name: &str, uid: &str, rv: u64) -> ObjectMeta<'static> {
+    fn meta(ns: &str, name: &str, uid: &str, rv: &str) -> ObjectMeta<'static> {
         ObjectMeta {
             kind: None,
             namespace: (!ns.is_empty()).then(|| Cow::Owned(ns.to_string())),
             name: Cow::Owned(name.to_string()),
             uid: Cow::Owned(uid.to_string()),
-            resource_version: rv,
+            resource_version: Rv::new(rv),
         }
     }
 
     const U1: &str = "6f824e9e-b6ca-474e-abfe-1335f933eeb9";
     const U2: &str = "00000000-0000-0000-0000-000000000002";
+    const U3: &str = "00000000-0000-0000-0000-000000000003";
+
+    fn vanished(ns: &str, name: &str, uid: &str, rv: &str) -> Vanished {
+        Vanished {
+            namespace: (!ns.is_empty()).then(|| Arc::from(ns)),
+            name: Box::from(name),
+            uid: uid.to_string(),
+            resource_version: Rv::new(rv),
+        }
+    }
+
+    /// A tracker with the first sync of `objects` done at `rv`.
+    fn synced(objects: &[(&str, &str, &str, &str)], rv: &str) -> Tracker {
+        let mut t = Tracker::default();
+        assert!(t.claim_sync(1, true));
+        for (ns, name, uid, v) in objects {
+            assert_eq!(
+                t.observe(Added, &meta(ns, name, uid, v), true),
+                Verdict::Deliver(Add)
+            );
+        }
+        assert!(t.end_sync(&Rv::new(rv)).is_empty());
+        t
+    }
 
     #[test]
     fn uuids_round_trip() {
-        let k = parse_uuid(U1).unwrap();
-        assert_eq!(format_uuid(((k >> 64) as u64, k as u64)), U1);
+        assert_eq!(format_uuid(parse_uuid(U1).unwrap()), U1);
         assert_eq!(parse_uuid("6F824E9E-B6CA-474E-ABFE-1335F933EEB9"), None);
         assert_eq!(parse_uuid("not-a-uuid"), None);
     }
 
     #[test]
-    fn names_survive_compaction_and_long_names_work() {
-        use EventType::*;
-        let mut t = Tracker::default();
-        t.begin_sync();
-        let uid = |i: u32| format!("00000000-0000-0000-0000-{i:012}");
-        let long = "x".repeat(300);
-        for i in 0..20_000u32 {
-            let name = if i % 1000 == 7 {
-                long.clone()
-            } else {
-                format!("object-number-{i}")
-            };
-            t.observe(Added, &meta("ns", &name, &uid(i), u64::from(i) + 1), true);
-        }
-        t.end_sync(100_000);
-        for i in (0..20_000u32).filter(|i| i % 3 != 0) {
-            t.observe(Deleted, &meta("ns", "", &uid(i), 200_000), false);
-        }
-        // Compaction ran (the holes were most of the chunks) and kept every name.
-        t.begin_sync();
-        let mut gone = t.end_sync(300_000);
-        gone.sort_by_key(|v| v.resource_version);
-        assert_eq!(gone.len(), 6667);
-        for v in &gone {
-            let i = (v.resource_version - 1) as u32;
-            let want = if i % 1000 == 7 {
-                long.clone()
-            } else {
-                format!("object-number-{i}")
-            };
-            assert_eq!(&*v.name, want.as_str());
-            assert_eq!(v.uid, uid(i));
-        }
-        assert!(
-            t.names.written < 4 * CHUNK,
-            "names were compacted: {}",
-            t.names.written
-        );
-    }
-
-    #[test]
     fn first_sync_then_live_changes() {
-        use Change::*;
-        use EventType::*;
-        let mut t = Tracker::default();
-        t.begin_sync();
+        let mut t = synced(&[("a", "p1", U1, "10"), ("a", "p2", "odd uid", "5")], "100");
         assert_eq!(
-            t.observe(Added, &meta("a", "p1", U1, 10), true),
-            Verdict::Deliver(Add)
-        );
-        assert_eq!(
-            t.observe(Added, &meta("a", "p2", "odd uid", 5), true),
-            Verdict::Deliver(Add)
-        );
-        assert!(t.end_sync(100).is_empty());
-        assert_eq!(
-            t.observe(Modified, &meta("a", "p1", U1, 10), false),
+            t.observe(Modified, &meta("a", "p1", U1, "10"), false),
             Verdict::Duplicate
         );
         assert_eq!(
-            t.observe(Modified, &meta("a", "p1", U1, 9), false),
+            t.observe(Modified, &meta("a", "p1", U1, "9"), false),
             Verdict::Stale
         );
         assert_eq!(
-            t.observe(Modified, &meta("a", "p1", U1, 11), false),
+            t.observe(Modified, &meta("a", "p1", U1, "11"), false),
             Verdict::Deliver(Update)
         );
         assert_eq!(
-            t.observe(Deleted, &meta("a", "p1", U1, 12), false),
+            t.observe(Deleted, &meta("a", "p1", U1, "12"), false),
             Verdict::Deliver(Delete)
         );
         assert_eq!(
-            t.observe(Deleted, &meta("a", "p1", U1, 13), false),
+            t.observe(Deleted, &meta("a", "p1", U1, "13"), false),
             Verdict::Stale
         );
         // A verdict whose entry was never sent is taken back.
         assert_eq!(
-            t.observe(Modified, &meta("a", "p2", "odd uid", 6), false),
+            t.observe(Modified, &meta("a", "p2", "odd uid", "6"), false),
             Verdict::Deliver(Update)
         );
         t.undo_last();
         assert_eq!(
-            t.observe(Modified, &meta("a", "p2", "odd uid", 6), false),
+            t.observe(Modified, &meta("a", "p2", "odd uid", "6"), false),
             Verdict::Deliver(Update)
         );
         assert_eq!(
-            t.observe(Deleted, &meta("a", "p2", "odd uid", 7), false),
+            t.observe(Deleted, &meta("a", "p2", "odd uid", "7"), false),
             Verdict::Deliver(Delete)
+        );
+        t.undo_last();
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p2", "odd uid", "7"), false),
+            Verdict::Deliver(Delete)
+        );
+        // Not held, and no newer than the last full state: a late event.
+        assert_eq!(
+            t.observe(Added, &meta("b", "n", U3, "20"), false),
+            Verdict::Stale
+        );
+        assert_eq!(
+            t.observe(Added, &meta("b", "n", U3, "120"), false),
+            Verdict::Deliver(Add)
+        );
+        t.undo_last();
+        assert_eq!(t.len(), 0);
+        // Same name in another namespace, or cluster-scoped: another object.
+        assert_eq!(
+            t.observe(Added, &meta("a", "x", U1, "130"), false),
+            Verdict::Deliver(Add)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("b", "x", U2, "131"), false),
+            Verdict::Deliver(Add)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("", "x", U3, "132"), false),
+            Verdict::Deliver(Add)
+        );
+        assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn a_name_taken_by_another_uid_deletes_the_old_object_first() {
+        // Live: p1 deleted and created again while the stream missed the delete.
+        let mut t = synced(&[("a", "p1", U1, "10")], "10");
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U2, "15"), false),
+            Verdict::Displaced(vanished("a", "p1", U1, "10"))
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U2, "15"), false),
+            Verdict::Deliver(Add)
+        );
+        // A late event about the old object is stale, not a second swap.
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "12"), false),
+            Verdict::Stale
+        );
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p1", U1, "13"), false),
+            Verdict::Stale
+        );
+        // In a re-sync: the old one goes before the new one comes, and is not
+        // deleted again at the end.
+        assert!(t.claim_sync(1, true));
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U3, "40"), true),
+            Verdict::Displaced(vanished("a", "p1", U2, "15"))
         );
         t.undo_last();
         assert_eq!(
-            t.observe(Deleted, &meta("a", "p2", "odd uid", 7), false),
-            Verdict::Deliver(Delete)
+            t.observe(Added, &meta("a", "p1", U3, "40"), true),
+            Verdict::Displaced(vanished("a", "p1", U2, "15")),
+            "a Delete not sent is taken back"
         );
-        t.undo_last();
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U3, "40"), true),
+            Verdict::Deliver(Add)
+        );
+        assert_eq!(t.end_sync(&Rv::new("40")), vec![]);
         assert_eq!(t.len(), 1);
-        assert_eq!(t.len(), 1);
+        // A DELETED of a newer object of the name: the one held is gone too.
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p1", U1, "50"), false),
+            Verdict::Displaced(vanished("a", "p1", U3, "40"))
+        );
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p1", U1, "50"), false),
+            Verdict::Stale
+        );
+        assert_eq!(t.len(), 0);
     }
 
     #[test]
     fn resync_reports_snapshots_updates_and_vanished_objects() {
-        use Change::*;
-        use EventType::*;
-        let mut t = Tracker::default();
-        t.begin_sync();
-        t.observe(Added, &meta("a", "keep", U1, 10), true);
-        t.observe(Added, &meta("a", "gone", U2, 11), true);
-        t.observe(Added, &meta("", "odd", "odd uid", 12), true);
-        t.end_sync(100);
-        t.begin_sync();
+        let mut t = synced(
+            &[
+                ("a", "keep", U1, "10"),
+                ("a", "gone", U2, "11"),
+                ("", "odd", "odd uid", "12"),
+            ],
+            "100",
+        );
+        assert!(t.claim_sync(1, true));
         assert_eq!(
-            t.observe(Added, &meta("a", "keep", U1, 10), true),
+            t.observe(Added, &meta("a", "keep", U1, "10"), true),
             Verdict::Deliver(Snapshot)
         );
         assert_eq!(
-            t.observe(Added, &meta("", "odd", "odd uid", 20), true),
+            t.observe(Added, &meta("", "odd", "odd uid", "20"), true),
             Verdict::Deliver(Update)
         );
-        let gone = t.end_sync(100);
         assert_eq!(
-            gone,
-            vec![Vanished {
-                namespace: Some(Arc::from("a")),
-                name: Box::from("gone"),
-                uid: U2.to_string(),
-                resource_version: 11
-            }]
+            t.end_sync(&Rv::new("100")),
+            vec![vanished("a", "gone", U2, "11")]
         );
         assert_eq!(t.len(), 2);
-        // An interrupted re-sync followed by a complete one loses nothing.
-        t.begin_sync();
-        t.observe(Added, &meta("a", "keep", U1, 10), true);
-        t.begin_sync();
-        t.observe(Added, &meta("", "odd", "odd uid", 20), true);
-        let gone = t.end_sync(100);
-        assert_eq!(gone.len(), 1);
+        // Attempts at one full state interrupted any number of times lose
+        // nothing, and what an attempt delivered is not sent again.
+        assert!(t.claim_sync(1, true));
         assert_eq!(
-            (gone[0].uid.as_str(), gone[0].namespace.clone()),
-            (U1, Some(Arc::from("a")))
+            t.observe(Added, &meta("a", "keep", U1, "10"), true),
+            Verdict::Deliver(Snapshot)
         );
-        t.begin_sync();
-        let gone = t.end_sync(100);
+        for _ in 0..1000 {
+            assert!(t.claim_sync(1, false));
+        }
         assert_eq!(
-            (gone[0].uid.as_str(), gone[0].namespace.clone()),
-            ("odd uid", None)
+            t.observe(Added, &meta("a", "keep", U1, "10"), true),
+            Verdict::Duplicate
         );
+        let gone = t.end_sync(&Rv::new("100"));
+        assert_eq!(gone, vec![vanished("", "odd", "odd uid", "20")]);
+        // Fresh syncs as many times: still nothing kept that is gone.
+        for _ in 0..300 {
+            assert!(t.claim_sync(1, true));
+        }
+        assert_eq!(
+            t.end_sync(&Rv::new("100")),
+            vec![vanished("a", "keep", U1, "10")]
+        );
+        assert_eq!(t.len(), 0);
+        // One sync at a time.
+        assert!(t.claim_sync(7, true));
+        assert!(!t.claim_sync(8, true));
+        t.release_sync(7);
+        assert!(t.claim_sync(8, true));
     }
 
     #[test]
     fn a_relist_racing_live_events_neither_resurrects_nor_wrongly_deletes() {
-        use Change::*;
-        use EventType::*;
-        let mut t = Tracker::default();
-        t.begin_sync();
-        t.observe(Added, &meta("a", "p1", U1, 10), true);
-        t.observe(Added, &meta("a", "p2", U2, 11), true);
-        t.end_sync(11);
+        let mut t = synced(&[("a", "p1", U1, "10"), ("a", "p2", U2, "11")], "11");
         // A relist's snapshot is taken at rv 20; meanwhile the live stream
         // deletes p2 (rv 21) and adds p3 (rv 22) before the snapshot arrives.
-        t.begin_sync();
+        assert!(t.claim_sync(2, true));
         assert_eq!(
-            t.observe(Deleted, &meta("a", "p2", U2, 21), false),
+            t.observe(Deleted, &meta("a", "p2", U2, "21"), false),
             Verdict::Deliver(Delete)
         );
-        let u3 = "00000000-0000-0000-0000-000000000003";
         assert_eq!(
-            t.observe(Added, &meta("a", "p3", u3, 22), false),
+            t.observe(Added, &meta("a", "p3", U3, "22"), false),
             Verdict::Deliver(Add)
         );
         assert_eq!(
-            t.observe(Added, &meta("a", "p1", U1, 10), true),
+            t.observe(Added, &meta("a", "p1", U1, "10"), true),
             Verdict::Deliver(Snapshot)
         );
         assert_eq!(
-            t.observe(Added, &meta("a", "p2", U2, 11), true),
+            t.observe(Added, &meta("a", "p2", U2, "11"), true),
             Verdict::Stale,
             "no resurrection"
         );
         assert_eq!(
-            t.end_sync(20),
+            t.end_sync(&Rv::new("20")),
             vec![],
             "p3 is newer than the snapshot: not deleted"
         );
         assert_eq!(t.len(), 2);
-        // Tombstones last one sync only.
-        t.begin_sync();
+        // Tombstones go once the live stream is past them.
         assert_eq!(
-            t.observe(Added, &meta("a", "p2", U2, 30), true),
+            t.observe(Modified, &meta("a", "p1", U1, "30"), false),
+            Verdict::Deliver(Update)
+        );
+        assert!(t.claim_sync(2, true));
+        assert_eq!(
+            t.observe(Added, &meta("a", "p2", U2, "31"), true),
             Verdict::Deliver(Add)
         );
+    }
+
+    #[test]
+    fn opaque_resource_versions_dedupe_by_equality() {
+        let mut t = synced(&[("a", "p1", U1, "v-a"), ("a", "p2", U2, "10")], "list-1");
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "v-a"), false),
+            Verdict::Duplicate
+        );
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "v-b"), false),
+            Verdict::Deliver(Update)
+        );
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "v-b"), false),
+            Verdict::Duplicate
+        );
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "v-a"), false),
+            Verdict::Deliver(Update),
+            "order unknown: a change"
+        );
+        // A new object after an opaque floor is not taken as stale.
+        assert_eq!(
+            t.observe(Added, &meta("a", "p3", U3, "1"), false),
+            Verdict::Deliver(Add)
+        );
+        assert!(t.claim_sync(1, true));
+        assert_eq!(
+            t.observe(Added, &meta("a", "p2", U2, "10"), true),
+            Verdict::Deliver(Snapshot)
+        );
+        let mut gone = t.end_sync(&Rv::new("list-2"));
+        gone.sort_by(|a, b| a.name.cmp(&b.name));
+        // The opaque text survives in the record.
+        assert_eq!(
+            gone,
+            vec![vanished("a", "p1", U1, "v-a"), vanished("a", "p3", U3, "1")]
+        );
+    }
+
+    #[test]
+    fn records_survive_compaction_and_long_names_work() {
+        let mut t = Tracker::default();
+        assert!(t.claim_sync(1, true));
+        let uid = |i: u32| format!("00000000-0000-0000-0000-{i:012}");
+        let long = "x".repeat(2000);
+        let name = |i: u32| {
+            if i % 1000 == 7 {
+                format!("{long}{i}")
+            } else {
+                format!("object-number-{i}")
+            }
+        };
+        let ns = |i: u32| format!("ns-{}", i % 7);
+        for i in 0..20_000u32 {
+            let rv = if i % 100 == 3 {
+                format!("opaque-{i}")
+            } else {
+                (i + 1).to_string()
+            };
+            assert_eq!(
+                t.observe(Added, &meta(&ns(i), &name(i), &uid(i), &rv), true),
+                Verdict::Deliver(Add)
+            );
+        }
+        t.end_sync(&Rv::new("100000"));
+        let before = t.records.written;
+        for i in (0..20_000u32).filter(|i| i % 3 != 0) {
+            let rv = if i % 100 == 3 {
+                format!("opaque-{i}")
+            } else {
+                "200000".to_string()
+            };
+            assert_eq!(
+                t.observe(Deleted, &meta(&ns(i), &name(i), &uid(i), &rv), false),
+                Verdict::Deliver(Delete),
+                "{i}"
+            );
+        }
+        // Compaction ran (the holes were most of the chunks) and kept every record.
+        assert!(
+            t.records.written < before / 2,
+            "compacted: {before} -> {}",
+            t.records.written
+        );
+        assert!(t.claim_sync(1, true));
+        let mut gone = t.end_sync(&Rv::new("300000"));
+        gone.sort_by_key(|v| v.uid.clone());
+        assert_eq!(gone.len(), 6667);
+        for (v, i) in gone.iter().zip((0..20_000u32).filter(|i| i % 3 == 0)) {
+            let rv = if i % 100 == 3 {
+                format!("opaque-{i}")
+            } else {
+                (i + 1).to_string()
+            };
+            assert_eq!(v, &vanished(&ns(i), &name(i), &uid(i), &rv));
+        }
     }
 }

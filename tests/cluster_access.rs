@@ -893,7 +893,15 @@ fn exec_credential_is_refreshed_when_it_nears_expiry_and_not_before() {
         "only {n} requests: the reuse before expiry was not exercised"
     );
     pod(&api, "a", "p2");
-    assert_eq!(take(&r, 1), ["Add a/p2"]);
+    // Watches ended at once, again and again, make the stream re-sync
+    // (Snapshots of p1) on its way: what matters is that p2 comes.
+    loop {
+        match take(&r, 1)[0].as_str() {
+            "Add a/p2" => break,
+            "Snapshot a/p1" | "Synced pods" => {}
+            other => panic!("unexpected entry {other}"),
+        }
+    }
     assert_hidden(&["tok-expiring-5e5e"], &[]);
 }
 
@@ -1133,7 +1141,7 @@ fn token_file_rotation_under_a_running_stream() {
     let watch_from = |rv: u64| {
         format!("GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion={rv}")
     };
-    let rv = r.stats()[0].resource_version;
+    let rv: u64 = r.stats()[0].resource_version.parse().unwrap();
     // A watch that ends within 1 s of its start is paced by the backoff; let
     // this one live past that so that its end is an ordinary one.
     std::thread::sleep(Duration::from_millis(1100));

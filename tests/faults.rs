@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -111,38 +110,18 @@ fn read_n(r: &Reader, model: &mut Model, n: usize) -> Vec<String> {
 }
 
 /// Entries of an initial sync whose connections were cut: each connection
-/// re-sends the watch-list from its first object, so the entries are runs of
-/// `order`'s prefixes, an object an Add the first time and a Snapshot after,
-/// the last run complete and then Synced. Returns how many connections
-/// delivered something.
-fn assert_runs_of(order: &[String], entries: &[Entry]) -> usize {
+/// re-sends the initial state from its first object, and what an earlier one
+/// delivered is not sent again, so each object comes once, as an Add (in the
+/// order the connections reached them), then Synced.
+fn assert_each_once(order: &[String], entries: &[Entry]) {
     let described: Vec<String> = entries.iter().map(show).collect();
     let (last, body) = described.split_last().unwrap();
     assert_eq!(last, "Synced pods", "{described:#?}");
-    let mut seen = BTreeSet::new();
-    let mut runs = 0;
-    let mut i = 0;
-    for d in body {
-        let (change, name) = d.split_once(' ').unwrap();
-        if name == order[0] {
-            runs += 1;
-            i = 0;
-        }
-        assert!(
-            i < order.len(),
-            "more entries than objects in a run: {described:#?}"
-        );
-        assert_eq!(name, order[i], "out of order: {described:#?}");
-        let want = if seen.insert(name.to_string()) {
-            "Add"
-        } else {
-            "Snapshot"
-        };
-        assert_eq!(change, want, "{name}: {described:#?}");
-        i += 1;
-    }
-    assert_eq!(i, order.len(), "the last run is incomplete: {described:#?}");
-    runs
+    let mut got: Vec<String> = body.to_vec();
+    got.sort();
+    let mut want: Vec<String> = order.iter().map(|o| format!("Add {o}")).collect();
+    want.sort();
+    assert_eq!(got, want, "{described:#?}");
 }
 
 /// Reads entries until the consumer's objects equal the server's for every
@@ -211,7 +190,7 @@ fn cuts_at_random_byte_offsets_of_the_initial_state_lose_nothing() {
     let r = rig.open(&["pods"]);
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
-    assert_runs_of(&order, &entries);
+    assert_each_once(&order, &entries);
     assert_eq!(
         rig.proxy.counts().cut_at,
         12,
@@ -238,14 +217,20 @@ fn cuts_inside_chunk_size_lines_lose_nothing() {
     let r = rig.open(&["pods"]);
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
-    // Connection k delivered exactly the k complete chunks before its cut.
-    let runs = assert_runs_of(&order, &entries);
-    assert_eq!(
-        runs, 6,
-        "connections 1..=5 and the clean one delivered frames"
-    );
-    assert_eq!(entries.len(), (1 + 2 + 3 + 4 + 5) + 5 + 1);
+    // Connection k delivered the k complete chunks before its cut: one new
+    // object each, every one of them a watch-list (each made progress).
+    assert_each_once(&order, &entries);
+    let order_got: Vec<String> = entries.iter().map(show).collect();
+    let want: Vec<String> = order
+        .iter()
+        .map(|o| format!("Add {o}"))
+        .chain(["Synced pods".to_string()])
+        .collect();
+    assert_eq!(order_got, want);
     assert_eq!(rig.proxy.counts().cut_chunk_size, 6);
+    assert!(requests(&rig.api)
+        .iter()
+        .all(|q| q.contains("sendInitialEvents=true")));
 
     // Live: the resumed watch is cut inside the size line of its second event.
     let n = rig.api.requests().len();
@@ -305,11 +290,17 @@ fn stalls_are_ended_by_the_idle_timeout() {
     let mut c = rig.config(&["pods"]);
     c.idle_timeout = Duration::from_secs(1);
     let start = Instant::now();
+    let before = rig.api.requests().len();
     let r = Reader::open(c).unwrap();
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
     assert!(start.elapsed() >= Duration::from_secs(1));
-    assert_eq!(assert_runs_of(&order, &entries), 2);
+    assert_each_once(&order, &entries);
+    assert_eq!(
+        rig.api.requests().len() - before,
+        2,
+        "the stalled watch-list and one more"
+    );
     // Before the response head, on a resumed watch.
     let n = rig.api.requests().len();
     rig.proxy.push(Net::StallAfter(0));
@@ -340,7 +331,7 @@ fn a_connection_trickling_a_few_bytes_at_a_time_delivers_everything() {
     let r = rig.open(&["pods"]);
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
-    assert_eq!(assert_runs_of(&order, &entries), 1);
+    assert_each_once(&order, &entries);
     pod(&rig.api, "a", "p3");
     assert_eq!(read_n(&r, &mut model, 1), ["Update a/p3"]);
     assert_eq!(rig.proxy.counts().slow, 1);
@@ -520,11 +511,7 @@ fn truncated_responses_lose_nothing_on_watch_list_and_on_list() {
     let r = rig.open(&["pods"]);
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
-    assert_eq!(
-        assert_runs_of(&order, &entries),
-        4,
-        "connections 2..4 and the clean one"
-    );
+    assert_each_once(&order, &entries);
     assert_eq!(r.stats()[0].reconnects, 4);
     // The LIST fallback: half a page, then the whole list.
     rig.api.set_watchlist(false);
@@ -546,14 +533,23 @@ fn truncated_responses_lose_nothing_on_watch_list_and_on_list() {
 }
 
 #[test]
-fn garbage_in_a_watch_or_as_a_list_body_is_retried() {
+fn garbage_in_a_watch_is_skipped_and_as_a_list_body_retried() {
     let _w = Watchdog::new("garbage", Duration::from_secs(30));
     let rig = Rig::start();
     rig.pods(2);
     rig.api.push_fault("pods", Fault::Garbage);
     let r = rig.open(&["pods"]);
-    assert_eq!(until_synced(&r), ["Add a/p1", "Add a/p2", "Synced pods"]);
-    assert_eq!(r.stats()[0].reconnects, 1);
+    // A garbage frame in a stream is reported and skipped: no reconnect.
+    assert_eq!(
+        until_synced(&r),
+        [
+            "Add a/p1",
+            "Add a/p2",
+            "Error pods 0 InvalidFrame",
+            "Synced pods"
+        ]
+    );
+    assert_eq!(r.stats()[0].reconnects, 0);
     rig.api.set_watchlist(false);
     let r = rig.open(&["pods"]);
     // watch-list refused (422), then a garbage LIST body, then a good one.
@@ -632,9 +628,10 @@ fn non_json_answers_are_retried_or_reported() {
 }
 
 /// Frames a server must never send, injected one by one into a live watch:
-/// each makes the stream reconnect and resume, nothing lost or repeated.
+/// each is reported once by an Error entry of its own and skipped, the stream
+/// reads on without a reconnect, nothing lost or repeated.
 #[test]
-fn malformed_frames_make_the_stream_resume_without_loss() {
+fn malformed_frames_are_reported_and_skipped_without_loss() {
     let _w = Watchdog::new("malformed_frames", Duration::from_secs(45));
     let rig = Rig::start();
     rig.pods(2);
@@ -651,19 +648,22 @@ fn malformed_frames_make_the_stream_resume_without_loss() {
         )
         .into_bytes()
     };
-    let mut bad: Vec<(&str, Vec<u8>)> = vec![
-        ("not JSON", b"this is not json\n".to_vec()),
-        ("JSON, not an event", b"{\"a\":1}\n".to_vec()),
-        ("unknown event type", b"{\"type\":\"NOPE\",\"object\":{}}\n".to_vec()),
-        ("no metadata", b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\"}}\n".to_vec()),
-        ("no uid", obj("\"name\":\"x\",\"namespace\":\"a\",\"resourceVersion\":\"999999\"")),
-        ("rv not a number", obj(&format!("\"name\":\"p1\",\"namespace\":\"a\",\"uid\":\"{uid}\",\"resourceVersion\":\"abc\""))),
-        ("truncated JSON", b"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"na\n".to_vec()),
-        ("bookmark without metadata", b"{\"type\":\"BOOKMARK\",\"object\":{}}\n".to_vec()),
-        ("ERROR 500", b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,\"message\":\"etcd\"}}\n".to_vec()),
-        ("NUL bytes", vec![0u8; 64].into_iter().chain([b'\n']).collect()),
-        ("object is a string", b"{\"type\":\"ADDED\",\"object\":\"pod\"}\n".to_vec()),
-        ("deep nesting", [b"{\"type\":\"ADDED\",\"object\":".to_vec(), vec![b'['; 4096], b"\n".to_vec()].concat()),
+    let frame = "Error pods 0 InvalidFrame";
+    let object = "Error pods 0 InvalidObject";
+    // What each bad frame makes the consumer see between the update it is
+    // injected after (p1's) and the next one (p2's).
+    let mut bad: Vec<(&str, Vec<u8>, Vec<&str>)> = vec![
+        ("not JSON", b"this is not json\n".to_vec(), vec![frame]),
+        ("JSON, not an event", b"{\"a\":1}\n".to_vec(), vec![frame]),
+        ("unknown event type", b"{\"type\":\"NOPE\",\"object\":{}}\n".to_vec(), vec![frame]),
+        ("no metadata", b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\"}}\n".to_vec(), vec![object]),
+        ("no uid", obj("\"name\":\"x\",\"namespace\":\"a\",\"resourceVersion\":\"999999\""), vec!["Error pods 0 InvalidObject a/x"]),
+        ("truncated JSON", b"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"na\n".to_vec(), vec![frame]),
+        ("bookmark without metadata", b"{\"type\":\"BOOKMARK\",\"object\":{}}\n".to_vec(), vec![frame]),
+        ("NUL bytes", vec![0u8; 64].into_iter().chain([b'\n']).collect(), vec![frame]),
+        ("object is a string", b"{\"type\":\"ADDED\",\"object\":\"pod\"}\n".to_vec(), vec![frame]),
+        ("deep nesting, unterminated", [b"{\"type\":\"ADDED\",\"object\":".to_vec(), vec![b'['; 4096], b"\n".to_vec()].concat(), vec![frame]),
+        ("nesting past the limit", [b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"deep\",\"namespace\":\"a\"},\"spec\":".to_vec(), vec![b'['; 10_001], vec![b']'; 10_001], b"}}\n".to_vec()].concat(), vec!["Error pods 0 ObjectTooDeep a/deep"]),
     ];
     // Invalid UTF-8 inside a name and inside the data of an otherwise good object.
     let mut in_name = obj(&format!(
@@ -671,29 +671,36 @@ fn malformed_frames_make_the_stream_resume_without_loss() {
     ));
     let at = in_name.windows(4).position(|w| w == b"\"p1\"").unwrap();
     in_name[at + 2] = 0xff;
-    bad.push(("invalid UTF-8 in a name", in_name));
+    bad.push(("invalid UTF-8 in a name", in_name, vec![frame]));
     let in_data = format!("{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p1\",\"namespace\":\"a\",\"uid\":\"{uid}\",\"resourceVersion\":\"999999\"}},\"data\":{{\"k\":\"v\u{1}\"}}}}}}\n");
     let mut in_data = in_data.into_bytes();
     let at = in_data.iter().position(|&b| b == 1).unwrap();
     in_data[at] = 0xc3; // a lead byte followed by a quote: invalid UTF-8
-    bad.push(("invalid UTF-8 in the data", in_data));
+    bad.push(("invalid UTF-8 in the data", in_data, vec![frame]));
     // Invalid JSON inside an otherwise good object (found by fuzzing a decoder
-    // that located the metadata without validating the rest).
+    // that located the metadata without validating the rest): p1's new
+    // version cannot be delivered, so the consumer's p1 goes, and comes back
+    // with the next good version.
     let with_spec = |spec: &[u8]| {
         let mut f = format!("{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"Pod\",\"metadata\":{{\"name\":\"p1\",\"namespace\":\"a\",\"uid\":\"{uid}\",\"resourceVersion\":\"999999\"}},\"spec\":").into_bytes();
         f.extend_from_slice(spec);
         f.extend_from_slice(b"}}\n");
         f
     };
-    bad.push((
-        "a raw control character in a string",
-        with_spec(b"{\"x\":\"a\x01b\"}"),
-    ));
-    bad.push(("a bare word as a value", with_spec(b"{\"x\":nope}")));
-    bad.push(("a missing comma", with_spec(b"{\"x\":1 \"y\":2}")));
-    bad.push(("a trailing comma", with_spec(b"{\"x\":1,}")));
+    let gone = vec!["Error pods 0 InvalidObject a/p1", "Delete(inferred) a/p1"];
+    for (what, spec) in [
+        (
+            "a raw control character in a string",
+            &b"{\"x\":\"a\x01b\"}"[..],
+        ),
+        ("a bare word as a value", b"{\"x\":nope}"),
+        ("a missing comma", b"{\"x\":1 \"y\":2}"),
+        ("a trailing comma", b"{\"x\":1,}"),
+    ] {
+        bad.push((what, with_spec(spec), gone.clone()));
+    }
     let tried = bad.len();
-    for (i, (what, payload)) in bad.into_iter().enumerate() {
+    for (i, (what, payload, want)) in bad.into_iter().enumerate() {
         let n = rig.api.requests().len();
         let reconnects = r.stats()[0].reconnects;
         rig.proxy.push(Net::Inject {
@@ -704,16 +711,44 @@ fn malformed_frames_make_the_stream_resume_without_loss() {
         rig.wait_watch(n + 1);
         pod(&rig.api, "a", "p1");
         pod(&rig.api, "a", "p2");
-        assert_eq!(
-            read_n(&r, &mut model, 2),
-            ["Update a/p1", "Update a/p2"],
-            "after {what}"
-        );
+        let want: Vec<String> = std::iter::once("Update a/p1")
+            .chain(want.iter().copied())
+            .chain(["Update a/p2"])
+            .map(String::from)
+            .collect();
+        assert_eq!(read_n(&r, &mut model, want.len()), want, "after {what}");
+        if want.iter().any(|w| w.starts_with("Delete")) {
+            // p1's bad version went; its next good one comes back.
+            pod(&rig.api, "a", "p1");
+            assert_eq!(read_n(&r, &mut model, 1), ["Add a/p1"], "after {what}");
+        }
         assert_quiet(&r, Duration::from_millis(100));
         assert_eq!(rig.proxy.counts().injected, i as u64 + 1, "{what}");
-        // The cut, and the bad frame.
-        assert_eq!(r.stats()[0].reconnects, reconnects + 2, "{what}");
+        // Only the cut: the bad frame was skipped, not re-read.
+        assert_eq!(r.stats()[0].reconnects, reconnects + 1, "{what}");
+        assert_eq!(rig.api.requests().len(), n + 1, "{what}");
     }
+    assert_eq!(model.skipped.len(), tried, "{:?}", model.skipped);
+    assert_eq!(r.stats()[0].skipped as usize, tried);
+    // An ERROR event is the server's: the stream reconnects.
+    let n = rig.api.requests().len();
+    let reconnects = r.stats()[0].reconnects;
+    rig.proxy.push(Net::Inject {
+        after: 0,
+        payload: Payload::Bytes(b"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":500,\"message\":\"etcd\"}}\n".to_vec()),
+    });
+    rig.proxy.cut_all();
+    rig.wait_watch(n + 1);
+    pod(&rig.api, "a", "p1");
+    assert_eq!(read_n(&r, &mut model, 1), ["Update a/p1"]);
+    rig.wait_watch(n + 2);
+    pod(&rig.api, "a", "p2");
+    assert_eq!(read_n(&r, &mut model, 1), ["Update a/p2"]);
+    assert_eq!(
+        r.stats()[0].reconnects,
+        reconnects + 2,
+        "the cut and the error"
+    );
     // Blank lines between frames are not errors.
     let n = rig.api.requests().len();
     let reconnects = r.stats()[0].reconnects;
@@ -729,7 +764,7 @@ fn malformed_frames_make_the_stream_resume_without_loss() {
     assert_eq!(r.stats()[0].reconnects, reconnects + 1, "only the cut");
     assert_eq!(model.differs(&rig.api, "pods", "pods"), None);
     assert!(model.errors.is_empty(), "{:?}", model.errors);
-    eprintln!("bad frames tried: {}", tried + 1);
+    eprintln!("bad frames tried: {}", tried + 2);
 }
 
 // ---------------------------------------------------------------------------
@@ -782,8 +817,9 @@ fn huge_object_child() {
             "Synced configmaps"
         ]
     );
+    assert!(model.errors.is_empty(), "{:?}", model.errors);
     assert_eq!(
-        model.errors,
+        model.skipped,
         [format!(
             "configmaps 0 FrameTooLarge a watch frame of {} bytes exceeds max_frame_bytes ({LIMIT}); skipped",
             HUGE - 1

@@ -17,7 +17,8 @@
 //! With the `hook` feature (tattler's `fuzzing` feature, its hidden `__fuzz`
 //! module), three more targets reach the crate-private code directly:
 //! [`decode_frames`] (the frame reader and event decoding), [`decode_list`]
-//! (LIST pages) and [`scrub_bytes`] (the byte-level scrubber).
+//! (LIST bodies read item by item), [`scrub_bytes`] (the byte-level walk and
+//! scrubber) and [`walk_depth`] (nesting, on a small stack).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -357,20 +358,34 @@ pub fn decode_frames(data: &[u8]) {
     tattler::__fuzz::event(body);
 }
 
-/// LIST page decoding.
+/// LIST bodies read item by item: the first byte sets how many bytes arrive
+/// per read (1..=64).
 #[cfg(feature = "hook")]
 pub fn decode_list(data: &[u8]) {
-    tattler::__fuzz::list(data);
+    let [a, body @ ..] = data else {
+        return;
+    };
+    tattler::__fuzz::list(body, usize::from(a % 64) + 1);
 }
 
-/// The byte-level scrubber (the hook asserts that its output is JSON). Its
-/// input is always an object the decoder has parsed, so only JSON goes in:
-/// the scrubber does not validate what it copies.
+/// The byte-level walk and scrubber, on any input (it checks the structure
+/// itself): the hook asserts that what it edits stays JSON.
 #[cfg(feature = "hook")]
 pub fn scrub_bytes(data: &[u8]) {
-    if serde_json::from_slice::<serde_json::Value>(data).is_ok() {
-        tattler::__fuzz::scrub(data);
-    }
+    tattler::__fuzz::scrub(data);
+}
+
+/// Nesting: two bytes of depth (up to twice the walker's limit), a shape of
+/// objects and arrays, a tail; the walk runs on a 64 KiB stack and must
+/// refuse what is too deep.
+#[cfg(feature = "hook")]
+pub fn walk_depth(data: &[u8]) {
+    let [a, b, rest @ ..] = data else {
+        return;
+    };
+    let depth = usize::from(u16::from_le_bytes([*a, *b])) * 3;
+    let (shape, tail) = rest.split_at(rest.len().min(8));
+    tattler::__fuzz::depth(shape, depth, tail);
 }
 
 #[cfg(test)]
@@ -511,5 +526,11 @@ mod smoke {
     #[test]
     fn scrub_bytes() {
         run("scrub_bytes", super::scrub_bytes);
+    }
+
+    #[cfg(feature = "hook")]
+    #[test]
+    fn walk_depth() {
+        run("walk_depth", super::walk_depth);
     }
 }

@@ -69,8 +69,13 @@ pub fn show(e: &Entry) -> String {
         Change::Synced => format!("Synced {}", e.resource().resource),
         Change::Error => {
             let err = e.error().unwrap();
+            let what = match (e.namespace(), e.name()) {
+                (_, "") => String::new(),
+                (Some(ns), n) => format!(" {ns}/{n}"),
+                (None, n) => format!(" {n}"),
+            };
             format!(
-                "Error {} {} {}",
+                "Error {} {} {}{what}",
                 e.resource().resource,
                 err.code,
                 err.reason

@@ -993,10 +993,18 @@ impl Tally {
 #[derive(Debug, Default)]
 pub struct Model {
     pub objects: BTreeMap<String, BTreeMap<String, Seen>>,
+    /// The same objects folded as most consumers fold them, by
+    /// `resource namespace/name`: the uid that holds each name.
+    names: BTreeMap<String, String>,
     deleted: HashSet<String>,
     pub tally: Tally,
-    /// Error entries, as `resource code reason message`.
+    /// Error entries of resources that failed for good, as `resource code reason message`.
     pub errors: Vec<String>,
+    /// Error entries of skipped pieces (the stream went on), the same way.
+    pub skipped: Vec<String>,
+    /// `resource namespace/name` of skipped objects: their inferred Delete
+    /// may be followed by an Add of the same uid (a good version again).
+    skipped_names: HashSet<String>,
     /// Every entry, described, for a failure report.
     pub log: Vec<String>,
     /// Keep the log (costly in a soak).
@@ -1037,18 +1045,33 @@ impl Model {
             let v: serde_json::Value = serde_json::from_slice(obj)
                 .map_err(|err| what(&format!("object is not JSON ({err})")))?;
             let m = &v["metadata"];
-            let rv = m["resourceVersion"]
-                .as_str()
-                .and_then(|s| s.parse::<u64>().ok());
             if m["uid"].as_str() != Some(e.uid())
                 || m["name"].as_str() != Some(e.name())
-                || rv != Some(e.resource_version())
+                || m["resourceVersion"].as_str() != Some(e.resource_version_str())
             {
                 return Err(what("the object does not match the entry"));
             }
         }
+        // Opaque resourceVersions (not integers) are only compared for equality.
+        let ordered = e.resource_version_str().parse::<u64>().is_ok();
         let state = self.objects.entry(res.clone()).or_default();
         let tag = format!("{res} {}", e.uid());
+        let place = format!("{res} {key}");
+        let holder = self.names.get(&place).cloned();
+        match e.change() {
+            Change::Add | Change::Update | Change::Snapshot | Change::Delete => {
+                if e.change() == Change::Add {
+                    if let Some(h) = &holder {
+                        return Err(what(&format!("Add for a name already held by uid {h}")));
+                    }
+                } else if holder.as_deref() != Some(e.uid()) {
+                    return Err(what(&format!(
+                        "the name is held by {holder:?}, not this uid"
+                    )));
+                }
+            }
+            _ => {}
+        }
         match e.change() {
             Change::Add => {
                 self.tally.adds += 1;
@@ -1058,6 +1081,7 @@ impl Model {
                 if self.deleted.contains(&tag) {
                     return Err(what("resurrection: Add for a deleted uid"));
                 }
+                self.names.insert(place, e.uid().to_string());
                 state.insert(
                     e.uid().into(),
                     Seen {
@@ -1076,13 +1100,13 @@ impl Model {
                 let Some(old) = state.get_mut(e.uid()) else {
                     return Err(what("change for an unknown uid"));
                 };
-                if snapshot && e.resource_version() != old.rv {
+                if snapshot && ordered && e.resource_version() != old.rv {
                     return Err(what(&format!(
                         "Snapshot at another version than {}",
                         old.rv
                     )));
                 }
-                if !snapshot && e.resource_version() <= old.rv {
+                if !snapshot && ordered && old.rv != 0 && e.resource_version() <= old.rv {
                     return Err(what(&format!("stale Update: already at {}", old.rv)));
                 }
                 *old = Seen {
@@ -1098,18 +1122,31 @@ impl Model {
                 let Some(old) = state.remove(e.uid()) else {
                     return Err(what("Delete for an unknown uid"));
                 };
-                if e.resource_version() < old.rv || (e.inferred() && e.resource_version() != old.rv)
+                if ordered
+                    && old.rv != 0
+                    && (e.resource_version() < old.rv
+                        || (e.inferred() && e.resource_version() != old.rv))
                 {
                     return Err(what(&format!("Delete at a version before {}", old.rv)));
                 }
-                self.deleted.insert(tag);
+                self.names.remove(&place);
+                if !(e.inferred() && self.skipped_names.remove(&place)) {
+                    self.deleted.insert(tag);
+                }
             }
             Change::Synced => self.tally.synced += 1,
             Change::Error => {
                 self.tally.errors += 1;
                 let err = e.error().expect("an Error entry carries its error");
-                self.errors
-                    .push(format!("{res} {} {} {}", err.code, err.reason, err.message));
+                let line = format!("{res} {} {} {}", err.code, err.reason, err.message);
+                if err.ended {
+                    self.errors.push(line);
+                } else {
+                    self.skipped.push(line);
+                    if !e.name().is_empty() {
+                        self.skipped_names.insert(place);
+                    }
+                }
             }
         }
         Ok(())
@@ -1120,6 +1157,7 @@ impl Model {
         self.objects.remove(resource);
         let prefix = format!("{resource} ");
         self.deleted.retain(|t| !t.starts_with(&prefix));
+        self.names.retain(|t, _| !t.starts_with(&prefix));
     }
 
     /// The consumer's objects of `resource`.

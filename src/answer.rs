@@ -1,0 +1,203 @@
+//! An HTTP answer that is not 200, turned into how the request ended: by its
+//! status, the server's `Status` body and its hint of when to come back.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::decode::Status;
+use crate::machine::End;
+use crate::ErrorInfo;
+
+/// A server's hint is followed up to this long (a later one would park a
+/// stream for hours on one answer).
+pub(crate) const MAX_HINT: Duration = Duration::from_secs(300);
+
+/// The `Retry-After` header: seconds, or an HTTP date (IMF-fixdate, the form
+/// RFC 9110 requires of senders). `None` when absent or unreadable.
+pub(crate) fn retry_after(header: Option<&str>, now: SystemTime) -> Option<Duration> {
+    let v = header?.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs).min(MAX_HINT));
+    }
+    let at = http_date(v)?;
+    Some(
+        at.duration_since(now)
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_HINT),
+    )
+}
+
+/// `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn http_date(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    if b.len() != 29 || &b[3..5] != b", " || &b[25..] != b" GMT" {
+        return None;
+    }
+    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    if !DAYS.contains(&&s[..3]) || b[7] != b' ' || b[11] != b' ' || b[16] != b' ' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    let day = num(5..7)?;
+    let month = MONTHS.iter().position(|m| *m == &s[8..11])? as i64 + 1;
+    let year = num(12..16)?;
+    if b[19] != b':' || b[22] != b':' {
+        return None;
+    }
+    let (h, m, sec) = (num(17..19)?, num(20..22)?, num(23..25)?);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=month_days[month as usize - 1]).contains(&day) || h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let secs = u64::try_from(days * 86_400 + h * 3600 + m * 60 + sec).ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+/// How a request answered with `code` ended. `status` is the body's Status
+/// (its code 0 when the body was not one), `hint` the `Retry-After` header.
+pub(crate) fn classify(code: u16, status: Status, hint: Option<Duration>, reloadable: bool) -> End {
+    // The later of the two hints the server may give.
+    let body_hint = status
+        .retry_after_secs
+        .map(|s| Duration::from_secs(u64::from(s)));
+    let hint = hint.max(body_hint).map(|h| h.min(MAX_HINT));
+    let info = ErrorInfo {
+        code,
+        reason: if status.reason.is_empty() {
+            format!("HTTP {code}")
+        } else {
+            status.reason.clone()
+        },
+        message: status.message.clone(),
+        ended: true,
+    };
+    match code {
+        410 => End::Expired,
+        400 | 422 => End::Rejected(info),
+        401 => End::Unauthorized { info, reloadable },
+        // Not served (yet): a CRD being established, an API being added.
+        404 => End::Retry(format!("not served (404 {})", status.message), hint),
+        504 if status.rv_too_large => End::TooLarge(hint),
+        429 | 503 => End::Retry(format!("server busy ({code} {})", status.message), hint),
+        500..=599 => End::Retry(format!("server error {code}: {}", status.message), hint),
+        _ => End::Fatal(info),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date_bounded() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        let ra = |h: &str| retry_after(Some(h), now);
+        assert_eq!(ra("0"), Some(Duration::ZERO));
+        assert_eq!(ra(" 7 "), Some(Duration::from_secs(7)));
+        assert_eq!(ra("86400"), Some(MAX_HINT));
+        assert_eq!(
+            ra("Sun, 06 Nov 1994 08:50:07 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            ra("Sun, 06 Nov 1994 08:00:00 GMT"),
+            Some(Duration::ZERO),
+            "in the past"
+        );
+        assert_eq!(
+            ra("Tue, 29 Feb 2000 00:00:00 GMT").map(|d| d == MAX_HINT),
+            Some(true)
+        );
+        for bad in [
+            "soon",
+            "-1",
+            "Sun, 31 Feb 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 25:49:37 GMT",
+            "Sun, 06 Foo 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+        ] {
+            assert_eq!(ra(bad), None, "{bad}");
+        }
+        assert_eq!(retry_after(None, now), None);
+    }
+
+    #[test]
+    fn statuses_decide_the_end() {
+        let st = |code: u16, reason: &str, retry: Option<u32>, too_large: bool| Status {
+            code,
+            reason: reason.into(),
+            message: "m".into(),
+            retry_after_secs: retry,
+            rv_too_large: too_large,
+        };
+        let secs = Duration::from_secs;
+        assert_eq!(
+            classify(410, st(410, "Expired", None, false), None, false),
+            End::Expired
+        );
+        assert!(
+            matches!(classify(422, st(422, "Invalid", None, false), None, false), End::Rejected(i) if i.reason == "Invalid")
+        );
+        assert!(
+            matches!(classify(401, st(0, "", None, false), None, true), End::Unauthorized { reloadable: true, info } if info.reason == "HTTP 401")
+        );
+        assert_eq!(
+            classify(
+                429,
+                st(429, "TooManyRequests", Some(2), false),
+                Some(secs(5)),
+                false
+            ),
+            End::Retry("server busy (429 m)".into(), Some(secs(5)))
+        );
+        assert_eq!(
+            classify(503, st(0, "", Some(9), false), Some(Duration::ZERO), false),
+            End::Retry("server busy (503 m)".into(), Some(secs(9))),
+            "the later hint wins"
+        );
+        assert_eq!(
+            classify(504, st(504, "Timeout", Some(1), true), None, false),
+            End::TooLarge(Some(secs(1)))
+        );
+        assert!(
+            matches!(classify(500, st(0, "", None, false), None, false), End::Retry(m, None) if m.contains("500"))
+        );
+        assert!(
+            matches!(classify(404, st(404, "NotFound", None, false), None, false), End::Retry(m, None) if m.contains("404"))
+        );
+        assert!(
+            matches!(classify(403, st(403, "Forbidden", None, false), None, false), End::Fatal(i) if i.code == 403 && i.ended)
+        );
+        assert!(
+            matches!(classify(302, st(0, "", None, false), None, false), End::Fatal(i) if i.reason == "HTTP 302")
+        );
+    }
+}

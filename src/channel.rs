@@ -1,0 +1,158 @@
+//! The way out: every stream sends its entries into one bounded channel, which
+//! holds at most `channel_capacity` entries and at most `max_buffered_bytes`
+//! of objects. A full channel blocks the streams; nothing is dropped. Every
+//! wait honours stop.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
+use parking_lot::{Condvar, Mutex};
+
+use crate::Entry;
+
+/// Tells a stream to stop: either receiver disconnecting means stop.
+#[derive(Clone)]
+pub(crate) struct Stop {
+    pub all: Receiver<()>,
+    pub own: Receiver<()>,
+}
+
+impl Stop {
+    pub(crate) fn is_set(&self) -> bool {
+        matches!(self.all.try_recv(), Err(TryRecvError::Disconnected))
+            || matches!(self.own.try_recv(), Err(TryRecvError::Disconnected))
+    }
+
+    /// Sleeps up to `d`; true when woken by a stop.
+    pub(crate) fn sleep(&self, d: Duration) -> bool {
+        select! {
+            recv(self.all) -> _ => true,
+            recv(self.own) -> _ => true,
+            default(d) => false,
+        }
+    }
+}
+
+/// The bytes of objects in the channel, bounded. A stream waits for room
+/// before it sends; the reader gives room back as entries are taken. An entry
+/// larger than the whole budget still goes, alone.
+pub(crate) struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+    waiting: AtomicUsize,
+    /// Taking the raw receiver ([`crate::Reader::receiver`]) turns the budget
+    /// off: entries taken from it give no room back.
+    off: AtomicBool,
+    lock: Mutex<()>,
+    room: Condvar,
+}
+
+/// How often a stream waiting for room looks at stop.
+const STOP_POLL: Duration = Duration::from_millis(50);
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Budget {
+        Budget {
+            limit: limit.max(1),
+            used: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            off: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            room: Condvar::new(),
+        }
+    }
+
+    fn fits(&self, used: usize, n: usize) -> bool {
+        used == 0 || used.saturating_add(n) <= self.limit || self.off.load(Ordering::Relaxed)
+    }
+
+    /// Takes room for `n` bytes; false when a stop came first.
+    fn take(&self, n: usize, stop: &Stop) -> bool {
+        if n == 0 {
+            return true;
+        }
+        let before = self.used.fetch_add(n, Ordering::AcqRel);
+        if self.fits(before, n) {
+            return true;
+        }
+        self.used.fetch_sub(n, Ordering::AcqRel);
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let mut g = self.lock.lock();
+        let got = loop {
+            if self.fits(self.used.load(Ordering::Acquire), n) {
+                self.used.fetch_add(n, Ordering::AcqRel);
+                break true;
+            }
+            if stop.is_set() {
+                break false;
+            }
+            self.room.wait_for(&mut g, STOP_POLL);
+        };
+        drop(g);
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        got
+    }
+
+    /// Gives back the room of an entry taken out of the channel.
+    pub(crate) fn give(&self, entry: &Entry) {
+        let n = charge(entry);
+        if n == 0 {
+            return;
+        }
+        self.used.fetch_sub(n, Ordering::AcqRel);
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            let _g = self.lock.lock();
+            self.room.notify_all();
+        }
+    }
+
+    /// No more accounting (the raw receiver is in the caller's hands).
+    pub(crate) fn turn_off(&self) {
+        self.off.store(true, Ordering::Relaxed);
+        let _g = self.lock.lock();
+        self.room.notify_all();
+    }
+}
+
+fn charge(entry: &Entry) -> usize {
+    entry.object.as_ref().map_or(0, Vec::len)
+}
+
+/// A stream's end of the channel.
+#[derive(Clone)]
+pub(crate) struct Out {
+    pub tx: Sender<Entry>,
+    pub budget: std::sync::Arc<Budget>,
+}
+
+impl Out {
+    /// Blocks until the entry is queued (true) or a stop comes (false).
+    pub(crate) fn send(&self, entry: Entry, stop: &Stop) -> bool {
+        let n = charge(&entry);
+        if !self.budget.take(n, stop) {
+            return false;
+        }
+        let give_back = |b: &Budget| {
+            b.used.fetch_sub(n, Ordering::AcqRel);
+        };
+        // Room in the channel (the common case): no select needed.
+        let entry = match self.tx.try_send(entry) {
+            Ok(()) => return true,
+            Err(TrySendError::Disconnected(_)) => {
+                give_back(&self.budget);
+                return false;
+            }
+            Err(TrySendError::Full(e)) => e,
+        };
+        let sent = select! {
+            send(self.tx, entry) -> r => r.is_ok(),
+            recv(stop.all) -> _ => false,
+            recv(stop.own) -> _ => false,
+        };
+        if !sent {
+            give_back(&self.budget);
+        }
+        sent
+    }
+}

@@ -1,0 +1,680 @@
+//! Splitting response bodies as their bytes arrive, never holding more than
+//! one piece (and a read buffer): a watch body into frames, one JSON event a
+//! line; a LIST body into its items and its metadata.
+
+use std::io::{self, Read};
+
+use serde::Deserialize;
+
+use crate::rv::Rv;
+
+/// Errors of the frame reader.
+#[derive(Debug)]
+pub(crate) enum FrameError {
+    /// Reading the body failed (cut connection, idle timeout, shutdown).
+    Io(io::Error),
+    /// A frame was longer than the limit; it was skipped up to its end.
+    TooLarge(usize),
+    /// The body ended in the middle of a frame.
+    Truncated(usize),
+}
+
+/// Splits a watch body into frames as bytes arrive, one JSON event a line,
+/// without waiting for the body to end.
+pub(crate) struct FrameReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// `buf[start..end]` holds bytes read but not yet handed out.
+    start: usize,
+    end: usize,
+    /// Bytes before `scan` (from `start`) hold no newline.
+    scan: usize,
+    max: usize,
+    /// Bytes of an over-long frame being skipped.
+    skipping: Option<usize>,
+    /// Where [`buffered`](Self::buffered) found the next frame's newline.
+    found: Option<usize>,
+    /// Total bytes read, for stats.
+    pub bytes: u64,
+}
+
+const READ_CHUNK: usize = 64 << 10;
+
+impl<R: Read> FrameReader<R> {
+    pub(crate) fn new(inner: R, max_frame: usize) -> Self {
+        FrameReader {
+            inner,
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            end: 0,
+            scan: 0,
+            max: max_frame,
+            skipping: None,
+            found: None,
+            bytes: 0,
+        }
+    }
+
+    /// Whether a whole frame is already buffered: if so, the next
+    /// [`next_frame`](Self::next_frame) returns it (or its error) without reading.
+    pub(crate) fn buffered(&mut self) -> bool {
+        loop {
+            if self.found.is_some() {
+                return true;
+            }
+            let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) else {
+                self.scan = self.end;
+                return false;
+            };
+            let nl = self.scan + pos;
+            if self.skipping.is_none() && trim(&self.buf[self.start..nl]).is_empty() {
+                // A blank line, which next_frame would pass over.
+                self.start = nl + 1;
+                self.scan = self.start;
+                continue;
+            }
+            self.found = Some(nl);
+        }
+    }
+
+    /// Whether part of a frame has been read (a stall now is mid-frame).
+    pub(crate) fn partial(&self) -> bool {
+        self.end > self.start || self.skipping.is_some()
+    }
+
+    /// The next frame, `Ok(None)` at a clean end of the body.
+    pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        loop {
+            let found = self.found.take().or_else(|| {
+                memchr::memchr(b'\n', &self.buf[self.scan..self.end]).map(|pos| self.scan + pos)
+            });
+            if let Some(nl) = found {
+                let (start, line) = (self.start, &self.buf[self.start..nl]);
+                self.start = nl + 1;
+                self.scan = self.start;
+                if let Some(skipped) = self.skipping.take() {
+                    return Err(FrameError::TooLarge(skipped + line.len()));
+                }
+                if line.len() > self.max {
+                    return Err(FrameError::TooLarge(line.len()));
+                }
+                if !trim(line).is_empty() {
+                    // Borrowed anew: a borrow returned from inside the loop
+                    // must not be the one the loop goes on with.
+                    return Ok(Some(trim(&self.buf[start..nl])));
+                }
+                continue;
+            }
+            self.scan = self.end;
+            let pending = self.end - self.start;
+            if let Some(skipped) = self.skipping.as_mut() {
+                *skipped += pending;
+                self.start = 0;
+                self.end = 0;
+                self.scan = 0;
+            } else if pending > self.max {
+                self.skipping = Some(pending);
+                self.start = 0;
+                self.end = 0;
+                self.scan = 0;
+            } else if self.start > 0 && (self.end == self.buf.len() || self.start == self.end) {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end = pending;
+                self.scan = pending;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                let grown = (self.buf.len() * 2).min(self.max + 1);
+                self.buf.resize(grown.max(self.end + 1), 0);
+            }
+            let n = match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(FrameError::Io(e)),
+            };
+            if n == 0 {
+                let pending = self.end - self.start;
+                if let Some(skipped) = self.skipping.take() {
+                    return Err(FrameError::TooLarge(skipped));
+                }
+                if trim(&self.buf[self.start..self.end]).is_empty() {
+                    return Ok(None);
+                }
+                return Err(FrameError::Truncated(pending));
+            }
+            self.bytes += n as u64;
+            self.end += n;
+            self.shrink_if_idle();
+        }
+    }
+
+    /// After a huge frame, give the memory back once the buffer is empty.
+    fn shrink_if_idle(&mut self) {
+        if self.buf.len() > 4 * READ_CHUNK && self.start == self.end {
+            self.buf = vec![0; READ_CHUNK];
+            self.start = 0;
+            self.end = 0;
+            self.scan = 0;
+        }
+    }
+}
+
+fn trim(line: &[u8]) -> &[u8] {
+    let mut l = line;
+    while let [rest @ .., b'\r' | b' ' | b'\t'] = l {
+        l = rest;
+    }
+    while let [b' ' | b'\t' | b'\r', rest @ ..] = l {
+        l = rest;
+    }
+    l
+}
+
+/// One piece of a LIST body.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ListItem<'a> {
+    /// An item's JSON, as sent (its structure is the decoder's to check).
+    Item(&'a [u8]),
+    /// An item longer than the limit, skipped; its length.
+    TooLarge(usize),
+}
+
+/// The `metadata` of a LIST page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ListMeta {
+    pub resource_version: Rv,
+    pub continue_token: Option<String>,
+}
+
+/// Why a LIST body could not be read.
+#[derive(Debug)]
+pub(crate) enum ListError {
+    /// Reading the body failed (cut connection, idle timeout, shutdown).
+    Io(io::Error),
+    /// Not a LIST: the message says what was found where.
+    Invalid(String),
+}
+
+#[derive(Deserialize)]
+struct RawListMeta {
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: String,
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+}
+
+/// The longest `metadata` of a LIST page, and key, read.
+const MAX_LIST_META: usize = 1 << 20;
+const MAX_KEY: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListState {
+    /// Before the body's `{`.
+    Start,
+    /// Before a member of the top-level object (or its `}`).
+    Member,
+    /// After a member's value: `,` or `}`.
+    AfterMember,
+    /// Before an item (or the `]`).
+    Item,
+    /// After an item: `,` or `]`.
+    AfterItem,
+    /// After the top-level `}`: only white space may follow.
+    End,
+    Done,
+}
+
+/// Reads a LIST response body (`{"kind":…,"metadata":{…},"items":[…]}`) item
+/// by item as it arrives, so a page of any size costs one item of memory.
+pub(crate) struct ListReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// `buf[start..end]` holds bytes read but not yet consumed.
+    start: usize,
+    end: usize,
+    /// The body ended.
+    eof: bool,
+    max_item: usize,
+    state: ListState,
+    meta: Option<ListMeta>,
+    /// The length of the last value skipped as too long.
+    skipped: usize,
+    /// Total bytes read, for stats.
+    pub bytes: u64,
+}
+
+/// How far a value extends, scanned as bytes arrive: brackets and strings
+/// only; the decoder checks the rest of an item.
+#[derive(Default)]
+struct Scan {
+    depth: usize,
+    in_string: bool,
+    escape: bool,
+    /// Bytes of the value scanned so far.
+    len: usize,
+    /// A number or literal: it ends at the first delimiter.
+    bare: bool,
+}
+
+impl Scan {
+    /// Scans `bytes` (the value's next bytes); the length of the value's
+    /// last part when it ends within them.
+    fn feed(&mut self, bytes: &[u8]) -> Option<usize> {
+        for (i, &b) in bytes.iter().enumerate() {
+            if self.len == 0 && i == 0 {
+                self.bare = !matches!(b, b'{' | b'[' | b'"');
+            }
+            if self.bare {
+                if matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\r' | b'\n') {
+                    self.len += i;
+                    return Some(i);
+                }
+                continue;
+            }
+            if self.in_string {
+                if self.escape {
+                    self.escape = false;
+                } else if b == b'\\' {
+                    self.escape = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if self.depth == 0 {
+                        self.len += i + 1;
+                        return Some(i + 1);
+                    }
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        self.len += i + 1;
+                        return Some(i + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.len += bytes.len();
+        None
+    }
+}
+
+impl<R: Read> ListReader<R> {
+    pub(crate) fn new(inner: R, max_item: usize) -> Self {
+        ListReader {
+            inner,
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            end: 0,
+            eof: false,
+            max_item: max_item.max(1),
+            state: ListState::Start,
+            meta: None,
+            skipped: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The page's metadata, once [`next_item`](Self::next_item) has returned
+    /// `Ok(None)` (or earlier, when it came before the items).
+    pub(crate) fn meta(&self) -> Option<&ListMeta> {
+        self.meta.as_ref()
+    }
+
+    /// The next item; `Ok(None)` once the body is complete.
+    pub(crate) fn next_item(&mut self) -> Result<Option<ListItem<'_>>, ListError> {
+        loop {
+            match self.state {
+                ListState::Done => return Ok(None),
+                ListState::Start => {
+                    self.expect(b'{', "a JSON object")?;
+                    self.state = ListState::Member;
+                }
+                ListState::Member => {
+                    if self.peek_ws()? == Some(b'}') {
+                        self.start += 1;
+                        self.state = ListState::End;
+                        continue;
+                    }
+                    let key = self.key()?;
+                    self.expect(b':', "`:` after a key")?;
+                    match key.as_slice() {
+                        b"items" => {
+                            if self.peek_ws()? == Some(b'[') {
+                                self.start += 1;
+                                self.state = ListState::Item;
+                            } else {
+                                // `null` (an empty list), or anything else: skipped.
+                                self.skip_value()?;
+                                self.state = ListState::AfterMember;
+                            }
+                        }
+                        b"metadata" => {
+                            let (s, e) = self.capture(MAX_LIST_META)?.ok_or_else(|| {
+                                ListError::Invalid("the list's metadata is over 1 MiB".into())
+                            })?;
+                            let raw: RawListMeta = serde_json::from_slice(&self.buf[s..e])
+                                .map_err(|e| {
+                                    ListError::Invalid(format!("the list's metadata: {e}"))
+                                })?;
+                            self.meta = Some(ListMeta {
+                                resource_version: Rv::new(&raw.resource_version),
+                                continue_token: raw.continue_token.filter(|c| !c.is_empty()),
+                            });
+                            self.state = ListState::AfterMember;
+                        }
+                        _ => {
+                            self.skip_value()?;
+                            self.state = ListState::AfterMember;
+                        }
+                    }
+                }
+                ListState::AfterMember => match self.peek_ws()? {
+                    Some(b',') => {
+                        self.start += 1;
+                        self.state = ListState::Member;
+                    }
+                    Some(b'}') => {
+                        self.start += 1;
+                        self.state = ListState::End;
+                    }
+                    other => return Err(self.unexpected(other, "`,` or `}` after a member")),
+                },
+                ListState::Item => {
+                    if self.peek_ws()? == Some(b']') {
+                        self.start += 1;
+                        self.state = ListState::AfterMember;
+                        continue;
+                    }
+                    self.state = ListState::AfterItem;
+                    let max = self.max_item;
+                    return Ok(Some(match self.capture(max)? {
+                        Some((s, e)) => ListItem::Item(&self.buf[s..e]),
+                        None => ListItem::TooLarge(self.skipped),
+                    }));
+                }
+                ListState::AfterItem => match self.peek_ws()? {
+                    Some(b',') => {
+                        self.start += 1;
+                        self.state = ListState::Item;
+                    }
+                    Some(b']') => {
+                        self.start += 1;
+                        self.state = ListState::AfterMember;
+                    }
+                    other => return Err(self.unexpected(other, "`,` or `]` after an item")),
+                },
+                ListState::End => match self.peek_ws()? {
+                    None => {
+                        self.state = ListState::Done;
+                        if self.meta.is_none() {
+                            return Err(ListError::Invalid("the list has no metadata".into()));
+                        }
+                    }
+                    other => return Err(self.unexpected(other, "the end of the body")),
+                },
+            }
+        }
+    }
+
+    fn unexpected(&self, found: Option<u8>, want: &str) -> ListError {
+        ListError::Invalid(match found {
+            Some(b) => format!(
+                "expected {want}, found {:?} after {} bytes",
+                b as char,
+                self.bytes - (self.end - self.start) as u64
+            ),
+            None => format!("expected {want}, found the end of the body"),
+        })
+    }
+
+    /// Reads more of the body into `buf`, keeping `buf[keep..end]`; false at its end.
+    fn fill(&mut self, keep: usize) -> Result<bool, ListError> {
+        if self.eof {
+            return Ok(false);
+        }
+        if keep > 0 {
+            self.buf.copy_within(keep..self.end, 0);
+            self.end -= keep;
+            self.start -= keep;
+        }
+        if self.end == self.buf.len() {
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
+        }
+        loop {
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.bytes += n as u64;
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ListError::Io(e)),
+            }
+        }
+    }
+
+    /// The next byte that is not white space, not consumed; `None` at the end.
+    fn peek_ws(&mut self) -> Result<Option<u8>, ListError> {
+        loop {
+            while self.start < self.end {
+                match self.buf[self.start] {
+                    b' ' | b'\t' | b'\r' | b'\n' => self.start += 1,
+                    b => return Ok(Some(b)),
+                }
+            }
+            let keep = self.start;
+            if !self.fill(keep)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn expect(&mut self, b: u8, what: &str) -> Result<(), ListError> {
+        match self.peek_ws()? {
+            Some(x) if x == b => {
+                self.start += 1;
+                Ok(())
+            }
+            other => Err(self.unexpected(other, what)),
+        }
+    }
+
+    /// A member's key, unescaped.
+    fn key(&mut self) -> Result<Vec<u8>, ListError> {
+        if self.peek_ws()? != Some(b'"') {
+            let found = self.peek_ws()?;
+            return Err(self.unexpected(found, "a key"));
+        }
+        let (s, e) = self
+            .capture(MAX_KEY)?
+            .ok_or_else(|| ListError::Invalid("a key of the list is over 1 KiB".into()))?;
+        serde_json::from_slice::<String>(&self.buf[s..e])
+            .map(String::into_bytes)
+            .map_err(|e| ListError::Invalid(format!("a key of the list: {e}")))
+    }
+
+    fn skip_value(&mut self) -> Result<(), ListError> {
+        self.capture(0).map(|_| ())
+    }
+
+    /// Consumes the value that starts at the next byte: its span in `buf`
+    /// when it is at most `max` bytes long, else `None` (it was read and
+    /// dropped; its length is in `skipped`). Holds at most about `2 * max`
+    /// bytes, however long the value.
+    fn capture(&mut self, max: usize) -> Result<Option<(usize, usize)>, ListError> {
+        if self.peek_ws()?.is_none() {
+            return Err(ListError::Invalid(
+                "the body ended where a value should be".into(),
+            ));
+        }
+        let mut scan = Scan::default();
+        // While kept, the value's bytes so far are `buf[start - scan.len..start]`.
+        let mut kept = true;
+        loop {
+            if let Some(n) = scan.feed(&self.buf[self.start..self.end]) {
+                self.start += n;
+                if kept && scan.len <= max {
+                    return Ok(Some((self.start - scan.len, self.start)));
+                }
+                self.skipped = scan.len;
+                return Ok(None);
+            }
+            self.start = self.end;
+            kept &= scan.len <= max;
+            let keep = if kept {
+                self.start - scan.len
+            } else {
+                self.end
+            };
+            if !self.fill(keep)? {
+                if scan.bare {
+                    // A bare value ending the body (only in an invalid list).
+                    self.skipped = scan.len;
+                    return Ok(kept.then_some((self.start - scan.len, self.start)));
+                }
+                return Err(ListError::Invalid(
+                    "the body ended in the middle of a value".into(),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out `chunk` bytes at a time.
+    pub(crate) struct Trickle<'a>(pub &'a [u8], pub usize);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    const PAGE1: &[u8] = include_bytes!("../tests/wire/d-list-page1.json");
+
+    fn frames(body: &[u8], max: usize, chunk: usize) -> Vec<Result<Vec<u8>, String>> {
+        let mut r = FrameReader::new(Trickle(body, chunk), max);
+        let mut out = Vec::new();
+        loop {
+            // Asking whether a frame is buffered changes nothing, and a yes
+            // means the next frame comes without a read.
+            let (buffered, read) = (r.buffered(), r.bytes);
+            let next = r.next_frame();
+            let next = next.map(|f| f.map(<[u8]>::to_vec));
+            if buffered {
+                assert_eq!(r.bytes, read, "buffered, yet read");
+            }
+            match next {
+                Ok(Some(f)) => out.push(Ok(f)),
+                Ok(None) => return out,
+                Err(FrameError::TooLarge(n)) => out.push(Err(format!("too large {n}"))),
+                Err(FrameError::Truncated(n)) => {
+                    out.push(Err(format!("truncated {n}")));
+                    return out;
+                }
+                Err(FrameError::Io(e)) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn frames_survive_any_split_and_oversized_ones_are_skipped() {
+        let body = b"{\"a\":1}\n\r\n{\"b\":\"0123456789\"}\n{\"c\":3}\n{\"d\":4";
+        for chunk in 1..body.len() {
+            let got = frames(body, 12, chunk);
+            assert_eq!(
+                got,
+                vec![
+                    Ok(b"{\"a\":1}".to_vec()),
+                    Err("too large 18".into()),
+                    Ok(b"{\"c\":3}".to_vec()),
+                    Err("truncated 6".into())
+                ],
+                "chunk {chunk}"
+            );
+        }
+    }
+
+    fn items(body: &[u8], max: usize, chunk: usize) -> Result<(Vec<String>, ListMeta), String> {
+        let mut r = ListReader::new(Trickle(body, chunk), max);
+        let mut out = Vec::new();
+        loop {
+            match r.next_item() {
+                Ok(Some(ListItem::Item(b))) => out.push(String::from_utf8(b.to_vec()).unwrap()),
+                Ok(Some(ListItem::TooLarge(n))) => out.push(format!("too large {n}")),
+                Ok(None) => return Ok((out, r.meta().cloned().unwrap())),
+                Err(ListError::Invalid(m)) => return Err(m),
+                Err(ListError::Io(e)) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn list_items_come_one_by_one_however_the_body_is_split() {
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"c1"},"items":[{"a":"}]\"{["},{"b":[1,{"c":2}]} ,{"too":"long long long!"}, {"d":{}}]}"#;
+        for chunk in 1..body.len() {
+            let (got, meta) = items(body, 24, chunk).unwrap();
+            assert_eq!(
+                got,
+                [
+                    r#"{"a":"}]\"{["}"#,
+                    r#"{"b":[1,{"c":2}]}"#,
+                    "too large 25",
+                    r#"{"d":{}}"#
+                ],
+                "chunk {chunk}"
+            );
+            assert_eq!(meta.resource_version, Rv::new("42"));
+            assert_eq!(meta.continue_token.as_deref(), Some("c1"));
+        }
+        // Metadata after the items, null items, an empty continue token.
+        let (got, meta) = items(
+            br#"{"items":null,"metadata":{"resourceVersion":"x1","continue":""}} "#,
+            10,
+            3,
+        )
+        .unwrap();
+        assert!(got.is_empty());
+        assert_eq!(
+            (meta.resource_version.as_str(), meta.continue_token),
+            ("x1", None)
+        );
+        let (got, _) = items(PAGE1, 1 << 20, 100).unwrap();
+        assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_list_is_an_error_naming_what_was_found() {
+        for (body, want) in [
+            (&b"[1,2]"[..], "expected a JSON object"),
+            (b"{\"items\":[{}]", "expected `,` or `}`"),
+            (b"{\"items\":[{\"a\":1", "ended in the middle"),
+            (b"{\"items\":[]}", "no metadata"),
+            (b"{\"metadata\":{}} x", "the end of the body"),
+            (b"{\"items\":[{}] \"x\"}", "`,` or `}`"),
+            (
+                b"{\"metadata\":{\"resourceVersion\":1},\"items\":[]}",
+                "metadata",
+            ),
+            (b"{\"items\":[{} {}]}", "`,` or `]`"),
+        ] {
+            let e = items(body, 100, 2).unwrap_err();
+            assert!(e.contains(want), "{}: {e}", String::from_utf8_lossy(body));
+        }
+    }
+}

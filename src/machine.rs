@@ -1,0 +1,663 @@
+//! What one resource stream does next: its phases, and the one pure function
+//! that decides — from the phase, how the last request ended and what came
+//! before — what to request next and how long to wait first. No I/O, no
+//! clock: the stream measures, this decides, and the table tests below pin
+//! every path, the hot loops a hostile server could cause included.
+
+use std::time::Duration;
+
+use crate::ErrorInfo;
+
+/// What a stream is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Finding a kind's resource name and scope (discovery).
+    Discover,
+    /// Reading the full state by watch-list; the same connection then goes
+    /// on with live events.
+    WatchList,
+    /// Reading the full state by paged LIST.
+    List,
+    /// Watching live changes from the last resourceVersion.
+    Watch,
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum End {
+    /// Discovery found the resource's name.
+    Discovered,
+    /// A paged LIST delivered the full state.
+    Listed,
+    /// The server ended a watch normally.
+    Ended,
+    /// The connection broke, or stayed silent past the idle timeout.
+    Broke(String),
+    /// A watch-list's connection went quiet before its initial-events-end
+    /// bookmark: a server that ignores `sendInitialEvents`.
+    Quiet,
+    /// An ERROR event during a watch-list's initial state (what an etcd too
+    /// old for watch-list sends).
+    InitialError(String),
+    /// 410: the history asked for is gone.
+    Expired,
+    /// The resourceVersion asked for is ahead of the server; its hint.
+    TooLarge(Option<Duration>),
+    /// 400/422: the server refuses the request as asked.
+    Rejected(ErrorInfo),
+    /// 401: reloading the credentials may cure it when `reloadable`.
+    Unauthorized { info: ErrorInfo, reloadable: bool },
+    /// Worth retrying (429, 5xx, a failed connect, an unreadable answer); the
+    /// server's hint, if it gave one.
+    Retry(String, Option<Duration>),
+    /// A failure retrying cannot fix.
+    Fatal(ErrorInfo),
+    /// The reader is stopping.
+    Stopped,
+}
+
+/// What else the stream saw of the request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// How long the connection lasted.
+    pub lasted: Duration,
+    /// The server answered 200.
+    pub answered: bool,
+    /// The resume point moved, or an entry was delivered.
+    pub progressed: bool,
+    /// A full state was completed on it (the bookmark came, the LIST ended).
+    pub synced: bool,
+}
+
+/// What to do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// The next request, at once.
+    Go,
+    /// The next request after a pause: full jitter over the backoff of
+    /// `failures` failures in a row, and never less than `at_least` (the
+    /// server's hint).
+    Pause { failures: u32, at_least: Duration },
+    /// The stream ends: failed for good with this error, or (`None`) a
+    /// relist's replacement giving up.
+    End(Option<ErrorInfo>),
+}
+
+/// The decision on one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub next: Next,
+    /// A new full state begins (after 410, a resourceVersion too large, or
+    /// watches that end at once): counts as a re-sync.
+    pub resync: bool,
+    /// Reload the credentials before the next request.
+    pub reload: bool,
+    /// Why the stream retries or changed course, for the log and stats.
+    pub why: Option<String>,
+}
+
+/// Watch-lists in a row that cannot complete before tattler falls back to LIST.
+const INCOMPLETE_WATCH_LISTS: u32 = 2;
+/// Watches in a row that end at once with nothing before a re-sync.
+const SHORT_WATCHES: u32 = 3;
+/// A watch that ends sooner with no progress is a failure (as client-go).
+const SHORT_WATCH: Duration = Duration::from_secs(1);
+/// Failures in a row after which a relist's replacement gives up.
+const REPLACEMENT_FAILURES: u32 = 3;
+
+/// One stream's course.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Machine {
+    pub phase: Phase,
+    /// The server cannot do watch-list for this resource: every full state
+    /// comes by LIST.
+    pub list_mode: bool,
+    /// The current full state comes by LIST (watch-lists kept breaking).
+    list_once: bool,
+    /// The next sync attempt begins a new full state (rather than retrying the
+    /// current one).
+    pub fresh_sync: bool,
+    failures: u32,
+    incomplete: u32,
+    short: u32,
+    reauthed: bool,
+    /// A healthy connection this long forgets the failures before it.
+    reset_after: Duration,
+    /// A relist's replacement gives up after this many failures in a row.
+    pub replacement: bool,
+}
+
+impl Machine {
+    pub(crate) fn new(needs_discovery: bool, list_mode: bool, reset_after: Duration) -> Machine {
+        let mut m = Machine {
+            phase: Phase::Discover,
+            list_mode,
+            list_once: false,
+            fresh_sync: true,
+            failures: 0,
+            incomplete: 0,
+            short: 0,
+            reauthed: false,
+            reset_after,
+            replacement: false,
+        };
+        if !needs_discovery {
+            m.phase = m.sync_phase();
+        }
+        m
+    }
+
+    fn sync_phase(&self) -> Phase {
+        if self.list_mode || self.list_once {
+            Phase::List
+        } else {
+            Phase::WatchList
+        }
+    }
+
+    /// Whether the current phase reads a full state.
+    pub(crate) fn syncing(&self) -> bool {
+        matches!(self.phase, Phase::WatchList | Phase::List)
+    }
+
+    fn fail(&mut self, why: String, at_least: Option<Duration>) -> Step {
+        self.failures = self.failures.saturating_add(1);
+        let next = if self.replacement && self.failures >= REPLACEMENT_FAILURES {
+            Next::End(None)
+        } else {
+            Next::Pause {
+                failures: self.failures,
+                at_least: at_least.unwrap_or(Duration::ZERO),
+            }
+        };
+        Step {
+            next,
+            resync: false,
+            reload: false,
+            why: Some(why),
+        }
+    }
+
+    fn go(why: Option<String>) -> Step {
+        Step {
+            next: Next::Go,
+            resync: false,
+            reload: false,
+            why,
+        }
+    }
+
+    fn resync(&mut self) {
+        self.phase = self.sync_phase();
+        self.fresh_sync = true;
+    }
+
+    /// A watch-list that could not complete; the second in a row falls back to
+    /// LIST: for good when the server answered but never finished (`sticky`),
+    /// for this full state only when connections broke.
+    fn incomplete(&mut self, why: String, sticky: bool) -> Step {
+        self.incomplete += 1;
+        let mut why = why;
+        if self.incomplete >= INCOMPLETE_WATCH_LISTS {
+            self.incomplete = 0;
+            if sticky {
+                self.list_mode = true;
+            } else {
+                self.list_once = true;
+            }
+            self.phase = Phase::List;
+            why = format!("{why}; falling back to LIST + WATCH");
+        }
+        self.fail(why, None)
+    }
+
+    /// Decides what follows a request that ended with `end`.
+    pub(crate) fn next(&mut self, end: End, seen: Seen) -> Step {
+        if seen.lasted >= self.reset_after {
+            self.failures = 0;
+        }
+        if seen.answered {
+            self.reauthed = false;
+        }
+        if seen.synced {
+            self.incomplete = 0;
+            self.list_once = false;
+            self.fresh_sync = false;
+            if self.syncing() {
+                self.phase = Phase::Watch;
+            }
+        }
+        let mut step = match end {
+            End::Stopped => Step {
+                next: Next::End(None),
+                resync: false,
+                reload: false,
+                why: None,
+            },
+            End::Discovered => {
+                self.phase = self.sync_phase();
+                Self::go(None)
+            }
+            End::Listed => {
+                self.phase = Phase::Watch;
+                Self::go(None)
+            }
+            End::Ended => match self.phase {
+                Phase::Watch if seen.progressed || seen.lasted >= SHORT_WATCH => {
+                    self.short = 0;
+                    Self::go(None)
+                }
+                Phase::Watch => {
+                    self.short += 1;
+                    if self.short >= SHORT_WATCHES {
+                        self.short = 0;
+                        self.resync();
+                        let mut s = self.fail(
+                            format!("{SHORT_WATCHES} watches in a row ended at once with nothing in them; re-syncing"),
+                            None,
+                        );
+                        s.resync = true;
+                        s
+                    } else {
+                        self.fail("the watch ended at once with nothing in it".into(), None)
+                    }
+                }
+                Phase::WatchList => self.incomplete(
+                    "the watch-list ended before its initial-events-end bookmark".into(),
+                    true,
+                ),
+                Phase::List | Phase::Discover => self.fail("the answer ended early".into(), None),
+            },
+            // A cut watch-list that delivered something new may complete on
+            // a retry; two in a row that delivered nothing fall back.
+            End::Broke(why) if self.phase == Phase::WatchList && seen.progressed => {
+                self.incomplete = 0;
+                self.fail(why, None)
+            }
+            End::Broke(why) if self.phase == Phase::WatchList => self.incomplete(why, false),
+            End::Broke(why) => self.fail(why, None),
+            End::Quiet => {
+                self.list_mode = true;
+                self.phase = Phase::List;
+                Self::go(Some(
+                    "no initial-events-end bookmark: the server ignores sendInitialEvents; using LIST + WATCH".into(),
+                ))
+            }
+            End::InitialError(why) => self.incomplete(why, true),
+            End::Expired => {
+                // History gone: a new full state. A second in a row waits.
+                let again = self.failures > 0 || self.syncing();
+                self.resync();
+                let mut s = if again {
+                    self.fail("the resourceVersion expired again".into(), None)
+                } else {
+                    Self::go(Some("the resourceVersion expired; re-syncing".into()))
+                };
+                s.resync = true;
+                s
+            }
+            End::TooLarge(hint) => {
+                self.resync();
+                let mut s = self.fail(
+                    "the resourceVersion is ahead of the server; re-syncing".into(),
+                    hint,
+                );
+                s.resync = true;
+                s
+            }
+            End::Rejected(info) if self.phase == Phase::WatchList => {
+                self.list_mode = true;
+                self.phase = Phase::List;
+                Self::go(Some(format!(
+                    "the server refuses watch-list ({} {}); using LIST + WATCH",
+                    info.code, info.message
+                )))
+            }
+            End::Rejected(info) | End::Fatal(info) => Step {
+                next: Next::End(Some(info)),
+                resync: false,
+                reload: false,
+                why: None,
+            },
+            End::Unauthorized { info, reloadable } => {
+                if reloadable && !self.reauthed {
+                    // A rotated token or an expired exec credential: reload once, at once.
+                    self.reauthed = true;
+                    Step {
+                        next: Next::Go,
+                        resync: false,
+                        reload: true,
+                        why: Some("401 Unauthorized; reloading credentials".into()),
+                    }
+                } else {
+                    Step {
+                        next: Next::End(Some(info)),
+                        resync: false,
+                        reload: false,
+                        why: None,
+                    }
+                }
+            }
+            End::Retry(why, hint) => self.fail(why, hint),
+        };
+        if step.resync && self.phase == Phase::Discover {
+            step.resync = false;
+        }
+        step
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn machine(phase: Phase) -> Machine {
+        let mut m = Machine::new(false, false, Duration::from_secs(120));
+        m.phase = phase;
+        m.fresh_sync = false;
+        m
+    }
+
+    fn info(code: u16) -> ErrorInfo {
+        ErrorInfo {
+            code,
+            reason: "R".into(),
+            message: "m".into(),
+            ended: true,
+        }
+    }
+
+    fn seen(lasted_ms: u64, progressed: bool) -> Seen {
+        Seen {
+            lasted: Duration::from_millis(lasted_ms),
+            answered: true,
+            progressed,
+            synced: false,
+        }
+    }
+
+    fn pause(failures: u32, at_least: Duration) -> Next {
+        Next::Pause { failures, at_least }
+    }
+
+    /// Runs `ends` through a machine; the phase and `next` after each.
+    fn run(m: &mut Machine, ends: Vec<(End, Seen)>) -> Vec<(Phase, Next, bool)> {
+        ends.into_iter()
+            .map(|(e, s)| {
+                let step = m.next(e, s);
+                (m.phase, step.next, step.resync)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_healthy_stream_syncs_then_watches_and_resumes_at_once() {
+        let mut m = Machine::new(false, false, 120 * S);
+        assert_eq!((m.phase, m.fresh_sync), (Phase::WatchList, true));
+        let synced = Seen {
+            synced: true,
+            ..seen(600_000, true)
+        };
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Ended, synced),
+                    (End::Ended, seen(300_000, true)),
+                    (End::Ended, seen(300, true))
+                ]
+            ),
+            vec![(Phase::Watch, Next::Go, false); 3]
+        );
+        assert!(!m.fresh_sync);
+        let mut d = Machine::new(true, false, 120 * S);
+        assert_eq!(d.phase, Phase::Discover);
+        assert_eq!(
+            run(&mut d, vec![(End::Discovered, seen(10, false))]),
+            [(Phase::WatchList, Next::Go, false)]
+        );
+    }
+
+    #[test]
+    fn failures_back_off_honour_the_server_and_reset_after_a_healthy_while() {
+        let mut m = machine(Phase::Watch);
+        let hint = Some(Duration::ZERO);
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Retry("503".into(), hint), seen(5, false)),
+                    (End::Retry("503".into(), Some(30 * S)), seen(5, false)),
+                    (End::Broke("cut".into()), seen(5, false)),
+                    (End::Broke("cut".into()), seen(121_000, true)),
+                ]
+            ),
+            [
+                // Retry-After: 0 is no reason to hammer: the backoff still counts.
+                (Phase::Watch, pause(1, Duration::ZERO), false),
+                (Phase::Watch, pause(2, 30 * S), false),
+                (Phase::Watch, pause(3, Duration::ZERO), false),
+                (Phase::Watch, pause(1, Duration::ZERO), false),
+            ]
+        );
+    }
+
+    #[test]
+    fn watches_that_end_at_once_with_nothing_are_failures_and_then_a_resync() {
+        let mut m = machine(Phase::Watch);
+        let quick = seen(20, false);
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Ended, quick),
+                    (End::Ended, quick),
+                    (End::Ended, quick)
+                ]
+            ),
+            [
+                (Phase::Watch, pause(1, Duration::ZERO), false),
+                (Phase::Watch, pause(2, Duration::ZERO), false),
+                (Phase::WatchList, pause(3, Duration::ZERO), true),
+            ]
+        );
+        assert!(m.fresh_sync);
+        // Progress, or a long watch, is a normal end.
+        let mut m = machine(Phase::Watch);
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Ended, quick),
+                    (End::Ended, seen(20, true)),
+                    (End::Ended, quick),
+                    (End::Ended, seen(1500, false))
+                ]
+            ),
+            [
+                (Phase::Watch, pause(1, Duration::ZERO), false),
+                (Phase::Watch, Next::Go, false),
+                (Phase::Watch, pause(2, Duration::ZERO), false),
+                (Phase::Watch, Next::Go, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn watch_lists_that_cannot_complete_fall_back_to_list() {
+        // Ended before the bookmark, twice: the server ignores sendInitialEvents.
+        let mut m = machine(Phase::WatchList);
+        assert_eq!(
+            run(
+                &mut m,
+                vec![(End::Ended, seen(50, true)), (End::Ended, seen(50, true))]
+            ),
+            [
+                (Phase::WatchList, pause(1, Duration::ZERO), false),
+                (Phase::List, pause(2, Duration::ZERO), false),
+            ]
+        );
+        assert!(
+            m.list_mode && !m.fresh_sync,
+            "for good; the same full state goes on"
+        );
+        let synced = Seen {
+            synced: true,
+            ..seen(50, true)
+        };
+        assert_eq!(
+            run(
+                &mut m,
+                vec![(End::Listed, synced), (End::Expired, seen(5, false))]
+            ),
+            [
+                (Phase::Watch, Next::Go, false),
+                (Phase::List, pause(3, Duration::ZERO), true)
+            ]
+        );
+        // Quiet: at once, for good.
+        let mut m = machine(Phase::WatchList);
+        assert_eq!(
+            run(&mut m, vec![(End::Quiet, seen(30_000, true))]),
+            [(Phase::List, Next::Go, false)]
+        );
+        assert!(m.list_mode);
+        // Cut twice with nothing new: LIST for this full state only.
+        let mut m = machine(Phase::WatchList);
+        let cut = || (End::Broke("cut".into()), seen(50, false));
+        assert_eq!(
+            run(&mut m, vec![cut(), cut()]),
+            [
+                (Phase::WatchList, pause(1, Duration::ZERO), false),
+                (Phase::List, pause(2, Duration::ZERO), false)
+            ]
+        );
+        let synced = Seen {
+            synced: true,
+            ..seen(50, true)
+        };
+        assert_eq!(
+            run(
+                &mut m,
+                vec![(End::Listed, synced), (End::Expired, seen(5, false))]
+            ),
+            [
+                (Phase::Watch, Next::Go, false),
+                (Phase::WatchList, pause(3, Duration::ZERO), true)
+            ]
+        );
+        assert!(!m.list_mode);
+        // Cuts that each deliver something new go on with watch-list.
+        let mut m = machine(Phase::WatchList);
+        let progress = || (End::Broke("cut".into()), seen(50, true));
+        let quiet_cut = || (End::Broke("cut".into()), seen(50, false));
+        assert_eq!(
+            run(
+                &mut m,
+                vec![quiet_cut(), progress(), quiet_cut(), progress(), progress()]
+            )
+            .iter()
+            .map(|x| x.0)
+            .collect::<Vec<_>>(),
+            [Phase::WatchList; 5]
+        );
+        // An error event before the bookmark (an etcd too old): twice, for good.
+        let mut m = machine(Phase::WatchList);
+        let old = || (End::InitialError("etcd".into()), seen(5, false));
+        assert_eq!(
+            run(&mut m, vec![old(), old()]).last().unwrap().0,
+            Phase::List
+        );
+        assert!(m.list_mode);
+        // A refused watch-list: at once, for good; a refused LIST fails for good.
+        let mut m = machine(Phase::WatchList);
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Rejected(info(422)), seen(5, false)),
+                    (End::Rejected(info(400)), seen(5, false))
+                ]
+            ),
+            [
+                (Phase::List, Next::Go, false),
+                (Phase::List, Next::End(Some(info(400))), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn expired_and_too_large_resync_without_hammering() {
+        let mut m = machine(Phase::Watch);
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Expired, seen(5, false)),
+                    (End::Expired, seen(5, false)),
+                    (End::TooLarge(Some(S)), seen(5, false)),
+                ]
+            ),
+            [
+                (Phase::WatchList, Next::Go, true),
+                (Phase::WatchList, pause(1, Duration::ZERO), true),
+                (Phase::WatchList, pause(2, S), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn unauthorized_reloads_once_then_fails_and_fatal_ends() {
+        let mut m = machine(Phase::Watch);
+        let u = |reloadable| {
+            (
+                End::Unauthorized {
+                    info: info(401),
+                    reloadable,
+                },
+                Seen::default(),
+            )
+        };
+        let steps: Vec<Step> = [u(true), u(true)]
+            .into_iter()
+            .map(|(e, s)| m.next(e, s))
+            .collect();
+        assert_eq!((steps[0].next.clone(), steps[0].reload), (Next::Go, true));
+        assert_eq!(steps[1].next, Next::End(Some(info(401))));
+        // A 200 in between re-arms the reload.
+        let mut m = machine(Phase::Watch);
+        m.next(u(true).0, Seen::default());
+        m.next(End::Ended, seen(2000, true));
+        assert!(m.next(u(true).0, Seen::default()).reload);
+        assert_eq!(
+            m.next(u(false).0, Seen::default()).next,
+            Next::End(Some(info(401)))
+        );
+        let mut m = machine(Phase::Watch);
+        assert_eq!(
+            m.next(End::Fatal(info(403)), Seen::default()).next,
+            Next::End(Some(info(403)))
+        );
+        assert_eq!(m.next(End::Stopped, Seen::default()).next, Next::End(None));
+    }
+
+    #[test]
+    fn a_replacement_gives_up_after_three_failures_in_a_row() {
+        let mut m = machine(Phase::WatchList);
+        m.replacement = true;
+        let busy = || (End::Retry("503".into(), None), seen(5, false));
+        assert_eq!(
+            run(&mut m, vec![busy(), busy(), busy()])
+                .into_iter()
+                .map(|x| x.1)
+                .collect::<Vec<_>>(),
+            [
+                pause(1, Duration::ZERO),
+                pause(2, Duration::ZERO),
+                Next::End(None)
+            ]
+        );
+    }
+}
