@@ -452,13 +452,14 @@ func (r *Reader) SetResources(names []string, force bool) (changed bool, err err
 
 // StreamStats are the counters of one resource stream.
 type StreamStats struct {
-	Resource        string `json:"resource"`
-	Events          uint64 `json:"events"`
-	Bytes           uint64 `json:"bytes"`
-	Reconnects      uint64 `json:"reconnects"`
-	Resyncs         uint64 `json:"resyncs"`
-	StaleDrops      uint64 `json:"stale_drops"`
-	ResourceVersion uint64 `json:"resource_version"`
+	Resource   string `json:"resource"`
+	Events     uint64 `json:"events"`
+	Bytes      uint64 `json:"bytes"`
+	Reconnects uint64 `json:"reconnects"`
+	Resyncs    uint64 `json:"resyncs"`
+	StaleDrops uint64 `json:"stale_drops"`
+	// ResourceVersion is the last one seen, as the server sent it.
+	ResourceVersion string `json:"resource_version"`
 	Objects         uint64 `json:"objects"`
 	Synced          bool   `json:"synced"`
 	ListFallback    bool   `json:"list_fallback"`

@@ -434,7 +434,10 @@ pub unsafe extern "C" fn tattler_set_resources(
 }
 
 /// The counters of each stream as a JSON array, in the configured order:
-/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":1234,"objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+///
+/// `resource_version` is the last one seen, as the server sent it (a string:
+/// the API calls resourceVersions opaque).
 ///
 /// Parameters:
 /// - `r`: the reader.
