@@ -37,6 +37,9 @@ struct JsonConfig {
     password: Option<String>,
     exec: Option<Value>,
     scrub: Option<bool>,
+    scrub_secret_data: Option<bool>,
+    initial_events_timeout_secs: Option<u64>,
+    max_buffered_bytes: Option<u64>,
     relist_interval_secs: Option<u64>,
     drop_managed_fields: Option<bool>,
     event_kinds: Option<Vec<String>>,
@@ -45,7 +48,8 @@ struct JsonConfig {
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
-scrub, drop_managed_fields, event_kinds, relist_interval_secs";
+scrub, scrub_secret_data, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
+max_buffered_bytes";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -92,6 +96,11 @@ impl JsonConfig {
                 "password" => j.password = Some(string(k, v)?),
                 "exec" => j.exec = Some(v.clone()),
                 "scrub" => j.scrub = Some(boolean(k, v)?),
+                "scrub_secret_data" => j.scrub_secret_data = Some(boolean(k, v)?),
+                "initial_events_timeout_secs" => {
+                    j.initial_events_timeout_secs = Some(number(k, v)?)
+                }
+                "max_buffered_bytes" => j.max_buffered_bytes = Some(number(k, v)?),
                 "relist_interval_secs" => j.relist_interval_secs = Some(number(k, v)?),
                 "drop_managed_fields" => j.drop_managed_fields = Some(boolean(k, v)?),
                 "event_kinds" => j.event_kinds = Some(strings(k, v)?),
@@ -275,6 +284,15 @@ impl Config {
         }
         if let Some(v) = j.scrub {
             c.shaping.scrub = v;
+        }
+        if let Some(v) = j.scrub_secret_data {
+            c.shaping.scrub_secret_data = v;
+        }
+        if let Some(v) = j.initial_events_timeout_secs {
+            c.initial_events_timeout = Duration::from_secs(v);
+        }
+        if let Some(v) = j.max_buffered_bytes {
+            c.max_buffered_bytes = narrow("max_buffered_bytes", v)?;
         }
         if let Some(v) = j.drop_managed_fields {
             c.shaping.drop_managed_fields = v;

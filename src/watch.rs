@@ -67,7 +67,7 @@ impl Stream {
                 Ok(Some(f)) => f,
                 Ok(None) => break End::Ended,
                 Err(_) if self.stop.is_set() => break End::Stopped,
-                Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+                Err(FrameError::Io(e)) if is_timeout(&e) => {
                     // Only the initial-events timeout (shorter than the idle
                     // one), between frames, says "no bookmark is coming".
                     let quiet = short_reads
@@ -257,4 +257,12 @@ impl Stream {
             }
         })
     }
+}
+
+/// A read that waited past its timeout: ureq wraps its own `Timeout` error.
+fn is_timeout(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::TimedOut
+        || e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+            .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)))
 }

@@ -517,3 +517,113 @@ fn with_watch_list_off_list_and_watch_give_the_same_entries() {
         ]
     );
 }
+
+/// POSTs `body` (JSON) to `path` as admin, with curl (kubectl would parse the
+/// object itself, and its own limits would be what is tested).
+fn post_json(c: &Cluster, path: &str, body: &str) {
+    let mut child = Command::new("curl")
+        .args(["-sS", "--fail-with-body", "-o", "/dev/null", "-X", "POST"])
+        .arg("--cacert")
+        .arg(&c.env["K8S_CA"])
+        .arg("-H")
+        .arg(format!(
+            "Authorization: Bearer {}",
+            std::fs::read_to_string(&c.env["K8S_TOKEN_FILE"])
+                .unwrap()
+                .trim()
+        ))
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "--data-binary",
+            "@-",
+        ])
+        .arg(format!("{}{path}", c.env["K8S_SERVER"]))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(body.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "POST {path}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What any tenant can create: a ConfigMap whose last-applied annotation is
+/// `{"env":` and 20,000 `[` (only a string to the apiserver), and a custom
+/// resource nested 9,000 levels deep (the apiserver accepts 10,000). Both are
+/// delivered, the annotation withheld whole; the process lives (a stack
+/// overflow would abort this binary).
+#[test]
+fn deep_objects_a_tenant_can_create_are_delivered_without_harm() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: deep objects", Duration::from_secs(180));
+    c.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: wire-a}\n");
+    crd_with_widgets(&c, &[]);
+    let applied = format!("{{\"env\":{}", "[".repeat(20_000));
+    let cm = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "deep-annotation", "namespace": "wire-a",
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied}},
+        "data": {"k": "v"}
+    });
+    post_json(&c, "/api/v1/namespaces/wire-a/configmaps", &cm.to_string());
+    const DEPTH: usize = 9_000;
+    // The object, its spec, then arrays: DEPTH levels in all.
+    let spec = format!("{}1{}", "[".repeat(DEPTH - 2), "]".repeat(DEPTH - 2));
+    let widget = format!(
+        "{{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{{\"name\":\"deep-widget\",\"namespace\":\"wire-a\"}},\"spec\":{{\"x\":{spec}}}}}"
+    );
+    post_json(
+        &c,
+        "/apis/example.com/v1/namespaces/wire-a/widgets",
+        &widget,
+    );
+    let mut cfg = admin(&c, &[]);
+    cfg.resources = vec![
+        ResourceSpec::parse("configmaps")
+            .unwrap()
+            .remove(0)
+            .in_namespace("wire-a"),
+        ResourceSpec::parse("example.com/v1/widgets")
+            .unwrap()
+            .remove(0)
+            .in_namespace("wire-a"),
+    ];
+    let r = Reader::open(cfg).unwrap();
+    let mut got = BTreeMap::new();
+    let mut synced = 0;
+    while synced < 2 {
+        let e = r.next_timeout(Duration::from_secs(30)).expect("entries");
+        match e.change() {
+            Change::Synced => synced += 1,
+            Change::Add => {
+                got.insert(e.name().to_string(), e.object().unwrap().to_vec());
+            }
+            other => panic!("unexpected {other}: {:?}", e),
+        }
+    }
+    let keys: Vec<&String> = got.keys().collect();
+    assert_eq!(keys, ["deep-annotation", "deep-widget"]);
+    let cm: serde_json::Value = serde_json::from_slice(&got["deep-annotation"]).unwrap();
+    assert_eq!(
+        cm["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+        "REDACTED"
+    );
+    let w = String::from_utf8_lossy(&got["deep-widget"]);
+    let spec = &w[w.find("\"spec\":").expect("a spec")..];
+    assert_eq!(spec.matches('[').count(), DEPTH - 2, "the widget as stored");
+    assert!(r.stats().iter().all(|s| s.skipped == 0 && !s.failed));
+}

@@ -7,6 +7,9 @@ pub mod tls;
 /// The fault-injecting TCP proxy and the consumer's view of the reliability tests.
 pub mod proxy;
 
+/// A server answering each request with the test's raw bytes.
+pub mod scripted;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -80,8 +80,12 @@ impl Scripted {
         let threads: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let answer: Arc<Handler> = Arc::new(answer);
         let accept = {
-            let (requests, stop, conns, threads) =
-                (requests.clone(), stop.clone(), conns.clone(), threads.clone());
+            let (requests, stop, conns, threads) = (
+                requests.clone(),
+                stop.clone(),
+                conns.clone(),
+                threads.clone(),
+            );
             std::thread::spawn(move || {
                 for s in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
