@@ -3,11 +3,13 @@
 #   header  include/tattler.h is what ffi/src generates (pinned cbindgen)
 #   cargo   cargo test -p tattler-ffi: the misuse tests from Rust, then the C
 #           and C++ programs built with -Werror, under ASan+UBSan and valgrind,
-#           linked statically, dynamically and through pkg-config
+#           linked statically and dynamically (ffi/ci-consumers.sh builds them
+#           against `make install`, through pkg-config and CMake)
 #   go      go vet and go test -race of ffi/go against the fake apiserver
+#           (build tag tattler_dev: the in-repository target/debug/libtattler.a)
 # Runs all three, or the steps named: ffi/test.sh go
 # Needs gcc, g++, valgrind, pkg-config and go on PATH (Debian/Ubuntu:
-# apt-get install -y gcc g++ valgrind pkg-config; Go 1.22 or later).
+# apt-get install -y gcc g++ valgrind pkg-config; Go 1.23 or later).
 set -euo pipefail
 
 ffi_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,7 +47,8 @@ for step in "${steps[@]}"; do
         # their hash in CGO_CFLAGS makes a change rebuild and relink.
         inputs=$(cat include/tattler.h target/debug/libtattler.a | sha256sum | cut -c1-16)
         export CGO_CFLAGS="${CGO_CFLAGS:--O2 -g} -DTATTLER_INPUTS=$inputs"
-        (cd "$ffi_dir/go" && go vet ./... && go test -race -count=1 -timeout 300s ./...)
+        (cd "$ffi_dir/go" && go vet -tags tattler_dev ./... &&
+            go test -tags tattler_dev -race -count=1 -timeout 300s ./...)
         ;;
     *)
         echo "ffi/test.sh: unknown step $step (header, cargo, go)" >&2

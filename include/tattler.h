@@ -4,16 +4,23 @@
  *
  * SPDX-License-Identifier: MIT OR Apache-2.0
  *
+ * LANGUAGE
+ *
+ *   C99 or later, or C++11 or later (checked below). Compiles cleanly with
+ *   -Wall -Wextra -Wpedantic -Werror as C99, C11, C++11 and C++17.
+ *   tattler.hpp is a header-only C++17 wrapper over this header.
+ *
  * THREADING RULES
  *
- *   - tattler_stop(r) may be called from any thread at any time until
- *     tattler_close(r), concurrently with any other call on r. It wakes a
- *     thread blocked in tattler_next_entry(r), which then returns
- *     TATTLER_CLOSED once the queued entries are drained. This is how a
- *     second thread (or a Go context) cancels a blocked wait.
- *   - tattler_next_entry, tattler_set_resources, tattler_stats_json and
- *     tattler_last_error on one reader may run concurrently from several
- *     threads.
+ *   - tattler_stop(r) and tattler_wake(r) may be called from any thread at
+ *     any time until tattler_close(r), concurrently with any other call on
+ *     r. tattler_stop ends the reader: a thread blocked in
+ *     tattler_next_entry(r) returns TATTLER_CLOSED once the queued entries
+ *     are drained. tattler_wake ends one wait only: a blocked
+ *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
+ *     (how a Go context or a C++ stop_token cancels one wait).
+ *   - tattler_next_entry, tattler_set_resources and tattler_stats_json on
+ *     one reader may run concurrently from several threads.
  *   - tattler_close(r) must be called exactly once, when no other thread is
  *     inside a call on r and none will start one: call tattler_stop from the
  *     other threads first, let their calls return, then close. (A close that
@@ -23,8 +30,20 @@
  *   - Entries are independent of their reader and of each other: an entry may
  *     be read from any thread, and freed (once) after its reader is closed.
  *   - The log callback is process-global and is called from tattler's own
- *     threads.
- *   - Error text is kept per reader (tattler_last_error), never per thread.
+ *     threads (and from the thread of a call that logs). From inside it,
+ *     every function works except tattler_set_log_callback,
+ *     tattler_set_resources and a waiting tattler_next_entry, which return
+ *     TATTLER_ERR_REENTRANT and do nothing; tattler_close works there, also
+ *     on the reader whose thread is logging. Lines logged by calls the
+ *     callback makes are dropped (the callback is never called inside
+ *     itself). tattler_in_log_callback() tells a wrapper where it is.
+ *
+ * ERRORS
+ *
+ *   Error text belongs to the call that failed, never to a reader or a
+ *   thread: tattler_open and tattler_set_resources write theirs into the
+ *   caller's err_buf; the other calls fail only in ways their status says
+ *   completely (tattler_status_str), and a caught panic's text is logged.
  *
  * OWNERSHIP
  *
@@ -42,12 +61,25 @@
  *   100 and above. Out-parameters are written only on success. No function
  *   lets a Rust panic unwind into the caller: it becomes TATTLER_ERR_PANIC.
  *
+ * VERSIONS
+ *
+ *   TATTLER_VERSION_MAJOR, _MINOR, _PATCH and _NUMBER are this header's;
+ *   tattler_version() is the linked library's. Before 1.0 a new minor
+ *   version may change the ABI, so the shared library's SONAME is
+ *   libtattler.so.0.MINOR.
+ *
  * LINKING
  *
- *   Static: libtattler.a plus the system libraries the Rust standard library
- *   needs on Linux: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc. Shared:
- *   -ltattler. ffi/gen-pc.sh writes pkg-config files for a build:
- *   `pkg-config --cflags --libs tattler` (shared) or `tattler-static`.
+ *   `make install PREFIX=DIR` (in the tattler repository) installs the shared
+ *   library, libtattler.a, this header, tattler.hpp, lib/pkgconfig/tattler.pc
+ *   and a CMake package:
+ *     cc app.c $(pkg-config --cflags --libs tattler)            shared
+ *     cc app.c $(pkg-config --cflags --libs --static tattler)   static: install
+ *         the archive alone (make install LIBRARY=static), or add -static
+ *     find_package(tattler) and target_link_libraries(app tattler::tattler),
+ *         with TATTLER_STATIC=ON for the archive
+ *   The archive needs -lpthread -ldl -lm -lrt (its Libs.private) and defines
+ *   only tattler_* globally, so it links next to other Rust static libraries.
  */
 
 #ifndef TATTLER_H
@@ -58,6 +90,35 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#if defined(__cplusplus)
+#  if __cplusplus < 201103L && !defined(_MSC_VER)
+#    error "tattler.h needs C++11 or later"
+#  endif
+#elif !defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L
+#  error "tattler.h needs C99 or later"
+#endif
+
+/**
+ * The major version of this header (tattler's, from Cargo.toml).
+ * `tattler_version()` is the library's at run time.
+ */
+#define TATTLER_VERSION_MAJOR 0
+
+/**
+ * The minor version of this header.
+ */
+#define TATTLER_VERSION_MINOR 1
+
+/**
+ * The patch version of this header.
+ */
+#define TATTLER_VERSION_PATCH 0
+
+/**
+ * The version of this header as one number, MAJOR * 10000 + MINOR * 100 +
+ * PATCH (0.1.0 is 100), for `#if TATTLER_VERSION_NUMBER >= ...`.
+ */
+#define TATTLER_VERSION_NUMBER (((TATTLER_VERSION_MAJOR * 10000) + (TATTLER_VERSION_MINOR * 100)) + TATTLER_VERSION_PATCH)
 
 /**
  * What a call did. The numbers are part of the ABI and never change; new
@@ -132,6 +193,13 @@ typedef enum tattler_status {
      * A failure of a kind this version of the header does not name.
      */
     TATTLER_ERR_OTHER = 110,
+    /**
+     * The call was made from inside the log callback, where it cannot work:
+     * it would wait for the very thread that is logging (see
+     * `tattler_set_log_callback` for what the callback may call). Nothing
+     * was done; make the call after the callback returned.
+     */
+    TATTLER_ERR_REENTRANT = 111,
 } tattler_status;
 
 /**
@@ -284,7 +352,8 @@ const char *tattler_version(void);
  * Ownership: the caller owns `*out` and must free it with `tattler_close`.
  * `config_json` is only read during the call.
  *
- * Thread safety: any thread; readers are independent of each other.
+ * Thread safety: any thread; readers are independent of each other. Works
+ * from inside the log callback too.
  *
  * # Safety
  * `config_json` is NULL or a NUL-terminated string; `out` is NULL or
@@ -298,18 +367,24 @@ enum tattler_status tattler_open(const char *config_json, struct tattler_reader 
  * Parameters:
  * - `r`: the reader.
  * - `timeout_ms`: how long to wait at most: negative waits until an entry
- *   comes or the reader stops; 0 only takes an entry that is ready.
+ *   comes, the reader stops or `tattler_wake` is called; 0 only takes an
+ *   entry that is ready.
  * - `out`: where to store the entry.
  *
  * Returns:
  * - `TATTLER_OK`: `*out` holds the next entry.
- * - `TATTLER_TIMEOUT`: no entry within `timeout_ms`; the reader runs on.
+ * - `TATTLER_TIMEOUT`: no entry within `timeout_ms`, or `tattler_wake(r)`
+ *   ended the wait early; the reader runs on.
  * - `TATTLER_CLOSED`: the reader was stopped (`tattler_stop`,
  *   `tattler_close`) and every entry it had queued has been handed out;
  *   every later call returns `TATTLER_CLOSED` too.
  * - `TATTLER_ERR_NULL_ARG`: `r` or `out` is NULL.
+ * - `TATTLER_ERR_REENTRANT`: called from inside the log callback with a
+ *   timeout other than 0 (waiting there would stall the stream that is
+ *   logging); a timeout of 0 works there.
  *
- * `*out` is written only with `TATTLER_OK`. Entries of one resource come in
+ * Every failure is described by its status alone (`tattler_status_str`);
+ * this call has no error text. `*out` is written only with `TATTLER_OK`. Entries of one resource come in
  * order; a consumer that falls behind slows the streams down, no entry is
  * ever dropped.
  *
@@ -317,9 +392,10 @@ enum tattler_status tattler_open(const char *config_json, struct tattler_reader 
  * `tattler_entry_free`; it stays valid after `tattler_close(r)`.
  *
  * Thread safety: may run while another thread calls `tattler_stop(r)`
- * (which wakes it with `TATTLER_CLOSED`), `tattler_stats_json(r)` or
+ * (which wakes it with `TATTLER_CLOSED`), `tattler_wake(r)` (which wakes it
+ * with `TATTLER_TIMEOUT`), `tattler_stats_json(r)` or
  * `tattler_set_resources(r)`. Several threads may wait on one reader; each
- * entry goes to one of them.
+ * entry goes to one of them, and a `tattler_wake` wakes one of them.
  *
  * # Safety
  * `r` is NULL or a reader from `tattler_open` not yet closed; `out` is NULL
@@ -339,13 +415,37 @@ enum tattler_status tattler_next_entry(struct tattler_reader *r, int64_t timeout
  *
  * Thread safety: safe from any thread, at any time before
  * `tattler_close(r)`, any number of times, concurrently with any other call
- * on `r`. This is how another thread (a signal handler's helper thread, a Go
- * context) cancels a blocked `tattler_next_entry`.
+ * on `r`, also from inside the log callback. This is how another thread (a
+ * signal handler's helper thread) ends a blocked `tattler_next_entry` for
+ * good; `tattler_wake` ends one wait only.
  *
  * # Safety
  * `r` is NULL or a reader from `tattler_open` not yet closed.
  */
 void tattler_stop(struct tattler_reader *r);
+
+/**
+ * Ends one wait: a thread blocked in `tattler_next_entry(r)` returns
+ * `TATTLER_TIMEOUT` at once, and the reader runs on. With no thread
+ * waiting, the next `tattler_next_entry(r)` that would wait returns
+ * `TATTLER_TIMEOUT` at once instead (one wake is kept, not more: waking
+ * twice with nobody waiting ends one wait). A `tattler_next_entry` with
+ * timeout 0 neither waits nor uses up the kept wake.
+ *
+ * This is how a caller cancels one wait without stopping the stream: a Go
+ * context, a C++ `std::stop_token`, an event loop shutting a worker down.
+ * With several threads waiting on `r`, one of them wakes (any one).
+ *
+ * Parameters: `r`, the reader, or NULL (then nothing happens).
+ *
+ * Thread safety: safe from any thread, at any time before
+ * `tattler_close(r)`, concurrently with any other call on `r`, also from
+ * inside the log callback.
+ *
+ * # Safety
+ * `r` is NULL or a reader from `tattler_open` not yet closed.
+ */
+void tattler_wake(struct tattler_reader *r);
 
 /**
  * Stops the reader, joins its threads and frees it.
@@ -356,6 +456,14 @@ void tattler_stop(struct tattler_reader *r);
  * timeout). Entries already handed out stay valid.
  *
  * Parameters: `r`, the reader, or NULL (then nothing happens).
+ *
+ * Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_PANIC` if stopping or
+ * joining panicked (a bug: the panic's text is logged). Either way `r` is
+ * invalid afterwards: there is nothing to retry.
+ *
+ * From inside the log callback: works, also on the reader whose stream
+ * thread is logging; that thread is not joined (it cannot join itself): it
+ * ends on its own once the callback returns.
  *
  * Ownership: takes `r`; it is invalid afterwards.
  *
@@ -370,7 +478,7 @@ void tattler_stop(struct tattler_reader *r);
  * # Safety
  * `r` is NULL or a reader from `tattler_open`, closed only this once.
  */
-void tattler_close(struct tattler_reader *r);
+enum tattler_status tattler_close(struct tattler_reader *r);
 
 /**
  * Changes the resources streamed, while entries flow.
@@ -387,12 +495,17 @@ void tattler_close(struct tattler_reader *r);
  *   the configuration's `resources`, e.g. `["pods","apps/v1/deployments"]`.
  * - `force`: restart every stream even if the set is unchanged.
  * - `changed`: where to store whether anything changed, or NULL.
+ * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+ *   and 0. The text is NUL-terminated and cut to fit; it is this call's
+ *   own (nothing is kept in the reader).
  *
  * Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
- * is stopped; or a failure (`TATTLER_ERR_INVALID_RESOURCE` for a bad name
- * or not an array of strings, `TATTLER_ERR_INVALID_CONFIG` for an empty
- * list, `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot
- * start, `TATTLER_ERR_NULL_ARG`), its text kept for `tattler_last_error`.
+ * is stopped; or a failure with its reason in `err_buf`
+ * (`TATTLER_ERR_INVALID_RESOURCE` for a bad name or not an array of
+ * strings, `TATTLER_ERR_INVALID_CONFIG` for an empty list,
+ * `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot start,
+ * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_REENTRANT` from inside the log
+ * callback, where the streams it stops could include the one logging).
  * A bad list changes nothing.
  *
  * Ownership: `resources_json` is only read during the call.
@@ -403,13 +516,17 @@ void tattler_close(struct tattler_reader *r);
  *
  * # Safety
  * `r` is NULL or a reader from `tattler_open` not yet closed;
- * `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable.
+ * `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable;
+ * `err_buf` is NULL or has `err_len` writable bytes.
  */
-enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *resources_json, bool force, bool *changed);
+enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *resources_json, bool force, bool *changed, char *err_buf, size_t err_len);
 
 /**
  * The counters of each stream as a JSON array, in the configured order:
- * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":1234,"objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+ * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+ *
+ * `resource_version` is the last one seen, as the server sent it (a string:
+ * the API calls resourceVersions opaque).
  *
  * Parameters:
  * - `r`: the reader.
@@ -421,43 +538,19 @@ enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *
  * cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
  * non-zero `len`. `*needed` is set with `TATTLER_OK` and with
  * `TATTLER_ERR_BUFFER_TOO_SMALL`. Counters move: the size may grow between
- * two calls, so leave some room (or retry).
+ * two calls, so leave some room (or retry). Every failure is described by
+ * its status alone; this call has no error text.
  *
  * Ownership: the caller owns `buf`.
  *
  * Thread safety: any thread, concurrently with any call on `r` but
- * `tattler_close`.
+ * `tattler_close`, also from inside the log callback.
  *
  * # Safety
  * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
  * or has `len` writable bytes; `needed` is NULL or writable.
  */
 enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
-
-/**
- * The text of the last failed call on `r` (what a status of 100 or more
- * was about), e.g. `resources_json must be a JSON array of strings: ...`.
- *
- * Kept per reader, never per thread: a Go program or a thread pool may read
- * it from another thread than the one whose call failed. It stays until the
- * next failure on `r`; a successful call does not clear it. `""` if no call
- * on `r` has failed.
- *
- * Parameters: `r`, the reader; `buf`, `len`: the caller's buffer. The text
- * is NUL-terminated and cut (at a UTF-8 character boundary) to fit.
- *
- * Returns: `TATTLER_OK`, or `TATTLER_ERR_NULL_ARG` for a NULL `r` or `buf`.
- *
- * Ownership: the caller owns `buf`.
- *
- * Thread safety: any thread, concurrently with any call on `r` but
- * `tattler_close`.
- *
- * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
- * or has `len` writable bytes.
- */
-enum tattler_status tattler_last_error(struct tattler_reader *r, char *buf, size_t len);
 
 /**
  * What happened: Add, Update, Delete, Snapshot, Synced or Error.
@@ -722,16 +815,25 @@ void tattler_entry_free(struct tattler_entry *e);
  *
  * Returns: `TATTLER_OK`; `TATTLER_ERR_LOGGER_IN_USE` when the process
  * already has another Rust `log` logger (a Rust host program's own): tattler
- * logs through that one and `cb` is not installed.
+ * logs through that one and `cb` is not installed;
+ * `TATTLER_ERR_REENTRANT` when called from inside the callback (it would
+ * have to wait for its own caller to return), with nothing changed.
  *
  * Ownership: `user` stays the caller's. Once this call returns, the
  * previous callback is never called again, so its `user` may be freed.
  *
  * Thread safety: process-global; one callback serves every reader. May be
  * called at any time from any thread, also to replace or remove the
- * callback. `cb` must be callable from any thread, must not unwind, and must
- * not call `tattler_set_log_callback` (that would deadlock); it may call
- * other tattler functions.
+ * callback. `cb` must be callable from any thread and must not unwind.
+ *
+ * What the callback may call: every tattler function works from inside it
+ * except three, which return `TATTLER_ERR_REENTRANT` there and do nothing:
+ * `tattler_set_log_callback`, `tattler_set_resources` (it may have to join
+ * the very stream thread that is logging) and a `tattler_next_entry` that
+ * would wait (a timeout other than 0: it would stall the stream that is
+ * logging). `tattler_close` works there too, also on the reader whose
+ * thread is logging. Lines logged by the calls the callback makes are
+ * dropped, so the callback is never called inside itself.
  *
  * # Safety
  * `cb` is NULL or a function with this signature that stays callable, with
@@ -748,9 +850,23 @@ enum tattler_status tattler_set_log_callback(tattler_log_fn cb, void *user);
  * Returns: `TATTLER_OK`, or `TATTLER_ERR_INVALID_ARG` for a number outside
  * 0 to 5.
  *
- * Thread safety: process-global, like the callback; any thread, any time.
+ * Thread safety: process-global, like the callback; any thread, any time,
+ * also from inside the callback.
  */
 enum tattler_status tattler_set_log_level(int level);
+
+/**
+ * Whether the calling thread is inside the log callback right now.
+ *
+ * For wrappers over this API (the Go package, `tattler.hpp`) that hold a
+ * lock of their own around tattler calls: from inside the callback they
+ * must not wait for that lock, since the call that logged may hold it.
+ *
+ * Returns: true on a thread that is running the log callback.
+ *
+ * Thread safety: any thread, any time.
+ */
+bool tattler_in_log_callback(void);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -9,6 +9,7 @@
 //! apply RESOURCE NAMESPACE NAME    -> ok RV        (creates or updates; NAMESPACE "-" for cluster-scoped)
 //! delete RESOURCE NAMESPACE NAME   -> ok RV | missing
 //! forbid RESOURCE on|off           -> ok
+//! wait-watches N SECONDS           -> ok | timeout (until exactly N watches are open)
 //! ```
 //!
 //! Flags: `--pods N` seeds N pods `default/pod-1` … (default 3); `--churn`
@@ -83,6 +84,16 @@ fn command(api: &FakeApi, line: &str) -> String {
                 Err(_) => format!("error unknown resource {res}"),
             }
         }
+        ["wait-watches", n, secs] => match (n.parse(), secs.parse()) {
+            (Ok(n), Ok(secs)) if secs <= 600 => {
+                if api.wait_open_watches(n, Duration::from_secs(secs)) {
+                    "ok".into()
+                } else {
+                    format!("timeout with {} watches open", api.open_watches())
+                }
+            }
+            _ => format!("error cannot parse {line:?}"),
+        },
         _ => format!("error cannot parse {line:?}"),
     }
 }

@@ -254,8 +254,8 @@ int main(int argc, char **argv) {
             break;
         }
         if (st != TATTLER_OK) {
-            tattler_last_error(r, err, sizeof err);
-            fprintf(stderr, "watch: next entry: %s: %s\n", tattler_status_str(st), err);
+            /* next_entry's failures are described by the status alone. */
+            fprintf(stderr, "watch: next entry: %s\n", tattler_status_str(st));
             code = 1;
             break;
         }

@@ -1,3 +1,3 @@
-module tattler.dev/tattler
+module example.invalid/tattler/ffi/go
 
-go 1.22
+go 1.23

@@ -1,6 +1,9 @@
-//go:build tattler_release && !tattler_pkgconfig
+//go:build tattler_release
 
 package tattler
+
+// The in-repository optimised build: links target/release/libtattler.a, after
+// `cargo build --release -p tattler-ffi` (the benchmarks use it).
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../include

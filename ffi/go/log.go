@@ -45,12 +45,18 @@ func (l LogLevel) String() string {
 
 // LogFunc receives the library's log lines: target is the module that
 // logged (e.g. "tattler::watch"). It is called from the library's own
-// threads and must not block for long.
+// threads (and from a goroutine whose call into the library logs), must not
+// block for long and must not panic.
+//
+// It may call this package: everything works from inside it except Next
+// and SetResources, which fail with ErrReentrant (TryNext works), and Close,
+// which stops the reader without waiting (see Close). Lines logged by the
+// calls it makes are dropped, so it is never called inside itself.
 type LogFunc func(level LogLevel, target, msg string)
 
 var (
 	logFunc atomic.Pointer[LogFunc]
-	logMu   sync.Mutex // orders SetLogFunc calls
+	logMu   sync.Mutex // orders SetLogFunc calls made outside a LogFunc
 )
 
 //export tattlerGoLog
@@ -63,7 +69,24 @@ func tattlerGoLog(user unsafe.Pointer, level C.int, target, msg *C.char) {
 // SetLogFunc routes the library's log lines (process-wide, for every
 // reader) to f; nil turns them off. Once it returns, the previous function
 // is never called again.
+//
+// Called from inside a LogFunc it works too, but cannot wait for the line
+// being delivered (its own caller): the lines logged after it go to f, and
+// a line being delivered on another thread at that moment may still reach
+// the previous function.
 func SetLogFunc(f LogFunc) error {
+	if inLogCallback() {
+		// Only the Go side changes: the library's callback (this package's)
+		// stays installed, and with f nil it drops the lines.
+		if f == nil {
+			logFunc.Store(nil)
+		} else {
+			logFunc.Store(&f)
+		}
+		return nil
+	}
+	// Serialises the callers outside a LogFunc; never taken inside one, so a
+	// LogFunc calling SetLogFunc cannot wait for a SetLogFunc that waits for it.
 	logMu.Lock()
 	defer logMu.Unlock()
 	if f == nil {
@@ -76,14 +99,7 @@ func SetLogFunc(f LogFunc) error {
 }
 
 // SetLogLevel sets the most detailed level passed to the LogFunc; LogInfo
-// by default.
+// by default. Works from inside a LogFunc.
 func SetLogLevel(l LogLevel) error {
 	return statusError(Status(C.tattler_set_log_level(C.int(l))))
-}
-
-func statusError(st Status) error {
-	if st == StatusOK {
-		return nil
-	}
-	return &StatusError{Status: st}
 }

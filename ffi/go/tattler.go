@@ -1,21 +1,23 @@
 // Package tattler streams the full state of Kubernetes objects, and then
 // every change to them, from a kube-apiserver. It wraps tattler's C library
-// (libtattler.a, include/tattler.h) with cgo.
+// (libtattler, tattler.h) with cgo; install it first with
+// `make install PREFIX=DIR` in the tattler repository (see lib_pkgconfig.go).
 //
 //	r, err := tattler.Open(tattler.Config{Server: "https://10.0.0.1:6443",
 //		CAFile: "/etc/k8s/ca.crt", TokenFile: "/var/run/token",
 //		Resources: []string{"pods", "apps/v1/deployments"}})
 //	if err != nil { ... }
 //	defer r.Close()
-//	for {
-//		e, err := r.Next(ctx)
-//		if err != nil { break } // ErrClosed, or ctx.Err()
+//	for e, err := range r.All(ctx) { // ends when the reader is stopped
+//		if err != nil { break }      // ctx.Err()
 //		fmt.Println(e.Change, e.Namespace, e.Name, e.ResourceVersion)
 //	}
 //
 // A Reader is safe for concurrent use. Cancelling the context of one Next
-// ends only that call; Stop ends the stream for every caller; Close stops,
-// waits for calls in progress to return, and frees the reader.
+// ends only that call, at once (no polling); Stop ends the stream for every
+// caller; Close stops, waits for calls in progress to return, and frees the
+// reader. Failures are *StatusError values that errors.Is matches against
+// the sentinel errors (ErrClosed, ErrInvalidConfig, ErrReentrant, ...).
 package tattler
 
 /*
@@ -29,8 +31,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -54,6 +58,7 @@ const (
 	StatusInvalidArg      Status = C.TATTLER_ERR_INVALID_ARG
 	StatusLoggerInUse     Status = C.TATTLER_ERR_LOGGER_IN_USE
 	StatusOther           Status = C.TATTLER_ERR_OTHER
+	StatusReentrant       Status = C.TATTLER_ERR_REENTRANT
 )
 
 // String is the library's fixed text for the status.
@@ -61,7 +66,9 @@ func (s Status) String() string {
 	return C.GoString(C.tattler_status_str(C.int(s)))
 }
 
-// StatusError is a failed call: its status and the library's message.
+// StatusError is a failed call: its status and the message of this call
+// (never another call's). errors.Is matches it against the sentinel error
+// of its status: errors.Is(err, tattler.ErrInvalidConfig).
 type StatusError struct {
 	Status  Status
 	Message string
@@ -74,9 +81,67 @@ func (e *StatusError) Error() string {
 	return "tattler: " + e.Message
 }
 
-// ErrClosed is returned by Next once the reader is stopped or closed and
-// every queued entry has been handed out, and by any call after Close.
-var ErrClosed = errors.New("tattler: reader closed")
+// Is reports whether target is the sentinel error of e's status.
+func (e *StatusError) Is(target error) bool {
+	s, ok := sentinels[e.Status]
+	return ok && target == s
+}
+
+// The sentinel errors, for errors.Is. Calls return them as they are
+// (ErrClosed, ErrTimeout) or inside a *StatusError that carries the
+// call's message.
+var (
+	// ErrClosed: the reader is stopped or closed and every queued entry
+	// has been handed out (Next, NextTimeout), or the call came after Close.
+	ErrClosed = errors.New("tattler: reader closed")
+	// ErrTimeout: NextTimeout saw no entry in time; the reader runs on.
+	ErrTimeout = errors.New("tattler: timed out waiting for an entry")
+	// ErrInvalidConfig: Open's configuration is unusable (the message names
+	// the key), or SetResources got an empty list.
+	ErrInvalidConfig = errors.New("tattler: invalid configuration")
+	// ErrInvalidResource: a resource name could not be understood.
+	ErrInvalidResource = errors.New("tattler: invalid resource")
+	// ErrInvalidUTF8: a string passed to the library is not UTF-8.
+	ErrInvalidUTF8 = errors.New("tattler: a string is not UTF-8")
+	// ErrIO: a file named in the configuration could not be read, or a
+	// thread could not be started.
+	ErrIO = errors.New("tattler: I/O error")
+	// ErrTLS: the TLS setup failed (a CA bundle without a certificate).
+	ErrTLS = errors.New("tattler: TLS setup failed")
+	// ErrInvalidArg: an argument is out of range (SetLogLevel).
+	ErrInvalidArg = errors.New("tattler: an argument is out of range")
+	// ErrLoggerInUse: the process already has another Rust logger, so
+	// SetLogFunc cannot route the library's lines.
+	ErrLoggerInUse = errors.New("tattler: another logger is installed")
+	// ErrReentrant: the call was made from inside a LogFunc, where it
+	// cannot work (Next, SetResources); nothing was done.
+	ErrReentrant = errors.New("tattler: not allowed from inside a LogFunc")
+	// ErrPanic: the library caught a panic of its own (a bug: report it).
+	ErrPanic = errors.New("tattler: internal panic")
+)
+
+var sentinels = map[Status]error{
+	StatusClosed:          ErrClosed,
+	StatusTimeout:         ErrTimeout,
+	StatusInvalidConfig:   ErrInvalidConfig,
+	StatusInvalidResource: ErrInvalidResource,
+	StatusInvalidUTF8:     ErrInvalidUTF8,
+	StatusIO:              ErrIO,
+	StatusTLS:             ErrTLS,
+	StatusInvalidArg:      ErrInvalidArg,
+	StatusLoggerInUse:     ErrLoggerInUse,
+	StatusReentrant:       ErrReentrant,
+	StatusPanic:           ErrPanic,
+}
+
+// statusError is nil for StatusOK, else a *StatusError with the status's
+// own text (for calls whose status says everything).
+func statusError(st Status) error {
+	if st == StatusOK {
+		return nil
+	}
+	return &StatusError{Status: st}
+}
 
 // Version is the version of the linked C library.
 func Version() string {
@@ -131,11 +196,17 @@ func (c Config) JSON() (string, error) {
 
 // Reader streams entries. Safe for concurrent use.
 type Reader struct {
-	// Every call into the library holds mu for reading; Close holds it for
-	// writing, so the C reader is freed only once no call is inside it, as
-	// tattler.h requires.
-	mu sync.RWMutex
-	r  *C.tattler_reader // nil once closed
+	c *C.tattler_reader // freed once, by the last of Close and the calls in progress
+
+	mu       sync.Mutex // guards calls and closing; never held across a C call
+	calls    int        // calls inside the library, and a Close in progress
+	closing  bool
+	done     chan struct{} // closed once the C reader is freed
+	closeErr error         // set before done is closed
+
+	// waiter is held by the one Next that may wait in the library, so that
+	// the wake its context sends reaches that call and no other.
+	waiter chan struct{}
 }
 
 // Open checks the configuration and starts streaming.
@@ -152,61 +223,136 @@ func OpenJSON(config string) (*Reader, error) {
 	cs := C.CString(config)
 	defer C.free(unsafe.Pointer(cs))
 	var buf [1024]C.char
-	var r *C.tattler_reader
-	st := Status(C.tattler_open(cs, &r, &buf[0], C.size_t(len(buf))))
+	var c *C.tattler_reader
+	st := Status(C.tattler_open(cs, &c, &buf[0], C.size_t(len(buf))))
 	if st != StatusOK {
 		return nil, &StatusError{Status: st, Message: C.GoString(&buf[0])}
 	}
-	reader := &Reader{r: r}
+	r := &Reader{c: c, done: make(chan struct{}), waiter: make(chan struct{}, 1)}
 	// A backstop only: a Reader left open holds threads and sockets until
 	// the garbage collector notices. Call Close.
-	runtime.SetFinalizer(reader, (*Reader).Close)
-	return reader, nil
+	runtime.SetFinalizer(r, finalize)
+	return r, nil
 }
 
-// poll is how long one wait in the library lasts while Next watches a
-// context: the longest a cancelled Next takes to return.
-const poll = 100 * time.Millisecond
+// finalize frees a Reader nobody closed. It runs only once r is
+// unreachable, so no call is in progress; it never blocks the finalizer
+// goroutine: joining the library's threads happens on a goroutine of its own.
+func finalize(r *Reader) {
+	c := r.c
+	C.tattler_stop(c)
+	go C.tattler_close(c)
+}
+
+// acquire counts a call into the library; false once Close has begun.
+func (r *Reader) acquire() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing {
+		return false
+	}
+	r.calls++
+	return true
+}
+
+// release ends a call; the last one out after Close frees the C reader.
+func (r *Reader) release() {
+	r.mu.Lock()
+	r.calls--
+	last := r.closing && r.calls == 0
+	r.mu.Unlock()
+	if last {
+		r.closeErr = statusError(Status(C.tattler_close(r.c)))
+		close(r.done)
+	}
+}
 
 // Next waits for the next entry. It returns ErrClosed once the reader is
-// stopped or closed and drained, or ctx.Err() when ctx ends first;
-// cancelling ctx ends only this call, the reader runs on.
+// stopped or closed and drained, or ctx.Err() as soon as ctx ends;
+// cancelling ctx ends only this call, the reader runs on. Concurrent Next
+// calls take turns waiting. From inside a LogFunc, Next fails with
+// ErrReentrant (use TryNext there).
 func (r *Reader) Next(ctx context.Context) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, err
+	}
+	select {
+	case r.waiter <- struct{}{}:
+	default:
+		if inLogCallback() {
+			// The waiter may be waiting for the very stream that is logging.
+			return Entry{}, &StatusError{Status: StatusReentrant, Message: "Next cannot wait inside a LogFunc"}
+		}
+		select {
+		case r.waiter <- struct{}{}:
+		case <-ctx.Done():
+			return Entry{}, ctx.Err()
+		}
+	}
+	defer func() { <-r.waiter }()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, r.wake)
+		defer stop()
+	}
 	for {
-		if err := ctx.Err(); err != nil {
-			return Entry{}, err
-		}
-		wait := int64(-1) // a context that never ends: wait until an entry or Stop
-		if ctx.Done() != nil {
-			wait = poll.Milliseconds()
-			if d, ok := ctx.Deadline(); ok {
-				if left := time.Until(d).Milliseconds() + 1; left < wait {
-					wait = max(left, 0)
-				}
-			}
-		}
-		e, ok, err := r.next(wait)
+		e, ok, err := r.next(-1)
 		if ok || err != nil {
 			return e, err
+		}
+		// Woken: by ctx, or by a wake an earlier Next's context left behind.
+		if err := ctx.Err(); err != nil {
+			return Entry{}, err
 		}
 	}
 }
 
+// NextTimeout waits at most d for the next entry: ErrTimeout when none
+// came, ErrClosed once the reader is stopped and drained.
+func (r *Reader) NextTimeout(d time.Duration) (Entry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	e, err := r.Next(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = ErrTimeout
+	}
+	return e, err
+}
+
 // TryNext returns the next entry if one is ready, without waiting; ok is
-// false when none is.
+// false when none is. It works from inside a LogFunc too.
 func (r *Reader) TryNext() (e Entry, ok bool, err error) {
 	return r.next(0)
 }
 
-// next makes one tattler_next_entry call; ok is false on a timeout.
+// All iterates over the entries until the reader is stopped or closed
+// (the loop then ends), or until ctx ends (the loop gets ctx.Err() once,
+// then ends). Breaking out of the loop leaves the reader running.
+func (r *Reader) All(ctx context.Context) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		for {
+			e, err := r.Next(ctx)
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			if !yield(e, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// libraryNexts counts tattler_next_entry calls, for the test that a
+// cancellable Next waits in one call rather than polling.
+var libraryNexts atomic.Int64
+
+// next makes one tattler_next_entry call; ok is false on a timeout or wake.
 func (r *Reader) next(timeoutMs int64) (Entry, bool, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.r == nil {
+	if !r.acquire() {
 		return Entry{}, false, ErrClosed
 	}
-	st, entry := nextEntry(r.r, timeoutMs)
-	runtime.KeepAlive(r)
+	defer r.release()
+	libraryNexts.Add(1)
+	st, entry := nextEntry(r.c, timeoutMs)
 	switch st {
 	case StatusOK:
 		return entry, true, nil
@@ -215,74 +361,105 @@ func (r *Reader) next(timeoutMs int64) (Entry, bool, error) {
 	case StatusClosed:
 		return Entry{}, false, ErrClosed
 	default:
-		return Entry{}, false, r.lastError(st)
+		return Entry{}, false, statusError(st)
+	}
+}
+
+// wake ends the library wait of the Next that holds r.waiter.
+func (r *Reader) wake() {
+	if r.acquire() {
+		C.tattler_wake(r.c)
+		r.release()
 	}
 }
 
 // Stop ends every stream: Next calls in progress return ErrClosed once the
-// queued entries are drained. Safe from any goroutine; Close must still be
-// called.
+// queued entries are drained. Safe from any goroutine, also from a LogFunc;
+// Close must still be called.
 func (r *Reader) Stop() {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.r != nil {
-		C.tattler_stop(r.r)
+	if r.acquire() {
+		C.tattler_stop(r.c)
+		r.release()
 	}
-	runtime.KeepAlive(r)
 }
 
 // Close stops the reader, waits for calls in progress to return, joins the
-// library's threads and frees it. Idempotent; safe from any goroutine.
+// library's threads and frees it. It returns what the library reported
+// (an error wrapping ErrPanic if stopping or joining panicked). Idempotent:
+// a later Close waits for the same end and returns the same result. Safe
+// from any goroutine.
+//
+// From inside a LogFunc, Close cannot wait (the call that logged may be one
+// of this reader's, on this very goroutine): it stops the reader and
+// returns nil; the last call in progress frees the reader when it returns,
+// and a later Close outside the LogFunc reports the result.
 func (r *Reader) Close() error {
-	r.Stop() // wakes a Next blocked in the library
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.r != nil {
-		C.tattler_close(r.r)
-		r.r = nil
-		runtime.SetFinalizer(r, nil)
+	first := !r.closing
+	if first {
+		r.closing = true
+		r.calls++ // this Close's own call, so that nothing frees r.c under it
 	}
-	return nil
+	r.mu.Unlock()
+	if first {
+		runtime.SetFinalizer(r, nil)
+		C.tattler_stop(r.c) // wakes calls blocked in the library
+		r.release()
+	}
+	if inLogCallback() {
+		select {
+		case <-r.done:
+			return r.closeErr
+		default:
+			return nil
+		}
+	}
+	<-r.done
+	return r.closeErr
 }
 
 // SetResources changes the resources streamed while entries flow (see
 // tattler_set_resources): added ones start with a full sync, removed ones
 // stop, the rest run on. The namespace and selectors of the configuration
-// still apply. It reports whether anything changed.
+// still apply. It reports whether anything changed. From inside a LogFunc
+// it fails with ErrReentrant.
 func (r *Reader) SetResources(names []string, force bool) (changed bool, err error) {
+	if names == nil {
+		names = []string{} // "null" would be a type error, not "nothing to watch"
+	}
 	js, err := json.Marshal(names)
 	if err != nil {
 		return false, err
 	}
 	cs := C.CString(string(js))
 	defer C.free(unsafe.Pointer(cs))
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.r == nil {
+	if !r.acquire() {
 		return false, ErrClosed
 	}
+	defer r.release()
 	var c C.bool
-	st := Status(C.tattler_set_resources(r.r, cs, C.bool(force), &c))
-	runtime.KeepAlive(r)
+	var buf [1024]C.char
+	st := Status(C.tattler_set_resources(r.c, cs, C.bool(force), &c, &buf[0], C.size_t(len(buf))))
 	switch st {
 	case StatusOK:
 		return bool(c), nil
 	case StatusClosed:
 		return false, ErrClosed
 	default:
-		return false, r.lastError(st)
+		return false, &StatusError{Status: st, Message: C.GoString(&buf[0])}
 	}
 }
 
 // StreamStats are the counters of one resource stream.
 type StreamStats struct {
-	Resource        string `json:"resource"`
-	Events          uint64 `json:"events"`
-	Bytes           uint64 `json:"bytes"`
-	Reconnects      uint64 `json:"reconnects"`
-	Resyncs         uint64 `json:"resyncs"`
-	StaleDrops      uint64 `json:"stale_drops"`
-	ResourceVersion uint64 `json:"resource_version"`
+	Resource   string `json:"resource"`
+	Events     uint64 `json:"events"`
+	Bytes      uint64 `json:"bytes"`
+	Reconnects uint64 `json:"reconnects"`
+	Resyncs    uint64 `json:"resyncs"`
+	StaleDrops uint64 `json:"stale_drops"`
+	// ResourceVersion is the last one seen, as the server sent it.
+	ResourceVersion string `json:"resource_version"`
 	Objects         uint64 `json:"objects"`
 	Synced          bool   `json:"synced"`
 	ListFallback    bool   `json:"list_fallback"`
@@ -291,17 +468,15 @@ type StreamStats struct {
 
 // Stats returns the counters of each stream, in the configured order.
 func (r *Reader) Stats() ([]StreamStats, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.r == nil {
+	if !r.acquire() {
 		return nil, ErrClosed
 	}
+	defer r.release()
 	var needed C.size_t
 	size := 1024
 	for {
 		buf := make([]byte, size)
-		st := Status(C.tattler_stats_json(r.r, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &needed))
-		runtime.KeepAlive(r)
+		st := Status(C.tattler_stats_json(r.c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &needed))
 		switch st {
 		case StatusOK:
 			var stats []StreamStats
@@ -310,19 +485,13 @@ func (r *Reader) Stats() ([]StreamStats, error) {
 		case StatusBufferTooSmall:
 			size = int(needed) + 256 // counters may grow between two calls
 		default:
-			return nil, r.lastError(st)
+			return nil, statusError(st)
 		}
 	}
 }
 
-// lastError wraps a failure status with the reader's error text. Called
-// with mu held for reading.
-func (r *Reader) lastError(st Status) error {
-	var buf [1024]C.char
-	msg := ""
-	if C.tattler_last_error(r.r, &buf[0], C.size_t(len(buf))) == C.TATTLER_OK {
-		msg = C.GoString(&buf[0])
-	}
-	runtime.KeepAlive(r)
-	return &StatusError{Status: st, Message: msg}
+// inLogCallback is true on a goroutine running a LogFunc (the library's
+// thread-local flag: a cgo callback runs on the thread that called it).
+func inLogCallback() bool {
+	return bool(C.tattler_in_log_callback())
 }

@@ -103,6 +103,39 @@ func TestFirstSyncThenLiveChanges(t *testing.T) {
 	}
 }
 
+func TestACancellableNextWaitsInOneLibraryCall(t *testing.T) {
+	f := startFake(t)
+	r := open(t, f, "pods")
+	untilSynced(t, r, "pods")
+	ctx, cancel := context.WithCancel(context.Background())
+	entered := make(chan struct{})
+	done := make(chan error, 1)
+	before := libraryNexts.Load()
+	go func() {
+		close(entered)
+		_, err := r.Next(ctx)
+		done <- err
+	}()
+	<-entered
+	select {
+	case err := <-done:
+		t.Fatalf("Next returned before the cancel: %v", err)
+	case <-time.After(500 * time.Millisecond): // long enough for a 100 ms poll to show
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled Next: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("a cancelled Next did not return")
+	}
+	if n := libraryNexts.Load() - before; n != 1 {
+		t.Fatalf("a Next that waited 500 ms made %d library calls, want 1 (no polling)", n)
+	}
+}
+
 func TestCancellingOneNextLeavesTheReaderRunning(t *testing.T) {
 	f := startFake(t)
 	r := open(t, f, "pods")
@@ -207,6 +240,9 @@ func TestCloseIsIdempotentAndWaitsForCallsInProgress(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close again: %v", err)
+	}
 	if _, err := r.Next(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Next after Close: %v", err)
 	}
@@ -247,8 +283,15 @@ func TestOpenErrorsSayWhatIsWrong(t *testing.T) {
 		if r != nil || !errors.As(err, &se) || se.Status != c.status || !strings.Contains(se.Message, c.needle) {
 			t.Errorf("%s: %v (%#v)", c.json, err, se)
 		}
+		if !errors.Is(err, sentinels[c.status]) {
+			t.Errorf("%s: %v is not %v", c.json, err, sentinels[c.status])
+		}
 	}
-	_, err := Open(Config{Server: "http://127.0.0.1:1", Resources: []string{"pods"}, Extra: map[string]any{"bogus": 1}})
+	_, err := OpenJSON("{not json")
+	if !errors.Is(err, ErrInvalidConfig) || errors.Is(err, ErrIO) || errors.Is(err, ErrClosed) {
+		t.Errorf("errors.Is matches the wrong sentinels: %v", err)
+	}
+	_, err = Open(Config{Server: "http://127.0.0.1:1", Resources: []string{"pods"}, Extra: map[string]any{"bogus": 1}})
 	if err == nil || !strings.Contains(err.Error(), "`bogus`") {
 		t.Errorf("Extra keys reach the library: %v", err)
 	}
@@ -273,8 +316,12 @@ func TestSetResourcesAndStats(t *testing.T) {
 	}
 	_, err = r.SetResources([]string{"podz"}, false)
 	var se *StatusError
-	if !errors.As(err, &se) || se.Status != StatusInvalidResource || !strings.Contains(se.Message, `"podz"`) {
+	if !errors.As(err, &se) || se.Status != StatusInvalidResource || !strings.Contains(se.Message, `"podz"`) ||
+		!errors.Is(err, ErrInvalidResource) {
 		t.Fatalf("bad name: %v", err)
+	}
+	if _, err := r.SetResources(nil, false); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("empty list: %v", err)
 	}
 	stats, err := r.Stats()
 	if err != nil {
@@ -301,8 +348,8 @@ func TestForbiddenResourceIsAnErrorEntry(t *testing.T) {
 func TestLogLinesReachTheLogFunc(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
-	if err := SetLogLevel(LogLevel(9)); err == nil {
-		t.Fatal("level 9 accepted")
+	if err := SetLogLevel(LogLevel(9)); !errors.Is(err, ErrInvalidArg) {
+		t.Fatalf("level 9: %v", err)
 	}
 	if err := SetLogLevel(LogInfo); err != nil {
 		t.Fatal(err)
@@ -330,5 +377,116 @@ func TestLogLinesReachTheLogFunc(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no INFO line naming %s in %q", f.URL, lines)
+	}
+}
+
+func TestAllIteratesUntilStopped(t *testing.T) {
+	f := startFake(t)
+	r := open(t, f, "pods")
+	var first []string
+	for e, err := range r.All(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Change == Synced {
+			break // leaves the reader running
+		}
+		first = append(first, line(e))
+	}
+	if len(first) != len(f.Seeded) {
+		t.Fatalf("first sync: %v", first)
+	}
+	rv := f.do(t, "apply pods shop iter-1")
+	n := 0
+	for e, err := range r.All(context.Background()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := line(e); got != fmt.Sprintf("Add shop/iter-1 %d", rv) {
+			t.Fatalf("after the break: %s", got)
+		}
+		n++
+		r.Stop() // the loop ends once the queue is drained
+	}
+	if n != 1 {
+		t.Fatalf("%d entries after Stop", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r2 := open(t, f, "pods")
+	var errs []error
+	for _, err := range r2.All(ctx) {
+		errs = append(errs, err)
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+		t.Fatalf("a cancelled context: %v", errs)
+	}
+}
+
+func TestNextTimeoutSaysErrTimeout(t *testing.T) {
+	f := startFake(t)
+	r := open(t, f, "pods")
+	untilSynced(t, r, "pods")
+	start := time.Now()
+	if _, err := r.NextTimeout(100 * time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("NextTimeout: %v", err)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("NextTimeout(100ms) took %v", took)
+	}
+	r.Stop()
+	if _, err := r.NextTimeout(wait); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Stop: %v", err)
+	}
+}
+
+func TestErrorTextBelongsToItsCall(t *testing.T) {
+	f := startFake(t)
+	r := open(t, f, "pods")
+	var wg sync.WaitGroup
+	errs := make(chan string, 2)
+	for _, bad := range []string{"podz", "nodez"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				_, err := r.SetResources([]string{bad}, false)
+				if !errors.Is(err, ErrInvalidResource) || !strings.Contains(err.Error(), `"`+bad+`"`) {
+					errs <- fmt.Sprintf("SetResources(%s): %v", bad, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+func TestTheFinalizerClosesAnUnreachableReader(t *testing.T) {
+	f := startFake(t)
+	func() {
+		r, err := Open(Config{Server: f.URL, Resources: []string{"pods"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		untilSynced(t, r, "pods")
+	}()
+	f.do(t, "wait-watches 1 8")
+	// The finalizer stops the reader and closes it on a goroutine of its own.
+	deadline := time.Now().Add(wait)
+	for {
+		runtime.GC()
+		if _, err := fmt.Fprintln(f.in, "wait-watches 0 1"); err != nil {
+			t.Fatal(err)
+		}
+		if f.line(t) == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the unreachable reader's watch is still open")
+		}
 	}
 }

@@ -34,6 +34,7 @@ impl From<tattler_core::Error> for Failure {
             Error::ReadFile { .. } | Error::Spawn(_) => TATTLER_ERR_IO,
             Error::Resource(_) => TATTLER_ERR_INVALID_RESOURCE,
             Error::Tls(_) => TATTLER_ERR_TLS,
+            Error::Reentrant(_) => TATTLER_ERR_REENTRANT,
             _ => TATTLER_ERR_OTHER,
         };
         Failure::new(status, e.to_string())
@@ -45,10 +46,13 @@ impl From<tattler_core::Error> for Failure {
 pub(crate) fn guard<T>(body: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
-        Err(panic) => Err(Failure::new(
-            TATTLER_ERR_PANIC,
-            format!("panic: {}", panic_text(&*panic)),
-        )),
+        Err(panic) => {
+            let message = format!("panic: {}", panic_text(&*panic));
+            // Calls without an error buffer report only the status: the text
+            // goes to the log.
+            log::error!("caught at the C boundary: {message}");
+            Err(Failure::new(TATTLER_ERR_PANIC, message))
+        }
     }
 }
 

@@ -9,7 +9,6 @@
 //! (`tattler_entry`), `status.rs` (`tattler_status`), `error.rs` (failure text),
 //! `config.rs` (the JSON a caller passes), `logging.rs` (the log callback).
 //!
-//! The `rlib` is for `ffi/tests`, which call the extern functions directly.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -40,10 +39,14 @@ pub use entry::{
     tattler_entry_resource_version, tattler_entry_uid, tattler_entry_version,
 };
 pub use logging::{
-    tattler_log_fn, tattler_log_level, tattler_set_log_callback, tattler_set_log_level,
+    tattler_in_log_callback, tattler_log_fn, tattler_log_level, tattler_set_log_callback,
+    tattler_set_log_level,
 };
 pub use reader::{
-    tattler_close, tattler_last_error, tattler_next_entry, tattler_open, tattler_reader,
-    tattler_set_resources, tattler_stats_json, tattler_stop,
+    tattler_close, tattler_next_entry, tattler_open, tattler_reader, tattler_set_resources,
+    tattler_stats_json, tattler_stop, tattler_wake,
 };
-pub use status::{tattler_status, tattler_status_str, tattler_version};
+pub use status::{
+    tattler_status, tattler_status_str, tattler_version, TATTLER_VERSION_MAJOR,
+    TATTLER_VERSION_MINOR, TATTLER_VERSION_NUMBER, TATTLER_VERSION_PATCH,
+};

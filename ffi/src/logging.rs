@@ -1,5 +1,6 @@
 //! Routing tattler's log lines into the caller's own logging.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -64,6 +65,34 @@ struct CallbackLogger {
 static LOGGER: CallbackLogger = CallbackLogger {
     sink: RwLock::new(None),
 };
+thread_local! {
+    /// True while this thread runs the caller's log callback.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the current thread is inside the caller's log callback: the calls
+/// that would wait there for the logging thread refuse with
+/// `TATTLER_ERR_REENTRANT` instead.
+pub(crate) fn in_callback() -> bool {
+    IN_CALLBACK.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Marks the current thread as inside the callback until dropped.
+struct InCallback;
+
+impl InCallback {
+    fn enter() -> InCallback {
+        let _ = IN_CALLBACK.try_with(|c| c.set(true));
+        InCallback
+    }
+}
+
+impl Drop for InCallback {
+    fn drop(&mut self) {
+        let _ = IN_CALLBACK.try_with(|c| c.set(false));
+    }
+}
+
 /// Whether `LOGGER` is the process's logger, decided on first use.
 static INSTALLED: OnceLock<bool> = OnceLock::new();
 /// The level set with `tattler_set_log_level` (a `LevelFilter` as usize).
@@ -84,6 +113,11 @@ impl Log for CallbackLogger {
         if record.level() > level_filter(LEVEL.load(Ordering::Relaxed)) {
             return;
         }
+        // A line logged by a tattler call the callback made: delivering it
+        // would call the callback inside itself, without bound.
+        if in_callback() {
+            return;
+        }
         // The HTTP client's TRACE lines carry raw request bytes, the
         // Authorization header included: they never reach the callback.
         if record.level() == Level::Trace && !record.target().starts_with("tattler") {
@@ -91,7 +125,9 @@ impl Log for CallbackLogger {
         }
         // Held during the call, so that once tattler_set_log_callback returns
         // the old callback is never called again and its `user` may be freed.
-        // Recursive: a callback whose own work logs must not deadlock.
+        // Recursive: while one thread's callback waits for another thread (a
+        // tattler_close joining streams), that thread's lines must get
+        // through even if a tattler_set_log_callback is waiting to write.
         let sink = self.sink.read_recursive();
         let Some(sink) = sink.as_ref() else {
             return;
@@ -105,6 +141,7 @@ impl Log for CallbackLogger {
         };
         let target = c_string(record.target().to_string());
         let msg = c_string(record.args().to_string());
+        let _inside = InCallback::enter();
         // SAFETY: the callback and user the caller installed, not replaced
         // while we hold the read lock.
         unsafe { cast::call_log(sink.cb, sink.user, level, &target, &msg) };
@@ -142,16 +179,25 @@ fn apply_level() {
 ///
 /// Returns: `TATTLER_OK`; `TATTLER_ERR_LOGGER_IN_USE` when the process
 /// already has another Rust `log` logger (a Rust host program's own): tattler
-/// logs through that one and `cb` is not installed.
+/// logs through that one and `cb` is not installed;
+/// `TATTLER_ERR_REENTRANT` when called from inside the callback (it would
+/// have to wait for its own caller to return), with nothing changed.
 ///
 /// Ownership: `user` stays the caller's. Once this call returns, the
 /// previous callback is never called again, so its `user` may be freed.
 ///
 /// Thread safety: process-global; one callback serves every reader. May be
 /// called at any time from any thread, also to replace or remove the
-/// callback. `cb` must be callable from any thread, must not unwind, and must
-/// not call `tattler_set_log_callback` (that would deadlock); it may call
-/// other tattler functions.
+/// callback. `cb` must be callable from any thread and must not unwind.
+///
+/// What the callback may call: every tattler function works from inside it
+/// except three, which return `TATTLER_ERR_REENTRANT` there and do nothing:
+/// `tattler_set_log_callback`, `tattler_set_resources` (it may have to join
+/// the very stream thread that is logging) and a `tattler_next_entry` that
+/// would wait (a timeout other than 0: it would stall the stream that is
+/// logging). `tattler_close` works there too, also on the reader whose
+/// thread is logging. Lines logged by the calls the callback makes are
+/// dropped, so the callback is never called inside itself.
 ///
 /// # Safety
 /// `cb` is NULL or a function with this signature that stays callable, with
@@ -162,6 +208,9 @@ pub unsafe extern "C" fn tattler_set_log_callback(
     user: *mut c_void,
 ) -> tattler_status {
     let result = guard(|| {
+        if in_callback() {
+            return Err(crate::error::Failure::new(TATTLER_ERR_REENTRANT, ""));
+        }
         let ours = *INSTALLED.get_or_init(|| log::set_logger(&LOGGER).is_ok());
         if !ours {
             return Err(crate::error::Failure::new(TATTLER_ERR_LOGGER_IN_USE, ""));
@@ -184,7 +233,8 @@ pub unsafe extern "C" fn tattler_set_log_callback(
 /// Returns: `TATTLER_OK`, or `TATTLER_ERR_INVALID_ARG` for a number outside
 /// 0 to 5.
 ///
-/// Thread safety: process-global, like the callback; any thread, any time.
+/// Thread safety: process-global, like the callback; any thread, any time,
+/// also from inside the callback.
 #[no_mangle]
 pub extern "C" fn tattler_set_log_level(level: c_int) -> tattler_status {
     let result = guard(|| {
@@ -201,6 +251,20 @@ pub extern "C" fn tattler_set_log_level(level: c_int) -> tattler_status {
         Ok(TATTLER_OK)
     });
     result.unwrap_or_else(|f: crate::error::Failure| f.status)
+}
+
+/// Whether the calling thread is inside the log callback right now.
+///
+/// For wrappers over this API (the Go package, `tattler.hpp`) that hold a
+/// lock of their own around tattler calls: from inside the callback they
+/// must not wait for that lock, since the call that logged may hold it.
+///
+/// Returns: true on a thread that is running the log callback.
+///
+/// Thread safety: any thread, any time.
+#[no_mangle]
+pub extern "C" fn tattler_in_log_callback() -> bool {
+    in_callback()
 }
 
 #[cfg(test)]

@@ -4,14 +4,14 @@ use std::ffi::c_char;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tattler_core::{NextTimeoutError, Reader, ResourceSpec, StreamStats, TryNextError};
 
 use crate::cast;
 use crate::config::{parse_config, parse_resources};
 use crate::entry::tattler_entry;
-use crate::error::{copy_truncated, guard, guard_value, Failure};
+use crate::error::{copy_truncated, guard, Failure};
+use crate::logging::in_callback;
 use crate::status::tattler_status::{self, *};
 
 /// A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
@@ -22,7 +22,6 @@ use crate::status::tattler_status::{self, *};
 pub struct tattler_reader {
     pub(crate) reader: Reader,
     scope: Scope,
-    last_error: Mutex<String>,
 }
 
 /// The namespace and selectors of the open configuration, applied again to
@@ -67,31 +66,33 @@ impl Scope {
 const FOREVER_MS: i64 = 1 << 40;
 
 /// One call on a reader: the NULL check, a counted reference for the length of
-/// the call, panics caught, and a failure's text kept as the last error.
+/// the call, and panics caught. A failure's text goes to `err_buf` (the
+/// caller's, for this call only; nothing is kept in the reader).
 ///
 /// # Safety
 /// `r` is NULL or a reader from `tattler_open` whose `tattler_close` had not
 /// returned when the call started.
 unsafe fn with_reader(
     r: *const tattler_reader,
+    err_buf: &mut [u8],
     body: impl FnOnce(&tattler_reader) -> Result<tattler_status, Failure>,
 ) -> tattler_status {
-    if r.is_null() {
-        return TATTLER_ERR_NULL_ARG;
-    }
-    // SAFETY: non-NULL, and live by the caller's promise.
-    let handle = unsafe { cast::reader(r) };
-    let status = match guard(|| body(&handle)) {
-        Ok(status) => status,
-        Err(f) => {
-            *handle.last_error.lock() = f.message;
-            f.status
+    let result = guard(|| {
+        if r.is_null() {
+            return Err(Failure::null("r"));
         }
-    };
-    // When a close raced with this call, this is the last reference: the
-    // stream threads are joined here.
-    guard_value((), move || drop(handle));
-    status
+        // SAFETY: non-NULL, and live by the caller's promise.
+        let handle = unsafe { cast::reader(r) };
+        let status = body(&handle);
+        // When a close raced with this call, this is the last reference: the
+        // stream threads are joined here (a panic there is caught too).
+        drop(handle);
+        status
+    });
+    result.unwrap_or_else(|f| {
+        copy_truncated(&f.message, err_buf);
+        f.status
+    })
 }
 
 /// Opens a reader: checks the configuration and starts one thread per
@@ -124,7 +125,8 @@ unsafe fn with_reader(
 /// Ownership: the caller owns `*out` and must free it with `tattler_close`.
 /// `config_json` is only read during the call.
 ///
-/// Thread safety: any thread; readers are independent of each other.
+/// Thread safety: any thread; readers are independent of each other. Works
+/// from inside the log callback too.
 ///
 /// # Safety
 /// `config_json` is NULL or a NUL-terminated string; `out` is NULL or
@@ -151,7 +153,6 @@ pub unsafe extern "C" fn tattler_open(
         let handle = Arc::new(tattler_reader {
             reader: Reader::open(config)?,
             scope: Scope::from_json(json),
-            last_error: Mutex::new(String::new()),
         });
         // SAFETY: non-NULL and writable, by the caller's promise.
         unsafe { cast::write(out, cast::reader_into_raw(handle)) };
@@ -168,18 +169,24 @@ pub unsafe extern "C" fn tattler_open(
 /// Parameters:
 /// - `r`: the reader.
 /// - `timeout_ms`: how long to wait at most: negative waits until an entry
-///   comes or the reader stops; 0 only takes an entry that is ready.
+///   comes, the reader stops or `tattler_wake` is called; 0 only takes an
+///   entry that is ready.
 /// - `out`: where to store the entry.
 ///
 /// Returns:
 /// - `TATTLER_OK`: `*out` holds the next entry.
-/// - `TATTLER_TIMEOUT`: no entry within `timeout_ms`; the reader runs on.
+/// - `TATTLER_TIMEOUT`: no entry within `timeout_ms`, or `tattler_wake(r)`
+///   ended the wait early; the reader runs on.
 /// - `TATTLER_CLOSED`: the reader was stopped (`tattler_stop`,
 ///   `tattler_close`) and every entry it had queued has been handed out;
 ///   every later call returns `TATTLER_CLOSED` too.
 /// - `TATTLER_ERR_NULL_ARG`: `r` or `out` is NULL.
+/// - `TATTLER_ERR_REENTRANT`: called from inside the log callback with a
+///   timeout other than 0 (waiting there would stall the stream that is
+///   logging); a timeout of 0 works there.
 ///
-/// `*out` is written only with `TATTLER_OK`. Entries of one resource come in
+/// Every failure is described by its status alone (`tattler_status_str`);
+/// this call has no error text. `*out` is written only with `TATTLER_OK`. Entries of one resource come in
 /// order; a consumer that falls behind slows the streams down, no entry is
 /// ever dropped.
 ///
@@ -187,9 +194,10 @@ pub unsafe extern "C" fn tattler_open(
 /// `tattler_entry_free`; it stays valid after `tattler_close(r)`.
 ///
 /// Thread safety: may run while another thread calls `tattler_stop(r)`
-/// (which wakes it with `TATTLER_CLOSED`), `tattler_stats_json(r)` or
+/// (which wakes it with `TATTLER_CLOSED`), `tattler_wake(r)` (which wakes it
+/// with `TATTLER_TIMEOUT`), `tattler_stats_json(r)` or
 /// `tattler_set_resources(r)`. Several threads may wait on one reader; each
-/// entry goes to one of them.
+/// entry goes to one of them, and a `tattler_wake` wakes one of them.
 ///
 /// # Safety
 /// `r` is NULL or a reader from `tattler_open` not yet closed; `out` is NULL
@@ -204,19 +212,31 @@ pub unsafe extern "C" fn tattler_next_entry(
         if out.is_null() {
             return Err(Failure::null("out"));
         }
-        let got = if !(0..=FOREVER_MS).contains(&timeout_ms) {
-            h.reader.next().map_err(|_| TATTLER_CLOSED)
-        } else if timeout_ms == 0 {
+        if timeout_ms != 0 && in_callback() {
+            return Err(Failure::new(
+                TATTLER_ERR_REENTRANT,
+                "tattler_next_entry cannot wait inside the log callback",
+            ));
+        }
+        let got = if timeout_ms == 0 {
             h.reader.try_next().map_err(|e| match e {
                 TryNextError::Empty => TATTLER_TIMEOUT,
                 TryNextError::Closed => TATTLER_CLOSED,
             })
         } else {
-            let timeout = Duration::from_millis(timeout_ms.unsigned_abs());
-            h.reader.next_timeout(timeout).map_err(|e| match e {
-                NextTimeoutError::Timeout => TATTLER_TIMEOUT,
-                NextTimeoutError::Closed => TATTLER_CLOSED,
-            })
+            // Negative waits "forever": a timeout too, so that tattler_wake
+            // can end it.
+            let ms = if (0..=FOREVER_MS).contains(&timeout_ms) {
+                timeout_ms.unsigned_abs()
+            } else {
+                FOREVER_MS.unsigned_abs()
+            };
+            h.reader
+                .next_timeout(Duration::from_millis(ms))
+                .map_err(|e| match e {
+                    NextTimeoutError::Timeout => TATTLER_TIMEOUT,
+                    NextTimeoutError::Closed => TATTLER_CLOSED,
+                })
         };
         match got {
             Ok(entry) => {
@@ -229,7 +249,7 @@ pub unsafe extern "C" fn tattler_next_entry(
         }
     };
     // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, body) }
+    unsafe { with_reader(r, &mut [], body) }
 }
 
 /// Stops the reader: every stream ends, and a thread blocked in
@@ -243,8 +263,9 @@ pub unsafe extern "C" fn tattler_next_entry(
 ///
 /// Thread safety: safe from any thread, at any time before
 /// `tattler_close(r)`, any number of times, concurrently with any other call
-/// on `r`. This is how another thread (a signal handler's helper thread, a Go
-/// context) cancels a blocked `tattler_next_entry`.
+/// on `r`, also from inside the log callback. This is how another thread (a
+/// signal handler's helper thread) ends a blocked `tattler_next_entry` for
+/// good; `tattler_wake` ends one wait only.
 ///
 /// # Safety
 /// `r` is NULL or a reader from `tattler_open` not yet closed.
@@ -252,8 +273,38 @@ pub unsafe extern "C" fn tattler_next_entry(
 pub unsafe extern "C" fn tattler_stop(r: *mut tattler_reader) {
     // SAFETY: the caller's promise, passed on.
     unsafe {
-        with_reader(r, |h| {
+        with_reader(r, &mut [], |h| {
             h.reader.stop();
+            Ok(TATTLER_OK)
+        })
+    };
+}
+
+/// Ends one wait: a thread blocked in `tattler_next_entry(r)` returns
+/// `TATTLER_TIMEOUT` at once, and the reader runs on. With no thread
+/// waiting, the next `tattler_next_entry(r)` that would wait returns
+/// `TATTLER_TIMEOUT` at once instead (one wake is kept, not more: waking
+/// twice with nobody waiting ends one wait). A `tattler_next_entry` with
+/// timeout 0 neither waits nor uses up the kept wake.
+///
+/// This is how a caller cancels one wait without stopping the stream: a Go
+/// context, a C++ `std::stop_token`, an event loop shutting a worker down.
+/// With several threads waiting on `r`, one of them wakes (any one).
+///
+/// Parameters: `r`, the reader, or NULL (then nothing happens).
+///
+/// Thread safety: safe from any thread, at any time before
+/// `tattler_close(r)`, concurrently with any other call on `r`, also from
+/// inside the log callback.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_wake(r: *mut tattler_reader) {
+    // SAFETY: the caller's promise, passed on.
+    unsafe {
+        with_reader(r, &mut [], |h| {
+            h.reader.wake();
             Ok(TATTLER_OK)
         })
     };
@@ -268,6 +319,14 @@ pub unsafe extern "C" fn tattler_stop(r: *mut tattler_reader) {
 ///
 /// Parameters: `r`, the reader, or NULL (then nothing happens).
 ///
+/// Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_PANIC` if stopping or
+/// joining panicked (a bug: the panic's text is logged). Either way `r` is
+/// invalid afterwards: there is nothing to retry.
+///
+/// From inside the log callback: works, also on the reader whose stream
+/// thread is logging; that thread is not joined (it cannot join itself): it
+/// ends on its own once the callback returns.
+///
 /// Ownership: takes `r`; it is invalid afterwards.
 ///
 /// Thread safety: call it once, when no other thread is inside a call on
@@ -281,18 +340,20 @@ pub unsafe extern "C" fn tattler_stop(r: *mut tattler_reader) {
 /// # Safety
 /// `r` is NULL or a reader from `tattler_open`, closed only this once.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) {
+pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status {
     if r.is_null() {
-        return;
+        return TATTLER_OK;
     }
     // SAFETY: non-NULL, from tattler_open, closed once: the caller's promise.
     let handle = unsafe { cast::reader_release(r) };
-    guard_value((), move || {
+    let result = guard(move || {
         handle.reader.stop();
         // The last reference (unless a racing call holds one): Reader's drop
         // joins the stream threads.
         drop(handle);
+        Ok(TATTLER_OK)
     });
+    result.unwrap_or_else(|f| f.status)
 }
 
 /// Changes the resources streamed, while entries flow.
@@ -309,12 +370,17 @@ pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) {
 ///   the configuration's `resources`, e.g. `["pods","apps/v1/deployments"]`.
 /// - `force`: restart every stream even if the set is unchanged.
 /// - `changed`: where to store whether anything changed, or NULL.
+/// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+///   and 0. The text is NUL-terminated and cut to fit; it is this call's
+///   own (nothing is kept in the reader).
 ///
 /// Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
-/// is stopped; or a failure (`TATTLER_ERR_INVALID_RESOURCE` for a bad name
-/// or not an array of strings, `TATTLER_ERR_INVALID_CONFIG` for an empty
-/// list, `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot
-/// start, `TATTLER_ERR_NULL_ARG`), its text kept for `tattler_last_error`.
+/// is stopped; or a failure with its reason in `err_buf`
+/// (`TATTLER_ERR_INVALID_RESOURCE` for a bad name or not an array of
+/// strings, `TATTLER_ERR_INVALID_CONFIG` for an empty list,
+/// `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot start,
+/// `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_REENTRANT` from inside the log
+/// callback, where the streams it stops could include the one logging).
 /// A bad list changes nothing.
 ///
 /// Ownership: `resources_json` is only read during the call.
@@ -325,17 +391,28 @@ pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) {
 ///
 /// # Safety
 /// `r` is NULL or a reader from `tattler_open` not yet closed;
-/// `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable.
+/// `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable;
+/// `err_buf` is NULL or has `err_len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn tattler_set_resources(
     r: *mut tattler_reader,
     resources_json: *const c_char,
     force: bool,
     changed: *mut bool,
+    err_buf: *mut c_char,
+    err_len: usize,
 ) -> tattler_status {
+    // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
+    let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
     let body = |h: &tattler_reader| {
         if resources_json.is_null() {
             return Err(Failure::null("resources_json"));
+        }
+        if in_callback() {
+            return Err(Failure::new(
+                TATTLER_ERR_REENTRANT,
+                "tattler_set_resources cannot run inside the log callback",
+            ));
         }
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
         let json = unsafe { cast::str_arg(resources_json, "resources_json") }?;
@@ -353,11 +430,14 @@ pub unsafe extern "C" fn tattler_set_resources(
         }
     };
     // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, body) }
+    unsafe { with_reader(r, err_buf, body) }
 }
 
 /// The counters of each stream as a JSON array, in the configured order:
-/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":1234,"objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+///
+/// `resource_version` is the last one seen, as the server sent it (a string:
+/// the API calls resourceVersions opaque).
 ///
 /// Parameters:
 /// - `r`: the reader.
@@ -369,12 +449,13 @@ pub unsafe extern "C" fn tattler_set_resources(
 /// cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
 /// non-zero `len`. `*needed` is set with `TATTLER_OK` and with
 /// `TATTLER_ERR_BUFFER_TOO_SMALL`. Counters move: the size may grow between
-/// two calls, so leave some room (or retry).
+/// two calls, so leave some room (or retry). Every failure is described by
+/// its status alone; this call has no error text.
 ///
 /// Ownership: the caller owns `buf`.
 ///
 /// Thread safety: any thread, concurrently with any call on `r` but
-/// `tattler_close`.
+/// `tattler_close`, also from inside the log callback.
 ///
 /// # Safety
 /// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
@@ -409,7 +490,7 @@ pub unsafe extern "C" fn tattler_stats_json(
         Ok(TATTLER_OK)
     };
     // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, body) }
+    unsafe { with_reader(r, &mut [], body) }
 }
 
 fn stats_json(stats: &[StreamStats]) -> String {
@@ -432,50 +513,6 @@ fn stats_json(stats: &[StreamStats]) -> String {
         })
         .collect();
     Value::Array(list).to_string()
-}
-
-/// The text of the last failed call on `r` (what a status of 100 or more
-/// was about), e.g. `resources_json must be a JSON array of strings: ...`.
-///
-/// Kept per reader, never per thread: a Go program or a thread pool may read
-/// it from another thread than the one whose call failed. It stays until the
-/// next failure on `r`; a successful call does not clear it. `""` if no call
-/// on `r` has failed.
-///
-/// Parameters: `r`, the reader; `buf`, `len`: the caller's buffer. The text
-/// is NUL-terminated and cut (at a UTF-8 character boundary) to fit.
-///
-/// Returns: `TATTLER_OK`, or `TATTLER_ERR_NULL_ARG` for a NULL `r` or `buf`.
-///
-/// Ownership: the caller owns `buf`.
-///
-/// Thread safety: any thread, concurrently with any call on `r` but
-/// `tattler_close`.
-///
-/// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
-/// or has `len` writable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn tattler_last_error(
-    r: *mut tattler_reader,
-    buf: *mut c_char,
-    len: usize,
-) -> tattler_status {
-    if r.is_null() || buf.is_null() {
-        return TATTLER_ERR_NULL_ARG;
-    }
-    // SAFETY: non-NULL, and live by the caller's promise.
-    let handle = unsafe { cast::reader(r) };
-    // SAFETY: non-NULL with `len` writable bytes, by the caller's promise.
-    let buf = unsafe { cast::buf_arg(buf, len) };
-    // Not through with_reader: fetching the error must not replace it.
-    let status = guard(|| {
-        copy_truncated(&handle.last_error.lock(), buf);
-        Ok(TATTLER_OK)
-    })
-    .unwrap_or_else(|f| f.status);
-    guard_value((), move || drop(handle));
-    status
 }
 
 #[cfg(test)]

@@ -48,12 +48,17 @@ pub enum tattler_status {
     TATTLER_ERR_LOGGER_IN_USE = 109,
     /// A failure of a kind this version of the header does not name.
     TATTLER_ERR_OTHER = 110,
+    /// The call was made from inside the log callback, where it cannot work:
+    /// it would wait for the very thread that is logging (see
+    /// `tattler_set_log_callback` for what the callback may call). Nothing
+    /// was done; make the call after the callback returned.
+    TATTLER_ERR_REENTRANT = 111,
 }
 
 use tattler_status::*;
 
 /// Every status, for `tattler_status_str`.
-const ALL: [tattler_status; 14] = [
+const ALL: [tattler_status; 15] = [
     TATTLER_OK,
     TATTLER_TIMEOUT,
     TATTLER_CLOSED,
@@ -68,6 +73,7 @@ const ALL: [tattler_status; 14] = [
     TATTLER_ERR_INVALID_ARG,
     TATTLER_ERR_LOGGER_IN_USE,
     TATTLER_ERR_OTHER,
+    TATTLER_ERR_REENTRANT,
 ];
 
 impl tattler_status {
@@ -88,6 +94,7 @@ impl tattler_status {
             TATTLER_ERR_INVALID_ARG => c"an argument is out of range",
             TATTLER_ERR_LOGGER_IN_USE => c"another logger is installed",
             TATTLER_ERR_OTHER => c"error",
+            TATTLER_ERR_REENTRANT => c"not allowed from inside the log callback",
         }
     }
 
@@ -117,6 +124,18 @@ pub extern "C" fn tattler_status_str(status: c_int) -> *const c_char {
     text.as_ptr()
 }
 
+/// The major version of this header (tattler's, from Cargo.toml).
+/// `tattler_version()` is the library's at run time.
+pub const TATTLER_VERSION_MAJOR: u32 = 0;
+/// The minor version of this header.
+pub const TATTLER_VERSION_MINOR: u32 = 1;
+/// The patch version of this header.
+pub const TATTLER_VERSION_PATCH: u32 = 0;
+/// The version of this header as one number, MAJOR * 10000 + MINOR * 100 +
+/// PATCH (0.1.0 is 100), for `#if TATTLER_VERSION_NUMBER >= ...`.
+pub const TATTLER_VERSION_NUMBER: u32 =
+    TATTLER_VERSION_MAJOR * 10000 + TATTLER_VERSION_MINOR * 100 + TATTLER_VERSION_PATCH;
+
 /// The version of the tattler library, e.g. `"0.1.0"`.
 ///
 /// Returns: a static NUL-terminated string. Never NULL.
@@ -132,4 +151,31 @@ pub extern "C" fn tattler_version() -> *const c_char {
             Err(_) => c"unknown",
         };
     VERSION.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_macros_match_cargo_toml() {
+        let n = |v: &str| v.parse::<u32>().unwrap();
+        assert_eq!(
+            (
+                TATTLER_VERSION_MAJOR,
+                TATTLER_VERSION_MINOR,
+                TATTLER_VERSION_PATCH
+            ),
+            (
+                n(env!("CARGO_PKG_VERSION_MAJOR")),
+                n(env!("CARGO_PKG_VERSION_MINOR")),
+                n(env!("CARGO_PKG_VERSION_PATCH"))
+            ),
+            "update the TATTLER_VERSION_* constants with Cargo.toml's version"
+        );
+        assert_eq!(
+            TATTLER_VERSION_NUMBER,
+            TATTLER_VERSION_MAJOR * 10000 + TATTLER_VERSION_MINOR * 100 + TATTLER_VERSION_PATCH
+        );
+    }
 }

@@ -65,12 +65,35 @@ fn next(r: *mut tattler_reader, timeout_ms: i64) -> (tattler_status, *mut tattle
     (st, e)
 }
 
-fn last_error(r: *mut tattler_reader) -> String {
-    let mut buf = [0u8; 512];
-    // SAFETY: a live reader and a valid buffer.
-    let st = unsafe { tattler_last_error(r, buf.as_mut_ptr().cast(), buf.len()) };
-    assert_eq!(st, TATTLER_OK);
-    text(&buf)
+/// `tattler_set_resources` with an error buffer: the status, `*changed`
+/// (starting as `initial`, so that an unwritten one shows) and the error text.
+fn set_resources(
+    r: *mut tattler_reader,
+    json: *const c_char,
+    force: bool,
+    initial: bool,
+) -> (tattler_status, bool, String) {
+    let mut changed = initial;
+    let mut err = [0xffu8; 512];
+    // SAFETY: a live reader (or NULL, on purpose), a string or NULL, a valid
+    // out-pointer and buffer.
+    let st = unsafe {
+        tattler_set_resources(
+            r,
+            json,
+            force,
+            &mut changed,
+            err.as_mut_ptr().cast(),
+            err.len(),
+        )
+    };
+    let msg = if st as c_int >= 100 {
+        text(&err)
+    } else {
+        assert!(err.iter().all(|&b| b == 0xff), "err_buf written on {st:?}");
+        String::new()
+    };
+    (st, changed, msg)
 }
 
 /// `Change namespace/name rv` or `Synced group/version/resource rv`, then frees the entry.
@@ -124,7 +147,7 @@ fn until_synced(r: *mut tattler_reader, n: usize) -> Vec<String> {
 
 fn close(r: *mut tattler_reader) {
     // SAFETY: a reader from open, closed once.
-    unsafe { tattler_close(r) }
+    assert_eq!(unsafe { tattler_close(r) }, TATTLER_OK);
 }
 
 #[test]
@@ -157,10 +180,23 @@ fn null_arguments_are_refused_not_followed() {
             TATTLER_ERR_NULL_ARG
         );
         tattler_stop(null_mut());
-        tattler_close(null_mut());
-        let mut changed = false;
+        tattler_wake(null_mut());
+        assert_eq!(tattler_close(null_mut()), TATTLER_OK);
         assert_eq!(
-            tattler_set_resources(null_mut(), c"[]".as_ptr(), false, &mut changed),
+            set_resources(null_mut(), c"[]".as_ptr(), false, true),
+            (TATTLER_ERR_NULL_ARG, true, "r is NULL".into())
+        );
+        let mut changed = false;
+        // No error buffer: the status alone.
+        assert_eq!(
+            tattler_set_resources(
+                null_mut(),
+                c"[]".as_ptr(),
+                false,
+                &mut changed,
+                null_mut(),
+                9
+            ),
             TATTLER_ERR_NULL_ARG
         );
         let mut needed = 0;
@@ -168,25 +204,17 @@ fn null_arguments_are_refused_not_followed() {
             tattler_stats_json(null_mut(), null_mut(), 0, &mut needed),
             TATTLER_ERR_NULL_ARG
         );
-        assert_eq!(
-            tattler_last_error(null_mut(), err.as_mut_ptr().cast(), err.len()),
-            TATTLER_ERR_NULL_ARG
-        );
 
         let r = open(&config(&api, &["pods"])).unwrap();
         assert_eq!(tattler_next_entry(r, 0, null_mut()), TATTLER_ERR_NULL_ARG);
-        assert_eq!(last_error(r), "out is NULL");
         assert_eq!(
-            tattler_set_resources(r, null(), false, &mut changed),
-            TATTLER_ERR_NULL_ARG
+            set_resources(r, null(), false, true),
+            (TATTLER_ERR_NULL_ARG, true, "resources_json is NULL".into())
         );
-        assert_eq!(last_error(r), "resources_json is NULL");
         assert_eq!(
             tattler_stats_json(r, null_mut(), 10, &mut needed),
             TATTLER_ERR_NULL_ARG
         );
-        assert_eq!(last_error(r), "buf is NULL");
-        assert_eq!(tattler_last_error(r, null_mut(), 10), TATTLER_ERR_NULL_ARG);
         close(r);
 
         let e: *const tattler_entry = null();
@@ -384,10 +412,10 @@ fn stop_twice_then_next_says_closed_for_every_timeout() {
         assert_eq!(st, TATTLER_CLOSED, "timeout {timeout}");
         assert_eq!(e, sentinel, "*out written without an entry");
     }
-    let mut changed = true;
-    // SAFETY: a live reader, a valid string and out-pointer.
-    let st = unsafe { tattler_set_resources(r, c"[\"pods\"]".as_ptr(), true, &mut changed) };
-    assert_eq!(st, TATTLER_CLOSED);
+    assert_eq!(
+        set_resources(r, c"[\"pods\"]".as_ptr(), true, true),
+        (TATTLER_CLOSED, true, String::new())
+    );
     close(r);
 }
 
@@ -433,6 +461,65 @@ fn stop_from_another_thread_wakes_a_forever_wait() {
 }
 
 #[test]
+fn wake_ends_one_wait_and_the_reader_runs_on() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    let addr = r as usize;
+    let (done_tx, done_rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let (st, e) = next(addr as *mut tattler_reader, -1);
+            done_tx.send((st, e as usize)).unwrap();
+        }
+    });
+    assert!(
+        done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "returned without an entry"
+    );
+    // SAFETY: a live reader; tattler_wake may race with any call.
+    unsafe { tattler_wake(r) };
+    let (st, _) = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(st, TATTLER_TIMEOUT);
+    // The waiter waits again, and the stream still delivers.
+    let rv = api.apply("pods", FakeApi::pod("ns", "after-wake"));
+    let (st, e) = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(st, TATTLER_OK);
+    assert_eq!(
+        line(e as *mut tattler_entry),
+        format!("Add ns/after-wake {rv}")
+    );
+    waiter.join().unwrap();
+    close(r);
+}
+
+#[test]
+fn a_wake_with_nobody_waiting_is_kept_once() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    // SAFETY: a live reader.
+    unsafe {
+        tattler_wake(r);
+        tattler_wake(r);
+    }
+    // A take-if-ready call does not use the kept wake up.
+    assert_eq!(next(r, 0).0, TATTLER_TIMEOUT);
+    let t = Instant::now();
+    assert_eq!(next(r, -1).0, TATTLER_TIMEOUT, "the kept wake");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // Two wakes with nobody waiting are one: this wait runs its course.
+    let t = Instant::now();
+    assert_eq!(next(r, 300).0, TATTLER_TIMEOUT);
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    close(r);
+}
+
+#[test]
 fn close_racing_a_blocked_wait_frees_after_it_returns() {
     let api = FakeApi::start();
     let r = open(&config(&api, &["pods"])).unwrap();
@@ -468,20 +555,20 @@ fn set_resources_changes_the_streams_or_says_why_not() {
     until_synced(r, 1);
     // `initial` is the opposite of the answer expected, so that an unwritten
     // `*changed` shows.
-    let set = |json: &CStr, initial: bool| {
-        let mut changed = initial;
-        // SAFETY: a live reader, a valid string and out-pointer.
-        let st = unsafe { tattler_set_resources(r, json.as_ptr(), false, &mut changed) };
-        (st, changed)
-    };
-    assert_eq!(set(c"[\"pods\",\"nodes\"]", false), (TATTLER_OK, true));
+    let set = |json: &CStr, initial: bool| set_resources(r, json.as_ptr(), false, initial);
+    assert_eq!(
+        set(c"[\"pods\",\"nodes\"]", false),
+        (TATTLER_OK, true, String::new())
+    );
     assert_eq!(
         until_synced(r, 1),
         [format!("Synced v1/nodes {}", api.current_rv())]
     );
-    assert_eq!(set(c"[\"nodes\",\"pods\"]", true), (TATTLER_OK, false));
+    assert_eq!(
+        set(c"[\"nodes\",\"pods\"]", true),
+        (TATTLER_OK, false, String::new())
+    );
 
-    let mut changed = true;
     for (json, status, needle) in [
         (
             c"{\"pods\":1}",
@@ -492,16 +579,26 @@ fn set_resources_changes_the_streams_or_says_why_not() {
         (c"[]", TATTLER_ERR_INVALID_CONFIG, "nothing to watch"),
         (c"[\"p\xffds\"]", TATTLER_ERR_INVALID_UTF8, "not UTF-8"),
     ] {
-        // SAFETY: a live reader, a valid string and out-pointer.
-        let st = unsafe { tattler_set_resources(r, json.as_ptr(), false, &mut changed) };
+        let (st, changed, msg) = set(json, true);
         assert_eq!(st, status, "{json:?}");
-        assert!(
-            last_error(r).contains(needle),
-            "{json:?}: {}",
-            last_error(r)
-        );
+        assert!(msg.contains(needle), "{json:?}: {msg}");
         assert!(changed, "*changed written on failure");
     }
+    // The text is cut to the buffer, NUL-terminated.
+    let mut small = [0xffu8; 6];
+    let mut changed = false;
+    // SAFETY: a live reader, a valid string, out-pointer and buffer.
+    let st = unsafe {
+        tattler_set_resources(
+            r,
+            c"[\"podz\"]".as_ptr(),
+            false,
+            &mut changed,
+            small.as_mut_ptr().cast(),
+            small.len(),
+        )
+    };
+    assert_eq!((st, text(&small).len()), (TATTLER_ERR_INVALID_RESOURCE, 5));
     // The namespace of the open configuration still applies.
     assert!(api.wait_open_watches(2, Duration::from_secs(10)));
     let pods_requests: Vec<String> = api
@@ -515,8 +612,10 @@ fn set_resources_changes_the_streams_or_says_why_not() {
             .all(|q| q.contains("/namespaces/ns/pods")),
         "{pods_requests:?}"
     );
-    // SAFETY: a live reader; NULL `changed` is allowed.
-    let st = unsafe { tattler_set_resources(r, c"[\"pods\"]".as_ptr(), true, null_mut()) };
+    // SAFETY: a live reader; NULL `changed` and error buffer are allowed.
+    let st = unsafe {
+        tattler_set_resources(r, c"[\"pods\"]".as_ptr(), true, null_mut(), null_mut(), 0)
+    };
     assert_eq!(st, TATTLER_OK);
     close(r);
 }
@@ -536,7 +635,6 @@ fn stats_are_json_and_never_cut() {
     let st = unsafe { tattler_stats_json(r, buf.as_mut_ptr().cast(), buf.len(), &mut needed) };
     assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
     assert!(buf.iter().all(|&b| b == 0xff), "buffer written on failure");
-    assert!(last_error(r).contains("bytes"), "{}", last_error(r));
     let mut buf = vec![0xffu8; needed];
     // SAFETY: as above.
     let st = unsafe { tattler_stats_json(r, buf.as_mut_ptr().cast(), buf.len(), null_mut()) };
@@ -554,7 +652,7 @@ fn stats_are_json_and_never_cut() {
 #[test]
 fn status_texts_and_version() {
     let mut seen = std::collections::HashSet::new();
-    for n in (0..3).chain(100..111) {
+    for n in (0..3).chain(100..112) {
         let t = s(tattler_status_str(n));
         assert!(tattler_status::from_int(n).is_some(), "{n} is a status");
         assert!(
@@ -562,11 +660,12 @@ fn status_texts_and_version() {
             "{n}: {t}"
         );
     }
-    for n in [-1, 3, 99, 111, c_int::MAX] {
+    for n in [-1, 3, 99, 112, c_int::MAX] {
         assert_eq!(s(tattler_status_str(n)), "unknown status");
     }
     assert_eq!(TATTLER_ERR_NULL_ARG as c_int, 100);
     assert_eq!(TATTLER_ERR_OTHER as c_int, 110);
+    assert_eq!(TATTLER_ERR_REENTRANT as c_int, 111);
     assert_eq!(s(tattler_version()), env!("CARGO_PKG_VERSION"));
 }
 

@@ -1,6 +1,7 @@
-//! The C and C++ programs in ffi/examples, built with gcc/g++ against
-//! include/tattler.h and the libraries cargo just built, run against the fake
-//! apiserver (in this process), with AddressSanitizer + UBSan and valgrind.
+//! The C and C++ programs in ffi/examples and ffi/tests/programs, built with
+//! gcc/g++ against include/ and the libraries cargo just built, run against
+//! the fake apiserver (in this process), with AddressSanitizer + UBSan and
+//! valgrind. (ffi/ci-consumers.sh builds them against an installed tattler.)
 //!
 //! gcc and g++ are required. valgrind is used when present; with
 //! TATTLER_REQUIRE_VALGRIND=1 (ffi/test.sh sets it) its absence fails.
@@ -45,15 +46,32 @@ fn out_dir() -> PathBuf {
 /// Libraries the Rust standard library needs when linked statically.
 const NATIVE_LIBS: [&str; 4] = ["-lpthread", "-ldl", "-lm", "-lrt"];
 
+/// Builds ffi/examples/`source` (or ffi/tests/programs/`source` when it is
+/// `programs/...`) with -Wall -Wextra -Werror.
 fn compile(compiler: &str, source: &str, flags: &[&str], link: &[String], out: &str) -> PathBuf {
+    try_compile(compiler, source, flags, link, out).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn try_compile(
+    compiler: &str,
+    source: &str,
+    flags: &[&str],
+    link: &[String],
+    out: &str,
+) -> Result<PathBuf, String> {
     let out = out_dir().join(out);
     let include = format!("-I{}", root().join("include").display());
-    let src = root().join("ffi/examples").join(source);
+    let src = match source.strip_prefix("programs/") {
+        Some(p) => root().join("ffi/tests/programs").join(p),
+        None => root().join("ffi/examples").join(source),
+    };
     let result = Command::new(compiler)
         .args(["-Wall", "-Wextra", "-Werror", "-g"])
         .args(flags)
         .arg(&include)
         .arg(&src)
+        // Whatever follows is not source (-x c++ would apply to the archive too).
+        .args(["-x", "none"])
         .args(link)
         .arg("-o")
         .arg(&out)
@@ -61,12 +79,13 @@ fn compile(compiler: &str, source: &str, flags: &[&str], link: &[String], out: &
         .unwrap_or_else(|e| {
             panic!("cannot run {compiler} (install it: apt-get install gcc g++): {e}")
         });
-    assert!(
-        result.status.success(),
-        "{compiler} {source} failed:\n{}",
-        String::from_utf8_lossy(&result.stderr)
-    );
-    out
+    if !result.status.success() {
+        return Err(format!(
+            "{compiler} {flags:?} {source} failed:\n{}",
+            String::from_utf8_lossy(&result.stderr)
+        ));
+    }
+    Ok(out)
 }
 
 fn static_link() -> Vec<String> {
@@ -87,6 +106,13 @@ fn shared_link() -> Vec<String> {
 
 const C_FLAGS: [&str; 2] = ["-std=c11", "-D_POSIX_C_SOURCE=200809L"];
 
+const SANITIZE: [&str; 4] = [
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+];
+
 fn watch_static() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| compile("gcc", "watch.c", &C_FLAGS, &static_link(), "watch-static"))
@@ -96,12 +122,7 @@ fn watch_sanitized() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let mut flags = C_FLAGS.to_vec();
-        flags.extend([
-            "-O1",
-            "-fno-omit-frame-pointer",
-            "-fsanitize=address,undefined",
-            "-fno-sanitize-recover=all",
-        ]);
+        flags.extend(SANITIZE);
         compile("gcc", "watch.c", &flags, &static_link(), "watch-asan")
     })
 }
@@ -365,46 +386,141 @@ fn run_lines(bin: &Path) -> Vec<String> {
 }
 
 #[test]
-fn pkg_config_files_find_the_header_and_both_libraries() {
-    if Command::new("pkg-config")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("pkg-config not installed: skipped");
-        return;
-    }
-    let pc_dir = out_dir().join("pkgconfig");
-    let gen = Command::new(root().join("ffi/gen-pc.sh"))
-        .arg(lib_dir())
-        .arg(&pc_dir)
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    for (pc, out) in [
-        ("tattler-static", "smoke-pc-static"),
-        ("tattler", "smoke-pc-shared"),
+fn the_header_compiles_as_c99_c11_cpp11_cpp17_and_refuses_older_standards() {
+    let version = env!("CARGO_PKG_VERSION");
+    for (compiler, std) in [
+        ("gcc", "-std=c99"),
+        ("gcc", "-std=c11"),
+        ("g++", "-std=c++11"),
+        ("g++", "-std=c++17"),
     ] {
-        let flags = Command::new("pkg-config")
-            .args(["--cflags", "--libs", pc])
-            .env("PKG_CONFIG_PATH", &pc_dir)
-            .output()
-            .unwrap();
-        assert!(
-            flags.status.success(),
-            "{}",
-            String::from_utf8_lossy(&flags.stderr)
+        let mut flags = vec!["-Wpedantic", std];
+        if compiler == "g++" {
+            flags.extend(["-x", "c++"]);
+        }
+        let bin = compile(
+            compiler,
+            "programs/header_check.c",
+            &flags,
+            &static_link(),
+            &format!("header-check{std}"),
         );
-        let flags: Vec<String> = String::from_utf8(flags.stdout)
-            .unwrap()
-            .split_whitespace()
-            .map(String::from)
-            .collect();
-        let bin = compile("g++", "smoke.cpp", &["-std=c++17"], &flags, out);
-        assert_eq!(run_lines(&bin), ["smoke: ok"], "{pc}");
+        let lines = run_lines(&bin);
+        assert_eq!(lines.len(), 1, "{std}: {lines:?}");
+        assert!(
+            lines[0].starts_with(&format!("header_check: {version} (111 5 out)")),
+            "{std}: {lines:?}"
+        );
     }
+    for (compiler, std, message) in [
+        ("gcc", "-std=c89", "tattler.h needs C99 or later"),
+        ("g++", "-std=c++98", "tattler.h needs C++11 or later"),
+    ] {
+        let mut flags = vec!["-fsyntax-only", std];
+        if compiler == "g++" {
+            flags.extend(["-x", "c++"]);
+        }
+        let err =
+            try_compile(compiler, "programs/header_check.c", &flags, &[], "never").expect_err(std);
+        assert!(err.contains(message), "{std}: {err}");
+    }
+    let err = try_compile(
+        "g++",
+        "programs/hpp_test.cpp",
+        &["-fsyntax-only", "-std=c++14"],
+        &[],
+        "never",
+    )
+    .expect_err("C++14");
+    assert!(err.contains("tattler.hpp needs C++17"), "{err}");
+}
+
+/// Runs reentrant.c (ffi/tests/programs) in `mode` against a fake with pods.
+fn reentrant(bin: &Path, mode: &str, prefix: &[&str]) -> Run {
+    let (api, _, _) = cluster();
+    let run = run_to_end(bin, &[mode, &api.url()], prefix);
+    assert!(
+        run.status.success() && run.stdout.ends_with("reentrant: ok\n"),
+        "reentrant {mode} ({}):\nstdout:\n{}\nstderr:\n{}",
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+    assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+    run
+}
+
+#[test]
+fn every_call_from_inside_the_log_callback_works_or_says_reentrant() {
+    let flags = [&C_FLAGS[..], &["-Wpedantic"], &SANITIZE].concat();
+    let asan = compile(
+        "gcc",
+        "programs/reentrant.c",
+        &flags,
+        &static_link(),
+        "reentrant-asan",
+    );
+    let run = reentrant(&asan, "calls", &[]);
+    assert_sanitizers_quiet(&run);
+    // One line per check, all ok: 25 of them.
+    let oks = run.lines().iter().filter(|l| l.starts_with("ok: ")).count();
+    assert_eq!(oks, 25, "{}", run.stdout);
+    let run = reentrant(&asan, "close", &[]);
+    assert_sanitizers_quiet(&run);
+    assert!(
+        run.stdout
+            .contains("ok: close of the logging thread's own reader works"),
+        "{}",
+        run.stdout
+    );
+    if let Some(valgrind) = valgrind() {
+        let plain = compile(
+            "gcc",
+            "programs/reentrant.c",
+            &C_FLAGS,
+            &static_link(),
+            "reentrant",
+        );
+        let supp = format!(
+            "--suppressions={}",
+            root().join("ffi/valgrind.supp").display()
+        );
+        for mode in ["calls", "close"] {
+            let run = reentrant(&plain, mode, &[valgrind, "-q", "--error-exitcode=1", &supp]);
+            assert!(!run.stderr.contains("=="), "valgrind:\n{}", run.stderr);
+        }
+    }
+}
+
+#[test]
+fn the_cpp_wrapper_under_address_and_undefined_behaviour_sanitizers() {
+    let flags = [&["-std=c++17", "-Wpedantic"][..], &SANITIZE].concat();
+    let bin = compile(
+        "g++",
+        "programs/hpp_test.cpp",
+        &flags,
+        &static_link(),
+        "hpp-test-asan",
+    );
+    let (api, _, _) = cluster();
+    let run = run(&bin, &[&api.url()], &[]);
+    assert_sanitizers_quiet(&run);
+    assert_eq!(run.lines().last(), Some(&"hpp_test: ok"), "{}", run.stdout);
+    assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+}
+
+#[test]
+fn the_cpp_example_prints_what_the_c_example_prints() {
+    let bin = compile(
+        "g++",
+        "watch.cpp",
+        &["-std=c++17", "-Wpedantic"],
+        &static_link(),
+        "watch-cpp",
+    );
+    let (api, adds, synced) = cluster();
+    let run = run(&bin, &["--until-synced", &api.url(), "pods"], &[]);
+    assert_first_sync(&run.lines(), &adds, &synced);
+    assert_eq!(run.lines().len(), adds.len() + 1, "{}", run.stdout);
+    assert!(run.stderr.contains("INFO tattler"), "{}", run.stderr);
 }

@@ -1,6 +1,8 @@
 //! The Go package (ffi/go): `go vet` and `go test -race` against the fake
-//! apiserver, linking the libtattler.a this `cargo test` built. Go is
-//! required: a missing toolchain fails the test, it is not skipped.
+//! apiserver, linking the libtattler.a this `cargo test` built (build tag
+//! `tattler_dev`). Go is required: a missing toolchain fails the test, it is
+//! not skipped. ffi/ci-consumers.sh builds the package copied out of the
+//! repository against an installed tattler.
 
 mod common;
 
@@ -44,9 +46,20 @@ fn go_vet_and_go_test_race() {
     let mut envs = go_env();
     envs.push(("TATTLER_FAKEAPI", fake.display().to_string()));
     let dir = root.join("go");
-    go(&["vet", "./..."], &dir, &envs);
+    // tattler_dev: the in-repository build, linking target/debug/libtattler.a
+    // (without a tag the package links the installed library via pkg-config).
+    go(&["vet", "-tags", "tattler_dev", "./..."], &dir, &envs);
     go(
-        &["test", "-race", "-count=1", "-timeout", "300s", "./..."],
+        &[
+            "test",
+            "-tags",
+            "tattler_dev",
+            "-race",
+            "-count=1",
+            "-timeout",
+            "300s",
+            "./...",
+        ],
         &dir,
         &envs,
     );

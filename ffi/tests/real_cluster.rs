@@ -102,7 +102,7 @@ fn the_c_example_and_the_go_package_stream_from_a_real_apiserver() {
 
     // Go, through cgo.
     let out = Command::new("go")
-        .args(["run", "./example"])
+        .args(["run", "-tags", "tattler_dev", "./example"])
         .args(args(&c, ""))
         .arg("-server")
         .arg(&c.env["K8S_SERVER"])

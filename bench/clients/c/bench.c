@@ -51,8 +51,7 @@ int main(int argc, char **argv) {
         tattler_entry *e = NULL;
         st = tattler_next_entry(r, -1, &e);
         if (st != TATTLER_OK) {
-            tattler_last_error(r, err, sizeof err);
-            fprintf(stderr, "tattler-c: next entry: %s: %s\n", tattler_status_str(st), err);
+            fprintf(stderr, "tattler-c: next entry: %s\n", tattler_status_str(st));
             tattler_close(r);
             return 1;
         }

@@ -1,7 +1,7 @@
 module tattler.bench/tattler-go
 
-go 1.22
+go 1.23
 
-require tattler.dev/tattler v0.0.0
+require example.invalid/tattler/ffi/go v0.0.0
 
-replace tattler.dev/tattler => ../../../ffi/go
+replace example.invalid/tattler/ffi/go => ../../../ffi/go

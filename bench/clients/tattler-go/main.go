@@ -16,7 +16,7 @@ import (
 	"os"
 	"time"
 
-	"tattler.dev/tattler"
+	tattler "example.invalid/tattler/ffi/go"
 )
 
 // libtattler is the SHA-256 of the libtattler.a linked in, set by run.sh

@@ -9,6 +9,10 @@
 //	go run ./example -server https://10.0.0.1:6443 -ca-file ca.crt -token-file token pods nodes
 //	go run ./example -until-synced -server http://127.0.0.1:PORT pods   # against ffi's fakeapi_serve
 //
+// It links the installed library through pkg-config (make install PREFIX=DIR,
+// then PKG_CONFIG_PATH=DIR/lib/pkgconfig LD_LIBRARY_PATH=DIR/lib); inside the
+// repository, -tags tattler_dev links target/debug/libtattler.a instead.
+//
 // Without -server the cluster is found as kubectl finds it (kubeconfig, in-cluster).
 // SIGINT or SIGTERM ends the wait and closes the reader. Log lines go to stderr.
 package main
@@ -23,7 +27,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"tattler.dev/tattler"
+	tattler "example.invalid/tattler/ffi/go"
 )
 
 func main() {
@@ -64,10 +68,9 @@ func run(cfg tattler.Config, untilSynced bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	synced := map[string]bool{}
-	for {
-		e, err := r.Next(ctx)
-		if errors.Is(err, tattler.ErrClosed) || errors.Is(err, context.Canceled) {
-			return nil
+	for e, err := range r.All(ctx) { // ends when the reader is stopped
+		if errors.Is(err, context.Canceled) {
+			return r.Close() // a signal
 		}
 		if err != nil {
 			return err
@@ -92,6 +95,7 @@ func run(cfg tattler.Config, untilSynced bool) error {
 			fmt.Printf("%s %s %d\n", e.Change, name, e.ResourceVersion)
 		}
 	}
+	return r.Close()
 }
 
 func gvr(e tattler.Entry) string {

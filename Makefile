@@ -1,0 +1,31 @@
+# tattler's C library, for C, C++ and Go programs:
+#
+#   make install PREFIX=DIR     build (cargo, release, no debug info) and install:
+#                               DIR/lib/libtattler.{so.*,a}, DIR/include/tattler.{h,hpp},
+#                               DIR/lib/pkgconfig/tattler.pc, DIR/lib/cmake/tattler/
+#   make install PREFIX=DIR LIBRARY=static   the static library alone (or shared)
+#   make uninstall PREFIX=DIR
+#
+# Also LIBDIR (default PREFIX/lib), INCLUDEDIR (PREFIX/include) and DESTDIR
+# (a staging root for packaging). ffi/install.sh does the work. The Rust
+# library itself needs no install: `cargo add tattler`.
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+LIBRARY ?= both
+DESTDIR ?=
+
+.PHONY: all install uninstall
+
+all:
+	ffi/install.sh --build-only
+
+install:
+	ffi/install.sh --prefix "$(abspath $(PREFIX))" --libdir "$(abspath $(LIBDIR))" \
+		--includedir "$(abspath $(INCLUDEDIR))" --destdir "$(DESTDIR)" --library "$(LIBRARY)"
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libtattler.so $(DESTDIR)$(LIBDIR)/libtattler.so.* \
+		$(DESTDIR)$(LIBDIR)/libtattler.a $(DESTDIR)$(LIBDIR)/pkgconfig/tattler.pc \
+		$(DESTDIR)$(INCLUDEDIR)/tattler.h $(DESTDIR)$(INCLUDEDIR)/tattler.hpp
+	rm -rf $(DESTDIR)$(LIBDIR)/cmake/tattler

@@ -1,0 +1,156 @@
+// hpp_test.cpp - tattler.hpp against the fake apiserver: RAII, moves,
+// string_view getters, exceptions with their status, next_for and wake,
+// set_resources, stats, close, and the log function's reentrancy rule.
+// ffi/tests/c_programs.rs builds it with -Werror under AddressSanitizer +
+// UBSan and runs it.
+//
+// usage: hpp_test SERVER     (a fake apiserver with three pods)
+// Prints "hpp_test: ok" and exits 0, or names each failed check and exits 1.
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include <tattler.hpp>
+
+static_assert(!std::is_copy_constructible_v<tattler::reader>, "reader is not copyable");
+static_assert(!std::is_copy_assignable_v<tattler::reader>, "reader is not copyable");
+static_assert(std::is_nothrow_move_constructible_v<tattler::reader>, "reader is movable");
+static_assert(std::is_nothrow_move_assignable_v<tattler::reader>, "reader is movable");
+static_assert(!std::is_copy_constructible_v<tattler::entry>, "entry is not copyable");
+static_assert(std::is_nothrow_move_constructible_v<tattler::entry>, "entry is movable");
+static_assert(std::is_same_v<decltype(std::declval<tattler::entry>().name()), std::string_view>,
+              "getters are string_views");
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char *what) {
+    std::printf("%s: %s\n", ok ? "ok" : "FAILED", what);
+    failures += !ok;
+}
+
+template <class F>
+tattler_status status_of(F &&f) {
+    try {
+        f();
+    } catch (const tattler::error &e) {
+        return e.status();
+    }
+    return TATTLER_OK;
+}
+
+// What set_log_function threw inside the log function, once.
+std::promise<tattler_status> reentrant;
+std::atomic_flag reentrant_tried = ATOMIC_FLAG_INIT;
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: hpp_test SERVER\n");
+        return 2;
+    }
+    const std::string server = argv[1];
+    const std::string pods = "{\"server\":\"" + server + "\",\"resources\":[\"pods\"]}";
+
+    check(tattler::version() == tattler_version() && !tattler::version().empty(), "version");
+    try {
+        tattler::reader bad("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"tokn\":1}");
+        check(false, "a bad configuration throws");
+    } catch (const tattler::error &e) {
+        check(e.status() == TATTLER_ERR_INVALID_CONFIG && std::string(e.what()).find("`tokn`") != std::string::npos,
+              "a bad configuration throws INVALID_CONFIG naming the key");
+    }
+
+    // The log function: set_log_function from inside it throws REENTRANT.
+    std::future<tattler_status> reentrant_status = reentrant.get_future();
+    tattler::set_log_function([](tattler_log_level, std::string_view, std::string_view msg) {
+        if (msg.find("synced") != std::string_view::npos && !reentrant_tried.test_and_set()) {
+            reentrant.set_value(status_of([] { tattler::set_log_function(nullptr); }));
+        }
+    });
+
+    tattler::reader r(pods);
+    int adds = 0;
+    for (;;) {
+        auto e = r.next_for(std::chrono::seconds(10));
+        if (!e) {
+            check(false, "the first sync arrives");
+            break;
+        }
+        if (e->change() == TATTLER_CHANGE_SYNCED) {
+            check(e->resource() == "pods" && e->version() == "v1" && e->group().empty() && e->name().empty() &&
+                      e->object().empty(),
+                  "the Synced entry");
+            break;
+        }
+        adds += e->change() == TATTLER_CHANGE_ADD && !e->namespace_().empty() && !e->name().empty() &&
+                e->kind() == "Pod" && !e->uid().empty() && e->object().substr(0, 1) == "{" &&
+                e->object().find(e->name()) != std::string_view::npos && e->resource_version() > 0;
+    }
+    check(adds == 3, "three Adds with their fields as string_views");
+    // The "synced" line may come just after the Synced entry: wait for it.
+    check(reentrant_status.wait_for(std::chrono::seconds(10)) == std::future_status::ready &&
+              reentrant_status.get() == TATTLER_ERR_REENTRANT,
+          "set_log_function in the log function throws REENTRANT");
+
+    // Moves: the moved-from reader refuses calls with an exception.
+    tattler::reader moved(std::move(r));
+    check(status_of([&] { (void)r.next_for(std::chrono::milliseconds(0)); }) == TATTLER_ERR_NULL_ARG,
+          "a moved-from reader throws NULL_ARG");
+    check(!moved.next_for(std::chrono::milliseconds(0)) && !moved.closed(), "nothing ready; not closed");
+
+    // wake() from another thread ends one next_for wait, not the reader.
+    auto t0 = std::chrono::steady_clock::now();
+    std::thread waker([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        moved.wake();
+    });
+    auto woken = moved.next_for(std::chrono::seconds(30));
+    waker.join();
+    check(!woken && !moved.closed() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20),
+          "wake ends a next_for wait early");
+
+    check(moved.set_resources("[\"pods\",\"nodes\"]"), "set_resources adds nodes");
+    check(status_of([&] { moved.set_resources("[\"podz\"]"); }) == TATTLER_ERR_INVALID_RESOURCE,
+          "a bad resource name throws INVALID_RESOURCE");
+    for (;;) {
+        auto e = moved.next_for(std::chrono::seconds(10));
+        if (!e || (e->change() == TATTLER_CHANGE_SYNCED && e->resource() == "nodes")) {
+            check(bool(e), "nodes synced");
+            break;
+        }
+    }
+    std::string stats = moved.stats_json();
+    check(stats.find("\"v1/nodes\"") != std::string::npos && stats.back() == ']', "stats_json");
+
+    // An entry outlives its reader; stop then drain says closed().
+    tattler::reader other(pods);
+    std::optional<tattler::entry> kept = other.next();
+    other.stop();
+    while (other.next()) {
+    }
+    check(other.closed(), "after stop, next() drains to nullopt and closed()");
+    other.close();
+    check(status_of([&] { (void)other.next(); }) == TATTLER_ERR_NULL_ARG, "a closed reader throws NULL_ARG");
+    check(kept && kept->change() == TATTLER_CHANGE_ADD && !kept->name().empty(), "an entry outlives its reader");
+
+    // Move-assignment closes the target's reader first.
+    tattler::reader a(pods), b(pods);
+    a = std::move(b);
+    check(a.next_for(std::chrono::seconds(10)).has_value(), "the moved-in reader streams");
+
+    tattler::set_log_function(nullptr);
+    moved.close();
+    if (failures != 0) {
+        std::printf("hpp_test: %d FAILED\n", failures);
+        return 1;
+    }
+    std::printf("hpp_test: ok\n");
+    return 0;
+}
