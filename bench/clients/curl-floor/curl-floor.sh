@@ -11,7 +11,7 @@ set -u
 name="$1" scan="$2" url="$3" ca="$4" hdr="$5"
 shift 5
 t0="$(date +%s.%N)"
-exec 3< <(exec curl -sS -N --cacert "$ca" -H "@$hdr" "$@" "$url")
+exec 3< <(exec curl -sS -f -N --cacert "$ca" -H "@$hdr" "$@" "$url")
 cpid=$!
 "$scan" "$name" "$t0" <&3
 st=$?
