@@ -105,7 +105,7 @@ alive() { kill -0 "$1" 2>/dev/null; }
 # Load (or top up) the pods, with the apiserver's and etcd's CPU.
 a0="$(cpu_ticks "$APISERVER_PID")" e0="$(cpu_ticks "$ETCD_PID")"
 log "loading $N pods on $NODES nodes ($CONC in flight)"
-if ! "$T/loader" -server "$K8S_SERVER" -ca "$K8S_CA" -token-file "$K8S_TOKEN_FILE" -n "$N" -c "$CONC" -nodes "$NODES" \
+if ! "$TIME" -f '%M %U %S %e' -o "$OUT/load.time" "$T/loader" -server "$K8S_SERVER" -ca "$K8S_CA" -token-file "$K8S_TOKEN_FILE" -n "$N" -c "$CONC" -nodes "$NODES" \
     >"$OUT/load.out" 2>"$OUT/load.err"; then
     tail -n 5 "$OUT/load.err" >&2
     exit 1
@@ -115,10 +115,23 @@ import json, sys
 f, a, e, tck = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 d = json.loads(open(f).read().strip().splitlines()[-1])
 d.update({"apiserver_cpu_s": a / tck, "etcd_cpu_s": e / tck})
+try:
+    rss, u, s_, _ = open(f[:-4] + ".time").read().split()[-4:]
+    d.update({"loader_cpu_s": float(u) + float(s_), "loader_peak_rss_kb": int(rss)})
+except (OSError, ValueError):
+    pass
 open(f, "w").write(json.dumps(d) + "\n")
 EOF
 echo "$N $NODES" >"$CLUSTER/loaded"
 log "loaded: $(cat "$OUT/load.out")"
+# The record of the load that made these pods stays with the cluster: a run that
+# reuses a kept cluster reports it, marked as reused.
+if grep -q '"created": 0,' "$OUT/load.out" && [ -s "$CLUSTER/load.json" ]; then
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["reused_cluster"]=True; print(json.dumps(d))' "$CLUSTER/load.json" >"$OUT/load.json"
+else
+    cp "$OUT/load.out" "$CLUSTER/load.json"
+    cp "$OUT/load.out" "$OUT/load.json"
+fi
 
 # ---------------------------------------------------------------- what the clients get
 CFG="$OUT/$N/config"
@@ -159,7 +172,7 @@ CLIENT_TABLE=(
 
 DIR="$OUT/$N"
 [ -z "${RESUME:-}" ] && find "$DIR" -mindepth 1 -maxdepth 1 ! -name config -exec rm -rf {} +
-cp "$OUT/load.out" "$DIR/load.json"
+cp "$OUT/load.json" "$DIR/load.json"
 cp "$OUT/invocation.txt" "$DIR/invocation.txt"
 echo "$NODE" >"$DIR/node.txt"
 

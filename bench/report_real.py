@@ -147,7 +147,9 @@ md.append(
     f"labels, annotations, a kubectl last-applied-configuration, owner reference; the apiserver adds defaults, status and managedFields), "
     f"spread over 50 namespaces and {nodes} node names (`spec.nodeName`; no node objects, so they stay Pending). "
     + (f"The watch-list is {full_bytes / 1e6:,.1f} MB, {full_bytes / n:,.0f} bytes per pod; metadata-only, {meta_bytes / 1e6:,.1f} MB ({100 * meta_bytes / full_bytes:.0f}%: the last-applied annotation and managedFields are metadata). " if full_bytes and meta_bytes and n else "")
-    + (f"This run's load: {load['created']:,} created in {load['seconds']:.0f} s ({load['created_per_s']:.0f}/s; apiserver {load['apiserver_cpu_s']:.0f} CPU-s, etcd {load['etcd_cpu_s']:.0f})" if load.get("created") else f"The pods were already loaded (a kept cluster): {load.get('existed', 0):,} found")
+    + ("The pods were loaded by an earlier run that kept the cluster (`KEEP=1`); that load: " if load.get("reused_cluster") else "This run's load: ")
+    + (f"{load['created']:,} created in {load['seconds']:.0f} s ({load['created_per_s']:.0f}/s; apiserver {load['apiserver_cpu_s']:.0f} CPU-s, etcd {load['etcd_cpu_s']:.0f}"
+       + (f", the loader {load['loader_cpu_s']:.0f}" if "loader_cpu_s" in load else "") + ")" if load.get("created") else f"The pods were already loaded (a kept cluster): {load.get('existed', 0):,} found")
     + "."
 )
 md.append(
@@ -172,9 +174,10 @@ for g, title in GROUPS:
         node = (read(os.path.join(DIR, "node.txt"), "?") or "?").strip()
         md.append(f"The node is `{node}`; {fmt(get(names[0], 'objects'))} pods of the {n:,} are bound to it.\n")
     extra = " | apiserver CPU % of the full sync | client CPU % of the full sync" if g == "metadata" else ""
-    md.append(f"| client | s to Synced (median; min–max) | client CPU s | peak RSS MB | apiserver CPU s | etcd CPU s | client CPU ÷ tattler-rust's{extra} |")
+    base_name = {"full": "tattler-rust", "metadata": "tattler-rust-metadata", "node": "tattler-rust-node"}[g]
+    md.append(f"| client | s to Synced (median; min–max) | client CPU s | peak RSS MB | apiserver CPU s | etcd CPU s | client CPU ÷ {base_name}'s{extra} |")
     md.append("|---|---|---|---|---|---|---|" + ("---|---|" if g == "metadata" else ""))
-    base = tr if g == "full" else rows.get({"metadata": "tattler-rust-metadata", "node": "tattler-rust-node"}[g], {})
+    base = rows.get(base_name, {})
     for c in names:
         r = rows[c]
         if r.get("unsupported"):
@@ -266,6 +269,17 @@ for c in sorted(rows, key=order_key):
 md.append(f"- loader: `bench/target/release/loader -server URL -ca CA -token-file TOKEN -n {n} -c {load.get('in_flight', '?')} -nodes {nodes}`")
 md.append("")
 md.append("### Reading these numbers\n")
+json_clients = [c for c in ("curl", "curl-http1.1", "tattler-rust", "tattler-rust-noscrub", "tattler-c", "tattler-go", "kube-rs", "client-go-json")
+                if get(c, "apiserver_cpu_s")]
+if json_clients and get("client-go-protobuf", "apiserver_cpu_s"):
+    js = sorted(get(c, "apiserver_cpu_s") for c in json_clients)
+    jm = js[len(js) // 2]
+    pb = get("client-go-protobuf", "apiserver_cpu_s")
+    md.append(
+        f"- Serving the full sync as JSON cost the apiserver {js[0]:.1f}–{js[-1]:.1f} CPU-s (median {jm:.1f}, over the {len(js)} JSON clients); "
+        f"as protobuf (client-go-protobuf) {pb:.1f} CPU-s, {100 * pb / jm:.0f}% of that, and it synced in {get('client-go-protobuf', 'seconds_to_synced'):.1f} s "
+        f"against tattler-rust's {fmt(get('tattler-rust', 'seconds_to_synced'), 1)} s: the encoding a client asks for decides most of what its sync costs the apiserver, and how long it takes.\n"
+    )
 md.append(
     "- One 2-core machine holds the apiserver, etcd and the client: a client that burns CPU slows the apiserver serving it, "
     "and the other way round. The wall time of a sync is mostly the apiserver's (encoding every object for this watcher); "
