@@ -24,6 +24,9 @@
 #                   on a shared machine, run the whole thing under nice instead:
 #                   the clients then stay on an equal footing with the apiserver.
 #   TIMEOUT=900     seconds a client run may take
+#   SERVER_GOMEMLIMIT=12GiB  a soft memory limit for the apiserver and etcd (unset: none).
+#                   At 30,000 pods the apiserver peaked at 5.4 GB and etcd at 1.2 GB;
+#                   100,000 may not fit in 24 GB beside client-go's informer without it.
 #
 # Everything runs on 127.0.0.1. Raw outputs: bench/out/real/ (not committed);
 # the cluster lives in bench/out/real/cluster (etcd data: ~1.1 GB at 100,000 pods).
@@ -61,7 +64,7 @@ fi
 mkdir -p "$OUT" "$T"
 : >"$NOTES"
 STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "bench/real.sh $N  (ROUNDS=$ROUNDS NODES=$NODES NODE=$NODE CONC=$CONC${CLIENTS:+ CLIENTS=\"$CLIENTS\"})" >"$OUT/invocation.txt"
+echo "bench/real.sh $N  (ROUNDS=$ROUNDS NODES=$NODES NODE=$NODE CONC=$CONC${CLIENTS:+ CLIENTS=\"$CLIENTS\"}${SERVER_GOMEMLIMIT:+ SERVER_GOMEMLIMIT=$SERVER_GOMEMLIMIT})" >"$OUT/invocation.txt"
 
 # ---------------------------------------------------------------- build
 if [ -z "${SKIP_BUILD:-}" ]; then
@@ -70,7 +73,11 @@ if [ -z "${SKIP_BUILD:-}" ]; then
     build loader sh -c "cd '$BENCH/real/loader' && go build -o '$T/loader' ."
     build scan cc -O2 -Wall -Wextra -Werror "$BENCH/clients/curl-floor/scan.c" -o "$T/scan"
 fi
-write_build_info "$OUT/build-info.txt"
+# With SKIP_BUILD the binaries are those of the last build, which build-info describes.
+if [ -z "${SKIP_BUILD:-}" ] || [ ! -s "$OUT/build-info.txt" ]; then
+    write_build_info "$OUT/build-info.txt"
+    [ -n "${SKIP_BUILD:-}" ] && echo "built_note=SKIP_BUILD=1 and no record of the build: the commit is the checkout's at the run, not necessarily the binaries'" >>"$OUT/build-info.txt"
+fi
 K8S_BIN="$(tail -n 1 "$OUT/build-k8s.log" 2>/dev/null || true)"
 [ -x "$K8S_BIN/kube-apiserver" ] || K8S_BIN="$("$K8S/build.sh" | tail -n 1)"
 export TATTLER_K8S_BIN="$K8S_BIN"
@@ -78,13 +85,15 @@ export TATTLER_K8S_BIN="$K8S_BIN"
 # ---------------------------------------------------------------- cluster
 cluster_up() { "$K8S/cluster.sh" status "$CLUSTER" >/dev/null 2>&1; }
 loaded="$(cat "$CLUSTER/loaded" 2>/dev/null || true)"
-if cluster_up && [ "$loaded" = "$N $NODES" ]; then
+if cluster_up && [ "$loaded" = "$N $NODES ${SERVER_GOMEMLIMIT:-}" ]; then
     log "reusing the running cluster in ${CLUSTER#"$ROOT"/} ($N pods on $NODES nodes)"
 else
     [ -f "$CLUSTER/env" ] && "$K8S/cluster.sh" down "$CLUSTER" >/dev/null 2>&1 || true
     rm -rf "$CLUSTER"
     log "starting kube-apiserver + etcd in ${CLUSTER#"$ROOT"/}"
-    "$K8S/cluster.sh" up "$CLUSTER" >"$OUT/cluster-up.log" 2>&1 || { tail -n 40 "$OUT/cluster-up.log" >&2; exit 1; }
+    # SERVER_GOMEMLIMIT: a soft memory limit for the apiserver and etcd only (Go's GOMEMLIMIT).
+    env ${SERVER_GOMEMLIMIT:+GOMEMLIMIT="$SERVER_GOMEMLIMIT"} "$K8S/cluster.sh" up "$CLUSTER" >"$OUT/cluster-up.log" 2>&1 ||
+        { tail -n 40 "$OUT/cluster-up.log" >&2; exit 1; }
 fi
 # shellcheck disable=SC1091
 . "$CLUSTER/env"
@@ -122,7 +131,7 @@ except (OSError, ValueError):
     pass
 open(f, "w").write(json.dumps(d) + "\n")
 EOF
-echo "$N $NODES" >"$CLUSTER/loaded"
+echo "$N $NODES ${SERVER_GOMEMLIMIT:-}" >"$CLUSTER/loaded"
 log "loaded: $(cat "$OUT/load.out")"
 # The record of the load that made these pods stays with the cluster: a run that
 # reuses a kept cluster reports it, marked as reused.
@@ -172,15 +181,26 @@ CLIENT_TABLE=(
 
 DIR="$OUT/$N"
 [ -z "${RESUME:-}" ] && find "$DIR" -mindepth 1 -maxdepth 1 ! -name config -exec rm -rf {} +
-cp "$OUT/load.json" "$DIR/load.json"
-cp "$OUT/invocation.txt" "$DIR/invocation.txt"
+# A resumed run keeps the load record it started with.
+[ -n "${RESUME:-}" ] && [ -s "$DIR/load.json" ] || cp "$OUT/load.json" "$DIR/load.json"
+if [ -n "${RESUME:-}" ] && [ -s "$DIR/invocation.txt" ]; then
+    echo "$(head -n 1 "$DIR/invocation.txt"); resumed $STARTED with RESUME=1${SKIP_BUILD:+ SKIP_BUILD=1}${CLIENTS:+ CLIENTS=\"$CLIENTS\"}" >"$DIR/invocation.txt.new"
+    mv "$DIR/invocation.txt.new" "$DIR/invocation.txt"
+else
+    cp "$OUT/invocation.txt" "$DIR/invocation.txt"
+fi
 echo "$NODE" >"$DIR/node.txt"
 
+# A resumed run is the same run: it keeps its start and its idle measurement.
+if [ -n "${RESUME:-}" ] && [ -s "$DIR/started" ]; then STARTED="$(cat "$DIR/started")"; else echo "$STARTED" >"$DIR/started"; fi
+
 # The apiserver's own CPU when no client is syncing, over 10 s (after the load settles).
-sleep 5
-a0="$(cpu_ticks "$APISERVER_PID")" e0="$(cpu_ticks "$ETCD_PID")"
-sleep 10
-echo "{\"apiserver_idle_cpu_s_per_s\":$(awk -v d="$(( $(cpu_ticks "$APISERVER_PID") - a0 ))" -v t="$TCK" 'BEGIN{printf "%.4f", d/t/10}'),\"etcd_idle_cpu_s_per_s\":$(awk -v d="$(( $(cpu_ticks "$ETCD_PID") - e0 ))" -v t="$TCK" 'BEGIN{printf "%.4f", d/t/10}')}" >"$DIR/idle.json"
+if [ -z "${RESUME:-}" ] || [ ! -s "$DIR/idle.json" ]; then
+    sleep 5
+    a0="$(cpu_ticks "$APISERVER_PID")" e0="$(cpu_ticks "$ETCD_PID")"
+    sleep 10
+    echo "{\"apiserver_idle_cpu_s_per_s\":$(awk -v d="$(( $(cpu_ticks "$APISERVER_PID") - a0 ))" -v t="$TCK" 'BEGIN{printf "%.4f", d/t/10}'),\"etcd_idle_cpu_s_per_s\":$(awk -v d="$(( $(cpu_ticks "$ETCD_PID") - e0 ))" -v t="$TCK" 'BEGIN{printf "%.4f", d/t/10}')}" >"$DIR/idle.json"
+fi
 log "idle: $(cat "$DIR/idle.json")"
 
 wanted() { [ -z "${CLIENTS:-}" ] || [[ " $CLIENTS " == *" $1 "* ]]; }
@@ -233,6 +253,11 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- report
+# What the server side holds: peak and current RSS of the apiserver and etcd
+# (since they started: the load and every run), and etcd's database size.
+kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+db="$(curl -fsS --max-time 10 -X POST "$ETCD_ENDPOINT/v3/maintenance/status" -d '{}' 2>/dev/null | grep -o '"dbSize":"[0-9]*"' | grep -o '[0-9][0-9]*' || echo 0)"
+echo "{\"apiserver_peak_rss_kb\":$(kb "$APISERVER_PID" VmHWM),\"apiserver_rss_kb\":$(kb "$APISERVER_PID" VmRSS),\"etcd_peak_rss_kb\":$(kb "$ETCD_PID" VmHWM),\"etcd_rss_kb\":$(kb "$ETCD_PID" VmRSS),\"etcd_db_bytes\":${db:-0}}" >"$DIR/server-mem.json"
 write_machine_info "$DIR/machine.txt" "$STARTED" "$OUT/build-info.txt"
 echo "apiserver=$("$K8S_BIN/kube-apiserver" --version 2>/dev/null || echo unknown)" >>"$DIR/machine.txt"
 echo "curl=$(curl --version | head -n 1)" >>"$DIR/machine.txt"

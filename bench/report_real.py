@@ -75,6 +75,7 @@ invocation = (read(os.path.join(DIR, "invocation.txt"), "") or "").strip()
 load = json.loads(read(os.path.join(DIR, "load.json"), "{}") or "{}")
 idle = json.loads(read(os.path.join(DIR, "idle.json"), "{}") or "{}")
 notes = (read(os.path.join(DIR, "build-notes.txt"), "") or "").rstrip()
+mem = json.loads(read(os.path.join(DIR, "server-mem.json"), "{}") or "{}")
 n = load.get("pods", 0)
 nodes = load.get("nodes", 0)
 
@@ -160,6 +161,12 @@ md.append(
     f"({fmt(idle.get('apiserver_idle_cpu_s_per_s'), 3)} CPU-s per second when no client syncs, etcd {fmt(idle.get('etcd_idle_cpu_s_per_s'), 3)}; measured for 10 s before the first run). "
     f"Medians of {rounds} round{'s' if rounds != 1 else ''}; the clients take turns within each round."
 )
+if mem:
+    md.append(
+        f"- The server side at the end of the run: kube-apiserver peak RSS {mem.get('apiserver_peak_rss_kb', 0) * 1024 / 1e9:.1f} GB "
+        f"(now {mem.get('apiserver_rss_kb', 0) * 1024 / 1e9:.1f}), etcd {mem.get('etcd_peak_rss_kb', 0) * 1024 / 1e9:.1f} GB "
+        f"(now {mem.get('etcd_rss_kb', 0) * 1024 / 1e9:.1f}), etcd's database {mem.get('etcd_db_bytes', 0) / 1e9:.2f} GB (its quota: 2.15 GB)."
+    )
 if notes:
     md.append("\n**Not built or not run:**\n\n```\n" + notes + "\n```")
 md.append("")
@@ -296,6 +303,6 @@ text = put_real_section(read(MD, "") or "", "\n".join(md))
 with open(MD, "w") as f:
     f.write(text)
 with open(JS, "w") as f:
-    json.dump({"machine": machine, "invocation": invocation, "load": load, "idle": idle, "build_notes": notes,
+    json.dump({"machine": machine, "invocation": invocation, "load": load, "idle": idle, "server_memory": mem, "build_notes": notes,
                "clients": rows, "targets": targets}, f, indent=1)
     f.write("\n")
