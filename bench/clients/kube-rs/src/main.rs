@@ -67,21 +67,7 @@ async fn main() {
         // kube 5: an Api of PartialObjectMeta makes metadata-only requests.
         let api: Api<PartialObjectMeta<Pod>> = Api::all(client);
         let mut stream = watcher(api, wc).boxed();
-        let (mut objects, mut touched) = (0u64, 0usize);
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(watcher::Event::InitApply(p)) => {
-                    objects += 1;
-                    touched += touch_meta(&p.metadata);
-                }
-                Ok(watcher::Event::InitDone) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    eprintln!("kube-rs: {e}");
-                    std::process::exit(1)
-                }
-            }
-        }
+        let (objects, touched) = initial_sync(&mut stream, |p| touch_meta(&p.metadata)).await;
         let secs = t0.elapsed().as_secs_f64();
         println!(
             r#"{{"client":"kube-rs-metadata","objects":{objects},"bytes":0,"seconds_to_synced":{secs:.6},"touched":{touched}}}"#
@@ -89,22 +75,7 @@ async fn main() {
         return;
     }
     let mut stream = watcher(api, wc).boxed();
-    let mut objects = 0u64;
-    let mut touched = 0usize;
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(watcher::Event::InitApply(p)) => {
-                objects += 1;
-                touched += touch(&p);
-            }
-            Ok(watcher::Event::InitDone) => break,
-            Ok(_) => {}
-            Err(e) => {
-                eprintln!("kube-rs: {e}");
-                std::process::exit(1)
-            }
-        }
-    }
+    let (objects, touched) = initial_sync(&mut stream, touch).await;
     let secs = t0.elapsed().as_secs_f64();
     let base = format!(
         r#""client":"{client_name}","objects":{objects},"bytes":0,"seconds_to_synced":{secs:.6},"touched":{touched}"#
@@ -160,6 +131,29 @@ async fn main() {
         pct(0.99),
         pct(1.0)
     );
+}
+
+/// Reads the stream up to InitDone, touching each initial object; exits on an error.
+async fn initial_sync<K, S>(stream: &mut S, touch: impl Fn(&K) -> usize) -> (u64, usize)
+where
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Unpin,
+{
+    let (mut objects, mut touched) = (0u64, 0usize);
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(watcher::Event::InitApply(p)) => {
+                objects += 1;
+                touched += touch(&p);
+            }
+            Ok(watcher::Event::InitDone) => break,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("kube-rs: {e}");
+                std::process::exit(1)
+            }
+        }
+    }
+    (objects, touched)
 }
 
 fn touch(p: &Pod) -> usize {
