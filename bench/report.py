@@ -9,8 +9,9 @@ lines, /usr/bin/time's "%M %U %S %e", and the replay server's info line.
 
 import json
 import os
-import statistics
 import sys
+
+from reportlib import fmt, kv, med, put_real_section, read, real_section, runs
 
 OUT, MD, JS = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -45,71 +46,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(OUT))) + "/"
 
 def rel(cmd):
     return cmd.replace(ROOT, "")
-
-
-def read(path, default=None):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return default
-
-
-def kv(path):
-    out = {}
-    for line in (read(path, "") or "").splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            out[k] = v
-    return out
-
-
-def runs(dir_):
-    """Every run of one client: its JSON line merged with /usr/bin/time's numbers."""
-    res = []
-    if not os.path.isdir(dir_):
-        return res
-    for f in sorted(os.listdir(dir_)):
-        if not f.endswith(".out"):
-            continue
-        k = f[:-4]
-        line = (read(os.path.join(dir_, f), "") or "").strip().splitlines()
-        t = (read(os.path.join(dir_, k + ".time"), "") or "").strip().splitlines()
-        err = (read(os.path.join(dir_, k + ".err"), "") or "").strip()
-        r = {"run": int(k) if k.isdigit() else k, "ok": False}
-        try:
-            r.update(json.loads(line[-1]))
-            r["ok"] = True
-        except (IndexError, ValueError):
-            r["error"] = err.splitlines()[-1] if err else "no output"
-        if t:
-            last = t[-1].split()
-            if len(last) == 4:
-                try:
-                    rss, u, s, e = int(last[0]), float(last[1]), float(last[2]), float(last[3])
-                    r.update({"peak_rss_kb": rss, "user_s": u, "sys_s": s, "cpu_s": u + s, "wall_s": e})
-                except ValueError:
-                    pass
-        load = read(os.path.join(dir_, k + ".load"))
-        if load:
-            r["loadavg_1m_before"] = float(load.split()[0])
-        res.append(r)
-    return res
-
-
-def med(rs, key):
-    v = [r[key] for r in rs if r.get("ok") and isinstance(r.get(key), (int, float))]
-    return statistics.median(v) if v else None
-
-
-def fmt(v, nd=2):
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        if abs(v) >= 1000:
-            return f"{v:,.0f}"
-        return f"{v:.{nd}f}"
-    return f"{v:,}"
 
 
 def order_key(name):
@@ -448,8 +384,13 @@ md.append(
     "measurement, not part of this run).\n"
 )
 
+text = "\n".join(md)
+# bench/real.sh's section (a real kube-apiserver) is not this run's: keep it as it is.
+kept = real_section(read(MD, "") or "")
+if kept:
+    text = put_real_section(text, kept)
 with open(MD, "w") as f:
-    f.write("\n".join(md))
+    f.write(text)
 with open(JS, "w") as f:
     json.dump(result, f, indent=1, sort_keys=False)
     f.write("\n")

@@ -2,7 +2,10 @@
  * bench.c - tattler's C ABI on the replay server: sync pods, touching each
  * entry's namespace, name, resourceVersion and object, and print one JSON line.
  *
- * usage: tattler-c URL [--noscrub]
+ * usage: tattler-c URL|CONFIG.json [--noscrub]
+ *
+ * URL is the replay server's; CONFIG.json a tattler_open configuration (a
+ * real apiserver: bench/real.sh writes them; --noscrub is then ignored).
  *
  * Build (bench/run.sh does this):
  *   cc -O2 -Wall -Wextra -Werror -I include bench/clients/c/bench.c \
@@ -30,13 +33,24 @@ static unsigned long long stat_field(const char *json, const char *key) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: tattler-c URL [--noscrub]\n");
+        fprintf(stderr, "usage: tattler-c URL|CONFIG.json [--noscrub]\n");
         return 2;
     }
     int noscrub = argc > 2 && strcmp(argv[2], "--noscrub") == 0;
-    char config[1024];
-    snprintf(config, sizeof config, "{\"server\":\"%s\",\"resources\":[\"pods\"]%s}", argv[1],
-             noscrub ? ",\"scrub\":false" : "");
+    static char config[65536];
+    if (strncmp(argv[1], "http://", 7) == 0 || strncmp(argv[1], "https://", 8) == 0) {
+        snprintf(config, sizeof config, "{\"server\":\"%s\",\"resources\":[\"pods\"]%s}", argv[1],
+                 noscrub ? ",\"scrub\":false" : "");
+    } else {
+        FILE *f = fopen(argv[1], "r");
+        size_t n = f == NULL ? 0 : fread(config, 1, sizeof config - 1, f);
+        if (f == NULL || ferror(f) || n == sizeof config - 1) {
+            fprintf(stderr, "tattler-c: cannot read the config file %s\n", argv[1]);
+            return 2;
+        }
+        fclose(f);
+        config[n] = 0;
+    }
 
     double t0 = now();
     tattler_reader *r = NULL;

@@ -2,7 +2,10 @@
 // touching each entry's namespace, name, resourceVersion and object, and
 // print one JSON line.
 //
-// usage: tattler-go URL [-noscrub]
+// usage: tattler-go [-noscrub] URL|CONFIG.json
+//
+// URL is the replay server's; CONFIG.json a configuration for OpenJSON (a
+// real apiserver: bench/real.sh writes them; -noscrub is then ignored).
 //
 // Build (bench/run.sh does this, after `cargo build --release -p tattler-ffi`):
 //
@@ -14,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	tattler "example.invalid/tattler/ffi/go"
@@ -29,18 +33,29 @@ func main() {
 	noscrub := flag.Bool("noscrub", false, "turn secret scrubbing off")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: tattler-go [-noscrub] URL")
+		fmt.Fprintln(os.Stderr, "usage: tattler-go [-noscrub] URL|CONFIG.json")
 		os.Exit(2)
 	}
-	cfg := tattler.Config{Server: flag.Arg(0), Resources: []string{"pods"}}
+	target := flag.Arg(0)
+	cfg := tattler.Config{Server: target, Resources: []string{"pods"}}
 	name := "tattler-go"
 	if *noscrub {
 		off := false
 		cfg.Scrub = &off
 		name = "tattler-go-noscrub"
 	}
+	js, err := cfg.JSON()
+	if !strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
+		var b []byte
+		b, err = os.ReadFile(target)
+		js = string(b)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tattler-go:", err)
+		os.Exit(2)
+	}
 	t0 := time.Now()
-	r, err := tattler.Open(cfg)
+	r, err := tattler.OpenJSON(js)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tattler-go:", err)
 		os.Exit(1)

@@ -1,9 +1,12 @@
-//! kube-rs `watcher` on the replay server, typed `Pod`s, plain http, no auth.
+//! kube-rs `watcher` on typed `Pod`s: on the replay server (a URL: plain http,
+//! no auth) or on a real apiserver (a kubeconfig file).
 //!
-//! usage: kube-rs URL [--list] [--live COUNT]
+//! usage: kube-rs URL|KUBECONFIG [--list] [--live COUNT] [--fields SELECTOR] [--metadata]
 //!
 //! Default: `watcher::Config::default().streaming_lists()` (a watch-list).
 //! --list: the default watcher config (paged LIST, then WATCH).
+//! --fields SELECTOR: a field selector (`spec.nodeName=node-042`: a node agent).
+//! --metadata: a watcher on `Api<PartialObjectMeta<Pod>>` (metadata-only requests).
 //! --live COUNT: after InitDone, read COUNT live updates and report their
 //!   latency (send timestamp annotation to the event) and CPU cost.
 
@@ -11,6 +14,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use kube::api::PartialObjectMeta;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client, Config};
 
@@ -20,7 +25,7 @@ const STAMP: &str = "bench.tattler.dev/sent-unix-nanos";
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(url) = args.first() else {
-        eprintln!("usage: kube-rs URL [--list] [--live COUNT]");
+        eprintln!("usage: kube-rs URL|KUBECONFIG [--list] [--live COUNT] [--fields SELECTOR] [--metadata]");
         std::process::exit(2)
     };
     let list = args.iter().any(|a| a == "--list");
@@ -28,34 +33,49 @@ async fn main() {
         .iter()
         .position(|a| a == "--live")
         .and_then(|i| args.get(i + 1)?.parse().ok());
+    let fields = args
+        .iter()
+        .position(|a| a == "--fields")
+        .and_then(|i| args.get(i + 1));
+    let metadata = args.iter().any(|a| a == "--metadata");
     let client_name = if list { "kube-rs-list" } else { "kube-rs" };
 
     let t0 = Instant::now();
-    let config = Config::new(url.parse().expect("a URL"));
+    let config = if url.starts_with("http://") || url.starts_with("https://") {
+        Config::new(url.parse().expect("a URL"))
+    } else {
+        let kc = Kubeconfig::read_from(url).expect("a kubeconfig");
+        Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .expect("a kubeconfig")
+    };
     let client = Client::try_from(config).expect("a client");
-    let api: Api<Pod> = Api::all(client);
-    let wc = if list {
+    let api: Api<Pod> = Api::all(client.clone());
+    let mut wc = if list {
         watcher::Config::default()
     } else {
         watcher::Config::default().streaming_lists()
     };
-    let mut stream = watcher(api, wc).boxed();
-    let mut objects = 0u64;
-    let mut touched = 0usize;
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(watcher::Event::InitApply(p)) => {
-                objects += 1;
-                touched += touch(&p);
-            }
-            Ok(watcher::Event::InitDone) => break,
-            Ok(_) => {}
-            Err(e) => {
-                eprintln!("kube-rs: {e}");
-                std::process::exit(1)
-            }
-        }
+    if let Some(f) = fields {
+        wc = wc.fields(f);
     }
+    if metadata {
+        if live.is_some() {
+            eprintln!("kube-rs: --metadata measures the initial sync only");
+            std::process::exit(2)
+        }
+        // kube 5: an Api of PartialObjectMeta makes metadata-only requests.
+        let api: Api<PartialObjectMeta<Pod>> = Api::all(client);
+        let mut stream = watcher(api, wc).boxed();
+        let (objects, touched) = initial_sync(&mut stream, |p| touch_meta(&p.metadata)).await;
+        let secs = t0.elapsed().as_secs_f64();
+        println!(
+            r#"{{"client":"kube-rs-metadata","objects":{objects},"bytes":0,"seconds_to_synced":{secs:.6},"touched":{touched}}}"#
+        );
+        return;
+    }
+    let mut stream = watcher(api, wc).boxed();
+    let (objects, touched) = initial_sync(&mut stream, touch).await;
     let secs = t0.elapsed().as_secs_f64();
     let base = format!(
         r#""client":"{client_name}","objects":{objects},"bytes":0,"seconds_to_synced":{secs:.6},"touched":{touched}"#
@@ -113,8 +133,34 @@ async fn main() {
     );
 }
 
+/// Reads the stream up to InitDone, touching each initial object; exits on an error.
+async fn initial_sync<K, S>(stream: &mut S, touch: impl Fn(&K) -> usize) -> (u64, usize)
+where
+    S: futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Unpin,
+{
+    let (mut objects, mut touched) = (0u64, 0usize);
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(watcher::Event::InitApply(p)) => {
+                objects += 1;
+                touched += touch(&p);
+            }
+            Ok(watcher::Event::InitDone) => break,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("kube-rs: {e}");
+                std::process::exit(1)
+            }
+        }
+    }
+    (objects, touched)
+}
+
 fn touch(p: &Pod) -> usize {
-    let m = &p.metadata;
+    touch_meta(&p.metadata)
+}
+
+fn touch_meta(m: &kube::api::ObjectMeta) -> usize {
     m.name.as_deref().map_or(0, str::len)
         + m.namespace.as_deref().map_or(0, str::len)
         + m.resource_version.as_deref().map_or(0, str::len)

@@ -5,11 +5,18 @@ use std::time::{Duration, Instant};
 
 use tattler::{Change, Config, Entry, Reader};
 
-/// The reader every program uses: pods from `url`, default settings unless `noscrub`.
-pub fn open(url: &str, noscrub: bool) -> Reader {
-    let mut config = Config::new(url)
-        .watch(&["pods"])
-        .unwrap_or_else(|e| die(&e.to_string()));
+/// The reader every program uses: pods from `target`, default settings unless
+/// `noscrub`. `target` is the replay server's URL, or a file holding the JSON
+/// configuration (`Config::from_json`; `bench/real.sh` writes them).
+pub fn open(target: &str, noscrub: bool) -> Reader {
+    let mut config = if target.starts_with("http://") || target.starts_with("https://") {
+        Config::new(target).watch(&["pods"])
+    } else {
+        let text = std::fs::read_to_string(target)
+            .unwrap_or_else(|e| die(&format!("config {target}: {e}")));
+        Config::from_json(&text)
+    }
+    .unwrap_or_else(|e| die(&e.to_string()));
     if noscrub {
         config.shaping.scrub = false;
     }

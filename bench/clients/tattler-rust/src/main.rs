@@ -1,7 +1,9 @@
 //! tattler's Rust API on the replay server.
 //!
-//! usage: tattler-rust URL [--noscrub] [--live COUNT | --relist]
+//! usage: tattler-rust URL|CONFIG.json [--noscrub] [--live COUNT | --relist]
 //!
+//! URL is the replay server's; CONFIG.json a configuration for
+//! `Config::from_json` (a real apiserver: bench/real.sh writes them).
 //! Default: sync and print {"client","objects","bytes","seconds_to_synced",…}.
 //! --live COUNT: after Synced, read COUNT live updates; print their latency
 //!   (send timestamp in the object to next() returning) and the CPU they cost.
@@ -17,10 +19,9 @@ const STAMP: &[u8] = br#""bench.tattler.dev/sent-unix-nanos":""#;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let url = args
-        .first()
-        .cloned()
-        .unwrap_or_else(|| die("usage: tattler-rust URL [--noscrub] [--live COUNT | --relist]"));
+    let url = args.first().cloned().unwrap_or_else(|| {
+        die("usage: tattler-rust URL|CONFIG.json [--noscrub] [--live COUNT | --relist]")
+    });
     let noscrub = args.iter().any(|a| a == "--noscrub");
     let live: Option<u64> = args
         .iter()

@@ -1,0 +1,3 @@
+module tattler.bench/loader
+
+go 1.26.0
