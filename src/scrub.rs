@@ -20,8 +20,6 @@
 //!
 //! Keys are compared after unescaping (`"\u0065nv"` is `env`).
 
-use std::borrow::Cow;
-
 /// The deepest nesting accepted, objects and arrays counted alike. The
 /// apiserver stores objects up to 10,000 levels deep; an object nested deeper
 /// is not JSON tattler hands out.
@@ -187,21 +185,27 @@ fn item(array: State) -> State {
 }
 
 /// An open object or array.
+#[derive(Clone, Copy)]
 struct Frame {
-    object: bool,
-    state: State,
-    /// Where the container starts (its bracket).
+    /// Where it starts (its bracket).
     start: usize,
-    /// Objects: the current member's state and where its key starts; where
-    /// the member before it ended (`NONE`); where a removed first member's cut
-    /// starts, until the comma after it (`NONE`).
-    member: State,
-    key_start: usize,
-    prev_end: usize,
-    cut_first: usize,
+    state: State,
+    object: bool,
 }
 
 const NONE: usize = usize::MAX;
+
+/// What a string holds besides plain text (keys are unescaped only when
+/// their text can matter).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escapes {
+    None,
+    /// Only two-character escapes (`\"`, `\n`, …): none of them spells a
+    /// letter.
+    Simple,
+    /// A `\u` escape.
+    Unicode,
+}
 
 struct Walker<'a> {
     src: &'a [u8],
@@ -211,13 +215,27 @@ struct Walker<'a> {
     copied: usize,
     changed: bool,
     edits: Edits,
-    /// Walking the inside of a last-applied annotation.
+    /// Walking the inside of a last-applied annotation: the spans to redact
+    /// are kept in `redacted` rather than copied into `out`.
     inner: bool,
+    redacted: Vec<Span>,
     root: State,
+    /// The open containers around the one being read (which `run` keeps in
+    /// locals).
     stack: Vec<Frame>,
     found: Found,
     envelope_type: Option<(usize, usize)>,
     envelope_object: Option<(usize, usize)>,
+    /// managedFields removal, in the metadata object (at most one is open):
+    /// where the current member's key starts, whether that member goes,
+    /// where the member before it ended (`NONE`), and where a removed first
+    /// member's cut starts, until the comma after it (`NONE`).
+    mf_key: usize,
+    mf_removing: bool,
+    mf_prev_end: usize,
+    mf_cut_first: usize,
+    /// An escaped key, unescaped.
+    key_text: Vec<u8>,
 }
 
 impl<'a> Walker<'a> {
@@ -230,11 +248,17 @@ impl<'a> Walker<'a> {
             changed: false,
             edits,
             inner: false,
+            redacted: Vec::new(),
             root,
-            stack: Vec::with_capacity(16),
+            stack: Vec::new(),
             found: Found::default(),
             envelope_type: None,
             envelope_object: None,
+            mf_key: NONE,
+            mf_removing: false,
+            mf_prev_end: NONE,
+            mf_cut_first: NONE,
+            key_text: Vec::new(),
         }
     }
 
@@ -249,15 +273,31 @@ impl<'a> Walker<'a> {
     /// Replaces `src[from..to]` with `with`. Edits come in source order.
     fn replace(&mut self, from: usize, to: usize, with: &[u8]) {
         debug_assert!(from >= self.copied && to >= from);
+        self.changed = true;
+        if self.inner {
+            debug_assert_eq!(with, REDACTED_JSON);
+            self.redacted.push((from, to));
+            return;
+        }
         let from = from.max(self.copied);
         let to = to.max(from);
         if self.out.capacity() == 0 {
-            self.out.reserve(self.src.len());
+            self.out.reserve(self.src.len() + with.len());
         }
         self.out.extend_from_slice(&self.src[self.copied..from]);
         self.out.extend_from_slice(with);
         self.copied = to;
-        self.changed = true;
+    }
+
+    /// Skips white space; the byte after it.
+    #[inline]
+    fn token(&mut self) -> Result<u8, Bad> {
+        let b = *self.src.get(self.pos).ok_or(Bad::NotJson)?;
+        if b > b' ' {
+            return Ok(b);
+        }
+        self.ws();
+        self.peek()
     }
 
     fn ws(&mut self) {
@@ -271,41 +311,66 @@ impl<'a> Walker<'a> {
     }
 
     fn run(&mut self) -> Result<(), Bad> {
-        self.ws();
-        if self.peek()? != b'{' {
+        if self.token()? != b'{' {
             return Err(Bad::NotJson);
         }
         let mut state = self.root;
+        // The innermost open container, while `depth > 0`; those around it
+        // are on the stack.
+        let mut cur = Frame {
+            start: 0,
+            state: State::Plain,
+            object: false,
+        };
+        let mut depth = 0usize;
         'value: loop {
             // A value in `state` starts here.
-            self.ws();
+            let b = self.token()?;
             let start = self.pos;
-            match self.peek()? {
-                b'{' => {
-                    self.open(true, state, start)?;
-                    self.ws();
-                    if self.peek()? == b'}' {
-                        self.pos += 1;
-                        self.close();
-                    } else {
-                        state = self.key()?;
-                        continue 'value;
+            match b {
+                b'{' | b'[' => {
+                    if depth >= MAX_DEPTH {
+                        return Err(Bad::TooDeep);
                     }
-                }
-                b'[' => {
-                    self.open(false, state, start)?;
-                    self.ws();
-                    if self.peek()? == b']' {
-                        self.pos += 1;
-                        self.close();
-                    } else {
+                    if depth > 0 {
+                        self.stack.push(cur);
+                    }
+                    depth += 1;
+                    let object = b == b'{';
+                    cur = Frame {
+                        start,
+                        state,
+                        object,
+                    };
+                    self.pos += 1;
+                    let next = self.token()?;
+                    if object {
+                        if state == State::Metadata {
+                            self.mf_removing = false;
+                            self.mf_prev_end = NONE;
+                            self.mf_cut_first = NONE;
+                        }
+                        if next != b'}' {
+                            state = self.key(state)?;
+                            continue 'value;
+                        }
+                    } else if next != b']' {
                         state = item(state);
                         continue 'value;
+                    }
+                    // Empty.
+                    self.pos += 1;
+                    self.close(cur);
+                    depth -= 1;
+                    if let Some(f) = self.stack.pop() {
+                        cur = f;
                     }
                 }
                 b'"' => {
                     self.string()?;
-                    self.on_string(state, start);
+                    if state != State::Plain {
+                        self.on_string(state, start);
+                    }
                 }
                 b't' => self.scalar(b"true", state, start)?,
                 b'f' => self.scalar(b"false", state, start)?,
@@ -317,71 +382,62 @@ impl<'a> Walker<'a> {
             }
             // A value ended: close what it ends, up to the next value.
             loop {
-                let Some(top) = self.stack.last() else {
+                if depth == 0 {
                     self.ws();
                     return if self.pos == self.src.len() {
                         Ok(())
                     } else {
                         Err(Bad::NotJson)
                     };
-                };
-                let object = top.object;
-                let value_end = self.pos;
-                if object {
-                    self.member_end(value_end);
                 }
-                self.ws();
-                match (self.peek()?, object) {
-                    (b',', true) => {
-                        self.pos += 1;
-                        self.after_comma(value_end);
-                        state = self.key()?;
-                        continue 'value;
+                let value_end = self.pos;
+                if cur.object {
+                    let metadata = cur.state == State::Metadata;
+                    if metadata {
+                        self.member_end(value_end);
                     }
-                    (b',', false) => {
-                        self.pos += 1;
-                        state = item(self.stack.last().map_or(State::Plain, |f| f.state));
-                        continue 'value;
-                    }
-                    (b'}', true) => {
-                        let top = self.stack.last_mut().expect("an open object");
-                        let cut = std::mem::replace(&mut top.cut_first, NONE);
-                        if cut != NONE {
-                            self.replace(cut, value_end, b"");
+                    match self.token()? {
+                        b',' => {
+                            self.pos += 1;
+                            if metadata {
+                                self.after_comma(value_end);
+                            }
+                            state = self.key(cur.state)?;
+                            continue 'value;
                         }
-                        self.pos += 1;
-                        self.close();
+                        b'}' => {
+                            if metadata {
+                                let cut = std::mem::replace(&mut self.mf_cut_first, NONE);
+                                if cut != NONE {
+                                    self.replace(cut, value_end, b"");
+                                }
+                            }
+                        }
+                        _ => return Err(Bad::NotJson),
                     }
-                    (b']', false) => {
-                        self.pos += 1;
-                        self.close();
+                } else {
+                    match self.token()? {
+                        b',' => {
+                            self.pos += 1;
+                            state = item(cur.state);
+                            continue 'value;
+                        }
+                        b']' => {}
+                        _ => return Err(Bad::NotJson),
                     }
-                    _ => return Err(Bad::NotJson),
+                }
+                self.pos += 1;
+                self.close(cur);
+                depth -= 1;
+                if let Some(f) = self.stack.pop() {
+                    cur = f;
                 }
             }
         }
     }
 
-    fn open(&mut self, object: bool, state: State, start: usize) -> Result<(), Bad> {
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(Bad::TooDeep);
-        }
-        self.stack.push(Frame {
-            object,
-            state,
-            start,
-            member: State::Plain,
-            key_start: NONE,
-            prev_end: NONE,
-            cut_first: NONE,
-        });
-        self.pos += 1;
-        Ok(())
-    }
-
-    /// The container on top of the stack ended at `self.pos`.
-    fn close(&mut self) {
-        let f = self.stack.pop().expect("an open container");
+    /// The container `f` ended at `self.pos`.
+    fn close(&mut self, f: Frame) {
         match f.state {
             State::Redact => self.replace(f.start, self.pos, REDACTED_JSON),
             State::EventObject => self.envelope_object = Some((f.start, self.pos)),
@@ -390,94 +446,103 @@ impl<'a> Walker<'a> {
     }
 
     /// Reads a member's key and colon; returns the member's state.
-    fn key(&mut self) -> Result<State, Bad> {
-        self.ws();
-        let key_start = self.pos;
-        if self.peek()? != b'"' {
+    fn key(&mut self, parent: State) -> Result<State, Bad> {
+        if self.token()? != b'"' {
             return Err(Bad::NotJson);
         }
-        let escaped = self.string()?;
+        let key_start = self.pos;
+        let escapes = self.string()?;
         let src = self.src;
         let raw = &src[key_start + 1..self.pos - 1];
-        let key: Cow<[u8]> = if escaped {
-            match serde_json::from_slice::<String>(&self.src[key_start..self.pos]) {
-                Ok(k) => Cow::Owned(k.into_bytes()),
-                Err(_) => return Err(Bad::NotJson),
-            }
-        } else {
-            Cow::Borrowed(raw)
-        };
-        self.ws();
-        if self.peek()? != b':' {
+        if self.token()? != b':' {
             return Err(Bad::NotJson);
         }
         self.pos += 1;
-        let top = self.stack.last_mut().expect("an open object");
-        let state = member(top.state, &key, self.edits, self.inner);
-        top.member = state;
-        top.key_start = key_start;
+        let e = self.edits;
+        // A `\u` escape may spell anything, or be a lone surrogate (which
+        // makes the key no string): such a key is always read. Other escapes
+        // spell no letter, and below `Plain` only letters matter.
+        let state = match (parent, escapes) {
+            (State::Plain, Escapes::None) if e.scrub && is_container_list(raw) => State::Containers,
+            (State::Plain, Escapes::None | Escapes::Simple) => State::Plain,
+            (
+                State::Skip | State::Redact | State::Managed | State::EventObject,
+                Escapes::None | Escapes::Simple,
+            ) => State::Skip,
+            (_, Escapes::None) => member(parent, raw, e, self.inner),
+            _ => {
+                self.key_text.clear();
+                unescape(raw, &mut self.key_text, None)?;
+                member(parent, &self.key_text, e, self.inner)
+            }
+        };
+        if parent == State::Metadata {
+            self.mf_key = key_start;
+            self.mf_removing = state == State::Managed;
+        }
         Ok(state)
     }
 
-    /// A member's value ended at `value_end`: a removed member goes.
+    /// A member of the metadata object ended at `value_end`: a removed
+    /// member goes.
     fn member_end(&mut self, value_end: usize) {
-        let top = self.stack.last_mut().expect("an open object");
-        if top.member != State::Managed {
+        if !std::mem::replace(&mut self.mf_removing, false) {
             return;
         }
-        top.member = State::Plain;
-        match top.prev_end {
+        match self.mf_prev_end {
             // `,"managedFields":[…]` goes, from the comma before it.
-            NONE => top.cut_first = top.key_start,
+            NONE => self.mf_cut_first = self.mf_key,
             p => self.replace(p, value_end, b""),
         }
     }
 
-    /// After the comma that follows a member ending at `value_end`.
+    /// After the comma that follows a member of the metadata object ending
+    /// at `value_end`.
     fn after_comma(&mut self, value_end: usize) {
-        let top = self.stack.last_mut().expect("an open object");
-        let cut = std::mem::replace(&mut top.cut_first, NONE);
+        let cut = std::mem::replace(&mut self.mf_cut_first, NONE);
         if cut != NONE {
             // A removed first member goes with its comma; the next member is first now.
-            top.prev_end = NONE;
+            self.mf_prev_end = NONE;
             self.replace(cut, self.pos, b"");
         } else {
-            top.prev_end = value_end;
+            self.mf_prev_end = value_end;
         }
     }
 
     /// Skips a string, quotes included, checking its escapes and that it holds
-    /// no raw control character. True when it holds an escape.
-    fn string(&mut self) -> Result<bool, Bad> {
+    /// no raw control character.
+    #[inline]
+    fn string(&mut self) -> Result<Escapes, Bad> {
         self.pos += 1;
-        let mut escaped = false;
+        let mut escapes = Escapes::None;
         loop {
             let rest = self.src.get(self.pos..).ok_or(Bad::NotJson)?;
             self.pos += crate::util::find_string_special(rest).ok_or(Bad::NotJson)?;
             match self.src[self.pos] {
                 b'"' => {
                     self.pos += 1;
-                    return Ok(escaped);
+                    return Ok(escapes);
                 }
-                b'\\' => {
-                    escaped = true;
-                    match self.src.get(self.pos + 1) {
-                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                            self.pos += 2
+                b'\\' => match self.src.get(self.pos + 1) {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                        self.pos += 2;
+                        if escapes == Escapes::None {
+                            escapes = Escapes::Simple;
                         }
-                        Some(b'u') => {
-                            let hex = self
-                                .src
-                                .get(self.pos + 2..self.pos + 6)
-                                .ok_or(Bad::NotJson)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return Err(Bad::NotJson);
-                            }
-                            self.pos += 6;
-                        }
-                        _ => return Err(Bad::NotJson),
                     }
-                }
+                    Some(b'u') => {
+                        let hex = self
+                            .src
+                            .get(self.pos + 2..self.pos + 6)
+                            .ok_or(Bad::NotJson)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(Bad::NotJson);
+                        }
+                        self.pos += 6;
+                        escapes = Escapes::Unicode;
+                    }
+                    _ => return Err(Bad::NotJson),
+                },
                 _ => return Err(Bad::NotJson), // a raw control character
             }
         }
@@ -536,6 +601,7 @@ impl<'a> Walker<'a> {
     }
 
     /// A number, `true` or `false` ended at `self.pos`.
+    #[inline]
     fn on_scalar(&mut self, state: State, start: usize) {
         if state == State::Redact {
             self.replace(start, self.pos, REDACTED_JSON);
@@ -563,7 +629,8 @@ impl<'a> Walker<'a> {
     /// object as applied: it is scrubbed by the same rules, or withheld whole
     /// when it cannot be read.
     fn last_applied(&mut self, start: usize) {
-        let raw = &self.src[start..self.pos];
+        let src = self.src;
+        let raw = &src[start..self.pos];
         // Nothing to redact without an `env` or a Secret's `data` (as plain
         // text: an escape can spell anything, so it always takes a look).
         let find = |needle: &[u8]| memchr::memmem::find(raw, needle).is_some();
@@ -581,7 +648,18 @@ impl<'a> Walker<'a> {
             let mut w = Walker::new(text.as_bytes(), edits, State::Root);
             w.inner = true;
             w.run().ok()?;
-            Some(w.finish().map(|v| String::from_utf8(v).ok()))
+            if w.redacted.is_empty() {
+                return Some(None);
+            }
+            let mut out = Vec::with_capacity(text.len());
+            let mut copied = 0;
+            for (from, to) in w.redacted {
+                out.extend_from_slice(&text.as_bytes()[copied..from]);
+                out.extend_from_slice(REDACTED_JSON);
+                copied = to;
+            }
+            out.extend_from_slice(&text.as_bytes()[copied..]);
+            Some(Some(String::from_utf8(out).ok()))
         });
         match scrubbed {
             Some(None) => {}
@@ -593,6 +671,105 @@ impl<'a> Walker<'a> {
             _ => self.replace(start, self.pos, REDACTED_JSON),
         }
     }
+}
+
+/// Unescapes the text of a JSON string (quotes excluded) whose escapes are
+/// known to be well formed, appending it to `out`; fails, as serde_json does
+/// when reading a `String`, on a surrogate escape that is not half of a pair.
+/// With `map`, records (the length of the text, the position in `raw`) after
+/// each escape.
+fn unescape(
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    mut map: Option<&mut Vec<(usize, usize)>>,
+) -> Result<(), Bad> {
+    let hex = |at: usize| -> Result<u32, Bad> {
+        let digits = raw.get(at..at + 4).ok_or(Bad::NotJson)?;
+        digits.iter().try_fold(0, |n, &d| {
+            let v = char::from(d).to_digit(16).ok_or(Bad::NotJson)?;
+            Ok(n << 4 | v)
+        })
+    };
+    let base = out.len();
+    // Unescaping never lengthens; the 8 more let a whole word be copied.
+    out.resize(base + raw.len() + 8, 0);
+    let buf = &mut out[base..];
+    let (mut i, mut j) = (0, 0);
+    loop {
+        // Plain text up to the next backslash, a word at a time.
+        let mut escape = false;
+        while let Some(word) = raw.get(i..i + 8) {
+            buf[j..j + 8].copy_from_slice(word);
+            let m = backslashes(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+            if m != 0 {
+                let k = (m.trailing_zeros() / 8) as usize;
+                i += k;
+                j += k;
+                escape = true;
+                break;
+            }
+            i += 8;
+            j += 8;
+        }
+        if !escape {
+            while let Some(&b) = raw.get(i).filter(|&&b| b != b'\\') {
+                buf[j] = b;
+                i += 1;
+                j += 1;
+            }
+            if i == raw.len() {
+                break;
+            }
+        }
+        let simple = match raw.get(i + 1) {
+            Some(b'"') => Some(b'"'),
+            Some(b'\\') => Some(b'\\'),
+            Some(b'/') => Some(b'/'),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0c),
+            Some(b'n') => Some(b'\n'),
+            Some(b'r') => Some(b'\r'),
+            Some(b't') => Some(b'\t'),
+            Some(b'u') => None,
+            _ => return Err(Bad::NotJson),
+        };
+        if let Some(c) = simple {
+            buf[j] = c;
+            i += 2;
+            j += 1;
+        } else {
+            let mut code = hex(i + 2)?;
+            i += 6;
+            if (0xDC00..=0xDFFF).contains(&code) {
+                return Err(Bad::NotJson);
+            }
+            if (0xD800..=0xDBFF).contains(&code) {
+                if raw.get(i..i + 2) != Some(&br"\u"[..]) {
+                    return Err(Bad::NotJson);
+                }
+                let low = hex(i + 2)?;
+                if !(0xDC00..=0xDFFF).contains(&low) {
+                    return Err(Bad::NotJson);
+                }
+                i += 6;
+                code = 0x1_0000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            }
+            let ch = char::from_u32(code).ok_or(Bad::NotJson)?;
+            j += ch.encode_utf8(&mut buf[j..]).len();
+        }
+        if let Some(m) = map.as_deref_mut() {
+            m.push((j, i));
+        }
+    }
+    out.truncate(base + j);
+    Ok(())
+}
+
+/// The backslashes of a word: the lowest set bit marks the first exactly.
+fn backslashes(w: u64) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    let x = w ^ (LO * u64::from(b'\\'));
+    x.wrapping_sub(LO) & !x & (LO << 7)
 }
 
 #[cfg(test)]
@@ -876,8 +1053,13 @@ mod tests {
     }
 
     /// A reference for the redaction rules, on `Value`s: for each object key,
-    /// what the walker must do.
+    /// what the walker must do. `escaped`: the last-applied annotation as
+    /// the object's bytes spell it (serde_json's escaping when `None`).
     fn reference(v: &mut Value, secret: bool) {
+        reference_escaped(v, secret, None);
+    }
+
+    fn reference_escaped(v: &mut Value, secret: bool, escaped: Option<&str>) {
         fn walk(v: &mut Value, in_list: bool, in_env: bool) {
             match v {
                 Value::Array(items) => {
@@ -919,7 +1101,8 @@ mod tests {
             v.pointer_mut(&format!("/metadata/annotations/{}", la.replace('/', "~1")))
         {
             // As the walker's quick look: without these it is left as it is.
-            let escaped = serde_json::to_string(text).unwrap();
+            let escaped =
+                escaped.map_or_else(|| serde_json::to_string(text).unwrap(), String::from);
             if !(escaped.contains("env")
                 || escaped.contains("\\u")
                 || (secret && escaped.contains("ata")))
@@ -936,15 +1119,58 @@ mod tests {
         }
     }
 
+    fn next(rng: &mut u64) -> u64 {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng
+    }
+
+    /// `text` as a JSON string, each character spelled one of the ways JSON
+    /// allows, at random (`\u` escapes in either case, surrogate pairs, `\/`).
+    fn escape_randomly(text: &str, rng: &mut u64) -> String {
+        let mut out = String::from("\"");
+        for c in text.chars() {
+            let n = next(rng) % 10;
+            match c {
+                '"' if n < 7 => out.push_str("\\\""),
+                '\\' if n < 7 => out.push_str("\\\\"),
+                '\n' if n < 7 => out.push_str("\\n"),
+                '/' if n < 2 => out.push_str("\\/"),
+                c if n < 2 || c < ' ' || c == '"' || c == '\\' => {
+                    for unit in c.encode_utf16(&mut [0; 2]) {
+                        if n % 2 == 0 {
+                            out.push_str(&format!("\\u{unit:04x}"));
+                        } else {
+                            out.push_str(&format!("\\u{unit:04X}"));
+                        }
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    /// Values of annotations compared as the JSON they hold, when they hold
+    /// JSON: the walker keeps the annotation's own spelling.
+    fn annotations_read(v: &mut Value) {
+        if let Some(Value::Object(a)) = v.pointer_mut("/metadata/annotations") {
+            for x in a.values_mut() {
+                if let Some(inner) = x
+                    .as_str()
+                    .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                {
+                    *x = json!({ "held": inner });
+                }
+            }
+        }
+    }
+
     /// Random pod-shaped objects: containers lists at random depths, env
     /// lists with values of every JSON type, keys that almost match.
     fn random_object(rng: &mut u64, depth: u32) -> Value {
-        fn next(rng: &mut u64) -> u64 {
-            *rng ^= *rng << 13;
-            *rng ^= *rng >> 7;
-            *rng ^= *rng << 17;
-            *rng
-        }
         let keys = [
             "containers",
             "initContainers",
@@ -961,8 +1187,9 @@ mod tests {
             "envs",
             "values",
         ];
-        let scalar = |n: u64| match n % 5 {
+        let scalar = |n: u64| match n % 6 {
             0 => json!(format!("s3cret-{n}")),
+            5 => json!(format!("s3\"c\\r\u{1}\u{e9}\u{1f600}\n/{n}")),
             1 => json!(n % 1000),
             2 => Value::Null,
             3 => json!(n % 2 == 0),
@@ -988,35 +1215,132 @@ mod tests {
 
     #[test]
     fn the_byte_scrubber_agrees_with_the_reference_on_random_objects() {
+        let la = std::str::from_utf8(LAST_APPLIED).unwrap();
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut redacted = 0;
+        let (mut redacted, mut withheld) = (0, 0);
         for i in 0..3000 {
             let mut obj = random_object(&mut rng, 7);
             if !obj.is_object() {
                 obj = json!({"spec": obj});
             }
+            // The object's bytes, and how its annotation is spelled in them.
+            let mut bytes = serde_json::to_vec(&obj).unwrap();
+            let mut escaped = None;
+            let mut lone_surrogate = false;
             if i % 3 == 0 {
                 let inner = random_object(&mut rng, 6);
-                let text = if i % 2 == 0 {
-                    json!({"spec": inner}).to_string()
-                } else {
-                    format!("{{\"env\":{inner}")
+                let text = match i % 4 {
+                    0 | 3 => json!({"spec": inner}).to_string(),
+                    1 => format!("{{\"env\":{inner}"),
+                    // Too deep to read.
+                    _ => format!(
+                        "{{\"env\":{}{inner}{}}}",
+                        "[".repeat(MAX_DEPTH),
+                        "]".repeat(MAX_DEPTH)
+                    ),
                 };
-                obj["metadata"] =
-                    json!({"annotations": {std::str::from_utf8(LAST_APPLIED).unwrap(): text}});
+                obj["metadata"] = json!({"annotations": {la: text.clone()}});
+                if i % 2 == 0 {
+                    bytes = serde_json::to_vec(&obj).unwrap();
+                } else {
+                    // Spelled with escapes serde_json does not write (as Go's
+                    // encoder does `<`, `>` and `&`), half the time with a
+                    // lone surrogate, which makes it no string at all.
+                    let mut spelled = escape_randomly(&text, &mut rng);
+                    if i % 9 == 3 {
+                        let at = spelled.len() - 1;
+                        spelled.insert_str(at, ["\\udc00", "\\ud800", "\\ud800\\u0041"][i % 3]);
+                        lone_surrogate = true;
+                    }
+                    obj["metadata"]["annotations"][la] = json!("@placeholder@");
+                    let placed = serde_json::to_string(&obj).unwrap();
+                    bytes = placed.replace("\"@placeholder@\"", &spelled).into_bytes();
+                    obj["metadata"]["annotations"][la] = json!(text);
+                    escaped = Some(spelled);
+                }
             }
             let secret = i % 5 == 0;
             let edits = if secret { SECRET } else { SCRUB };
             let mut want = obj.clone();
-            reference(&mut want, secret);
-            let got = edited(&obj, edits).unwrap_or_else(|| obj.clone());
-            assert_eq!(got, want, "object {i}: {obj}");
-            redacted += usize::from(got != obj);
+            if lone_surrogate {
+                reference(&mut want, secret);
+                want["metadata"]["annotations"][la] = json!("REDACTED");
+            } else {
+                reference_escaped(&mut want, secret, escaped.as_deref());
+            }
+            let out = edit(&bytes, edits).unwrap();
+            let mut got: Value = match &out {
+                Some(b) => serde_json::from_slice(b).expect("valid JSON out"),
+                None => serde_json::from_slice(&bytes).unwrap(),
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            if want.pointer(&format!("/metadata/annotations/{}", la.replace('/', "~1")))
+                == Some(&json!("REDACTED"))
+                && i % 3 == 0
+            {
+                withheld += 1;
+            }
+            annotations_read(&mut got);
+            annotations_read(&mut want);
+            assert_eq!(got, want, "object {i}: {text}");
+            redacted += usize::from(out.is_some());
         }
         assert!(
-            redacted > 500,
-            "the generator exercises redaction ({redacted})"
+            redacted > 500 && withheld > 100,
+            "the generator exercises redaction ({redacted}) and withheld annotations ({withheld})"
         );
+    }
+
+    #[test]
+    fn unescaping_agrees_with_serde_json() {
+        let pieces = [
+            "a",
+            "plain text",
+            "\u{e9}",
+            "\u{1f600}",
+            r#"\""#,
+            r"\\",
+            r"\/",
+            r"\b",
+            r"\f",
+            r"\n",
+            r"\r",
+            r"\t",
+            r"\u0041",
+            r"\u00e9",
+            r"\u00E9",
+            r"\u2028",
+            r"\ud83d\ude00",
+            r"\uD83D\uDE00",
+            r"\ud800",
+            r"\udc00",
+            r"\ud800\u0041",
+            r"\ud800x",
+            r"\ud800\n",
+            r"\ud800\ud800\udc00",
+        ];
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        for i in 0..5000 {
+            let raw: String = (0..i % 23)
+                .map(|_| pieces[(next(&mut rng) % pieces.len() as u64) as usize])
+                .collect();
+            let want = serde_json::from_str::<String>(&format!("\"{raw}\"")).ok();
+            let (mut text, mut map) = (b"kept".to_vec(), Vec::new());
+            let got = unescape(raw.as_bytes(), &mut text, Some(&mut map)).ok();
+            assert_eq!(
+                got.map(|()| text[4..].to_vec()),
+                want.map(String::into_bytes),
+                "{raw}"
+            );
+            if got.is_some() {
+                // Each recorded point: the text so far is the raw text so far, unescaped.
+                for &(t, r) in &map {
+                    let mut head = Vec::new();
+                    unescape(&raw.as_bytes()[..r], &mut head, None).unwrap();
+                    assert_eq!(head, text[4..4 + t], "{raw} at {r}");
+                }
+            }
+        }
     }
 
     #[test]
