@@ -627,7 +627,9 @@ impl<'a> Walker<'a> {
 
     /// The last-applied annotation (the string at `start..pos`) holds the
     /// object as applied: it is scrubbed by the same rules, or withheld whole
-    /// when it cannot be read.
+    /// when it cannot be read. Its text is unescaped and walked; what that
+    /// walk redacts is redacted in place, in the escaped form, so the rest
+    /// of the annotation is neither re-escaped nor copied twice.
     fn last_applied(&mut self, start: usize) {
         let src = self.src;
         let raw = &src[start..self.pos];
@@ -640,38 +642,48 @@ impl<'a> Walker<'a> {
         if !look {
             return;
         }
-        let scrubbed = serde_json::from_slice::<String>(raw).ok().and_then(|text| {
-            let edits = Edits {
-                drop_managed_fields: false,
-                ..self.edits
-            };
-            let mut w = Walker::new(text.as_bytes(), edits, State::Root);
-            w.inner = true;
-            w.run().ok()?;
-            if w.redacted.is_empty() {
-                return Some(None);
-            }
-            let mut out = Vec::with_capacity(text.len());
-            let mut copied = 0;
-            for (from, to) in w.redacted {
-                out.extend_from_slice(&text.as_bytes()[copied..from]);
-                out.extend_from_slice(REDACTED_JSON);
-                copied = to;
-            }
-            out.extend_from_slice(&text.as_bytes()[copied..]);
-            Some(Some(String::from_utf8(out).ok()))
-        });
-        match scrubbed {
-            Some(None) => {}
-            Some(Some(Some(text))) => {
-                let quoted = serde_json::to_vec(&text).unwrap_or_else(|_| REDACTED_JSON.to_vec());
-                self.replace(start, self.pos, &quoted);
-            }
-            // Not JSON, too deep, or (impossible) not UTF-8 after editing.
-            _ => self.replace(start, self.pos, REDACTED_JSON),
+        let content = &raw[1..raw.len() - 1];
+        let mut text = Vec::with_capacity(content.len() + 8);
+        // (where in `text`, where in `content`) after each escape.
+        let mut map = Vec::with_capacity(content.len() / 4);
+        let redacted = unescape(content, &mut text, Some(&mut map))
+            .ok()
+            .and_then(|()| {
+                let edits = Edits {
+                    drop_managed_fields: false,
+                    ..self.edits
+                };
+                let mut w = Walker::new(&text, edits, State::Root);
+                w.inner = true;
+                w.run().ok()?;
+                Some(w.redacted)
+            });
+        let Some(spans) = redacted else {
+            // Not JSON, too deep, or a lone surrogate escape.
+            self.replace(start, self.pos, REDACTED_JSON);
+            return;
+        };
+        // A position in `text` as one in `src`: the bytes after the last
+        // escape before it stand for themselves.
+        let at = |p: usize| {
+            let i = map.partition_point(|&(t, _)| t <= p);
+            start
+                + 1
+                + if i == 0 {
+                    p
+                } else {
+                    map[i - 1].1 + (p - map[i - 1].0)
+                }
+        };
+        for (from, to) in spans {
+            let (from, to) = (at(from), at(to));
+            self.replace(from, to, ESCAPED_REDACTED);
         }
     }
 }
+
+/// `"REDACTED"` inside a JSON string.
+const ESCAPED_REDACTED: &[u8] = br#"\"REDACTED\""#;
 
 /// Unescapes the text of a JSON string (quotes excluded) whose escapes are
 /// known to be well formed, appending it to `out`; fails, as serde_json does
