@@ -187,53 +187,50 @@ mod tests {
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
+const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// Bytes of `w` equal to `b` have their top bit set in the result; the lowest
-/// set bit marks the first one exactly (the classic has-zero-byte trick).
+/// The top bit of each byte of the result is set when that byte of `w` is
+/// not zero (no carry crosses bytes, so every byte's answer is exact).
 #[inline]
-fn eq_mask(w: u64, b: u8) -> u64 {
-    let x = w ^ (LO * u64::from(b));
-    x.wrapping_sub(LO) & !x & HI
+fn nonzero(w: u64) -> u64 {
+    ((w & LOW7) + LOW7) | w
 }
 
-/// The first `"`, `\\` or control character (below 0x20) in `hay`: the
-/// bytes that end a run of plain JSON string content.
+/// The bytes of `w` (eight bytes of a JSON string, little-endian) that end a
+/// run of plain string content: `"`, `\\` and control characters (below
+/// 0x20) have the top bit set in the result, and only they, so a caller can
+/// go from one to the next without reading the word again.
 #[inline]
-pub(crate) fn find_string_special(hay: &[u8]) -> Option<usize> {
-    let mut i = 0;
-    while i + 8 <= hay.len() {
-        let w = u64::from_le_bytes(hay[i..i + 8].try_into().expect("8 bytes"));
-        // Bytes below 0x20 (bytes of 0x80 and up never match: !w clears them).
-        let control = w.wrapping_sub(LO * 0x20) & !w & HI;
-        let m = eq_mask(w, b'"') | eq_mask(w, b'\\') | control;
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    hay[i..]
-        .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-        .map(|p| i + p)
+pub(crate) fn string_specials(w: u64) -> u64 {
+    let not_quote = nonzero(w ^ (LO * u64::from(b'"')));
+    let not_backslash = nonzero(w ^ (LO * u64::from(b'\\')));
+    // 0x20 and above: the low seven bits reach 0x80 with 0x60 added, or the top bit is set.
+    let not_control = ((w & LOW7) + LO * 0x60) | w;
+    !(not_quote & not_backslash & not_control) & HI
 }
 
 #[cfg(test)]
-mod find_tests {
+mod specials_tests {
     #[test]
-    fn string_specials_agree_with_a_plain_search() {
-        let text: Vec<u8> = (0..400u32)
-            .map(|i| {
-                [b'a', b'"', 0x1f, b'\\', 0x20, 0x7f, 0x80, 0x9f, 0x00, b'x']
-                    [(i * 13 % 17 % 10) as usize]
-            })
-            .collect();
-        for start in 0..text.len() {
-            let hay = &text[start..];
-            let want = hay
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\' || c < 0x20);
-            assert_eq!(super::find_string_special(hay), want, "{start}");
+    fn every_byte_is_judged_alone() {
+        let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+        let fillers = [
+            b'a', b'"', 0x00, 0x1f, b'\\', 0x20, 0x7f, 0x80, 0xff, 0x21, 0x5d,
+        ];
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                for &fill in &fillers {
+                    let mut word = [fill; 8];
+                    word[at] = b;
+                    let m = super::string_specials(u64::from_le_bytes(word));
+                    for (i, &c) in word.iter().enumerate() {
+                        let set = m >> (i * 8 + 7) & 1 == 1;
+                        assert_eq!(set, special(c), "byte {c:#x} at {i} of {word:x?}");
+                    }
+                    assert_eq!(m & !super::HI, 0);
+                }
+            }
         }
     }
 }

@@ -6,6 +6,9 @@
 //!   valgrind --tool=callgrind --toggle-collect='*__fuzz*' \
 //!       bench/target/release/decode-count FILE scrub
 //!
+//! With REPS > 1 it also prints the fastest repetition's microseconds per
+//! frame (a wall-time check beside the counts; noisy on a shared machine).
+//!
 //! MODE: `scrub` (tattler's decoder with every edit on, as decode-cost's
 //! first figure), `frames` (split into frames and decoded with no edits,
 //! decode-cost's second), `serde` (serde_json's IgnoredAny check of each
@@ -26,7 +29,9 @@ fn main() {
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .collect();
+    let mut best = f64::INFINITY;
     for _ in 0..reps {
+        let t = std::time::Instant::now();
         match args[2].as_str() {
             "scrub" => lines.iter().for_each(|l| tattler::__fuzz::event(l)),
             "frames" => tattler::__fuzz::frames(&body, 1 << 20, 1 << 24),
@@ -38,10 +43,12 @@ fn main() {
                 std::process::exit(2);
             }
         }
+        best = best.min(t.elapsed().as_secs_f64());
     }
     println!(
-        "{{\"frames\":{},\"bytes\":{},\"reps\":{reps}}}",
+        "{{\"frames\":{},\"bytes\":{},\"reps\":{reps},\"best_us_per_frame\":{:.3}}}",
         lines.len(),
-        body.len()
+        body.len(),
+        best * 1e6 / lines.len().max(1) as f64
     );
 }
