@@ -68,6 +68,10 @@ impl Stream {
         }
         batch.bytes = 0;
         let shared = self.shared.clone();
+        // The reader keeps looking for the next entry rather than parking
+        // between this batch's entries.
+        let budget = self.out.budget.clone();
+        let _burst = budget.sending();
         let mut tracker = shared.tracker.lock();
         let mut items = std::mem::take(&mut batch.items).into_iter();
         let mut end = None;
