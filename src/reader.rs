@@ -857,10 +857,10 @@ fn spawn(
     stream: Stream,
     out: Sender<Entry>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let what = if spec.resource.is_empty() {
-        spec.kind.to_lowercase()
-    } else {
-        spec.resource.clone()
+    let what = match (&spec.lookup, spec.resource.is_empty()) {
+        (_, false) => spec.resource.clone(),
+        (Some(name), true) => name.clone(),
+        (None, true) => spec.kind.to_lowercase(),
     };
     let name = format!("tattler-watch-{what}");
     let resource = Arc::new(crate::Resource {

@@ -124,8 +124,10 @@ pub(crate) enum Asking {
     Objects,
     /// A LIST page.
     List,
-    /// Anything else (discovery).
+    /// A plain JSON document.
     Document,
+    /// A discovery document, with its own `Accept`.
+    Discovery(&'static str),
 }
 
 /// Only metadata, as `PartialObjectMetadata` (client-go's metadata client asks
@@ -141,7 +143,11 @@ impl Stream {
         let resource = Arc::new(Resource {
             group: spec.group.clone(),
             version: spec.version.clone(),
-            resource: spec.resource.clone(),
+            // Until discovery resolves it, the name as given.
+            resource: match (&spec.lookup, spec.resource.is_empty()) {
+                (Some(name), true) => name.clone(),
+                _ => spec.resource.clone(),
+            },
             kind: spec.kind.clone(),
         });
         let rng = seed(&spec.gvr());
@@ -363,6 +369,7 @@ impl Stream {
         let accept = match what {
             Asking::Objects if self.spec.metadata_only => METADATA,
             Asking::List if self.spec.metadata_only => METADATA_LIST,
+            Asking::Discovery(accept) => accept,
             _ => "application/json",
         };
         let mut req = agent.get(&url).header("Accept", accept);

@@ -539,3 +539,49 @@ fn metrics_come_in_the_prometheus_text_format() {
         lines.iter().filter(|l| l.starts_with("# TYPE")).count()
     );
 }
+
+/// Names kubectl resolves: the built-in ones without a request, the others
+/// through the server's discovery; an unknown one is reported once and
+/// looked for again, until its CRD comes.
+#[test]
+fn kubectl_names_are_resolved_through_discovery() {
+    let _w = Watchdog::new("kubectl_names", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.add_resource("example.com", "v1", "widgets", "Widget", false);
+    api.apply("example.com/v1/widgets", FakeApi::object(None, "w1"));
+    let r = open(&api, &["po", "widget", "widgets.example.com", "gadget"]);
+    let mut got = Vec::new();
+    while got
+        .iter()
+        .filter(|g: &&String| g.starts_with("Synced"))
+        .count()
+        < 2
+    {
+        got.push(show(&next(&r)));
+    }
+    got.extend(take(&r, 2));
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "Add a/p1",
+            "Add w1",
+            "Add w1",
+            "Error gadget 0 NotFound",
+            "Synced pods",
+            "Synced widgets",
+            "Synced widgets"
+        ]
+    );
+    let s = r.stats();
+    assert_eq!(s[0].resource, "v1/pods", "po needs no discovery");
+    assert!(!requests(&api)
+        .iter()
+        .any(|q| q.contains("pods") && !q.contains("watch=true")));
+    // The CRD comes: the name is found on the next look.
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", true);
+    api.apply("example.com/v1/gadgets", FakeApi::object(Some("a"), "g1"));
+    assert_eq!(until_synced(&r), ["Add a/g1", "Synced gadgets"]);
+    assert_quiet(&r, Duration::from_millis(300));
+}
