@@ -165,6 +165,15 @@ pub struct Config {
     /// Secret scrubbing (on by default), managedFields, event filtering and a
     /// transform hook, applied before an entry enters the output channel.
     pub shaping: crate::Shaping,
+    /// Resume from a [`Checkpoint`](crate::Checkpoint) of an earlier reader.
+    /// Each resource it holds (same group, version, resource, namespace,
+    /// selectors and metadata-only) starts from it: a Synced entry at once,
+    /// then a watch from its resourceVersion — only what changed meanwhile,
+    /// deletes included. When the server no longer has that version, a
+    /// re-sync against the restored state follows (unchanged objects as
+    /// Snapshot, vanished ones as inferred Delete, then Synced). Other
+    /// resources sync as usual.
+    pub resume: Option<crate::Checkpoint>,
 }
 
 impl Config {
@@ -192,6 +201,7 @@ impl Config {
             backoff: Backoff::default(),
             relist_interval: None,
             shaping: crate::Shaping::default(),
+            resume: None,
         }
     }
 

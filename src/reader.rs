@@ -83,6 +83,15 @@ struct Starter {
 impl Starter {
     /// Starts a stream thread for `spec` over the resource's shared state.
     fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
+        self.spawn_from(h, role, None)
+    }
+
+    fn spawn_from(
+        &self,
+        h: &StreamHandle,
+        role: Role,
+        resume: Option<crate::rv::Rv>,
+    ) -> Result<Thread, Error> {
         let slot = Arc::new(AgentSlot::default());
         let (stop_tx, own) = bounded(0);
         let stream = Stream::new(StreamInit {
@@ -98,6 +107,7 @@ impl Starter {
             counters: h.counters.clone(),
             shared: h.shared.clone(),
             role,
+            resume,
         });
         let thread = spawn(&h.spec, stream, self.out.tx.clone()).map_err(Error::Spawn)?;
         Ok(Thread {
@@ -108,6 +118,15 @@ impl Starter {
     }
 
     fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
+        self.start_from(spec, None)
+    }
+
+    /// Starts a resource, from its part of a checkpoint when there is one.
+    fn start_from(
+        &self,
+        spec: &ResourceSpec,
+        resume: Option<&crate::checkpoint::ResourceState>,
+    ) -> Result<StreamHandle, Error> {
         let mut h = StreamHandle {
             spec: spec.clone(),
             shared: Arc::new(Shared::default()),
@@ -115,7 +134,13 @@ impl Starter {
             running: Thread::default(),
             pending: None,
         };
-        h.running = self.spawn(&h, Role::Primary)?;
+        let resume_at = resume.map(|part| {
+            let mut t = h.shared.tracker.lock();
+            t.import(&part.objects, &part.resource_version);
+            h.counters.objects.store(t.len() as u64, Ordering::Relaxed);
+            part.resource_version.clone()
+        });
+        h.running = self.spawn_from(&h, Role::Primary, resume_at)?;
         Ok(h)
     }
 }
@@ -311,7 +336,8 @@ impl Reader {
         };
         for spec in dedup(&config.resources) {
             // On failure, dropping `reader` stops and joins what was started.
-            let handle = start.start(&spec)?;
+            let part = config.resume.as_ref().and_then(|c| c.part(&spec));
+            let handle = start.start_from(&spec, part)?;
             reader.shared.inner.lock().streams.push(handle);
         }
         reader.shared.inner.lock().start = Some(start);
@@ -552,6 +578,43 @@ impl Reader {
     /// The server and where the configuration came from.
     pub fn info(&self) -> &ReaderInfo {
         &self.info
+    }
+
+    /// What the reader has delivered, to resume from in a new reader
+    /// ([`Config::resume`]): per resource whose full state is complete, its
+    /// resourceVersion and the objects the consumer holds.
+    ///
+    /// It matches what the consumer got exactly when taken after
+    /// [`stop`](Self::stop) and once [`next`](Self::next) has returned
+    /// [`Closed`] (every entry taken). Taken while the reader runs, it may
+    /// hold changes still waiting in the channel, which a resumed reader
+    /// would then not deliver.
+    pub fn checkpoint(&self) -> crate::Checkpoint {
+        let streams: Vec<(ResourceSpec, Arc<Shared>, Arc<Counters>)> = {
+            let inner = self.shared.inner.lock();
+            inner
+                .streams
+                .iter()
+                .map(|h| (h.spec.clone(), h.shared.clone(), h.counters.clone()))
+                .collect()
+        };
+        let mut resources = Vec::new();
+        for (spec, shared, counters) in streams {
+            if !counters.synced.load(Ordering::Relaxed) {
+                continue;
+            }
+            let resource_version = counters.resource_version.lock().clone();
+            if resource_version.as_str().is_empty() {
+                continue;
+            }
+            let objects = shared.tracker.lock().export();
+            resources.push(crate::checkpoint::ResourceState {
+                spec,
+                resource_version,
+                objects,
+            });
+        }
+        crate::Checkpoint { resources }
     }
 
     /// Counters of each stream, in the order the resources were configured.

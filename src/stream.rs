@@ -84,6 +84,9 @@ pub(crate) struct StreamInit {
     pub counters: Arc<Counters>,
     pub shared: Arc<Shared>,
     pub role: Role,
+    /// Resumed from a checkpoint at this resourceVersion (its objects are
+    /// already in the tracker).
+    pub resume: Option<Rv>,
 }
 
 pub(crate) struct Stream {
@@ -158,6 +161,13 @@ impl Stream {
             init.settings.backoff.reset_after,
         );
         machine.replacement = matches!(init.role, Role::Replacement(_));
+        let resumed = init.resume.is_some();
+        if resumed {
+            machine.resumed = true;
+            if !spec.needs_discovery() {
+                machine.phase = Phase::Watch;
+            }
+        }
         Stream {
             edits: shaping.edits(&resource),
             needs_value: shaping.needs_value(&resource),
@@ -172,8 +182,8 @@ impl Stream {
             shared: init.shared,
             role: init.role,
             machine,
-            rv: Rv::empty(),
-            synced: false,
+            rv: init.resume.unwrap_or_default(),
+            synced: resumed,
             seen: Seen::default(),
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
             superseded: false,
@@ -196,6 +206,25 @@ impl Stream {
             // A (re)started primary delivers from now on; a replacement waits
             // for its snapshot (finish_sync).
             self.shared.tracker.lock().set_owner(self.id);
+        }
+        if self.machine.resumed && self.synced {
+            // The restored state is complete as of the checkpoint.
+            *self.counters.synced_at.lock() = Some(SystemTime::now());
+            self.counters.synced.store(true, Ordering::Relaxed);
+            self.publish_rv();
+            let entry = Entry::marker(
+                crate::Change::Synced,
+                self.resource.clone(),
+                self.rv.clone(),
+            );
+            if !self.out.send(entry, &self.stop) {
+                return;
+            }
+            log::info!(
+                "{}: resumed at resourceVersion {}",
+                self.spec.gvr(),
+                self.rv
+            );
         }
         loop {
             if self.stop.is_set() {
