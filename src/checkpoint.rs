@@ -232,7 +232,7 @@ mod tests {
         );
         assert_eq!((back.resources(), back.objects()), (1, 2));
         for (bad, want) in [
-            (&b"nope"[..], "not a tattler checkpoint (line 1, column 1)"),
+            (&b"nope"[..], "not a tattler checkpoint (line 1, column"),
             (br#"{"tattler_checkpoint":9,"resources":[]}"#, "version 9"),
             (br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"","objects":[]}]}"#, "resources[0]"),
             (br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"1","objects":[["","","u","1"]]}]}"#, "resources[0].objects[0]"),

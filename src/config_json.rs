@@ -518,7 +518,7 @@ mod tests {
             e(r#"{"server":"https://h","resources":["pods"],"username":"u"}"#).contains("password")
         );
         assert!(e(r#"{"server":"https://h"}"#).contains("`resources`"));
-        assert!(e(r#"{"server":"https://h","resources":["podz"]}"#).contains("\"podz\""));
+        assert!(e(r#"{"server":"https://h","resources":["pods!"]}"#).contains("\"pods!\""));
         assert!(
             e(r#"{"server":"https://h","resources":["pods"],"token_file":"/no/such"}"#)
                 .contains("/no/such")
