@@ -266,6 +266,21 @@ impl ResourceSpec {
         if let Some(spec) = known(name) {
             return Ok(vec![spec]);
         }
+        if name == "*" || name.starts_with("*.") {
+            let group = &name[1..].trim_start_matches('.');
+            if !group.is_empty()
+                && !group
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            {
+                return Err(Error::Resource(format!(
+                    "{name:?}: a group is a lower-case DNS name"
+                )));
+            }
+            let mut spec = ResourceSpec::new("", "", "", "", true);
+            spec.lookup = Some(name.to_string());
+            return Ok(vec![spec]);
+        }
         if let Some((gv, kind)) = name.split_once(' ') {
             return Self::parse_kind(name, gv, kind.trim()).map(|s| vec![s]);
         }
@@ -343,6 +358,21 @@ impl ResourceSpec {
             return Ok(ResourceSpec::new(g, v, r, k, ns));
         }
         Ok(ResourceSpec::new(group, version, "", kind, true))
+    }
+
+    /// Whether this stands for every resource the server serves (`"*"`) or
+    /// every one of a group (`"*.apps"`), each streamed as discovery finds it.
+    pub fn is_wildcard(&self) -> bool {
+        self.resource.is_empty() && self.lookup.as_deref().is_some_and(|l| l.starts_with('*'))
+    }
+
+    /// For a wildcard, whether it takes `group`.
+    pub(crate) fn wildcard_takes(&self, group: &str) -> bool {
+        match self.lookup.as_deref() {
+            Some("*") => true,
+            Some(l) => l.strip_prefix("*.") == Some(group),
+            None => false,
+        }
     }
 
     /// Whether the resource name is still to be found by discovery (the spec

@@ -470,7 +470,7 @@ impl Stream {
     }
 
     /// Full jitter: uniform in 0..=min(max, initial * 2^(failures-1)).
-    fn backoff(&mut self, failures: u32) -> Duration {
+    pub(crate) fn backoff(&mut self, failures: u32) -> Duration {
         let b = &self.settings.backoff;
         let cap = b
             .initial

@@ -674,3 +674,70 @@ fn a_reader_resumed_from_a_checkpoint_delivers_only_what_changed() {
         }
     }
 }
+
+/// `"*.GROUP"` (and `"*"`): every resource discovery finds, picked up as
+/// CRDs come; found streams sit beside the named ones.
+#[test]
+fn wildcards_follow_what_discovery_finds() {
+    let _w = Watchdog::new("wildcards", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.add_resource("example.com", "v1", "widgets", "Widget", true);
+    api.apply("example.com/v1/widgets", FakeApi::object(Some("a"), "w1"));
+    let mut c = config(&api, &["pods", "*.example.com"]);
+    c.discovery_interval = Duration::from_secs(1);
+    let r = Reader::open(c).unwrap();
+    let mut got = take(&r, 4);
+    got.sort();
+    assert_eq!(
+        got,
+        ["Add a/p1", "Add a/w1", "Synced pods", "Synced widgets"]
+    );
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", false);
+    api.apply("example.com/v1/gadgets", FakeApi::object(None, "g1"));
+    assert_eq!(until_synced(&r), ["Add g1", "Synced gadgets"]);
+    let mut names: Vec<String> = r.stats().iter().map(|s| s.resource.clone()).collect();
+    assert_eq!(names[0], "v1/pods", "the named ones first");
+    names[1..].sort();
+    assert_eq!(
+        names,
+        [
+            "v1/pods",
+            "example.com/v1/gadgets",
+            "example.com/v1/widgets"
+        ]
+    );
+    // The wildcard goes: so do its streams; the named one stays.
+    assert!(r
+        .set_resources(&ResourceSpec::parse("pods").unwrap(), false)
+        .unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while r.stats().len() > 1 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", r.stats());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pod(&api, "a", "p1");
+    assert_eq!(take(&r, 1), ["Update a/p1"]);
+    drop(r);
+
+    // Everything: one stream per resource the fake serves, each synced.
+    let served = requests(&api).len();
+    let r = open(&api, &["*"]);
+    let mut synced = std::collections::BTreeSet::new();
+    // The fake serves 14 resources of its own, and the two CRDs.
+    let want = 16;
+    while synced.len() < want {
+        let e = r
+            .next_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}: synced {synced:?}"));
+        if e.change() == Change::Synced {
+            synced.insert(e.resource().resource.clone());
+        }
+        assert_ne!(e.change(), Change::Error, "{e:?}");
+    }
+    assert!(
+        synced.contains("pods") && synced.contains("gadgets") && synced.contains("clusterroles"),
+        "{synced:?}"
+    );
+    assert!(requests(&api)[served..].iter().any(|q| q == "GET /apis"));
+}
