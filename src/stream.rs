@@ -50,6 +50,8 @@ pub(crate) struct Counters {
     pub synced_at: Mutex<Option<SystemTime>>,
     /// Why the stream last had to retry or give up; cleared by a completed sync.
     pub last_error: Mutex<Option<String>>,
+    /// `group/version/resource` once discovery has resolved a name.
+    pub resolved: Mutex<Option<String>>,
 }
 
 /// State one resource's streams share: the primary, and during a relist its
