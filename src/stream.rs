@@ -268,8 +268,9 @@ impl Stream {
                 Next::Pause { failures, at_least } => {
                     let delay = self.backoff(failures).max(at_least);
                     let why = step.why.unwrap_or_default();
+                    // The stats first: whoever sees the log line sees them too.
+                    *self.counters.last_error.lock() = Some(why.clone());
                     log::warn!("{name}: {why}; retrying in {delay:?}");
-                    *self.counters.last_error.lock() = Some(why);
                     self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
                     if self.stop.sleep(delay) {
                         return;
