@@ -528,6 +528,8 @@ impl Reader {
     /// for removed ones stop and are joined, the others keep running without a
     /// reconnect. With `force`, every stream is restarted. Returns whether
     /// anything changed; an unchanged set without `force` does nothing.
+    /// Wildcards (`"*"`, `"*.apps"`) in the list replace the reader's: the
+    /// streams discovery finds for them follow at once.
     ///
     /// [`Error::Reentrant`] when called on one of tattler's own threads (from
     /// a log callback): it would have to wait for that very thread.
