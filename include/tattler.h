@@ -233,8 +233,10 @@ typedef enum tattler_change {
      */
     TATTLER_CHANGE_SYNCED = 5,
     /**
-     * This resource failed for good (see `tattler_entry_error_code` and
-     * `tattler_entry_error_message`); it stops streaming, the others go on.
+     * A failure (see `tattler_entry_error_code` and
+     * `tattler_entry_error_message`): with `tattler_entry_error_ended`, this
+     * resource failed for good and stops streaming, the others go on;
+     * without, one object or frame was skipped and the stream goes on.
      */
     TATTLER_CHANGE_ERROR = 6,
 } tattler_change;
@@ -683,13 +685,13 @@ const char *tattler_entry_name(const struct tattler_entry *e);
 const char *tattler_entry_uid(const struct tattler_entry *e);
 
 /**
- * The object's resourceVersion. On a Delete: the version of the deletion
- * when the server reported it, the last version delivered when inferred. On
- * Synced: the version the state is complete at. 0 on Error.
+ * `tattler_entry_resource_version_str` as an integer: 0 when it is not one
+ * (aggregated and non-etcd servers may send any string), on Error, and
+ * when `e` is NULL.
  *
  * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
  *
- * Returns: the resourceVersion; 0 when `e` is NULL.
+ * Returns: the resourceVersion; 0 when it is not an integer.
  *
  * Thread safety: as `tattler_entry_change`.
  *
@@ -697,6 +699,26 @@ const char *tattler_entry_uid(const struct tattler_entry *e);
  * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 uint64_t tattler_entry_resource_version(const struct tattler_entry *e);
+
+/**
+ * The object's resourceVersion as the server sent it. On a Delete: the
+ * version of the deletion when the server reported it, the last version
+ * delivered when inferred. On Synced: the version the state is complete at.
+ * `""` on Error. The API calls resourceVersions opaque: compare them only
+ * for equality, unless both are integers of one etcd-backed resource.
+ *
+ * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ *
+ * Returns: a NUL-terminated string, never NULL; `""` when `e` is NULL.
+ *
+ * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
+ *
+ * Thread safety: as `tattler_entry_change`.
+ *
+ * # Safety
+ * `e` is NULL or a live entry from `tattler_next_entry`.
+ */
+const char *tattler_entry_resource_version_str(const struct tattler_entry *e);
 
 /**
  * The object's JSON exactly as the server sent it (re-serialised only when
@@ -733,6 +755,23 @@ const uint8_t *tattler_entry_object(const struct tattler_entry *e, size_t *len);
  * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 bool tattler_entry_inferred(const struct tattler_entry *e);
+
+/**
+ * On an Error entry, whether the resource's stream ended with it (it failed
+ * for good). False when one object or frame was skipped (an object over a
+ * limit, not JSON, nested too deep) and the stream goes on: the skipped
+ * object's namespace and name, when readable, are the entry's.
+ *
+ * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ *
+ * Returns: the flag; false on other entries and when `e` is NULL.
+ *
+ * Thread safety: as `tattler_entry_change`.
+ *
+ * # Safety
+ * `e` is NULL or a live entry from `tattler_next_entry`.
+ */
+bool tattler_entry_error_ended(const struct tattler_entry *e);
 
 /**
  * On an Error entry, the HTTP status that ended the stream (401, 403, 404,

@@ -91,7 +91,10 @@ public:
     std::string_view namespace_() const noexcept { return detail::view(tattler_entry_namespace(e_)); }
     std::string_view name() const noexcept { return detail::view(tattler_entry_name(e_)); }
     std::string_view uid() const noexcept { return detail::view(tattler_entry_uid(e_)); }
-    std::uint64_t resource_version() const noexcept { return tattler_entry_resource_version(e_); }
+    // The resourceVersion as the server sent it (opaque: compare for equality).
+    std::string_view resource_version() const noexcept { return detail::view(tattler_entry_resource_version_str(e_)); }
+    // The same as an integer; 0 when it is not one.
+    std::uint64_t resource_version_number() const noexcept { return tattler_entry_resource_version(e_); }
     bool inferred() const noexcept { return tattler_entry_inferred(e_); }
     // The object's JSON as the server sent it; empty for inferred deletes,
     // Synced and Error entries.
@@ -101,6 +104,8 @@ public:
         return bytes == nullptr ? std::string_view() : std::string_view(reinterpret_cast<const char *>(bytes), len);
     }
     std::uint16_t error_code() const noexcept { return tattler_entry_error_code(e_); }
+    // The stream ended with this error; false when one object was skipped.
+    bool error_ended() const noexcept { return tattler_entry_error_ended(e_); }
     std::string_view error_reason() const noexcept { return detail::view(tattler_entry_error_reason(e_)); }
     std::string_view error_message() const noexcept { return detail::view(tattler_entry_error_message(e_)); }
 

@@ -105,7 +105,7 @@ impl Stream {
             self.superseded = true;
             return true;
         }
-        if self.resource.kind.is_empty() {
+        if self.resource.kind.is_empty() && !self.spec.metadata_only {
             if let Some(k) = &d.meta.kind {
                 let mut r = (*self.resource).clone();
                 r.kind = k.to_string();
@@ -213,7 +213,7 @@ impl Stream {
             .store(objects as u64, Ordering::Relaxed);
         self.publish_rv();
         let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv.clone());
-        if !self.out.send(entry, &self.stop) {
+        if self.pass_gate() && !self.out.send(entry, &self.stop) {
             return false;
         }
         drop(tracker);

@@ -11,7 +11,7 @@ use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
 use crate::channel::{Budget, Out, Stop};
-use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings};
+use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings, SyncGate};
 use crate::transport::{AgentSlot, Transport};
 use crate::{
     Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError,
@@ -37,6 +37,8 @@ pub struct Reader {
     shared: Arc<ReaderShared>,
     /// The relist timer, when `relist_interval` is set.
     timer: Mutex<Option<JoinHandle<()>>>,
+    /// The discovery thread, once there are wildcards (`"*"`).
+    explorer: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// What the reader, its relist timer and its calls share.
@@ -45,8 +47,11 @@ struct ReaderShared {
     /// `stats()` and `stop()` never wait long, whatever else is going on.
     inner: Mutex<Inner>,
     /// Serialises the calls that stop and start threads (`set_resources`, a
-    /// relist's swap). Held across joins; no other call needs it.
+    /// relist's swap, the discovery thread's changes). Held across joins; no
+    /// other call needs it.
     control: Mutex<()>,
+    /// How often the discovery thread looks for the wildcards' resources.
+    discovery_interval: Duration,
 }
 
 thread_local! {
@@ -70,6 +75,21 @@ struct Inner {
     streams: Vec<StreamHandle>,
     /// What a new stream needs; `None` once stopped.
     start: Option<Starter>,
+    /// `"*"`-like specs: their resources are found by the discovery thread.
+    wildcards: Vec<ResourceSpec>,
+    /// Tells the discovery thread to look now (the wildcards changed).
+    look_now: Option<Sender<()>>,
+    /// The discovery thread's HTTP agent, shut down by stop.
+    probe_slot: Option<Arc<AgentSlot>>,
+}
+
+/// Which streams a change of the watch set is about.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The ones the caller named.
+    Named,
+    /// The ones discovery found for the wildcards.
+    Found,
 }
 
 /// Everything needed to start one more stream thread.
@@ -83,6 +103,15 @@ struct Starter {
 impl Starter {
     /// Starts a stream thread for `spec` over the resource's shared state.
     fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
+        self.spawn_from(h, role, None)
+    }
+
+    fn spawn_from(
+        &self,
+        h: &StreamHandle,
+        role: Role,
+        resume: Option<crate::rv::Rv>,
+    ) -> Result<Thread, Error> {
         let slot = Arc::new(AgentSlot::default());
         let (stop_tx, own) = bounded(0);
         let stream = Stream::new(StreamInit {
@@ -98,6 +127,8 @@ impl Starter {
             counters: h.counters.clone(),
             shared: h.shared.clone(),
             role,
+            resume,
+            gate: h.gate.clone(),
         });
         let thread = spawn(&h.spec, stream, self.out.tx.clone()).map_err(Error::Spawn)?;
         Ok(Thread {
@@ -107,15 +138,54 @@ impl Starter {
         })
     }
 
-    fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
+    /// A stream object the discovery thread asks discovery with (it is
+    /// never run), the slot that stop shuts down, and its own stop's sender
+    /// (held by the thread).
+    fn probe(&self) -> (Stream, Arc<AgentSlot>, Sender<()>) {
+        let (own_tx, own) = bounded::<()>(0);
+        let slot = Arc::new(AgentSlot::default());
+        let stream = Stream::new(StreamInit {
+            spec: ResourceSpec::new("", "v1", "", "", false),
+            transport: self.transport.clone(),
+            slot: slot.clone(),
+            settings: self.settings.clone(),
+            out: self.out.clone(),
+            stop: Stop {
+                all: self.closing.clone(),
+                own,
+            },
+            counters: Arc::new(Counters::default()),
+            shared: Arc::new(Shared::default()),
+            role: Role::Primary,
+            resume: None,
+            gate: None,
+        });
+        (stream, slot, own_tx)
+    }
+
+    /// Starts a resource, from its part of a checkpoint when there is one.
+    fn start_from(
+        &self,
+        spec: &ResourceSpec,
+        resume: Option<&crate::checkpoint::ResourceState>,
+        gate: Option<Arc<SyncGate>>,
+    ) -> Result<StreamHandle, Error> {
         let mut h = StreamHandle {
             spec: spec.clone(),
+            found: false,
+            gate,
             shared: Arc::new(Shared::default()),
             counters: Arc::new(Counters::default()),
             running: Thread::default(),
             pending: None,
         };
-        h.running = self.spawn(&h, Role::Primary)?;
+        let resume_at = resume.map(|part| {
+            let mut t = h.shared.tracker.lock();
+            t.import(&part.objects, &part.resource_version);
+            h.counters.objects.store(t.len() as u64, Ordering::Relaxed);
+            part.resource_version.clone()
+        });
+        h.running = self.spawn_from(&h, Role::Primary, resume_at)?;
         Ok(h)
     }
 }
@@ -124,6 +194,10 @@ impl Starter {
 /// relist, the replacement being synced.
 struct StreamHandle {
     spec: ResourceSpec,
+    /// Found by discovery for a wildcard (rather than named by the caller).
+    found: bool,
+    /// Shared with the resource's streams in other namespaces.
+    gate: Option<Arc<SyncGate>>,
     shared: Arc<Shared>,
     counters: Arc<Counters>,
     running: Thread,
@@ -162,6 +236,27 @@ impl Thread {
 }
 
 impl StreamHandle {
+    fn snapshot(&self) -> StreamStats {
+        let c = &self.counters;
+        StreamStats {
+            resource: c.resolved.lock().clone().unwrap_or_else(|| self.spec.gvr()),
+            events: c.events.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            reconnects: c.reconnects.load(Ordering::Relaxed),
+            resyncs: c.resyncs.load(Ordering::Relaxed),
+            relists: c.relists.load(Ordering::Relaxed),
+            stale_drops: c.stale_drops.load(Ordering::Relaxed),
+            skipped: c.skipped.load(Ordering::Relaxed),
+            resource_version: c.resource_version.lock().as_str().to_string(),
+            objects: c.objects.load(Ordering::Relaxed),
+            synced: c.synced.load(Ordering::Relaxed),
+            synced_at: *c.synced_at.lock(),
+            list_fallback: c.list_fallback.load(Ordering::Relaxed),
+            failed: c.failed.load(Ordering::Relaxed),
+            last_error: c.last_error.lock().clone(),
+        }
+    }
+
     fn signal(&mut self) {
         self.running.signal();
         if let Some(p) = &mut self.pending {
@@ -283,17 +378,28 @@ impl Reader {
                     closing_tx: Some(closing_tx),
                     streams: Vec::new(),
                     start: None,
+                    wildcards: Vec::new(),
+                    look_now: None,
+                    probe_slot: None,
                 }),
                 control: Mutex::new(()),
+                discovery_interval: config.discovery_interval,
             }),
             timer: Mutex::new(None),
+            explorer: Mutex::new(None),
         };
-        for spec in dedup(&config.resources) {
+        let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&config.resources)
+            .into_iter()
+            .partition(ResourceSpec::is_wildcard);
+        let gates = sync_gates(&named);
+        for (spec, gate) in named.iter().zip(gates) {
             // On failure, dropping `reader` stops and joins what was started.
-            let handle = start.start(&spec)?;
+            let part = config.resume.as_ref().and_then(|c| c.part(spec));
+            let handle = start.start_from(spec, part, gate)?;
             reader.shared.inner.lock().streams.push(handle);
         }
         reader.shared.inner.lock().start = Some(start);
+        reader.set_wildcards(wildcards)?;
         if let Some(interval) = config.relist_interval {
             let shared = reader.shared.clone();
             let t = std::thread::Builder::new()
@@ -424,6 +530,9 @@ impl Reader {
         for s in &mut inner.streams {
             s.signal();
         }
+        if let Some(slot) = &inner.probe_slot {
+            slot.shutdown();
+        }
     }
 
     /// Changes the set of resources streamed, while entries flow.
@@ -432,6 +541,8 @@ impl Reader {
     /// for removed ones stop and are joined, the others keep running without a
     /// reconnect. With `force`, every stream is restarted. Returns whether
     /// anything changed; an unchanged set without `force` does nothing.
+    /// Wildcards (`"*"`, `"*.apps"`) in the list replace the reader's: the
+    /// streams discovery finds for them follow at once.
     ///
     /// [`Error::Reentrant`] when called on one of tattler's own threads (from
     /// a log callback): it would have to wait for that very thread.
@@ -439,78 +550,53 @@ impl Reader {
         if on_tattler_thread() {
             return Err(Error::Reentrant("set_resources"));
         }
-        let wanted = dedup(resources);
-        if wanted.is_empty() {
+        let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(resources)
+            .into_iter()
+            .partition(ResourceSpec::is_wildcard);
+        if named.is_empty() && wildcards.is_empty() {
             return Err(Error::Config("resources: nothing to watch".into()));
         }
-        let stopped = || Error::Config("the reader is stopped".into());
-        let _control = self.shared.control.lock();
-        // Signal what goes or restarts and take its threads, under the lock;
-        // join them without it.
-        let (mut gone, mut restarting, changed) = {
-            let mut inner = self.shared.inner.lock();
-            if inner.start.is_none() {
-                return Err(stopped());
-            }
-            let (mut keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
-                .streams
-                .drain(..)
-                .partition(|s| wanted.contains(&s.spec));
-            let changed = force || !gone.is_empty() || wanted.len() != keep.len();
-            for s in &mut gone {
-                s.signal();
-            }
-            let mut restarting = Vec::new();
-            if force {
-                // The old threads end before new ones start: two streams
-                // syncing one resource's state at once would confuse it.
-                for h in &mut keep {
-                    h.signal();
-                    restarting.push(std::mem::take(&mut h.running));
-                    restarting.extend(h.pending.take());
-                }
-            }
-            inner.streams = keep;
-            (gone, restarting, changed)
+        let changed = reconcile(&self.shared, &named, Scope::Named, force)?;
+        let wildcards_changed = self.shared.inner.lock().wildcards != wildcards;
+        self.set_wildcards(wildcards)?;
+        Ok(changed || wildcards_changed)
+    }
+
+    /// Keeps the wildcards, starting the discovery thread for them (or
+    /// telling it to look again) when there are any.
+    fn set_wildcards(&self, wildcards: Vec<ResourceSpec>) -> Result<(), Error> {
+        let mut inner = self.shared.inner.lock();
+        if inner.wildcards == wildcards {
+            return Ok(());
+        }
+        let any = !wildcards.is_empty();
+        inner.wildcards = wildcards;
+        if let Some(poke) = &inner.look_now {
+            let _ = poke.try_send(());
+            return Ok(());
+        }
+        if !any {
+            return Ok(());
+        }
+        let Some((probe, slot, own_stop)) = inner.start.as_ref().map(Starter::probe) else {
+            return Err(Error::Config("the reader is stopped".into()));
         };
-        for s in &mut gone {
-            s.join();
-        }
-        for t in &mut restarting {
-            t.join();
-        }
-        let mut guard = self.shared.inner.lock();
-        let inner = &mut *guard;
-        let Some(start) = inner.start.as_ref() else {
-            return Err(stopped());
-        };
-        let mut result = Ok(changed);
-        if force {
-            // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
-            for h in &mut inner.streams {
-                match start.spawn(h, Role::Primary) {
-                    Ok(t) => h.running = t,
-                    Err(e) => result = Err(e),
-                }
-            }
-        }
-        for spec in &wanted {
-            if inner.streams.iter().any(|s| &s.spec == spec) {
-                continue;
-            }
-            match start.start(spec) {
-                Ok(h) => inner.streams.push(h),
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        // Keep the configured order for stats().
-        inner
-            .streams
-            .sort_by_key(|s| wanted.iter().position(|w| w == &s.spec));
-        result
+        let (poke, look_now) = bounded(1);
+        inner.look_now = Some(poke);
+        inner.probe_slot = Some(slot);
+        drop(inner);
+        let (shared, closing) = (self.shared.clone(), self.closing.clone());
+        let t = std::thread::Builder::new()
+            .name("tattler-discovery".into())
+            .stack_size(STREAM_STACK)
+            .spawn(move || {
+                mark_tattler_thread();
+                let _own_stop = own_stop;
+                explore(&shared, &closing, &look_now, probe)
+            })
+            .map_err(Error::Spawn)?;
+        *self.explorer.lock() = Some(t);
+        Ok(())
     }
 
     /// Relists every resource now, one at a time, as the relist timer does
@@ -546,41 +632,202 @@ impl Reader {
         &self.info
     }
 
+    /// What the reader has delivered, to resume from in a new reader
+    /// ([`Config::resume`]): per resource whose full state is complete, its
+    /// resourceVersion and the objects the consumer holds.
+    ///
+    /// It matches what the consumer got exactly when taken after
+    /// [`stop`](Self::stop) and once [`next`](Self::next) has returned
+    /// [`Closed`] (every entry taken). Taken while the reader runs, it may
+    /// hold changes still waiting in the channel, which a resumed reader
+    /// would then not deliver.
+    pub fn checkpoint(&self) -> crate::Checkpoint {
+        let streams: Vec<(ResourceSpec, Arc<Shared>, Arc<Counters>)> = {
+            let inner = self.shared.inner.lock();
+            inner
+                .streams
+                .iter()
+                .map(|h| (h.spec.clone(), h.shared.clone(), h.counters.clone()))
+                .collect()
+        };
+        let mut resources = Vec::new();
+        for (spec, shared, counters) in streams {
+            if !counters.synced.load(Ordering::Relaxed) {
+                continue;
+            }
+            let resource_version = counters.resource_version.lock().clone();
+            if resource_version.as_str().is_empty() {
+                continue;
+            }
+            let objects = shared.tracker.lock().export();
+            resources.push(crate::checkpoint::ResourceState {
+                spec,
+                resource_version,
+                objects,
+            });
+        }
+        crate::Checkpoint { resources }
+    }
+
     /// Counters of each stream, in the order the resources were configured.
     pub fn stats(&self) -> Vec<StreamStats> {
         let inner = self.shared.inner.lock();
-        inner
-            .streams
-            .iter()
-            .map(|s| {
-                let c = &s.counters;
-                StreamStats {
-                    resource: s.spec.gvr(),
-                    events: c.events.load(Ordering::Relaxed),
-                    bytes: c.bytes.load(Ordering::Relaxed),
-                    reconnects: c.reconnects.load(Ordering::Relaxed),
-                    resyncs: c.resyncs.load(Ordering::Relaxed),
-                    relists: c.relists.load(Ordering::Relaxed),
-                    stale_drops: c.stale_drops.load(Ordering::Relaxed),
-                    skipped: c.skipped.load(Ordering::Relaxed),
-                    resource_version: c.resource_version.lock().as_str().to_string(),
-                    objects: c.objects.load(Ordering::Relaxed),
-                    synced: c.synced.load(Ordering::Relaxed),
-                    synced_at: *c.synced_at.lock(),
-                    list_fallback: c.list_fallback.load(Ordering::Relaxed),
-                    failed: c.failed.load(Ordering::Relaxed),
-                    last_error: c.last_error.lock().clone(),
-                }
-            })
-            .collect()
+        inner.streams.iter().map(StreamHandle::snapshot).collect()
     }
+}
+
+impl Reader {
+    /// The counters in the Prometheus text exposition format (version
+    /// 0.0.4), ready to serve on an agent's `/metrics`: per stream (labels
+    /// `resource`, and `namespace`, `label_selector`, `field_selector`,
+    /// `metadata_only` where set) events, bytes, reconnects, re-syncs,
+    /// relists, stale drops, skipped pieces, objects tracked, synced, failed,
+    /// LIST fallback and seconds since the last full state; for the reader,
+    /// entries and bytes waiting in the channel.
+    pub fn metrics_text(&self) -> String {
+        use std::fmt::Write;
+        let now = std::time::SystemTime::now();
+        let streams: Vec<(String, StreamStats)> = {
+            let inner = self.shared.inner.lock();
+            inner
+                .streams
+                .iter()
+                .map(|h| {
+                    let stats = h.snapshot();
+                    (metric_labels(&stats.resource, &h.spec), stats)
+                })
+                .collect()
+        };
+        type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
+        let per_stream: [(&str, &str, &str, Get); 12] = [
+            (
+                "events_total",
+                "counter",
+                "Watch events and LIST items received.",
+                |s, _| Some(s.events as f64),
+            ),
+            (
+                "received_bytes_total",
+                "counter",
+                "Body bytes received (after decompression).",
+                |s, _| Some(s.bytes as f64),
+            ),
+            (
+                "reconnects_total",
+                "counter",
+                "Requests made again after a failure.",
+                |s, _| Some(s.reconnects as f64),
+            ),
+            (
+                "resyncs_total",
+                "counter",
+                "Full re-syncs (history expired, resourceVersion too large, empty watches).",
+                |s, _| Some(s.resyncs as f64),
+            ),
+            (
+                "relists_total",
+                "counter",
+                "Relist swaps completed.",
+                |s, _| Some(s.relists as f64),
+            ),
+            (
+                "stale_drops_total",
+                "counter",
+                "Events dropped as older than what was delivered.",
+                |s, _| Some(s.stale_drops as f64),
+            ),
+            (
+                "skipped_total",
+                "counter",
+                "Objects and frames skipped, each reported by an Error entry.",
+                |s, _| Some(s.skipped as f64),
+            ),
+            (
+                "objects",
+                "gauge",
+                "Objects tracked (the consumer's state).",
+                |s, _| Some(s.objects as f64),
+            ),
+            (
+                "synced",
+                "gauge",
+                "1 when the last full state is complete.",
+                |s, _| Some(u8::from(s.synced).into()),
+            ),
+            (
+                "failed",
+                "gauge",
+                "1 when the stream failed for good.",
+                |s, _| Some(u8::from(s.failed).into()),
+            ),
+            (
+                "list_fallback",
+                "gauge",
+                "1 when the resource is read by LIST + WATCH.",
+                |s, _| Some(u8::from(s.list_fallback).into()),
+            ),
+            (
+                "seconds_since_sync",
+                "gauge",
+                "Seconds since the last full state completed.",
+                |s, now| {
+                    s.synced_at
+                        .map(|t| now.duration_since(t).unwrap_or_default().as_secs_f64())
+                },
+            ),
+        ];
+        let mut out = String::new();
+        for (name, kind, help, get) in per_stream {
+            let _ = writeln!(
+                out,
+                "# HELP tattler_{name} {help}\n# TYPE tattler_{name} {kind}"
+            );
+            for (labels, s) in &streams {
+                if let Some(v) = get(s, now) {
+                    let _ = writeln!(out, "tattler_{name}{{{labels}}} {v}");
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tattler_channel_entries Entries waiting for the consumer.\n# TYPE tattler_channel_entries gauge\ntattler_channel_entries {}",
+            self.rx.len()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP tattler_channel_bytes Bytes of objects waiting for the consumer.\n# TYPE tattler_channel_bytes gauge\ntattler_channel_bytes {}",
+            self.budget.used()
+        );
+        out
+    }
+}
+
+/// A stream's labels: `resource="v1/pods"`, and its scope where set.
+fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
+    let esc = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    let mut l = format!("resource=\"{}\"", esc(resource));
+    for (k, v) in [
+        ("namespace", spec.namespace.as_deref()),
+        ("label_selector", spec.label_selector.as_deref()),
+        ("field_selector", spec.field_selector.as_deref()),
+        ("metadata_only", spec.metadata_only.then_some("true")),
+    ] {
+        if let Some(v) = v {
+            l.push_str(&format!(",{k}=\"{}\"", esc(v)));
+        }
+    }
+    l
 }
 
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop();
-        let timer = self.timer.lock().take();
-        if let Some(t) = timer {
+        let threads = [self.timer.lock().take(), self.explorer.lock().take()];
+        for t in threads.into_iter().flatten() {
             if t.thread().id() != std::thread::current().id() {
                 let _ = t.join();
             }
@@ -603,6 +850,184 @@ impl Iterator for Iter<'_> {
     fn next(&mut self) -> Option<Entry> {
         self.reader.next().ok()
     }
+}
+
+/// Makes the streams of `scope` the ones of `wanted`: starts the new, stops
+/// and joins the gone (without the lock), restarts all with `force`; the
+/// other scope's streams are left alone (and a found one that the caller
+/// names is not started twice). Whether anything changed.
+fn reconcile(
+    shared: &ReaderShared,
+    wanted: &[ResourceSpec],
+    scope: Scope,
+    force: bool,
+) -> Result<bool, Error> {
+    let stopped = || Error::Config("the reader is stopped".into());
+    let _control = shared.control.lock();
+    let ours = |h: &StreamHandle| h.found == (scope == Scope::Found);
+    // Signal what goes or restarts and take its threads, under the lock;
+    // join them without it.
+    let (mut gone, mut restarting, changed) = {
+        let mut inner = shared.inner.lock();
+        if inner.start.is_none() {
+            return Err(stopped());
+        }
+        let (keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
+            .streams
+            .drain(..)
+            .partition(|s| !ours(s) || wanted.contains(&s.spec));
+        let mut keep = keep;
+        let present = keep.iter().filter(|s| ours(s)).count();
+        let changed = force || !gone.is_empty() || wanted.len() != present;
+        for s in &mut gone {
+            s.signal();
+        }
+        let mut restarting = Vec::new();
+        if force {
+            // The old threads end before new ones start: two streams
+            // syncing one resource's state at once would confuse it.
+            for h in keep.iter_mut().filter(|h| ours(h)) {
+                h.signal();
+                restarting.push(std::mem::take(&mut h.running));
+                restarting.extend(h.pending.take());
+            }
+        }
+        inner.streams = keep;
+        (gone, restarting, changed)
+    };
+    for s in &mut gone {
+        s.join();
+    }
+    for t in &mut restarting {
+        t.join();
+    }
+    let mut guard = shared.inner.lock();
+    let inner = &mut *guard;
+    let Some(start) = inner.start.as_ref() else {
+        return Err(stopped());
+    };
+    let mut result = Ok(changed);
+    if force {
+        // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
+        for h in inner.streams.iter_mut().filter(|h| ours(h)) {
+            match start.spawn(h, Role::Primary) {
+                Ok(t) => h.running = t,
+                Err(e) => result = Err(e),
+            }
+        }
+    }
+    for spec in wanted {
+        let taken = inner.streams.iter().any(|s| {
+            (ours(s) && &s.spec == spec)
+                || (scope == Scope::Found && crate::checkpoint::same_scope(&s.spec, spec))
+        });
+        if taken {
+            continue;
+        }
+        // Another namespace of a resource already watched in several.
+        let gate = inner
+            .streams
+            .iter()
+            .find(|s| same_resource(&s.spec, spec))
+            .and_then(|s| s.gate.clone());
+        match start.start_from(spec, None, gate) {
+            Ok(mut h) => {
+                h.found = scope == Scope::Found;
+                inner.streams.push(h);
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    // The caller's order for stats(), the found ones after.
+    inner.streams.sort_by_key(|s| {
+        (
+            s.found,
+            wanted
+                .iter()
+                .position(|w| w == &s.spec)
+                .unwrap_or(usize::MAX),
+        )
+    });
+    result
+}
+
+/// The discovery thread: every `discovery_interval` (and when the wildcards
+/// change), finds the resources the wildcards stand for and makes them the
+/// found streams: a CRD established later gets a stream, one deleted loses
+/// it. A failing discovery is retried with backoff.
+fn explore(
+    shared: &ReaderShared,
+    closing: &Receiver<()>,
+    look_now: &Receiver<()>,
+    mut probe: Stream,
+) {
+    let mut failures = 0u32;
+    loop {
+        let wildcards = shared.inner.lock().wildcards.clone();
+        let wait = if wildcards.is_empty() {
+            let _ = reconcile(shared, &[], Scope::Found, false);
+            shared.discovery_interval
+        } else {
+            match probe.served() {
+                Ok(served) => {
+                    failures = 0;
+                    let found = expand(&wildcards, &served);
+                    log::debug!(
+                        "discovery: {} resources for {} wildcards",
+                        found.len(),
+                        wildcards.len()
+                    );
+                    if let Err(e) = reconcile(shared, &found, Scope::Found, false) {
+                        log::warn!("discovery: cannot change the watch set: {e}");
+                    }
+                    shared.discovery_interval
+                }
+                Err(crate::machine::End::Stopped) => return,
+                Err(end) => {
+                    failures = failures.saturating_add(1);
+                    let wait = probe.backoff(failures);
+                    log::warn!("discovery failed ({end:?}); looking again in {wait:?}");
+                    wait
+                }
+            }
+        };
+        select! {
+            recv(closing) -> _ => return,
+            recv(look_now) -> _ => {}
+            default(wait) => {}
+        }
+    }
+}
+
+/// The specs the wildcards stand for: every served resource that can be
+/// listed and watched, in each group's preferred version, with the
+/// wildcard's scope (namespace, selectors, metadata-only).
+fn expand(wildcards: &[ResourceSpec], served: &[crate::discovery::Served]) -> Vec<ResourceSpec> {
+    let mut out: Vec<ResourceSpec> = Vec::new();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for s in served {
+        if !s.watchable() || seen.iter().any(|(g, r)| *g == s.group && *r == s.resource) {
+            continue;
+        }
+        seen.push((s.group.clone(), s.resource.clone()));
+        for w in wildcards.iter().filter(|w| w.wildcard_takes(&s.group)) {
+            let mut spec =
+                ResourceSpec::new(&s.group, &s.version, &s.resource, &s.kind, s.namespaced);
+            if let Some(ns) = &w.namespace {
+                spec = spec.in_namespace(ns);
+            }
+            spec.label_selector.clone_from(&w.label_selector);
+            spec.field_selector.clone_from(&w.field_selector);
+            spec.metadata_only = w.metadata_only;
+            if !out.contains(&spec) {
+                out.push(spec);
+            }
+        }
+    }
+    out
 }
 
 /// Every `interval`, relists each synced resource in turn: a replacement
@@ -705,6 +1130,35 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
     true
 }
 
+/// Whether two specs are one resource to the consumer: the same but for
+/// the namespace.
+fn same_resource(a: &ResourceSpec, b: &ResourceSpec) -> bool {
+    let mut b = b.clone();
+    b.namespace.clone_from(&a.namespace);
+    crate::checkpoint::same_scope(a, &b)
+}
+
+/// For each spec, the gate it shares with the same resource's other
+/// namespaces, when there are several.
+fn sync_gates(specs: &[ResourceSpec]) -> Vec<Option<Arc<SyncGate>>> {
+    let mut gates: Vec<Option<Arc<SyncGate>>> = vec![None; specs.len()];
+    for i in 0..specs.len() {
+        if gates[i].is_some() {
+            continue;
+        }
+        let group: Vec<usize> = (i..specs.len())
+            .filter(|&j| same_resource(&specs[i], &specs[j]))
+            .collect();
+        if group.len() > 1 {
+            let gate = SyncGate::new(group.len());
+            for j in group {
+                gates[j] = Some(gate.clone());
+            }
+        }
+    }
+    gates
+}
+
 /// The specs without repeats, in their first order.
 fn dedup(specs: &[ResourceSpec]) -> Vec<ResourceSpec> {
     let mut out: Vec<ResourceSpec> = Vec::with_capacity(specs.len());
@@ -728,10 +1182,10 @@ fn spawn(
     stream: Stream,
     out: Sender<Entry>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let what = if spec.resource.is_empty() {
-        spec.kind.to_lowercase()
-    } else {
-        spec.resource.clone()
+    let what = match (&spec.lookup, spec.resource.is_empty()) {
+        (_, false) => spec.resource.clone(),
+        (Some(name), true) => name.clone(),
+        (None, true) => spec.kind.to_lowercase(),
     };
     let name = format!("tattler-watch-{what}");
     let resource = Arc::new(crate::Resource {
@@ -762,4 +1216,23 @@ fn spawn(
                 let _ = out.try_send(Entry::failure(resource, info));
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_labels_are_escaped() {
+        let spec = ResourceSpec::parse("pods")
+            .unwrap()
+            .remove(0)
+            .in_namespace("a")
+            .with_field_selector("x=\"q\\\n")
+            .metadata_only();
+        assert_eq!(
+            metric_labels(&spec.gvr(), &spec),
+            r#"resource="v1/pods",namespace="a",field_selector="x=\"q\\\n",metadata_only="true""#
+        );
+    }
 }

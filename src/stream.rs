@@ -50,6 +50,8 @@ pub(crate) struct Counters {
     pub synced_at: Mutex<Option<SystemTime>>,
     /// Why the stream last had to retry or give up; cleared by a completed sync.
     pub last_error: Mutex<Option<String>>,
+    /// `group/version/resource` once discovery has resolved a name.
+    pub resolved: Mutex<Option<String>>,
 }
 
 /// State one resource's streams share: the primary, and during a relist its
@@ -62,6 +64,28 @@ pub(crate) struct Shared {
     /// Pieces already reported as skipped (hashes), so that a relist or a
     /// re-sync does not report an unchanged bad object again. Bounded.
     pub reported: Mutex<std::collections::HashSet<u64>>,
+}
+
+/// One resource watched in several namespaces (one stream each) reaches the
+/// consumer as one resource: its first Synced comes once every namespace's
+/// stream has delivered its initial state, or failed for good.
+pub(crate) struct SyncGate {
+    waiting: Mutex<usize>,
+}
+
+impl SyncGate {
+    pub(crate) fn new(members: usize) -> Arc<SyncGate> {
+        Arc::new(SyncGate {
+            waiting: Mutex::new(members),
+        })
+    }
+
+    /// One member is done: whether the resource's Synced goes out now.
+    fn arrive(&self) -> bool {
+        let mut w = self.waiting.lock();
+        *w = w.saturating_sub(1);
+        *w == 0
+    }
 }
 
 /// What a stream is for.
@@ -84,6 +108,11 @@ pub(crate) struct StreamInit {
     pub counters: Arc<Counters>,
     pub shared: Arc<Shared>,
     pub role: Role,
+    /// Resumed from a checkpoint at this resourceVersion (its objects are
+    /// already in the tracker).
+    pub resume: Option<Rv>,
+    /// The resource's other namespaces, when there are several.
+    pub gate: Option<Arc<SyncGate>>,
 }
 
 pub(crate) struct Stream {
@@ -112,10 +141,31 @@ pub(crate) struct Stream {
     pub(crate) id: u64,
     /// Another stream owns the live events now: this one ends.
     pub(crate) superseded: bool,
+    gate: Option<Arc<SyncGate>>,
     rng: u64,
 }
 
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What a request asks for, which decides its `Accept` header.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asking {
+    /// A watch: its events' objects.
+    Objects,
+    /// A LIST page.
+    List,
+    /// A plain JSON document.
+    Document,
+    /// A discovery document, with its own `Accept`.
+    Discovery(&'static str),
+}
+
+/// Only metadata, as `PartialObjectMetadata` (client-go's metadata client asks
+/// the same); plain JSON from a server that cannot (full objects, then).
+const METADATA: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+const METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 impl Stream {
     pub(crate) fn new(init: StreamInit) -> Stream {
@@ -123,7 +173,11 @@ impl Stream {
         let resource = Arc::new(Resource {
             group: spec.group.clone(),
             version: spec.version.clone(),
-            resource: spec.resource.clone(),
+            // Until discovery resolves it, the name as given.
+            resource: match (&spec.lookup, spec.resource.is_empty()) {
+                (Some(name), true) => name.clone(),
+                _ => spec.resource.clone(),
+            },
             kind: spec.kind.clone(),
         });
         let rng = seed(&spec.gvr());
@@ -134,6 +188,14 @@ impl Stream {
             init.settings.backoff.reset_after,
         );
         machine.replacement = matches!(init.role, Role::Replacement(_));
+        let resumed = init.resume.is_some();
+        let replacement = matches!(init.role, Role::Replacement(_));
+        if resumed {
+            machine.resumed = true;
+            if !spec.needs_discovery() {
+                machine.phase = Phase::Watch;
+            }
+        }
         Stream {
             edits: shaping.edits(&resource),
             needs_value: shaping.needs_value(&resource),
@@ -148,17 +210,29 @@ impl Stream {
             shared: init.shared,
             role: init.role,
             machine,
-            rv: Rv::empty(),
-            synced: false,
+            rv: init.resume.unwrap_or_default(),
+            synced: resumed,
             seen: Seen::default(),
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
             superseded: false,
+            // A relist's sync is not the resource's first.
+            gate: init.gate.filter(|_| !replacement),
             rng,
         }
     }
 
     pub(crate) fn is_replacement(&self) -> bool {
         matches!(self.role, Role::Replacement(_))
+    }
+
+    /// Whether this stream's Synced goes out: always, but for the first
+    /// sync of a resource in several namespaces, which waits for the others
+    /// (the last of them sends it).
+    pub(crate) fn pass_gate(&mut self) -> bool {
+        match self.gate.take() {
+            Some(g) => g.arrive(),
+            None => true,
+        }
     }
 
     /// Runs until stopped or failed for good.
@@ -172,6 +246,25 @@ impl Stream {
             // A (re)started primary delivers from now on; a replacement waits
             // for its snapshot (finish_sync).
             self.shared.tracker.lock().set_owner(self.id);
+        }
+        if self.machine.resumed && self.synced {
+            // The restored state is complete as of the checkpoint.
+            *self.counters.synced_at.lock() = Some(SystemTime::now());
+            self.counters.synced.store(true, Ordering::Relaxed);
+            self.publish_rv();
+            let entry = Entry::marker(
+                crate::Change::Synced,
+                self.resource.clone(),
+                self.rv.clone(),
+            );
+            if self.pass_gate() && !self.out.send(entry, &self.stop) {
+                return;
+            }
+            log::info!(
+                "{}: resumed at resourceVersion {}",
+                self.spec.gvr(),
+                self.rv
+            );
         }
         loop {
             if self.stop.is_set() {
@@ -213,8 +306,9 @@ impl Stream {
                 Next::Pause { failures, at_least } => {
                     let delay = self.backoff(failures).max(at_least);
                     let why = step.why.unwrap_or_default();
+                    // The stats first: whoever sees the log line sees them too.
+                    *self.counters.last_error.lock() = Some(why.clone());
                     log::warn!("{name}: {why}; retrying in {delay:?}");
-                    *self.counters.last_error.lock() = Some(why);
                     self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
                     if self.stop.sleep(delay) {
                         return;
@@ -299,7 +393,16 @@ impl Stream {
         *self.counters.last_error.lock() =
             Some(format!("{} {}: {}", info.code, info.reason, info.message));
         let entry = Entry::failure(self.resource.clone(), info);
-        self.out.send(entry, &self.stop);
+        if self.out.send(entry, &self.stop) && self.gate.is_some() && self.pass_gate() {
+            // The last of the resource's namespaces to finish: the others are
+            // synced, and the resource's Synced was theirs to wait for.
+            let synced = Entry::marker(
+                crate::Change::Synced,
+                self.resource.clone(),
+                self.rv.clone(),
+            );
+            self.out.send(synced, &self.stop);
+        }
     }
 
     /// One GET; a non-200 answer is turned into how the request ended.
@@ -307,6 +410,7 @@ impl Stream {
     pub(crate) fn get(
         &mut self,
         path: &str,
+        what: Asking,
         read_timeout: Option<Duration>,
     ) -> Result<ureq::http::Response<ureq::Body>, End> {
         let creds = &self.transport.credentials;
@@ -341,7 +445,13 @@ impl Stream {
             }
         };
         let url = format!("{}{}", self.transport.base, path);
-        let mut req = agent.get(&url).header("Accept", "application/json");
+        let accept = match what {
+            Asking::Objects if self.spec.metadata_only => METADATA,
+            Asking::List if self.spec.metadata_only => METADATA_LIST,
+            Asking::Discovery(accept) => accept,
+            _ => "application/json",
+        };
+        let mut req = agent.get(&url).header("Accept", accept);
         if let Some(h) = &current.header {
             req = req.header("Authorization", h);
         }
@@ -410,7 +520,7 @@ impl Stream {
     }
 
     /// Full jitter: uniform in 0..=min(max, initial * 2^(failures-1)).
-    fn backoff(&mut self, failures: u32) -> Duration {
+    pub(crate) fn backoff(&mut self, failures: u32) -> Duration {
         let b = &self.settings.backoff;
         let cap = b
             .initial

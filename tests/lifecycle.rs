@@ -251,7 +251,15 @@ fn relists_racing_creates_updates_and_deletes_converge() {
             }
         }
     }
-    assert_quiet(&r, Duration::from_millis(300));
+    // What may still be queued changes nothing: a relist's last Snapshots
+    // and Synced (the state can be equal before they are read).
+    while let Ok(e) = r.next_timeout(Duration::from_millis(300)) {
+        assert!(
+            matches!(e.change(), Change::Snapshot | Change::Synced),
+            "unexpected {}",
+            show(&e)
+        );
+    }
     assert_eq!(r.stats()[0].relists, 3);
 }
 
@@ -482,4 +490,301 @@ fn calls_from_a_stream_thread_neither_deadlock_nor_join_themselves() {
         "the close returned"
     );
     assert!(slot.lock().is_none());
+}
+
+#[test]
+fn metrics_come_in_the_prometheus_text_format() {
+    let _w = Watchdog::new("metrics", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    pod(&api, "a", "p2");
+    let mut c = config(&api, &[]);
+    c.resources = vec![
+        ResourceSpec::parse("pods").unwrap().remove(0),
+        ResourceSpec::parse("configmaps")
+            .unwrap()
+            .remove(0)
+            .in_namespace("a")
+            .with_label_selector("app in (x,y)"),
+    ];
+    let r = Reader::open(c).unwrap();
+    let mut synced = 0;
+    while synced < 2 {
+        synced += usize::from(next(&r).change() == Change::Synced);
+    }
+    let text = r.metrics_text();
+    let lines: Vec<&str> = text.lines().collect();
+    for want in [
+        "# TYPE tattler_events_total counter",
+        // Two objects and the bookmark.
+        "tattler_events_total{resource=\"v1/pods\"} 3",
+        "tattler_events_total{resource=\"v1/configmaps\",namespace=\"a\",label_selector=\"app in (x,y)\"} 1",
+        "tattler_objects{resource=\"v1/pods\"} 2",
+        "tattler_synced{resource=\"v1/pods\"} 1",
+        "tattler_failed{resource=\"v1/pods\"} 0",
+        "tattler_reconnects_total{resource=\"v1/pods\"} 0",
+        "# TYPE tattler_channel_entries gauge",
+        "tattler_channel_entries 0",
+        "tattler_channel_bytes 0",
+    ] {
+        assert!(lines.contains(&want), "{want:?} not in:\n{text}");
+    }
+    let since: f64 = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("tattler_seconds_since_sync{resource=\"v1/pods\"} "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((0.0..10.0).contains(&since), "{since}");
+    // Every sample line is NAME{LABELS} VALUE, every family has HELP and TYPE.
+    for l in lines.iter().filter(|l| !l.starts_with('#')) {
+        let (name, value) = l.rsplit_once(' ').unwrap();
+        assert!(name.starts_with("tattler_"), "{l}");
+        value.parse::<f64>().unwrap_or_else(|_| panic!("{l}"));
+    }
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("# HELP")).count(),
+        lines.iter().filter(|l| l.starts_with("# TYPE")).count()
+    );
+}
+
+/// Names kubectl resolves: the built-in ones without a request, the others
+/// through the server's discovery; an unknown one is reported once and
+/// looked for again, until its CRD comes.
+#[test]
+fn kubectl_names_are_resolved_through_discovery() {
+    let _w = Watchdog::new("kubectl_names", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.add_resource("example.com", "v1", "widgets", "Widget", false);
+    api.apply("example.com/v1/widgets", FakeApi::object(None, "w1"));
+    let r = open(&api, &["po", "widget", "widgets.example.com", "gadget"]);
+    let mut got = take(&r, 7);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "Add a/p1",
+            "Add w1",
+            "Add w1",
+            "Error gadget 0 NotFound",
+            "Synced pods",
+            "Synced widgets",
+            "Synced widgets"
+        ]
+    );
+    let s = r.stats();
+    assert_eq!(s[0].resource, "v1/pods", "po needs no discovery");
+    assert!(!requests(&api)
+        .iter()
+        .any(|q| q.contains("pods") && !q.contains("watch=true")));
+    // The CRD comes: the name is found on the next look.
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", true);
+    api.apply("example.com/v1/gadgets", FakeApi::object(Some("a"), "g1"));
+    assert_eq!(until_synced(&r), ["Add a/g1", "Synced gadgets"]);
+    assert_quiet(&r, Duration::from_millis(300));
+}
+
+/// A restart that resumes from a checkpoint delivers only what changed
+/// while it was down, deletes included; after a compaction it re-syncs
+/// against the restored state.
+#[test]
+fn a_reader_resumed_from_a_checkpoint_delivers_only_what_changed() {
+    let _w = Watchdog::new("resume", Duration::from_secs(30));
+    for compacted in [false, true] {
+        let api = FakeApi::start();
+        for i in 1..=3 {
+            pod(&api, "a", &format!("p{i}"));
+        }
+        let r = open(&api, &["pods", "configmaps"]);
+        let mut synced = 0;
+        while synced < 2 {
+            synced += usize::from(next(&r).change() == Change::Synced);
+        }
+        pod(&api, "a", "p1");
+        assert_eq!(take(&r, 1), ["Update a/p1"]);
+        // Stopped and drained: the checkpoint is exactly what the consumer has.
+        r.stop();
+        while r.next().is_ok() {}
+        let bytes = r.checkpoint().to_bytes();
+        drop(r);
+        let cp = tattler::Checkpoint::from_bytes(&bytes).unwrap();
+        assert_eq!((cp.resources(), cp.objects()), (2, 3));
+        // While it was down.
+        api.delete("pods", Some("a"), "p2");
+        pod(&api, "a", "p3");
+        pod(&api, "a", "p4");
+        if compacted {
+            api.compact();
+        }
+        let before = requests(&api).len();
+        let mut c = config(&api, &["pods", "configmaps", "services"]);
+        c.resume = Some(cp);
+        let r = Reader::open(c).unwrap();
+        let mut got = Vec::new();
+        let want_synced = if compacted { 5 } else { 3 };
+        while got
+            .iter()
+            .filter(|g: &&String| g.starts_with("Synced"))
+            .count()
+            < want_synced
+        {
+            match r.next_timeout(Duration::from_secs(10)) {
+                Ok(e) => got.push(show(&e)),
+                Err(e) => panic!(
+                    "compacted={compacted}: {e}; got {got:?}; requests {:#?}",
+                    requests(&api)
+                ),
+            }
+        }
+        // Everything else that comes (live changes may come before the last Synced).
+        while let Ok(e) = r.next_timeout(Duration::from_millis(500)) {
+            got.push(show(&e));
+        }
+        got.sort();
+        if compacted {
+            assert_eq!(
+                got,
+                [
+                    "Add a/p4",
+                    "Delete(inferred) a/p2",
+                    "Snapshot a/p1",
+                    // configmaps' resourceVersion is compacted away too.
+                    "Synced configmaps",
+                    "Synced configmaps",
+                    "Synced pods",
+                    "Synced pods",
+                    "Synced services",
+                    "Update a/p3"
+                ]
+            );
+        } else {
+            // Synced at once for the resumed resources, the new one syncs;
+            // the changes made meanwhile, and nothing else.
+            assert_eq!(
+                got,
+                [
+                    "Add a/p4",
+                    "Delete a/p2",
+                    "Synced configmaps",
+                    "Synced pods",
+                    "Synced services",
+                    "Update a/p3"
+                ]
+            );
+            let after: Vec<String> = requests(&api).split_off(before);
+            let pods: Vec<&String> = after.iter().filter(|q| q.contains("/pods")).collect();
+            assert_eq!(pods.len(), 1, "{pods:?}");
+            assert!(
+                pods[0].contains("watch=true&allowWatchBookmarks=true&resourceVersion="),
+                "{pods:?}"
+            );
+        }
+    }
+}
+
+/// `"*.GROUP"` (and `"*"`): every resource discovery finds, picked up as
+/// CRDs come; found streams sit beside the named ones.
+#[test]
+fn wildcards_follow_what_discovery_finds() {
+    let _w = Watchdog::new("wildcards", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.add_resource("example.com", "v1", "widgets", "Widget", true);
+    api.apply("example.com/v1/widgets", FakeApi::object(Some("a"), "w1"));
+    let mut c = config(&api, &["pods", "*.example.com"]);
+    c.discovery_interval = Duration::from_secs(1);
+    let r = Reader::open(c).unwrap();
+    let mut got = take(&r, 4);
+    got.sort();
+    assert_eq!(
+        got,
+        ["Add a/p1", "Add a/w1", "Synced pods", "Synced widgets"]
+    );
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", false);
+    api.apply("example.com/v1/gadgets", FakeApi::object(None, "g1"));
+    assert_eq!(until_synced(&r), ["Add g1", "Synced gadgets"]);
+    let mut names: Vec<String> = r.stats().iter().map(|s| s.resource.clone()).collect();
+    assert_eq!(names[0], "v1/pods", "the named ones first");
+    names[1..].sort();
+    assert_eq!(
+        names,
+        [
+            "v1/pods",
+            "example.com/v1/gadgets",
+            "example.com/v1/widgets"
+        ]
+    );
+    // The wildcard goes: so do its streams; the named one stays.
+    assert!(r
+        .set_resources(&ResourceSpec::parse("pods").unwrap(), false)
+        .unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while r.stats().len() > 1 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", r.stats());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pod(&api, "a", "p1");
+    assert_eq!(take(&r, 1), ["Update a/p1"]);
+    drop(r);
+
+    // Everything: one stream per resource the fake serves, each synced.
+    let served = requests(&api).len();
+    let r = open(&api, &["*"]);
+    let mut synced = std::collections::BTreeSet::new();
+    // The fake serves 14 resources of its own, and the two CRDs.
+    let want = 16;
+    while synced.len() < want {
+        let e = r
+            .next_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}: synced {synced:?}"));
+        if e.change() == Change::Synced {
+            synced.insert(e.resource().resource.clone());
+        }
+        assert_ne!(e.change(), Change::Error, "{e:?}");
+    }
+    assert!(
+        synced.contains("pods") && synced.contains("gadgets") && synced.contains("clusterroles"),
+        "{synced:?}"
+    );
+    assert!(requests(&api)[served..].iter().any(|q| q == "GET /apis"));
+}
+
+/// One resource in several namespaces (one stream each) is one resource to
+/// the consumer: one Synced, once every namespace is in.
+#[test]
+fn a_resource_in_several_namespaces_is_synced_once() {
+    let _w = Watchdog::new("namespaces", Duration::from_secs(30));
+    let api = FakeApi::start();
+    for ns in ["a", "b", "c"] {
+        pod(&api, ns, "p1");
+    }
+    let json = format!(
+        r#"{{"server":"{}","resources":[{{"resource":"pods","namespaces":["a","b","c"]}},"configmaps"]}}"#,
+        api.url()
+    );
+    let r = Reader::open(tattler::Config::from_json(&json).unwrap()).unwrap();
+    let mut got = take(&r, 5);
+    let pods_synced = got.iter().position(|g| g == "Synced pods").unwrap();
+    assert_eq!(
+        got[..pods_synced]
+            .iter()
+            .filter(|g| g.starts_with("Add"))
+            .count(),
+        3,
+        "every namespace before the one Synced: {got:?}"
+    );
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "Add a/p1",
+            "Add b/p1",
+            "Add c/p1",
+            "Synced configmaps",
+            "Synced pods"
+        ]
+    );
+    assert_quiet(&r, Duration::from_millis(300));
+    assert_eq!(r.stats().len(), 4);
 }

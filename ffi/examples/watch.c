@@ -119,8 +119,8 @@ static void print_entry(const tattler_entry *e) {
     const char *group = tattler_entry_group(e);
     switch (tattler_entry_change(e)) {
     case TATTLER_CHANGE_SYNCED:
-        printf("Synced %s%s%s/%s %llu\n", group, *group ? "/" : "", tattler_entry_version(e),
-               tattler_entry_resource(e), (unsigned long long)tattler_entry_resource_version(e));
+        printf("Synced %s%s%s/%s %s\n", group, *group ? "/" : "", tattler_entry_version(e),
+               tattler_entry_resource(e), tattler_entry_resource_version_str(e));
         break;
     case TATTLER_CHANGE_ERROR:
         printf("Error %s%s%s/%s %u %s: %s\n", group, *group ? "/" : "", tattler_entry_version(e),
@@ -136,8 +136,8 @@ static void print_entry(const tattler_entry *e) {
         if (obj == NULL && !tattler_entry_inferred(e)) {
             fprintf(stderr, "watch: %s has no object\n", tattler_entry_name(e));
         }
-        printf("%s %s%s%s %llu%s\n", names[c >= 1 && c <= 4 ? c : 0], ns, *ns ? "/" : "",
-               tattler_entry_name(e), (unsigned long long)tattler_entry_resource_version(e),
+        printf("%s %s%s%s %s%s\n", names[c >= 1 && c <= 4 ? c : 0], ns, *ns ? "/" : "",
+               tattler_entry_name(e), tattler_entry_resource_version_str(e),
                tattler_entry_inferred(e) ? " inferred" : "");
     }
     }

@@ -5,12 +5,12 @@ package tattler
 #include "tattler.h"
 
 // What Go copies out of an entry, gathered by one cgo call instead of one
-// per getter: group, version, resource, kind, namespace, name, uid.
+// per getter: group, version, resource, kind, namespace, name, uid,
+// resourceVersion.
 typedef struct {
 	int change;
-	const char *str[7];
-	size_t len[7];
-	uint64_t resource_version;
+	const char *str[8];
+	size_t len[8];
 	bool inferred;
 	const uint8_t *object;
 	size_t object_len;
@@ -30,10 +30,10 @@ static enum tattler_status tattler_go_next(struct tattler_reader *r, int64_t tim
 	v->str[4] = tattler_entry_namespace(*e);
 	v->str[5] = tattler_entry_name(*e);
 	v->str[6] = tattler_entry_uid(*e);
-	for (int i = 0; i < 7; i++) {
+	v->str[7] = tattler_entry_resource_version_str(*e);
+	for (int i = 0; i < 8; i++) {
 		v->len[i] = strlen(v->str[i]);
 	}
-	v->resource_version = tattler_entry_resource_version(*e);
 	v->inferred = tattler_entry_inferred(*e);
 	v->object = tattler_entry_object(*e, &v->object_len);
 	return st;
@@ -99,9 +99,11 @@ type Entry struct {
 	// Name and UID are "" for Synced and Error.
 	Name string
 	UID  string
-	// ResourceVersion is the object's; on Synced, the version the state
-	// is complete at; 0 on Error.
-	ResourceVersion uint64
+	// ResourceVersion is the object's, as the server sent it; on Synced,
+	// the version the state is complete at; "" on Error. The API calls it
+	// opaque: compare for equality only, unless both are integers of one
+	// etcd-backed resource.
+	ResourceVersion string
 	// Object is the object's JSON as the server sent it; nil for inferred
 	// deletes, Synced and Error.
 	Object   []byte
@@ -110,11 +112,15 @@ type Entry struct {
 	Err error
 }
 
-// StreamError is why a resource stream failed for good.
+// StreamError is what an Error entry reports: with Ended, why a resource
+// stream failed for good; without, one object or frame that was skipped
+// (its namespace and name, when readable, are the entry's) while the
+// stream goes on.
 type StreamError struct {
 	Code    int // the HTTP status (403, 404, ...), 0 when not an HTTP answer
 	Reason  string
 	Message string
+	Ended   bool
 }
 
 func (e *StreamError) Error() string {
@@ -148,7 +154,7 @@ func copyEntry(e *C.tattler_entry, v *C.tattler_go_view) Entry {
 		Namespace:       str(4),
 		Name:            str(5),
 		UID:             str(6),
-		ResourceVersion: uint64(v.resource_version),
+		ResourceVersion: str(7),
 		Inferred:        bool(v.inferred),
 	}
 	if v.object != nil {
@@ -159,6 +165,7 @@ func copyEntry(e *C.tattler_entry, v *C.tattler_go_view) Entry {
 			Code:    int(C.tattler_entry_error_code(e)),
 			Reason:  C.GoString(C.tattler_entry_error_reason(e)),
 			Message: C.GoString(C.tattler_entry_error_message(e)),
+			Ended:   bool(C.tattler_entry_error_ended(e)),
 		}
 	}
 	return out

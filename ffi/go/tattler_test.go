@@ -41,11 +41,11 @@ func next(t *testing.T, r *Reader) Entry {
 func line(e Entry) string {
 	switch e.Change {
 	case Synced:
-		return fmt.Sprintf("Synced %s/%s %d", e.Version, e.Resource, e.ResourceVersion)
+		return fmt.Sprintf("Synced %s/%s %s", e.Version, e.Resource, e.ResourceVersion)
 	case Error:
 		return fmt.Sprintf("Error %s/%s %v", e.Version, e.Resource, e.Err)
 	}
-	return fmt.Sprintf("%s %s/%s %d", e.Change, e.Namespace, e.Name, e.ResourceVersion)
+	return fmt.Sprintf("%s %s/%s %s", e.Change, e.Namespace, e.Name, e.ResourceVersion)
 }
 
 // untilSynced reads up to the Synced entry of `resource` and returns the lines before it.
@@ -75,7 +75,7 @@ func TestFirstSyncThenLiveChanges(t *testing.T) {
 	if strings.Join(adds, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("first sync:\n%s\nwant:\n%s", strings.Join(adds, "\n"), strings.Join(want, "\n"))
 	}
-	if synced.ResourceVersion != last || synced.Namespace != "" || synced.Object != nil {
+	if synced.ResourceVersion != fmt.Sprint(last) || synced.Namespace != "" || synced.Object != nil {
 		t.Fatalf("synced entry: %+v", synced)
 	}
 

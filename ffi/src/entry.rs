@@ -26,8 +26,10 @@ pub enum tattler_change {
     /// This resource's full state has been delivered (after the first sync and
     /// after every re-sync); every later entry is a live change.
     TATTLER_CHANGE_SYNCED = 5,
-    /// This resource failed for good (see `tattler_entry_error_code` and
-    /// `tattler_entry_error_message`); it stops streaming, the others go on.
+    /// A failure (see `tattler_entry_error_code` and
+    /// `tattler_entry_error_message`): with `tattler_entry_error_ended`, this
+    /// resource failed for good and stops streaming, the others go on;
+    /// without, one object or frame was skipped and the stream goes on.
     TATTLER_CHANGE_ERROR = 6,
 }
 
@@ -65,6 +67,7 @@ enum Field {
     Namespace,
     Name,
     Uid,
+    ResourceVersion,
     ErrorReason,
     ErrorMessage,
 }
@@ -83,6 +86,7 @@ impl tattler_entry {
             entry.namespace().unwrap_or(""),
             entry.name(),
             entry.uid(),
+            entry.resource_version_str(),
             err.map_or("", |e| e.reason.as_str()),
             err.map_or("", |e| e.message.as_str()),
         ];
@@ -289,13 +293,13 @@ pub unsafe extern "C" fn tattler_entry_uid(e: *const tattler_entry) -> *const c_
     unsafe { string_field(e, |e| e.text(Field::Uid)) }
 }
 
-/// The object's resourceVersion. On a Delete: the version of the deletion
-/// when the server reported it, the last version delivered when inferred. On
-/// Synced: the version the state is complete at. 0 on Error.
+/// `tattler_entry_resource_version_str` as an integer: 0 when it is not one
+/// (aggregated and non-etcd servers may send any string), on Error, and
+/// when `e` is NULL.
 ///
 /// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
 ///
-/// Returns: the resourceVersion; 0 when `e` is NULL.
+/// Returns: the resourceVersion; 0 when it is not an integer.
 ///
 /// Thread safety: as `tattler_entry_change`.
 ///
@@ -306,6 +310,30 @@ pub unsafe extern "C" fn tattler_entry_resource_version(e: *const tattler_entry)
     // SAFETY: the caller's promise, passed on.
     let e = unsafe { get(e) };
     guard_value(0, || e.map_or(0, |e| e.entry.resource_version()))
+}
+
+/// The object's resourceVersion as the server sent it. On a Delete: the
+/// version of the deletion when the server reported it, the last version
+/// delivered when inferred. On Synced: the version the state is complete at.
+/// `""` on Error. The API calls resourceVersions opaque: compare them only
+/// for equality, unless both are integers of one etcd-backed resource.
+///
+/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+///
+/// Returns: a NUL-terminated string, never NULL; `""` when `e` is NULL.
+///
+/// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
+///
+/// Thread safety: as `tattler_entry_change`.
+///
+/// # Safety
+/// `e` is NULL or a live entry from `tattler_next_entry`.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_entry_resource_version_str(
+    e: *const tattler_entry,
+) -> *const c_char {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { string_field(e, |e| e.text(Field::ResourceVersion)) }
 }
 
 /// The object's JSON exactly as the server sent it (re-serialised only when
@@ -359,6 +387,28 @@ pub unsafe extern "C" fn tattler_entry_inferred(e: *const tattler_entry) -> bool
     // SAFETY: the caller's promise, passed on.
     let e = unsafe { get(e) };
     guard_value(false, || e.is_some_and(|e| e.entry.inferred()))
+}
+
+/// On an Error entry, whether the resource's stream ended with it (it failed
+/// for good). False when one object or frame was skipped (an object over a
+/// limit, not JSON, nested too deep) and the stream goes on: the skipped
+/// object's namespace and name, when readable, are the entry's.
+///
+/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+///
+/// Returns: the flag; false on other entries and when `e` is NULL.
+///
+/// Thread safety: as `tattler_entry_change`.
+///
+/// # Safety
+/// `e` is NULL or a live entry from `tattler_next_entry`.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_entry_error_ended(e: *const tattler_entry) -> bool {
+    // SAFETY: the caller's promise, passed on.
+    let e = unsafe { get(e) };
+    guard_value(false, || {
+        e.and_then(|e| e.entry.error()).is_some_and(|err| err.ended)
+    })
 }
 
 /// On an Error entry, the HTTP status that ended the stream (401, 403, 404,
@@ -449,7 +499,9 @@ pub unsafe extern "C" fn tattler_entry_free(e: *mut tattler_entry) {
 mod pack_tests {
     #[test]
     fn each_text_ends_in_one_nul_and_inner_nuls_go() {
-        let texts = ["", "v1", "pods", "Pod", "ns", "a\0b", "u", "", "end\0"];
+        let texts = [
+            "", "v1", "pods", "Pod", "ns", "a\0b", "u", "42", "", "end\0",
+        ];
         let (strings, at) = super::pack(&texts);
         let got: Vec<&[u8]> = at
             .iter()
@@ -459,8 +511,10 @@ mod pack_tests {
                     .to_bytes()
             })
             .collect();
-        let want: Vec<&[u8]> = vec![b"", b"v1", b"pods", b"Pod", b"ns", b"ab", b"u", b"", b"end"];
+        let want: Vec<&[u8]> = vec![
+            b"", b"v1", b"pods", b"Pod", b"ns", b"ab", b"u", b"42", b"", b"end",
+        ];
         assert_eq!(got, want);
-        assert_eq!(strings.len(), "v1podsPodnsabuend".len() + super::FIELDS);
+        assert_eq!(strings.len(), "v1podsPodnsabu42end".len() + super::FIELDS);
     }
 }

@@ -33,10 +33,11 @@ mod tests;
 
 pub use entry::{
     tattler_change, tattler_entry, tattler_entry_change, tattler_entry_error_code,
-    tattler_entry_error_message, tattler_entry_error_reason, tattler_entry_free,
-    tattler_entry_group, tattler_entry_inferred, tattler_entry_kind, tattler_entry_name,
-    tattler_entry_namespace, tattler_entry_object, tattler_entry_resource,
-    tattler_entry_resource_version, tattler_entry_uid, tattler_entry_version,
+    tattler_entry_error_ended, tattler_entry_error_message, tattler_entry_error_reason,
+    tattler_entry_free, tattler_entry_group, tattler_entry_inferred, tattler_entry_kind,
+    tattler_entry_name, tattler_entry_namespace, tattler_entry_object, tattler_entry_resource,
+    tattler_entry_resource_version, tattler_entry_resource_version_str, tattler_entry_uid,
+    tattler_entry_version,
 };
 pub use logging::{
     tattler_in_log_callback, tattler_log_fn, tattler_log_level, tattler_set_log_callback,

@@ -329,6 +329,12 @@ fn entries_carry_the_object_and_outlive_their_reader() {
         assert_eq!(s(tattler_entry_name(add)), "web-1");
         assert!(!s(tattler_entry_uid(add)).is_empty());
         assert_eq!(tattler_entry_resource_version(add), rv1);
+        assert_eq!(
+            CStr::from_ptr(tattler_entry_resource_version_str(add))
+                .to_str()
+                .unwrap(),
+            rv1.to_string()
+        );
         assert!(!tattler_entry_inferred(add));
         assert_eq!(
             (

@@ -77,7 +77,7 @@ func main() {
 			os.Exit(1)
 		}
 		objects++
-		touched += uint64(len(e.Name)+len(e.Namespace)+len(e.Object)) + e.ResourceVersion&1
+		touched += uint64(len(e.Name)+len(e.Namespace)+len(e.Object)) + uint64(len(e.ResourceVersion))
 	}
 	secs := time.Since(t0).Seconds()
 	fmt.Printf("{\"client\":%q,\"objects\":%d,\"bytes\":0,\"seconds_to_synced\":%.6f,\"touched\":%d,\"libtattler_sha256\":%q}\n",

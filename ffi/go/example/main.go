@@ -77,7 +77,7 @@ func run(cfg tattler.Config, untilSynced bool) error {
 		}
 		switch e.Change {
 		case tattler.Synced:
-			fmt.Printf("Synced %s %d\n", gvr(e), e.ResourceVersion)
+			fmt.Printf("Synced %s %s\n", gvr(e), e.ResourceVersion)
 			synced[gvr(e)] = true
 			if untilSynced && len(synced) == len(stats) {
 				return nil
@@ -92,7 +92,7 @@ func run(cfg tattler.Config, untilSynced bool) error {
 			if e.Namespace != "" {
 				name = e.Namespace + "/" + e.Name
 			}
-			fmt.Printf("%s %s %d\n", e.Change, name, e.ResourceVersion)
+			fmt.Printf("%s %s %s\n", e.Change, name, e.ResourceVersion)
 		}
 	}
 	return r.Close()

@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
         }
         adds += e->change() == TATTLER_CHANGE_ADD && !e->namespace_().empty() && !e->name().empty() &&
                 e->kind() == "Pod" && !e->uid().empty() && e->object().substr(0, 1) == "{" &&
-                e->object().find(e->name()) != std::string_view::npos && e->resource_version() > 0;
+                e->object().find(e->name()) != std::string_view::npos && e->resource_version_number() > 0 && !e->resource_version().empty();
     }
     check(adds == 3, "three Adds with their fields as string_views");
     // The "synced" line may come just after the Synced entry: wait for it.
