@@ -81,7 +81,7 @@ pub(crate) fn edit(obj: &[u8], edits: Edits) -> Result<Option<Vec<u8>>, Bad> {
 /// metadata strings located (those before a failure too, to name the object
 /// in an error). UTF-8 is the caller's check.
 pub(crate) fn walk(obj: &[u8], edits: Edits) -> (Result<Option<Vec<u8>>, Bad>, Found) {
-    let mut w = Walker::new(obj, edits, State::Root);
+    let mut w = Walker::<false>::new(obj, edits, State::Root);
     let result = w.run();
     let found = w.found;
     (result.map(|()| w.finish()), found)
@@ -93,7 +93,7 @@ pub(crate) type Span = (usize, usize);
 /// The spans of `type` (a string, quotes included) and `object` (an object)
 /// of a watch event in any member order and spacing, its structure checked.
 pub(crate) fn envelope(frame: &[u8]) -> Result<(Option<Span>, Option<Span>), Bad> {
-    let mut w = Walker::new(frame, Edits::NONE, State::Envelope);
+    let mut w = Walker::<false>::new(frame, Edits::NONE, State::Envelope);
     w.run()?;
     Ok((w.envelope_type, w.envelope_object))
 }
@@ -133,6 +133,7 @@ enum State {
     EventObject,
 }
 
+#[inline(always)]
 fn is_container_list(key: &[u8]) -> bool {
     matches!(
         key,
@@ -207,7 +208,14 @@ enum Escapes {
     Unicode,
 }
 
-struct Walker<'a> {
+/// Walks a JSON object in `src`. `ESC`: the object is the text of a JSON
+/// string as it stands between its quotes (the last-applied annotation),
+/// walked without unescaping it: `\"` is a quote, `\n`, `\r` and `\t`
+/// between tokens are white space, `\\` starts an escape of the text's own.
+/// Anything else escaped where it could matter (a key, a token, a control
+/// character or quote spelled `\u…`) fails the walk, and the caller reads the
+/// text the general way.
+struct Walker<'a, const ESC: bool> {
     src: &'a [u8],
     pos: usize,
     out: Vec<u8>,
@@ -238,8 +246,8 @@ struct Walker<'a> {
     key_text: Vec<u8>,
 }
 
-impl<'a> Walker<'a> {
-    fn new(src: &'a [u8], edits: Edits, root: State) -> Walker<'a> {
+impl<'a, const ESC: bool> Walker<'a, ESC> {
+    fn new(src: &'a [u8], edits: Edits, root: State) -> Walker<'a, ESC> {
         Walker {
             src,
             pos: 0,
@@ -290,24 +298,36 @@ impl<'a> Walker<'a> {
     }
 
     /// Skips white space; the byte after it.
-    #[inline]
+    #[inline(always)]
     fn token(&mut self) -> Result<u8, Bad> {
         let b = *self.src.get(self.pos).ok_or(Bad::NotJson)?;
-        if b > b' ' {
+        if b > b' ' && !(ESC && b == b'\\') {
             return Ok(b);
         }
         self.ws();
-        self.peek()
-    }
-
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.src.get(self.pos) {
-            self.pos += 1;
+        match self.src.get(self.pos) {
+            // An escaped quote starts a string (which `string` reads from its backslash).
+            Some(b'\\') if ESC => match self.src.get(self.pos + 1) {
+                Some(b'"') => Ok(b'"'),
+                _ => Err(Bad::NotJson),
+            },
+            Some(&b) => Ok(b),
+            None => Err(Bad::NotJson),
         }
     }
 
-    fn peek(&self) -> Result<u8, Bad> {
-        self.src.get(self.pos).copied().ok_or(Bad::NotJson)
+    fn ws(&mut self) {
+        loop {
+            match self.src.get(self.pos) {
+                Some(b' ' | b'\n' | b'\r' | b'\t') => self.pos += 1,
+                Some(b'\\')
+                    if ESC && matches!(self.src.get(self.pos + 1), Some(b'n' | b'r' | b't')) =>
+                {
+                    self.pos += 2
+                }
+                _ => return,
+            }
+        }
     }
 
     fn run(&mut self) -> Result<(), Bad> {
@@ -454,7 +474,11 @@ impl<'a> Walker<'a> {
         let key_start = self.pos;
         let escapes = self.string()?;
         let src = self.src;
-        let raw = &src[key_start + 1..self.pos - 1];
+        let quote = if ESC { 2 } else { 1 };
+        let raw = &src[key_start + quote..self.pos - quote];
+        if ESC && escapes != Escapes::None {
+            return Err(Bad::NotJson);
+        }
         if self.token()? != b':' {
             return Err(Bad::NotJson);
         }
@@ -514,6 +538,9 @@ impl<'a> Walker<'a> {
     /// no raw control character.
     #[inline(always)]
     fn string(&mut self) -> Result<Escapes, Bad> {
+        if ESC {
+            return self.escaped_string();
+        }
         let src = self.src;
         let mut escapes = Escapes::None;
         let mut i = self.pos + 1;
@@ -554,6 +581,62 @@ impl<'a> Walker<'a> {
                 c if c < 0x20 => return Err(Bad::NotJson),
                 _ => i += 1,
             }
+        }
+    }
+
+    /// [`string`](Self::string) in the escaped text: from its `\"` to the
+    /// next unescaped `\"`. Escapes of the text's own (`\\\"`, `\\n`,
+    /// `\\u…`) are checked as the text would be; of the escapes that stand
+    /// for a character of the text, only those of printable characters other
+    /// than `"` and `\\` are taken (`\u003c`, `\/`).
+    fn escaped_string(&mut self) -> Result<Escapes, Bad> {
+        let src = self.src;
+        let mut escapes = Escapes::None;
+        let mut i = self.pos + 2;
+        loop {
+            let rest = src.get(i..).ok_or(Bad::NotJson)?;
+            let p = i + memchr::memchr(b'\\', rest).ok_or(Bad::NotJson)?;
+            i = p + match src.get(p + 1) {
+                Some(b'"') => {
+                    self.pos = p + 2;
+                    return Ok(escapes);
+                }
+                // An escape of the text's own, escaped.
+                Some(b'\\') => match src.get(p + 2) {
+                    Some(b'\\') => match src.get(p + 3) {
+                        Some(b'"' | b'\\') => 4,
+                        _ => return Err(Bad::NotJson),
+                    },
+                    Some(b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 3,
+                    Some(b'u') => {
+                        let hex = src.get(p + 3..p + 7).ok_or(Bad::NotJson)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(Bad::NotJson);
+                        }
+                        7
+                    }
+                    _ => return Err(Bad::NotJson),
+                },
+                Some(b'/') => 2,
+                Some(b'u') => {
+                    let hex = src.get(p + 2..p + 6).ok_or(Bad::NotJson)?;
+                    let code = std::str::from_utf8(hex)
+                        .ok()
+                        .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .ok_or(Bad::NotJson)?;
+                    if code < 0x20
+                        || code == 0x22
+                        || code == 0x5c
+                        || (0xD800..=0xDFFF).contains(&code)
+                    {
+                        return Err(Bad::NotJson);
+                    }
+                    6
+                }
+                _ => return Err(Bad::NotJson),
+            };
+            escapes = Escapes::Simple;
         }
     }
 
@@ -626,7 +709,10 @@ impl<'a> Walker<'a> {
             State::Uid => self.found.uid = span,
             State::ResourceVersion => self.found.resource_version = span,
             State::EventType => self.envelope_type = span,
-            State::Redact if &self.src[start..self.pos] != REDACTED_JSON => {
+            State::Redact
+                if &self.src[start..self.pos]
+                    != (if ESC { ESCAPED_REDACTED } else { REDACTED_JSON }) =>
+            {
                 self.replace(start, self.pos, REDACTED_JSON);
             }
             State::LastApplied => self.last_applied(start),
@@ -651,44 +737,65 @@ impl<'a> Walker<'a> {
         if !look {
             return;
         }
-        let content = &raw[1..raw.len() - 1];
-        let mut text = Vec::with_capacity(content.len() + 8);
-        // (where in `text`, where in `content`) after each escape.
-        let mut map = Vec::with_capacity(content.len() / 4);
-        let redacted = unescape(content, &mut text, Some(&mut map))
-            .ok()
-            .and_then(|()| {
-                let edits = Edits {
-                    drop_managed_fields: false,
-                    ..self.edits
-                };
-                let mut w = Walker::new(&text, edits, State::Root);
-                w.inner = true;
-                w.run().ok()?;
-                Some(w.redacted)
-            });
-        let Some(spans) = redacted else {
-            // Not JSON, too deep, or a lone surrogate escape.
-            self.replace(start, self.pos, REDACTED_JSON);
-            return;
+        let edits = Edits {
+            drop_managed_fields: false,
+            ..self.edits
         };
-        // A position in `text` as one in `src`: the bytes after the last
-        // escape before it stand for themselves.
-        let at = |p: usize| {
-            let i = map.partition_point(|&(t, _)| t <= p);
-            start
-                + 1
-                + if i == 0 {
-                    p
-                } else {
-                    map[i - 1].1 + (p - map[i - 1].0)
+        let (end, src) = (self.pos, self.src);
+        match inner_as_is(src, start, end, edits)
+            .or_else(|| inner_unescaped(src, start, end, edits))
+        {
+            Some(spans) => {
+                for (from, to) in spans {
+                    self.replace(from, to, ESCAPED_REDACTED);
                 }
-        };
-        for (from, to) in spans {
-            let (from, to) = (at(from), at(to));
-            self.replace(from, to, ESCAPED_REDACTED);
+            }
+            // Not JSON, too deep, or a lone surrogate escape.
+            None => self.replace(start, end, REDACTED_JSON),
         }
     }
+}
+
+/// What to redact (spans of `src`) in the object held by the JSON string at
+/// `src[start..end]`, found by walking it as it stands; `None` when that walk
+/// cannot tell (see [`Walker`]'s `ESC`).
+fn inner_as_is(src: &[u8], start: usize, end: usize, edits: Edits) -> Option<Vec<Span>> {
+    let mut w = Walker::<true>::new(&src[..end - 1], edits, State::Root);
+    w.pos = start + 1;
+    w.inner = true;
+    w.run().ok()?;
+    Some(w.redacted)
+}
+
+/// The same, found by unescaping the text, walking it, and finding the
+/// spans it redacts again in the escaped text; `None` when the text is not
+/// one JSON object (or is nested too deep, or holds a lone surrogate).
+fn inner_unescaped(src: &[u8], start: usize, end: usize, edits: Edits) -> Option<Vec<Span>> {
+    let content = &src[start + 1..end - 1];
+    let mut text = Vec::with_capacity(content.len() + 8);
+    // (where in `text`, where in `content`) after each escape.
+    let mut map = Vec::with_capacity(content.len() / 4);
+    unescape(content, &mut text, Some(&mut map)).ok()?;
+    let mut w = Walker::<false>::new(&text, edits, State::Root);
+    w.inner = true;
+    w.run().ok()?;
+    // A position in `text` as one in `src`: the bytes after the last
+    // escape before it stand for themselves.
+    let at = |p: usize| {
+        let i = map.partition_point(|&(t, _)| t <= p);
+        let raw = if i == 0 {
+            p
+        } else {
+            map[i - 1].1 + (p - map[i - 1].0)
+        };
+        start + 1 + raw
+    };
+    Some(
+        w.redacted
+            .into_iter()
+            .map(|(from, to)| (at(from), at(to)))
+            .collect(),
+    )
 }
 
 /// `"REDACTED"` inside a JSON string.
@@ -1285,7 +1392,7 @@ mod tests {
     fn the_byte_scrubber_agrees_with_the_reference_on_random_objects() {
         let la = std::str::from_utf8(LAST_APPLIED).unwrap();
         let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let (mut redacted, mut withheld) = (0, 0);
+        let (mut redacted, mut withheld, mut as_is) = (0, 0, 0);
         for i in 0..3000 {
             let mut obj = random_object(&mut rng, 7);
             if !obj.is_object() {
@@ -1348,15 +1455,108 @@ mod tests {
             {
                 withheld += 1;
             }
+            if i % 3 == 0 {
+                as_is += usize::from(both_ways_agree(&bytes, edits));
+            }
             annotations_read(&mut got);
             annotations_read(&mut want);
             assert_eq!(got, want, "object {i}: {text}");
             redacted += usize::from(out.is_some());
         }
         assert!(
-            redacted > 500 && withheld > 100,
-            "the generator exercises redaction ({redacted}) and withheld annotations ({withheld})"
+            redacted > 500 && withheld > 100 && as_is > 200,
+            "the generator exercises redaction ({redacted}), withheld annotations ({withheld}) \
+             and the walk of the escaped text ({as_is})"
         );
+    }
+
+    /// The last-applied annotation of `obj` (its bytes) walked as it stands
+    /// and unescaped: when the first can tell, it redacts what the second
+    /// does (and perhaps a `"REDACTED"` spelled with escapes). True when it
+    /// could tell.
+    fn both_ways_agree(obj: &[u8], edits: Edits) -> bool {
+        let key = format!("\"{}\":", std::str::from_utf8(LAST_APPLIED).unwrap());
+        let start = memchr::memmem::find(obj, key.as_bytes()).unwrap() + key.len();
+        let mut w = Walker::<false>::new(obj, Edits::NONE, State::Plain);
+        w.pos = start;
+        w.string().unwrap();
+        let end = w.pos;
+        let edits = Edits {
+            drop_managed_fields: false,
+            ..edits
+        };
+        let general = inner_unescaped(obj, start, end, edits);
+        let Some(fast) = inner_as_is(obj, start, end, edits) else {
+            return false;
+        };
+        let general = general.expect("the walk as it stands accepts only what unescaping does");
+        let spelled_redacted = |&(a, b): &Span| {
+            let mut t = Vec::new();
+            unescape(&obj[a..b], &mut t, None).unwrap();
+            t == REDACTED_JSON
+        };
+        let fast: Vec<Span> = fast
+            .into_iter()
+            .filter(|s| general.contains(s) || !spelled_redacted(s))
+            .collect();
+        assert_eq!(
+            fast,
+            general,
+            "{}",
+            String::from_utf8_lossy(&obj[start..end])
+        );
+        true
+    }
+
+    #[test]
+    fn last_applied_as_go_spells_it_is_walked_as_it_stands() {
+        let go = br#"{\"apiVersion\":\"v1\",\"metadata\":{\"annotations\":{\"a\":\"x \u003c\u0026\u003e y\\\"q\\\\ \\u00e9\\n\",\"u\":\"http:\/\/h\"}},\"spec\":{\"containers\":[{\"env\":[{\"name\":\"A\",\"value\":\"s3cret \u003c\\\"\"},{\"name\":\"B\",\"value\":12},{\"name\":\"C\",\"value\":{\"k\":[1,true,null]}}]}]}}\n"#;
+        let pod = |annotation: &[u8]| {
+            let mut v = br#"{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":""#.to_vec();
+            v.extend_from_slice(annotation);
+            v.extend_from_slice(br#""}}}"#);
+            v
+        };
+        let obj = pod(go);
+        assert!(both_ways_agree(&obj, SCRUB));
+        let out: Value = serde_json::from_slice(&edit(&obj, SCRUB).unwrap().unwrap()).unwrap();
+        let env = &last_applied(&out)["spec"]["containers"][0]["env"];
+        assert_eq!(
+            env,
+            &json!([{"name":"A","value":"REDACTED"},{"name":"B","value":"REDACTED"},{"name":"C","value":"REDACTED"}])
+        );
+        assert_eq!(
+            last_applied(&out)["metadata"]["annotations"]["a"],
+            "x <&> y\"q\\ \u{e9}\n"
+        );
+        // Quotes, structure or white space spelled with \u, and text the walk
+        // as it stands cannot read: the general way decides.
+        for (annotation, readable) in [
+            (&br#"{\u0022env\":[]}"#[..], true),
+            (br#"\u007b\"env\":[]}"#, true),
+            (br#"{\"env\":[\"a\u0022b\"]}"#, false),
+            (br#"{\"env\":\"a\nb\"}"#, false),
+            (br#"{\"env\":[]}\u0020"#, true),
+            (br#"{\"env\":[]} x"#, false),
+            (br#"{\"e\\u006ev\":[]}"#, true),
+        ] {
+            let obj = pod(annotation);
+            assert!(
+                !both_ways_agree(&obj, SCRUB),
+                "{}",
+                String::from_utf8_lossy(annotation)
+            );
+            let out = edit(&obj, SCRUB).unwrap();
+            let withheld = out.as_deref().is_some_and(|o| {
+                last_applied(&serde_json::from_slice(o).unwrap()) == json!("REDACTED")
+            });
+            assert_eq!(
+                withheld,
+                !readable,
+                "{}",
+                String::from_utf8_lossy(annotation)
+            );
+        }
     }
 
     #[test]
