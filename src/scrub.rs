@@ -593,50 +593,43 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
         let src = self.src;
         let mut escapes = Escapes::None;
         let mut i = self.pos + 2;
+        // As `string`, a word at a time; the text holds no raw `"` or
+        // control character (it is a string's), so every special byte is a
+        // backslash.
         loop {
-            let rest = src.get(i..).ok_or(Bad::NotJson)?;
-            let p = i + memchr::memchr(b'\\', rest).ok_or(Bad::NotJson)?;
-            i = p + match src.get(p + 1) {
-                Some(b'"') => {
-                    self.pos = p + 2;
-                    return Ok(escapes);
-                }
-                // An escape of the text's own, escaped.
-                Some(b'\\') => match src.get(p + 2) {
-                    Some(b'\\') => match src.get(p + 3) {
-                        Some(b'"' | b'\\') => 4,
-                        _ => return Err(Bad::NotJson),
-                    },
-                    Some(b'/' | b'b' | b'f' | b'n' | b'r' | b't') => 3,
-                    Some(b'u') => {
-                        let hex = src.get(p + 3..p + 7).ok_or(Bad::NotJson)?;
-                        if !hex.iter().all(u8::is_ascii_hexdigit) {
-                            return Err(Bad::NotJson);
-                        }
-                        7
-                    }
-                    _ => return Err(Bad::NotJson),
-                },
-                Some(b'/') => 2,
-                Some(b'u') => {
-                    let hex = src.get(p + 2..p + 6).ok_or(Bad::NotJson)?;
-                    let code = std::str::from_utf8(hex)
-                        .ok()
-                        .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-                        .and_then(|h| u32::from_str_radix(h, 16).ok())
-                        .ok_or(Bad::NotJson)?;
-                    if code < 0x20
-                        || code == 0x22
-                        || code == 0x5c
-                        || (0xD800..=0xDFFF).contains(&code)
-                    {
-                        return Err(Bad::NotJson);
-                    }
-                    6
-                }
-                _ => return Err(Bad::NotJson),
+            let (mut m, width) = match src.get(i..i + 8) {
+                Some(word) => (
+                    crate::util::string_specials(u64::from_le_bytes(
+                        word.try_into().expect("8 bytes"),
+                    )),
+                    8,
+                ),
+                None => (u64::from(src.get(i) == Some(&b'\\')) << 7, 1),
             };
-            escapes = Escapes::Simple;
+            if i >= src.len() {
+                return Err(Bad::NotJson);
+            }
+            let mut next = i + width;
+            while m != 0 {
+                let p = i + (m.trailing_zeros() / 8) as usize;
+                if src[p] != b'\\' {
+                    return Err(Bad::NotJson);
+                }
+                let end = match escaped_escape(src, p)? {
+                    0 => {
+                        self.pos = p + 2;
+                        return Ok(escapes);
+                    }
+                    n => p + n,
+                };
+                escapes = Escapes::Simple;
+                if end >= i + width {
+                    next = end;
+                    break;
+                }
+                m &= !0 << ((end - i) * 8);
+            }
+            i = next;
         }
     }
 
@@ -839,6 +832,46 @@ fn escape(src: &[u8], at: usize, escapes: &mut Escapes) -> Result<usize, Bad> {
             }
             Ok(2)
         }
+    }
+}
+
+/// In the escaped text of [`Walker`]'s `ESC`, the length of what starts
+/// with the backslash at `src[at]`: 0 for `\"`, the end of the string; an
+/// escape of the text's own, escaped (`\\\"`, `\\n`, `\\u0041`); `\/`,
+/// or `\u…` of a printable character other than `"` and `\\`. Anything
+/// else is an error: the general way decides.
+#[inline(always)]
+fn escaped_escape(src: &[u8], at: usize) -> Result<usize, Bad> {
+    let hex = |from: usize| -> Result<u32, Bad> {
+        let digits = src.get(from..from + 4).ok_or(Bad::NotJson)?;
+        digits.iter().try_fold(0, |n, &d| {
+            let v = char::from(d).to_digit(16).ok_or(Bad::NotJson)?;
+            Ok(n << 4 | v)
+        })
+    };
+    match src.get(at + 1) {
+        Some(b'"') => Ok(0),
+        Some(b'\\') => match src.get(at + 2) {
+            Some(b'\\') => match src.get(at + 3) {
+                Some(b'"' | b'\\') => Ok(4),
+                _ => Err(Bad::NotJson),
+            },
+            Some(b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(3),
+            Some(b'u') => hex(at + 3).map(|_| 7),
+            _ => Err(Bad::NotJson),
+        },
+        Some(b'/') => Ok(2),
+        Some(b'u') => match hex(at + 2)? {
+            code if code < 0x20
+                || code == 0x22
+                || code == 0x5c
+                || (0xD800..=0xDFFF).contains(&code) =>
+            {
+                Err(Bad::NotJson)
+            }
+            _ => Ok(6),
+        },
+        _ => Err(Bad::NotJson),
     }
 }
 
