@@ -579,6 +579,76 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_that_is_not_utf8_is_reported_as_such_wherever_the_byte_is() {
+        // The walk checks UTF-8 as it reads strings; the error must be the
+        // one a check of the whole frame first gives, whatever else is wrong.
+        let all = Edits {
+            scrub: true,
+            secret_data: true,
+            drop_managed_fields: true,
+        };
+        let obj = |meta: &str| format!(r#"{{"type":"ADDED","object":{{"metadata":{{{meta}}}}}}}"#);
+        let mut rng = 0x243F_6A88_85A3_08D3u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let frames = lines(WATCHLIST);
+        let mut checked = 0;
+        for round in 0..3000 {
+            let mut f = frames[round % frames.len()].clone();
+            let bad: &[u8] = [
+                &[0xffu8][..],
+                &[0xc3],
+                &[0xed, 0xa0, 0x80],
+                &[0xe2, 0x82],
+                &[0xc3, 0xa9],
+            ][(next() % 5) as usize];
+            let at = (next() as usize) % f.len();
+            f.splice(at..at, bad.iter().copied());
+            if round % 7 == 0 {
+                // And something else wrong after it.
+                let at2 = at + (next() as usize) % (f.len() - at);
+                f.insert(at2, b'}');
+            }
+            for edits in [Edits::NONE, all] {
+                let got = event(&f, edits);
+                match std::str::from_utf8(&f) {
+                    Err(e) => {
+                        let err = got.expect_err("not UTF-8");
+                        assert_eq!(err.reason, INVALID_FRAME);
+                        assert_eq!(
+                            err.message,
+                            format!(
+                                "watch frame: not UTF-8 (invalid byte after {} bytes)",
+                                e.valid_up_to()
+                            )
+                        );
+                        assert_eq!((err.name, err.meta), (None, None));
+                        checked += 1;
+                    }
+                    // Valid (é inserted, say): decoded as any object.
+                    Ok(_) => {
+                        if let Ok(Event::Object { meta, .. }) = got {
+                            assert!(!meta.name.is_empty());
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 3000, "{checked}");
+        // Text above 0x7f that is UTF-8 is kept, and names with it are read.
+        let ok =
+            obj(r#""name":"n\u00e9-é","uid":"ü","resourceVersion":"1","labels":{"ключ":"値"}"#);
+        let Ok(Event::Object { meta, .. }) = event(ok.as_bytes(), all) else {
+            panic!("{ok}")
+        };
+        assert_eq!((meta.name.as_ref(), meta.uid.as_ref()), ("né-é", "ü"));
+    }
+
+    #[test]
     fn list_items_decode_to_metadata() {
         let mut r = crate::frames::ListReader::new(PAGE1, 1 << 20);
         let Ok(Some(crate::frames::ListItem::Item(first))) = r.next_item() else {
