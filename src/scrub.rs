@@ -258,7 +258,7 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
             inner: false,
             redacted: Vec::new(),
             root,
-            stack: Vec::new(),
+            stack: Vec::with_capacity(32),
             found: Found::default(),
             envelope_type: None,
             envelope_object: None,
@@ -284,6 +284,9 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
         self.changed = true;
         if self.inner {
             debug_assert_eq!(with, REDACTED_JSON);
+            if self.redacted.capacity() == 0 {
+                self.redacted.reserve(16);
+            }
             self.redacted.push((from, to));
             return;
         }
