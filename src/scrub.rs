@@ -726,10 +726,17 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
         let raw = &src[start..self.pos];
         // Nothing to redact without an `env` or a Secret's `data` (as plain
         // text: an escape can spell anything, so it always takes a look).
-        let find = |needle: &[u8]| memchr::memmem::find(raw, needle).is_some();
-        let look = find(br"\u")
-            || (self.edits.scrub && find(b"env"))
-            || (self.edits.secret_data && find(b"ata"));
+        // The searchers are built once: building one costs about what
+        // searching a few kilobytes does.
+        static NEEDLES: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+            std::sync::LazyLock::new(|| {
+                [&br"\u"[..], b"env", b"ata"].map(memchr::memmem::Finder::new)
+            });
+        let [unicode, env, data] = &*NEEDLES;
+        let find = |f: &memchr::memmem::Finder| f.find(raw).is_some();
+        let look = find(unicode)
+            || (self.edits.scrub && find(env))
+            || (self.edits.secret_data && find(data));
         if !look {
             return;
         }
