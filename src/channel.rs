@@ -107,6 +107,11 @@ impl Budget {
         }
     }
 
+    /// Bytes of objects in the channel now.
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
     /// No more accounting (the raw receiver is in the caller's hands).
     pub(crate) fn turn_off(&self) {
         self.off.store(true, Ordering::Relaxed);

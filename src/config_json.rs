@@ -19,7 +19,7 @@ struct JsonConfig {
     namespace: Option<String>,
     label_selector: Option<String>,
     field_selector: Option<String>,
-    resources: Option<Vec<String>>,
+    resources: Option<Value>,
     channel_capacity: Option<u64>,
     idle_timeout_secs: Option<u64>,
     connect_timeout_secs: Option<u64>,
@@ -80,17 +80,7 @@ impl JsonConfig {
                 "namespace" => j.namespace = Some(string(k, v)?),
                 "label_selector" => j.label_selector = Some(string(k, v)?),
                 "field_selector" => j.field_selector = Some(string(k, v)?),
-                "resources" => {
-                    let list = v
-                        .as_array()
-                        .ok_or_else(|| wrong(k, "an array of strings"))?;
-                    let names = list.iter().map(|n| n.as_str().map(String::from));
-                    j.resources = Some(
-                        names
-                            .collect::<Option<_>>()
-                            .ok_or_else(|| wrong(k, "an array of strings"))?,
-                    );
-                }
+                "resources" => j.resources = Some(v.clone()),
                 "channel_capacity" => j.channel_capacity = Some(number(k, v)?),
                 "idle_timeout_secs" => j.idle_timeout_secs = Some(number(k, v)?),
                 "connect_timeout_secs" => j.connect_timeout_secs = Some(number(k, v)?),
@@ -163,6 +153,84 @@ fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
     Ok(e)
 }
 
+/// What names in a resource list take: the document's top-level scope.
+pub(crate) struct Defaults<'a> {
+    pub namespace: Option<&'a str>,
+    pub label_selector: Option<&'a str>,
+    pub field_selector: Option<&'a str>,
+}
+
+/// A `resources` array: names (taking `defaults`) and objects
+/// `{"resource","namespace","namespaces","label_selector","field_selector","metadata_only"}`
+/// (taking only their own fields; several namespaces, one spec each).
+pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<ResourceSpec>, Error> {
+    const KIND: &str = "an array of resource names and objects";
+    let items = v.as_array().ok_or_else(|| wrong("resources", KIND))?;
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        if let Some(name) = item.as_str() {
+            for mut spec in ResourceSpec::parse(name)? {
+                if let Some(ns) = defaults.namespace {
+                    spec = spec.in_namespace(ns);
+                }
+                spec.label_selector = defaults.label_selector.map(String::from);
+                spec.field_selector = defaults.field_selector.map(String::from);
+                out.push(spec);
+            }
+            continue;
+        }
+        let obj = item.as_object().ok_or_else(|| wrong("resources", KIND))?;
+        let key = |k: &str| format!("resources[{i}].{k}");
+        let (mut name, mut namespaces, mut label, mut field, mut meta) =
+            (None, None, None, None, false);
+        for (k, v) in obj {
+            match k.as_str() {
+                "resource" => name = Some(string(&key(k), v)?),
+                "namespace" => namespaces = Some(vec![string(&key(k), v)?]),
+                "namespaces" => namespaces = Some(strings(&key(k), v)?),
+                "label_selector" => label = Some(string(&key(k), v)?),
+                "field_selector" => field = Some(string(&key(k), v)?),
+                "metadata_only" => meta = boolean(&key(k), v)?,
+                other => {
+                    return Err(Error::Config(format!(
+                        "JSON: unknown key `{}` (known: resource, namespace, namespaces, label_selector, field_selector, metadata_only)",
+                        key(other)
+                    )))
+                }
+            }
+        }
+        if obj.contains_key("namespace") && obj.contains_key("namespaces") {
+            return Err(Error::Config(format!(
+                "JSON: give `{}` or `{}`, not both",
+                key("namespace"),
+                key("namespaces")
+            )));
+        }
+        let name =
+            name.ok_or_else(|| Error::Config(format!("JSON: missing key `{}`", key("resource"))))?;
+        for mut spec in ResourceSpec::parse(&name)? {
+            spec.label_selector.clone_from(&label);
+            spec.field_selector.clone_from(&field);
+            spec.metadata_only = meta;
+            match &namespaces {
+                Some(list) if spec.namespaced => {
+                    if list.is_empty() {
+                        return Err(Error::Config(format!(
+                            "JSON: `{}` is empty",
+                            key("namespaces")
+                        )));
+                    }
+                    for ns in list {
+                        out.push(spec.clone().in_namespace(ns));
+                    }
+                }
+                _ => out.push(spec),
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn wrong(key: &str, what: &str) -> Error {
     Error::Config(format!("JSON: `{key}` must be {what}"))
 }
@@ -226,19 +294,15 @@ impl Config {
             }
             (None, _, _, _) => Config::infer()?,
         };
-        let names = j
+        let list = j
             .resources
             .ok_or_else(|| Error::Config("JSON: missing key `resources`".into()))?;
-        for name in &names {
-            for mut spec in ResourceSpec::parse(name)? {
-                if let Some(ns) = &j.namespace {
-                    spec = spec.in_namespace(ns);
-                }
-                spec.label_selector.clone_from(&j.label_selector);
-                spec.field_selector.clone_from(&j.field_selector);
-                c.resources.push(spec);
-            }
-        }
+        let defaults = Defaults {
+            namespace: j.namespace.as_deref(),
+            label_selector: j.label_selector.as_deref(),
+            field_selector: j.field_selector.as_deref(),
+        };
+        c.resources.extend(resource_list(&list, &defaults)?);
         match (j.ca_file, j.ca_data) {
             (Some(_), Some(_)) => {
                 return Err(Error::Config(
@@ -385,6 +449,57 @@ mod tests {
             .resources
             .iter()
             .all(|r| r.label_selector.as_deref() == Some("app=x")));
+    }
+
+    #[test]
+    fn resources_may_be_objects_with_their_own_scope() {
+        let c = Config::from_json(
+            r#"{"server":"https://h","namespace":"default","resources":[
+                "configmaps",
+                {"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true},
+                {"resource":"nodes","field_selector":"metadata.name=n1"},
+                {"resource":"secrets","namespaces":["a","b"],"label_selector":"team=x"}]}"#,
+        )
+        .unwrap();
+        let got: Vec<String> = c
+            .resources
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} ns={:?} ls={:?} fs={:?} meta={}",
+                    r.gvr(),
+                    r.namespace,
+                    r.label_selector,
+                    r.field_selector,
+                    r.metadata_only
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "v1/configmaps ns=Some(\"default\") ls=None fs=None meta=false",
+                "v1/pods ns=None ls=None fs=Some(\"spec.nodeName=n1\") meta=true",
+                "v1/nodes ns=None ls=None fs=Some(\"metadata.name=n1\") meta=false",
+                "v1/secrets ns=Some(\"a\") ls=Some(\"team=x\") fs=None meta=false",
+                "v1/secrets ns=Some(\"b\") ls=Some(\"team=x\") fs=None meta=false",
+            ]
+        );
+        let e = |j: &str| Config::from_json(j).unwrap_err().to_string();
+        assert!(
+            e(r#"{"server":"https://h","resources":[{"resource":"pods","nmespace":"x"}]}"#)
+                .contains("`resources[0].nmespace`")
+        );
+        assert!(
+            e(r#"{"server":"https://h","resources":[{"namespace":"x"}]}"#)
+                .contains("`resources[0].resource`")
+        );
+        assert!(e(
+            r#"{"server":"https://h","resources":[{"resource":"pods","metadata_only":"yes"}]}"#
+        )
+        .contains("`resources[0].metadata_only`"));
+        assert!(e(r#"{"server":"https://h","resources":[1]}"#).contains("`resources`"));
+        assert!(e(r#"{"server":"https://h","resources":[{"resource":"pods","namespace":"a","namespaces":["b"]}]}"#).contains("not both"));
     }
 
     #[test]

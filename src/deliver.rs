@@ -101,7 +101,7 @@ impl Stream {
             self.superseded = true;
             return true;
         }
-        if self.resource.kind.is_empty() {
+        if self.resource.kind.is_empty() && !self.spec.metadata_only {
             if let Some(k) = &d.meta.kind {
                 let mut r = (*self.resource).clone();
                 r.kind = k.to_string();

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::sync::Arc;
 
 use crate::machine::End;
-use crate::stream::Stream;
+use crate::stream::{Asking, Stream};
 
 /// The largest discovery document read.
 const MAX_DISCOVERY: u64 = 16 << 20;
@@ -18,7 +18,7 @@ impl Stream {
         } else {
             format!("/apis/{}/{}", self.spec.group, self.spec.version)
         };
-        let resp = match self.get(&path, None) {
+        let resp = match self.get(&path, Asking::Document, None) {
             Ok(r) => r,
             Err(end) => return end,
         };

@@ -10,7 +10,7 @@ use crate::deliver::{Batch, Decoded};
 use crate::frames::{ListError, ListItem, ListReader};
 use crate::machine::End;
 use crate::request;
-use crate::stream::Stream;
+use crate::stream::{Asking, Stream};
 
 impl Stream {
     pub(crate) fn list(&mut self) -> End {
@@ -21,7 +21,7 @@ impl Stream {
         let max = self.settings.max_frame_bytes;
         loop {
             let path = request::list_page(&self.spec, self.settings.page_size, token.as_deref());
-            let resp = match self.get(&path, None) {
+            let resp = match self.get(&path, Asking::List, None) {
                 Ok(r) => r,
                 Err(end) => return end,
             };

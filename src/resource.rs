@@ -27,6 +27,10 @@ pub struct ResourceSpec {
     pub label_selector: Option<String>,
     /// A field selector (`metadata.name=x`, `spec.nodeName=n1`).
     pub field_selector: Option<String>,
+    /// Stream only each object's metadata, as `PartialObjectMetadata` (name,
+    /// namespace, labels, annotations, owners, versions; no spec or status):
+    /// far less for the apiserver to send and for tattler to read.
+    pub metadata_only: bool,
 }
 
 /// Resources tattler knows by name: (short name, group, version, resource, kind, namespaced).
@@ -179,6 +183,7 @@ impl ResourceSpec {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            metadata_only: false,
         }
     }
 
@@ -291,6 +296,40 @@ impl ResourceSpec {
     pub fn with_label_selector(mut self, selector: &str) -> Self {
         self.label_selector = Some(selector.to_string());
         self
+    }
+
+    /// This spec streaming only metadata (see [`metadata_only`](Self::metadata_only)).
+    pub fn metadata_only(mut self) -> Self {
+        self.metadata_only = true;
+        self
+    }
+
+    /// Reads a JSON array of resources, as the configuration's `resources`:
+    /// each item a name (as [`parse`](Self::parse) reads it; names take the
+    /// given namespace and selectors) or an object
+    /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
+    /// "label_selector": S, "field_selector": S, "metadata_only": BOOL}`
+    /// (an object takes only its own fields; several namespaces give one
+    /// spec, and one stream, each). Errors name the item and key.
+    pub fn list_from_json(
+        json: &str,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<Vec<ResourceSpec>, Error> {
+        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            Error::Resource(format!(
+                "not JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let defaults = crate::config_json::Defaults {
+            namespace,
+            label_selector,
+            field_selector,
+        };
+        crate::config_json::resource_list(&v, &defaults)
     }
 
     /// This spec with a field selector.

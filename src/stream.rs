@@ -117,6 +117,24 @@ pub(crate) struct Stream {
 
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 
+/// What a request asks for, which decides its `Accept` header.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asking {
+    /// A watch: its events' objects.
+    Objects,
+    /// A LIST page.
+    List,
+    /// Anything else (discovery).
+    Document,
+}
+
+/// Only metadata, as `PartialObjectMetadata` (client-go's metadata client asks
+/// the same); plain JSON from a server that cannot (full objects, then).
+const METADATA: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+const METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
 impl Stream {
     pub(crate) fn new(init: StreamInit) -> Stream {
         let spec = init.spec;
@@ -307,6 +325,7 @@ impl Stream {
     pub(crate) fn get(
         &mut self,
         path: &str,
+        what: Asking,
         read_timeout: Option<Duration>,
     ) -> Result<ureq::http::Response<ureq::Body>, End> {
         let creds = &self.transport.credentials;
@@ -341,7 +360,12 @@ impl Stream {
             }
         };
         let url = format!("{}{}", self.transport.base, path);
-        let mut req = agent.get(&url).header("Accept", "application/json");
+        let accept = match what {
+            Asking::Objects if self.spec.metadata_only => METADATA,
+            Asking::List if self.spec.metadata_only => METADATA_LIST,
+            _ => "application/json",
+        };
+        let mut req = agent.get(&url).header("Accept", accept);
         if let Some(h) = &current.header {
             req = req.header("Authorization", h);
         }

@@ -13,7 +13,7 @@ use crate::frames::{FrameError, FrameReader};
 use crate::machine::End;
 use crate::request;
 use crate::shape::Shaped;
-use crate::stream::Stream;
+use crate::stream::{Asking, Stream};
 
 impl Stream {
     /// The full state by watch-list; the same connection goes on with live
@@ -41,7 +41,7 @@ impl Stream {
 
     fn read_watch(&mut self, path: &str, short_reads: Option<Duration>) -> End {
         let initial = !self.synced;
-        let resp = match self.get(path, short_reads) {
+        let resp = match self.get(path, Asking::Objects, short_reads) {
             Ok(r) => r,
             Err(end) => return end,
         };

@@ -483,3 +483,59 @@ fn calls_from_a_stream_thread_neither_deadlock_nor_join_themselves() {
     );
     assert!(slot.lock().is_none());
 }
+
+#[test]
+fn metrics_come_in_the_prometheus_text_format() {
+    let _w = Watchdog::new("metrics", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    pod(&api, "a", "p2");
+    let mut c = config(&api, &[]);
+    c.resources = vec![
+        ResourceSpec::parse("pods").unwrap().remove(0),
+        ResourceSpec::parse("configmaps")
+            .unwrap()
+            .remove(0)
+            .in_namespace("a")
+            .with_label_selector("app in (x,y)"),
+    ];
+    let r = Reader::open(c).unwrap();
+    let mut synced = 0;
+    while synced < 2 {
+        synced += usize::from(next(&r).change() == Change::Synced);
+    }
+    let text = r.metrics_text();
+    let lines: Vec<&str> = text.lines().collect();
+    for want in [
+        "# TYPE tattler_events_total counter",
+        // Two objects and the bookmark.
+        "tattler_events_total{resource=\"v1/pods\"} 3",
+        "tattler_events_total{resource=\"v1/configmaps\",namespace=\"a\",label_selector=\"app in (x,y)\"} 1",
+        "tattler_objects{resource=\"v1/pods\"} 2",
+        "tattler_synced{resource=\"v1/pods\"} 1",
+        "tattler_failed{resource=\"v1/pods\"} 0",
+        "tattler_reconnects_total{resource=\"v1/pods\"} 0",
+        "# TYPE tattler_channel_entries gauge",
+        "tattler_channel_entries 0",
+        "tattler_channel_bytes 0",
+    ] {
+        assert!(lines.contains(&want), "{want:?} not in:\n{text}");
+    }
+    let since: f64 = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("tattler_seconds_since_sync{resource=\"v1/pods\"} "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((0.0..10.0).contains(&since), "{since}");
+    // Every sample line is NAME{LABELS} VALUE, every family has HELP and TYPE.
+    for l in lines.iter().filter(|l| !l.starts_with('#')) {
+        let (name, value) = l.rsplit_once(' ').unwrap();
+        assert!(name.starts_with("tattler_"), "{l}");
+        value.parse::<f64>().unwrap_or_else(|_| panic!("{l}"));
+    }
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("# HELP")).count(),
+        lines.iter().filter(|l| l.starts_with("# TYPE")).count()
+    );
+}
