@@ -19,8 +19,9 @@
  *     are drained. tattler_wake ends one wait only: a blocked
  *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
  *     (how a Go context or a C++ stop_token cancels one wait).
- *   - tattler_next_entry, tattler_set_resources and tattler_stats_json on
- *     one reader may run concurrently from several threads.
+ *   - tattler_next_entry, tattler_set_resources, tattler_stats_json and
+ *     tattler_metrics_text on one reader may run concurrently from several
+ *     threads.
  *   - tattler_close(r) must be called exactly once, when no other thread is
  *     inside a call on r and none will start one: call tattler_stop from the
  *     other threads first, let their calls return, then close. (A close that
@@ -173,7 +174,8 @@ typedef enum tattler_status {
     TATTLER_ERR_BUFFER_TOO_SMALL = 105,
     /**
      * A resource name could not be understood, or the resource list is not a
-     * JSON array of strings.
+     * JSON array of names and objects (an object's key unknown or of the
+     * wrong type).
      */
     TATTLER_ERR_INVALID_RESOURCE = 106,
     /**
@@ -331,11 +333,15 @@ const char *tattler_version(void);
  * - `config_json`: the configuration as a JSON object, e.g.
  *   `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`.
  *   `resources` (required) names what to stream: `pods`, `nodes`, `rbac`,
- *   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ....
+ *   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ..., and
+ *   objects with a scope of their own,
+ *   `{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true}`
+ *   (see `tattler_set_resources` for their keys).
  *   Where the cluster is: `server` (with `ca_file` or `ca_data`, `token`
  *   or `token_file`, `insecure`), or `kubeconfig` and `context`, or
- *   `in_cluster`; with none of these, as kubectl finds it. Narrowing:
- *   `namespace`, `label_selector`, `field_selector`. Tuning:
+ *   `in_cluster`; with none of these, as kubectl finds it. Narrowing the
+ *   names (not the objects): `namespace`, `label_selector`,
+ *   `field_selector`. Tuning:
  *   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
  *   of the Rust `tattler::Config::from_json`. An unknown key is an error
  *   that lists the known ones. Files named are read now.
@@ -487,14 +493,21 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  *
  * Streams for added resources start with a full initial sync (their entries
  * then Synced), streams for removed ones stop, the others run on without a
- * reconnect. With `force`, every stream restarts. The `namespace`,
- * `label_selector` and `field_selector` of the open configuration apply to
- * the new list as they did to the first.
+ * reconnect. With `force`, every stream restarts. A resource is the same
+ * stream when its group, version, resource, namespace, selectors and
+ * `metadata_only` are.
  *
  * Parameters:
  * - `r`: the reader.
- * - `resources_json`: a JSON array of resource names, the same names as
- *   the configuration's `resources`, e.g. `["pods","apps/v1/deployments"]`.
+ * - `resources_json`: a JSON array, the same as the configuration's
+ *   `resources`: names, which take the `namespace`, `label_selector` and
+ *   `field_selector` of the open configuration as its own names did, and
+ *   objects, which take only their own keys:
+ *   `["configmaps",{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true},{"resource":"nodes","field_selector":"metadata.name=n1"}]`.
+ *   An object's keys: `resource` (required; a name as above), `namespace`
+ *   or `namespaces` (a list: one stream each, entries of one resource),
+ *   `label_selector`, `field_selector`, `metadata_only` (the objects as
+ *   `PartialObjectMetadata`: only their `metadata`).
  * - `force`: restart every stream even if the set is unchanged.
  * - `changed`: where to store whether anything changed, or NULL.
  * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
@@ -503,8 +516,10 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  *
  * Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
  * is stopped; or a failure with its reason in `err_buf`
- * (`TATTLER_ERR_INVALID_RESOURCE` for a bad name or not an array of
- * strings, `TATTLER_ERR_INVALID_CONFIG` for an empty list,
+ * (`TATTLER_ERR_INVALID_RESOURCE` for a bad name, an unknown or mistyped
+ * key of an object or not a JSON array of names and objects, the text
+ * naming the item and key (`resources[1].nmespace`);
+ * `TATTLER_ERR_INVALID_CONFIG` for an empty list;
  * `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot start,
  * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_REENTRANT` from inside the log
  * callback, where the streams it stops could include the one logging).
@@ -513,8 +528,8 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  * Ownership: `resources_json` is only read during the call.
  *
  * Thread safety: may run while other threads are in `tattler_next_entry`,
- * `tattler_stop` or `tattler_stats_json` on `r`; two `tattler_set_resources`
- * on one reader take turns.
+ * `tattler_stop`, `tattler_stats_json` or `tattler_metrics_text` on `r`;
+ * two `tattler_set_resources` on one reader take turns.
  *
  * # Safety
  * `r` is NULL or a reader from `tattler_open` not yet closed;
@@ -553,6 +568,55 @@ enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *
  * or has `len` writable bytes; `needed` is NULL or writable.
  */
 enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
+
+/**
+ * The reader's counters in the Prometheus text exposition format (0.0.4),
+ * ready to serve as an agent's `/metrics` (`Content-Type: text/plain;
+ * version=0.0.4`): `# HELP` and `# TYPE` lines, then one sample per stream,
+ * labelled by `resource` (`group/version/resource`, `v1/pods` for the core
+ * group) and, where set, `namespace`, `label_selector`, `field_selector`,
+ * `metadata_only`:
+ *
+ * ```text
+ * # HELP tattler_events_total Watch events and LIST items received.
+ * # TYPE tattler_events_total counter
+ * tattler_events_total{resource="v1/pods"} 12
+ * ```
+ *
+ * The series: `tattler_events_total`, `tattler_received_bytes_total`,
+ * `tattler_reconnects_total`, `tattler_resyncs_total`,
+ * `tattler_relists_total`, `tattler_stale_drops_total`,
+ * `tattler_skipped_total` (counters); `tattler_objects` (objects tracked),
+ * `tattler_synced`, `tattler_failed`, `tattler_list_fallback` (0 or 1),
+ * `tattler_seconds_since_sync` (absent until the first full state) per
+ * stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
+ * for the consumer) for the reader. The text is the Rust
+ * `tattler::Reader::metrics_text`.
+ *
+ * Parameters:
+ * - `r`: the reader.
+ * - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+ * - `needed`: where to store the bytes required, NUL included, or NULL.
+ *
+ * Returns: `TATTLER_OK` with the NUL-terminated text in `buf`;
+ * `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the text is never
+ * cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
+ * non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+ * `TATTLER_ERR_BUFFER_TOO_SMALL`. Values move (bytes, seconds since the
+ * sync): the size may grow between two calls, so leave some room (or
+ * retry). Every failure is described by its status alone; this call has no
+ * error text.
+ *
+ * Ownership: the caller owns `buf`.
+ *
+ * Thread safety: any thread, concurrently with any call on `r` but
+ * `tattler_close`, also from inside the log callback.
+ *
+ * # Safety
+ * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+ * or has `len` writable bytes; `needed` is NULL or writable.
+ */
+enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
 
 /**
  * What happened: Add, Update, Delete, Snapshot, Synced or Error.

@@ -193,9 +193,11 @@ public:
     // on. Any thread, any time.
     void wake() noexcept { tattler_wake(r_); }
 
-    // Changes the streamed resources (a JSON array of names, e.g.
-    // R"(["pods","nodes"])"); true when something changed. Throws
-    // tattler::error (a bad name, or from inside the log callback).
+    // Changes the streamed resources: a JSON array as the configuration's
+    // "resources", names and objects, e.g.
+    // R"(["configmaps",{"resource":"pods","field_selector":"spec.nodeName=n1"}])"
+    // (see tattler_set_resources); true when something changed. Throws
+    // tattler::error (a bad name or key, or from inside the log callback).
     bool set_resources(const std::string &resources_json, bool force = false) {
         bool changed = false;
         char err[512] = {0};
@@ -209,20 +211,11 @@ public:
     }
 
     // The counters of each stream, as tattler_stats_json's JSON array.
-    std::string stats_json() const {
-        std::vector<char> buf(1024);
-        for (;;) {
-            std::size_t needed = 0;
-            tattler_status st = tattler_stats_json(handle(), buf.data(), buf.size(), &needed);
-            if (st == TATTLER_OK) {
-                return std::string(buf.data(), needed - 1);
-            }
-            if (st != TATTLER_ERR_BUFFER_TOO_SMALL) {
-                detail::check(st);
-            }
-            buf.resize(needed + 256);  // counters may grow between two calls
-        }
-    }
+    std::string stats_json() const { return text_of(tattler_stats_json); }
+
+    // The counters in the Prometheus text format, for an agent's /metrics
+    // (see tattler_metrics_text).
+    std::string metrics_text() const { return text_of(tattler_metrics_text); }
 
     // Closes now (the destructor then does nothing): stops, joins the
     // threads, frees. Throws tattler::error if the library reports a failure.
@@ -235,6 +228,22 @@ public:
     tattler_reader *get() const noexcept { return r_; }
 
 private:
+    // A NUL-terminated text a call writes into a buffer (stats, metrics).
+    std::string text_of(tattler_status (*call)(tattler_reader *, char *, std::size_t, std::size_t *)) const {
+        std::vector<char> buf(4096);
+        for (;;) {
+            std::size_t needed = 0;
+            tattler_status st = call(handle(), buf.data(), buf.size(), &needed);
+            if (st == TATTLER_OK) {
+                return std::string(buf.data(), needed - 1);
+            }
+            if (st != TATTLER_ERR_BUFFER_TOO_SMALL) {
+                detail::check(st);
+            }
+            buf.resize(needed + 256);  // counters may grow between two calls
+        }
+    }
+
     tattler_reader *handle() const {
         if (r_ == nullptr) {
             throw error(TATTLER_ERR_NULL_ARG, "the reader was moved from or closed");

@@ -7,7 +7,9 @@
 //!
 //! ```text
 //! apply RESOURCE NAMESPACE NAME    -> ok RV        (creates or updates; NAMESPACE "-" for cluster-scoped)
+//! apply-json RESOURCE OBJECT       -> ok RV        (the rest of the line is the object's JSON)
 //! delete RESOURCE NAMESPACE NAME   -> ok RV | missing
+//! compact                          -> ok           (history before now is gone: watches from it get 410)
 //! forbid RESOURCE on|off           -> ok
 //! wait-watches N SECONDS           -> ok | timeout (until exactly N watches are open)
 //! ```
@@ -58,6 +60,20 @@ fn main() -> ExitCode {
 }
 
 fn command(api: &FakeApi, line: &str) -> String {
+    if let Some(rest) = line.strip_prefix("apply-json ") {
+        let Some((res, obj)) = rest.trim_start().split_once(' ') else {
+            return format!("error cannot parse {line:?}");
+        };
+        let obj: serde_json::Value = match serde_json::from_str(obj) {
+            Ok(v) => v,
+            Err(e) => return format!("error not JSON: {e}"),
+        };
+        return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api.apply(res, obj)))
+        {
+            Ok(rv) => format!("ok {rv}"),
+            Err(_) => format!("error cannot apply to {res}"),
+        };
+    }
     let words: Vec<&str> = line.split_whitespace().collect();
     let ns = |w: &str| if w == "-" { None } else { Some(w.to_string()) };
     match words.as_slice() {
@@ -83,6 +99,10 @@ fn command(api: &FakeApi, line: &str) -> String {
                 Ok(()) => "ok".into(),
                 Err(_) => format!("error unknown resource {res}"),
             }
+        }
+        ["compact"] => {
+            api.compact();
+            "ok".into()
         }
         ["wait-watches", n, secs] => match (n.parse(), secs.parse()) {
             (Ok(n), Ok(secs)) if secs <= 600 => {

@@ -164,29 +164,89 @@ type Config struct {
 	TokenFile  string `json:"token_file,omitempty"`
 	Insecure   bool   `json:"insecure,omitempty"`
 	// Resources are names such as "pods", "nodes", "rbac", "v1/pods" or
-	// "apps/v1/deployments".
-	Resources          []string `json:"resources"`
-	Namespace          string   `json:"namespace,omitempty"`
-	LabelSelector      string   `json:"label_selector,omitempty"`
-	FieldSelector      string   `json:"field_selector,omitempty"`
-	ChannelCapacity    int      `json:"channel_capacity,omitempty"`
-	RelistIntervalSecs int      `json:"relist_interval_secs,omitempty"`
-	Scrub              *bool    `json:"scrub,omitempty"`
+	// "apps/v1/deployments"; they take Namespace, LabelSelector,
+	// FieldSelector and MetadataOnly.
+	Resources []string `json:"-"`
+	// Specs are resources with a scope of their own, streamed beside
+	// Resources; they take none of the fields above. A node agent:
+	//
+	//	Specs: []tattler.ResourceSpec{
+	//		{Resource: "pods", FieldSelector: "spec.nodeName=" + node},
+	//		{Resource: "nodes", FieldSelector: "metadata.name=" + node},
+	//	}
+	Specs         []ResourceSpec `json:"-"`
+	Namespace     string         `json:"namespace,omitempty"`
+	LabelSelector string         `json:"label_selector,omitempty"`
+	FieldSelector string         `json:"field_selector,omitempty"`
+	// MetadataOnly streams the Resources as PartialObjectMetadata: each
+	// Entry.Object is {"kind":"PartialObjectMetadata","apiVersion":
+	// "meta.k8s.io/v1","metadata":{...}}, without spec or status. It also
+	// applies to the names given to SetResources later.
+	MetadataOnly       bool  `json:"-"`
+	ChannelCapacity    int   `json:"channel_capacity,omitempty"`
+	RelistIntervalSecs int   `json:"relist_interval_secs,omitempty"`
+	Scrub              *bool `json:"scrub,omitempty"`
 	// Extra holds further keys of the library's JSON configuration, merged
 	// in as they are.
 	Extra map[string]any `json:"-"`
 }
 
+// ResourceSpec is one resource with its own scope: an object of the
+// configuration's "resources" (see tattler_set_resources in tattler.h).
+type ResourceSpec struct {
+	// Resource is a name as in Config.Resources ("pods", "apps/v1/deployments").
+	Resource string `json:"resource"`
+	// Namespace, or Namespaces (one stream each, entries of one resource);
+	// neither watches every namespace.
+	Namespace     string   `json:"namespace,omitempty"`
+	Namespaces    []string `json:"namespaces,omitempty"`
+	LabelSelector string   `json:"label_selector,omitempty"`
+	FieldSelector string   `json:"field_selector,omitempty"`
+	// MetadataOnly streams the objects as PartialObjectMetadata (only
+	// their metadata).
+	MetadataOnly bool `json:"metadata_only,omitempty"`
+}
+
+// nameScope is what names take when the Go side must spell it out: with
+// MetadataOnly, each name becomes an object carrying the top-level scope
+// (the library's names take namespace and selectors, but no metadata_only).
+type nameScope struct {
+	namespace, labelSelector, fieldSelector string
+	metadataOnly                            bool
+}
+
+// resourceList is the JSON array of names and objects the library reads.
+func resourceList(names []string, specs []ResourceSpec, scope nameScope) []any {
+	list := make([]any, 0, len(names)+len(specs))
+	for _, n := range names {
+		if !scope.metadataOnly {
+			list = append(list, n)
+			continue
+		}
+		list = append(list, ResourceSpec{Resource: n, Namespace: scope.namespace,
+			LabelSelector: scope.labelSelector, FieldSelector: scope.fieldSelector, MetadataOnly: true})
+	}
+	for _, s := range specs {
+		list = append(list, s)
+	}
+	return list
+}
+
+func (c Config) scope() nameScope {
+	return nameScope{c.Namespace, c.LabelSelector, c.FieldSelector, c.MetadataOnly}
+}
+
 // JSON is the configuration as the library reads it.
 func (c Config) JSON() (string, error) {
 	b, err := json.Marshal(c)
-	if err != nil || len(c.Extra) == 0 {
-		return string(b), err
+	if err != nil {
+		return "", err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		return "", err
 	}
+	m["resources"] = resourceList(c.Resources, c.Specs, c.scope())
 	for k, v := range c.Extra {
 		m[k] = v
 	}
@@ -207,6 +267,10 @@ type Reader struct {
 	// waiter is held by the one Next that may wait in the library, so that
 	// the wake its context sends reaches that call and no other.
 	waiter chan struct{}
+
+	// scope is what SetResources' names take on the Go side (Open's
+	// MetadataOnly); zero for OpenJSON.
+	scope nameScope
 }
 
 // Open checks the configuration and starts streaming.
@@ -215,7 +279,11 @@ func Open(cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tattler: config: %w", err)
 	}
-	return OpenJSON(js)
+	r, err := OpenJSON(js)
+	if r != nil {
+		r.scope = cfg.scope()
+	}
+	return r, err
 }
 
 // OpenJSON opens a reader from the library's JSON configuration.
@@ -420,14 +488,17 @@ func (r *Reader) Close() error {
 
 // SetResources changes the resources streamed while entries flow (see
 // tattler_set_resources): added ones start with a full sync, removed ones
-// stop, the rest run on. The namespace and selectors of the configuration
-// still apply. It reports whether anything changed. From inside a LogFunc
-// it fails with ErrReentrant.
+// stop, the rest run on. The names take the namespace, selectors and
+// MetadataOnly of the configuration. It reports whether anything changed.
+// From inside a LogFunc it fails with ErrReentrant.
 func (r *Reader) SetResources(names []string, force bool) (changed bool, err error) {
-	if names == nil {
-		names = []string{} // "null" would be a type error, not "nothing to watch"
-	}
-	js, err := json.Marshal(names)
+	return r.SetResourceSpecs(names, nil, force)
+}
+
+// SetResourceSpecs is SetResources with specs beside the names, as
+// Config.Resources and Config.Specs: the specs take only their own scope.
+func (r *Reader) SetResourceSpecs(names []string, specs []ResourceSpec, force bool) (changed bool, err error) {
+	js, err := json.Marshal(resourceList(names, specs, r.scope))
 	if err != nil {
 		return false, err
 	}
@@ -468,20 +539,53 @@ type StreamStats struct {
 
 // Stats returns the counters of each stream, in the configured order.
 func (r *Reader) Stats() ([]StreamStats, error) {
+	text, err := r.text(textStats)
+	if err != nil {
+		return nil, err
+	}
+	var stats []StreamStats
+	err = json.Unmarshal(text, &stats)
+	return stats, err
+}
+
+// MetricsText returns the counters in the Prometheus text exposition format
+// (version 0.0.4), ready to serve on an agent's /metrics with
+// Content-Type "text/plain; version=0.0.4": tattler_events_total,
+// tattler_objects, tattler_synced, tattler_seconds_since_sync, ... per
+// stream, labelled by resource (and namespace, selectors, metadata_only
+// where set); see tattler_metrics_text in tattler.h.
+func (r *Reader) MetricsText() (string, error) {
+	text, err := r.text(textMetrics)
+	return string(text), err
+}
+
+// The library calls that write a NUL-terminated text into a buffer.
+const (
+	textStats = iota
+	textMetrics
+)
+
+// text makes one of those calls, growing the buffer as the library says,
+// and returns the text without its NUL.
+func (r *Reader) text(which int) ([]byte, error) {
 	if !r.acquire() {
 		return nil, ErrClosed
 	}
 	defer r.release()
 	var needed C.size_t
-	size := 1024
+	size := 4096
 	for {
 		buf := make([]byte, size)
-		st := Status(C.tattler_stats_json(r.c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &needed))
+		p, n := (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf))
+		var st Status
+		if which == textStats {
+			st = Status(C.tattler_stats_json(r.c, p, n, &needed))
+		} else {
+			st = Status(C.tattler_metrics_text(r.c, p, n, &needed))
+		}
 		switch st {
 		case StatusOK:
-			var stats []StreamStats
-			err := json.Unmarshal(buf[:needed-1], &stats)
-			return stats, err
+			return buf[:needed-1], nil
 		case StatusBufferTooSmall:
 			size = int(needed) + 256 // counters may grow between two calls
 		default:

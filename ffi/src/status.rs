@@ -37,7 +37,8 @@ pub enum tattler_status {
     /// The caller's buffer is too small; `*needed` tells the size required.
     TATTLER_ERR_BUFFER_TOO_SMALL = 105,
     /// A resource name could not be understood, or the resource list is not a
-    /// JSON array of strings.
+    /// JSON array of names and objects (an object's key unknown or of the
+    /// wrong type).
     TATTLER_ERR_INVALID_RESOURCE = 106,
     /// The TLS setup failed (a CA bundle without a PEM certificate).
     TATTLER_ERR_TLS = 107,

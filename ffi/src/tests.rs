@@ -579,7 +579,12 @@ fn set_resources_changes_the_streams_or_says_why_not() {
         (
             c"{\"pods\":1}",
             TATTLER_ERR_INVALID_RESOURCE,
-            "JSON array of strings",
+            "`resources` must be an array of resource names and objects",
+        ),
+        (
+            c"[{\"resource\":\"pods\",\"nmespace\":\"x\"}]",
+            TATTLER_ERR_INVALID_RESOURCE,
+            "`resources[0].nmespace`",
         ),
         (c"[\"podz\"]", TATTLER_ERR_INVALID_RESOURCE, "\"podz\""),
         (c"[]", TATTLER_ERR_INVALID_CONFIG, "nothing to watch"),
@@ -774,4 +779,244 @@ fn close_only_drops_the_creators_reference() {
         api.wait_open_watches(0, Duration::from_secs(10)),
         "the last reference ended the streams"
     );
+}
+
+/// A pod scheduled to `node`.
+fn pod_on(namespace: &str, name: &str, node: &str) -> serde_json::Value {
+    let mut p = FakeApi::pod(namespace, name);
+    p["spec"]["nodeName"] = serde_json::json!(node);
+    p
+}
+
+/// The object of an entry, parsed; frees the entry.
+fn object_of(e: *mut tattler_entry) -> serde_json::Value {
+    // SAFETY: a live entry from tattler_next_entry, freed once here.
+    unsafe {
+        let mut len = 0;
+        let p = tattler_entry_object(e, &mut len);
+        assert!(!p.is_null(), "no object");
+        let v = serde_json::from_slice(std::slice::from_raw_parts(p, len)).unwrap();
+        tattler_entry_free(e);
+        v
+    }
+}
+
+#[test]
+fn a_node_agent_configuration_streams_one_node_and_its_pods() {
+    let api = FakeApi::start();
+    let rv_a = api.apply("pods", pod_on("shop", "a", "n1"));
+    api.apply("pods", pod_on("shop", "b", "n2"));
+    let rv_n1 = api.apply("nodes", FakeApi::object(None, "n1"));
+    api.apply("nodes", FakeApi::object(None, "n2"));
+    let r = open(
+        &serde_json::json!({
+            "server": api.url(),
+            "namespace": "ignored-by-objects",
+            "resources": [
+                {"resource": "pods", "field_selector": "spec.nodeName=n1"},
+                {"resource": "nodes", "field_selector": "metadata.name=n1"},
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut lines = until_synced(r, 2);
+    lines.sort();
+    let cur = api.current_rv();
+    assert_eq!(
+        lines,
+        [
+            format!("Add /n1 {rv_n1}"),
+            format!("Add shop/a {rv_a}"),
+            format!("Synced v1/nodes {cur}"),
+            format!("Synced v1/pods {cur}"),
+        ]
+    );
+    // A pod moving to n1 comes in; the other node never does.
+    assert!(api.wait_open_watches(2, Duration::from_secs(10)));
+    api.apply("nodes", FakeApi::object(None, "n2"));
+    let rv_b = api.apply("pods", pod_on("shop", "b", "n1"));
+    assert_eq!(line(next(r, WAIT_MS).1), format!("Add shop/b {rv_b}"));
+
+    // set_resources takes objects too: metadata-only configmaps in two
+    // namespaces (one stream each), beside the same two streams.
+    let rv_cm = api.apply("configmaps", FakeApi::object(Some("a"), "cm"));
+    api.apply("configmaps", FakeApi::object(Some("c"), "elsewhere"));
+    let json = CString::new(
+        r#"[{"resource":"pods","field_selector":"spec.nodeName=n1"},
+            {"resource":"nodes","field_selector":"metadata.name=n1"},
+            {"resource":"cm","namespaces":["a","b"],"metadata_only":true}]"#
+            .replace("\"cm\"", "\"configmaps\""),
+    )
+    .unwrap();
+    assert_eq!(
+        set_resources(r, json.as_ptr(), false, false),
+        (TATTLER_OK, true, String::new())
+    );
+    let mut got = Vec::new();
+    let mut synced = 0;
+    while synced < 2 {
+        let (st, e) = next(r, WAIT_MS);
+        assert_eq!(st, TATTLER_OK, "after {got:?}");
+        // SAFETY: a live entry.
+        let change = unsafe { tattler_entry_change(e) };
+        if change == tattler_change::TATTLER_CHANGE_ADD {
+            let obj = object_of(e);
+            assert_eq!(
+                (
+                    obj["kind"].as_str(),
+                    obj["apiVersion"].as_str(),
+                    obj["metadata"]["name"].as_str()
+                ),
+                (
+                    Some("PartialObjectMetadata"),
+                    Some("meta.k8s.io/v1"),
+                    Some("cm")
+                ),
+                "{obj}"
+            );
+            assert_eq!(obj.as_object().unwrap().len(), 3, "only metadata: {obj}");
+            got.push(format!(
+                "Add a/cm {}",
+                obj["metadata"]["resourceVersion"].as_str().unwrap()
+            ));
+        } else {
+            let l = line(e);
+            synced += usize::from(l.starts_with("Synced"));
+            got.push(l);
+        }
+    }
+    got.sort();
+    let cur = api.current_rv();
+    assert_eq!(
+        got,
+        [
+            format!("Add a/cm {rv_cm}"),
+            format!("Synced v1/configmaps {cur}"),
+            format!("Synced v1/configmaps {cur}"),
+        ]
+    );
+    // The same list again changes nothing.
+    assert_eq!(
+        set_resources(r, json.as_ptr(), false, true),
+        (TATTLER_OK, false, String::new())
+    );
+    close(r);
+}
+
+/// `tattler_metrics_text` into a buffer of exactly the size asked for.
+fn metrics(r: *mut tattler_reader) -> String {
+    let mut needed = 0;
+    // SAFETY: a live reader; NULL buffer with length 0 asks for the size.
+    let st = unsafe { tattler_metrics_text(r, null_mut(), 0, &mut needed) };
+    assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
+    // Values move between two calls: room for a few more digits.
+    let mut buf = vec![0xffu8; needed + 64];
+    let mut needed2 = 0;
+    // SAFETY: a live reader and a buffer of buf.len() bytes.
+    let st = unsafe { tattler_metrics_text(r, buf.as_mut_ptr().cast(), buf.len(), &mut needed2) };
+    assert_eq!(st, TATTLER_OK);
+    assert_eq!(buf[needed2 - 1], 0, "NUL-terminated where *needed says");
+    text(&buf)
+}
+
+#[test]
+fn metrics_are_prometheus_text_and_never_cut() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("default", "a"));
+    api.apply("pods", FakeApi::pod("default", "b"));
+    let r = open(
+        &serde_json::json!({
+            "server": api.url(),
+            "resources": ["pods", {"resource": "nodes", "field_selector": "metadata.name=n1", "metadata_only": true}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    until_synced(r, 2);
+    // Too small: untouched, and *needed says how much.
+    let mut needed = 0;
+    let mut small = [0xffu8; 16];
+    // SAFETY: a live reader and a buffer of small.len() bytes.
+    let st =
+        unsafe { tattler_metrics_text(r, small.as_mut_ptr().cast(), small.len(), &mut needed) };
+    assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
+    assert!(needed > 500, "{needed}");
+    assert!(
+        small.iter().all(|&b| b == 0xff),
+        "buffer written on failure"
+    );
+    // SAFETY: NULL buffer with a length, and a NULL reader.
+    unsafe {
+        assert_eq!(
+            tattler_metrics_text(r, null_mut(), 10, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(
+            tattler_metrics_text(null_mut(), null_mut(), 0, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+    }
+
+    let text = metrics(r);
+    let mut types = Vec::new();
+    let mut samples = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        if let Some(t) = l.strip_prefix("# TYPE ") {
+            types.push(t.to_string());
+        } else if !l.starts_with("# HELP ") {
+            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l:?}"));
+            let v: f64 = value.parse().unwrap_or_else(|_| panic!("{l:?}"));
+            samples.insert(series.to_string(), v);
+        }
+    }
+    assert_eq!(
+        types,
+        [
+            "tattler_events_total counter",
+            "tattler_received_bytes_total counter",
+            "tattler_reconnects_total counter",
+            "tattler_resyncs_total counter",
+            "tattler_relists_total counter",
+            "tattler_stale_drops_total counter",
+            "tattler_skipped_total counter",
+            "tattler_objects gauge",
+            "tattler_synced gauge",
+            "tattler_failed gauge",
+            "tattler_list_fallback gauge",
+            "tattler_seconds_since_sync gauge",
+            "tattler_channel_entries gauge",
+            "tattler_channel_bytes gauge",
+        ],
+        "{text}"
+    );
+    let pods = r#"{resource="v1/pods"}"#;
+    let nodes = r#"{resource="v1/nodes",field_selector="metadata.name=n1",metadata_only="true"}"#;
+    for (series, want) in [
+        (format!("tattler_objects{pods}"), 2.0),
+        (format!("tattler_objects{nodes}"), 0.0),
+        (format!("tattler_synced{pods}"), 1.0),
+        (format!("tattler_synced{nodes}"), 1.0),
+        (format!("tattler_failed{pods}"), 0.0),
+        (format!("tattler_reconnects_total{pods}"), 0.0),
+        ("tattler_channel_entries".to_string(), 0.0),
+        ("tattler_channel_bytes".to_string(), 0.0),
+    ] {
+        assert_eq!(samples.get(&series), Some(&want), "{series} in\n{text}");
+    }
+    assert!(samples[&format!("tattler_received_bytes_total{pods}")] > 0.0);
+    let since = samples[&format!("tattler_seconds_since_sync{pods}")];
+    assert!((0.0..60.0).contains(&since), "{since}");
+    // 14 series: 12 per stream for 2 streams, 2 for the reader.
+    assert_eq!(samples.len(), 12 * 2 + 2, "{text}");
+
+    // An entry waiting in the channel shows.
+    assert!(api.wait_open_watches(2, Duration::from_secs(10)));
+    api.apply("pods", FakeApi::pod("default", "c"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !metrics(r).contains("\ntattler_channel_entries 1\n") {
+        assert!(Instant::now() < deadline, "{}", metrics(r));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    close(r);
 }

@@ -128,6 +128,25 @@ int main(int argc, char **argv) {
     }
     std::string stats = moved.stats_json();
     check(stats.find("\"v1/nodes\"") != std::string::npos && stats.back() == ']', "stats_json");
+    std::string metrics = moved.metrics_text();
+    check(metrics.find("\ntattler_synced{resource=\"v1/nodes\"} 1\n") != std::string::npos &&
+              metrics.rfind("# HELP tattler_events_total ", 0) == 0 && metrics.back() == '\n',
+          "metrics_text");
+    // Objects in set_resources: a field-selected node, metadata only.
+    check(moved.set_resources(R"(["pods",{"resource":"nodes","field_selector":"metadata.name=none","metadata_only":true}])"),
+          "set_resources with an object");
+    for (;;) {
+        auto e = moved.next_for(std::chrono::seconds(10));
+        if (!e || (e->change() == TATTLER_CHANGE_SYNCED && e->resource() == "nodes")) {
+            check(bool(e), "the selected nodes synced");
+            break;
+        }
+    }
+    check(moved.metrics_text().find("field_selector=\"metadata.name=none\",metadata_only=\"true\"") != std::string::npos,
+          "metrics label the scope");
+    check(status_of([&] { moved.set_resources(R"([{"resource":"pods","nmespace":"x"}])"); }) ==
+              TATTLER_ERR_INVALID_RESOURCE,
+          "an unknown key throws INVALID_RESOURCE");
 
     // An entry outlives its reader; stop then drain says closed().
     tattler::reader other(pods);

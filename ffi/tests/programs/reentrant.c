@@ -46,7 +46,7 @@ static void other_log(void *user, int level, const char *target, const char *msg
 
 /* The calls, from inside the callback on the configmaps stream's thread. */
 static void calls_from_the_callback(tattler_reader *r) {
-    char buf[4096], err[256];
+    char buf[16384], err[256];
     size_t needed = 0;
     tattler_entry *e = NULL;
     bool changed = false;
@@ -55,6 +55,9 @@ static void calls_from_the_callback(tattler_reader *r) {
     check(tattler_stats_json(r, buf, sizeof buf, &needed) == TATTLER_OK &&
               strstr(buf, "\"v1/configmaps\"") != NULL,
           "stats_json works");
+    check(tattler_metrics_text(r, buf, sizeof buf, &needed) == TATTLER_OK &&
+              strstr(buf, "tattler_synced{resource=\"v1/configmaps\"}") != NULL,
+          "metrics_text works");
     /* Only the Synced this line announces can be queued (main may have taken it). */
     tattler_status st = tattler_next_entry(r, 0, &e);
     int took_synced = st == TATTLER_OK && tattler_entry_change(e) == TATTLER_CHANGE_SYNCED &&
