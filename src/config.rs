@@ -165,6 +165,20 @@ pub struct Config {
     /// Secret scrubbing (on by default), managedFields, event filtering and a
     /// transform hook, applied before an entry enters the output channel.
     pub shaping: crate::Shaping,
+    /// How often the resources of a wildcard (`"*"`, `"*.apps"`) are looked
+    /// for again through discovery: a CRD established meanwhile gets a
+    /// stream, one deleted loses its. Default 5 minutes (two requests each
+    /// time).
+    pub discovery_interval: Duration,
+    /// Resume from a [`Checkpoint`](crate::Checkpoint) of an earlier reader.
+    /// Each resource it holds (same group, version, resource, namespace,
+    /// selectors and metadata-only) starts from it: a Synced entry at once,
+    /// then a watch from its resourceVersion — only what changed meanwhile,
+    /// deletes included. When the server no longer has that version, a
+    /// re-sync against the restored state follows (unchanged objects as
+    /// Snapshot, vanished ones as inferred Delete, then Synced). Other
+    /// resources sync as usual.
+    pub resume: Option<crate::Checkpoint>,
 }
 
 impl Config {
@@ -192,6 +206,8 @@ impl Config {
             backoff: Backoff::default(),
             relist_interval: None,
             shaping: crate::Shaping::default(),
+            resume: None,
+            discovery_interval: Duration::from_secs(300),
         }
     }
 
@@ -281,6 +297,11 @@ impl Config {
         if self.initial_events_timeout < Duration::from_millis(100) {
             return Err(Error::Config(
                 "initial_events_timeout must be at least 100 ms".into(),
+            ));
+        }
+        if self.discovery_interval < Duration::from_secs(1) {
+            return Err(Error::Config(
+                "discovery_interval must be at least 1 s".into(),
             ));
         }
         if self.max_buffered_bytes == 0 {

@@ -39,6 +39,7 @@ struct JsonConfig {
     scrub: Option<bool>,
     scrub_secret_data: Option<bool>,
     initial_events_timeout_secs: Option<u64>,
+    discovery_interval_secs: Option<u64>,
     max_buffered_bytes: Option<u64>,
     relist_interval_secs: Option<u64>,
     drop_managed_fields: Option<bool>,
@@ -49,7 +50,7 @@ const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, names
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
 scrub, scrub_secret_data, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
-max_buffered_bytes";
+max_buffered_bytes, discovery_interval_secs";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -103,6 +104,7 @@ impl JsonConfig {
                     j.initial_events_timeout_secs = Some(number(k, v)?)
                 }
                 "max_buffered_bytes" => j.max_buffered_bytes = Some(number(k, v)?),
+                "discovery_interval_secs" => j.discovery_interval_secs = Some(number(k, v)?),
                 "relist_interval_secs" => j.relist_interval_secs = Some(number(k, v)?),
                 "drop_managed_fields" => j.drop_managed_fields = Some(boolean(k, v)?),
                 "event_kinds" => j.event_kinds = Some(strings(k, v)?),
@@ -374,6 +376,9 @@ impl Config {
         if let Some(v) = j.initial_events_timeout_secs {
             c.initial_events_timeout = Duration::from_secs(v);
         }
+        if let Some(v) = j.discovery_interval_secs {
+            c.discovery_interval = Duration::from_secs(v);
+        }
         if let Some(v) = j.max_buffered_bytes {
             c.max_buffered_bytes = narrow("max_buffered_bytes", v)?;
         }
@@ -518,7 +523,7 @@ mod tests {
             e(r#"{"server":"https://h","resources":["pods"],"username":"u"}"#).contains("password")
         );
         assert!(e(r#"{"server":"https://h"}"#).contains("`resources`"));
-        assert!(e(r#"{"server":"https://h","resources":["podz"]}"#).contains("\"podz\""));
+        assert!(e(r#"{"server":"https://h","resources":["pods!"]}"#).contains("\"pods!\""));
         assert!(
             e(r#"{"server":"https://h","resources":["pods"],"token_file":"/no/such"}"#)
                 .contains("/no/such")

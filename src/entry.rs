@@ -55,7 +55,8 @@ pub struct Resource {
     pub group: String,
     /// API version.
     pub version: String,
-    /// Plural resource name, e.g. `pods`.
+    /// Plural resource name, e.g. `pods` (for a name still to be resolved
+    /// through discovery, the name as given).
     pub resource: String,
     /// Kind, e.g. `Pod`; empty only if the server has not yet sent an object
     /// from which to learn it.

@@ -30,6 +30,7 @@
 mod answer;
 mod auth;
 mod channel;
+mod checkpoint;
 mod config;
 mod config_json;
 mod decode;
@@ -55,6 +56,7 @@ mod util;
 mod watch;
 
 pub use auth::{Auth, ClientIdentity, ExecConfig};
+pub use checkpoint::Checkpoint;
 pub use config::{Backoff, Config, ProxyConfig, Token};
 pub use entry::{Change, Entry, ErrorInfo, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};

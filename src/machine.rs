@@ -125,6 +125,9 @@ pub(crate) struct Machine {
     reset_after: Duration,
     /// A relist's replacement gives up after this many failures in a row.
     pub replacement: bool,
+    /// Resumed from a checkpoint: the state is complete; once the resource
+    /// is found, watch from the checkpoint's resourceVersion.
+    pub resumed: bool,
 }
 
 impl Machine {
@@ -140,6 +143,7 @@ impl Machine {
             reauthed: false,
             reset_after,
             replacement: false,
+            resumed: false,
         };
         if !needs_discovery {
             m.phase = m.sync_phase();
@@ -235,7 +239,11 @@ impl Machine {
                 why: None,
             },
             End::Discovered => {
-                self.phase = self.sync_phase();
+                self.phase = if self.resumed {
+                    Phase::Watch
+                } else {
+                    self.sync_phase()
+                };
                 Self::go(None)
             }
             End::Listed => {

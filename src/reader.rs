@@ -37,6 +37,8 @@ pub struct Reader {
     shared: Arc<ReaderShared>,
     /// The relist timer, when `relist_interval` is set.
     timer: Mutex<Option<JoinHandle<()>>>,
+    /// The discovery thread, once there are wildcards (`"*"`).
+    explorer: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// What the reader, its relist timer and its calls share.
@@ -45,8 +47,11 @@ struct ReaderShared {
     /// `stats()` and `stop()` never wait long, whatever else is going on.
     inner: Mutex<Inner>,
     /// Serialises the calls that stop and start threads (`set_resources`, a
-    /// relist's swap). Held across joins; no other call needs it.
+    /// relist's swap, the discovery thread's changes). Held across joins; no
+    /// other call needs it.
     control: Mutex<()>,
+    /// How often the discovery thread looks for the wildcards' resources.
+    discovery_interval: Duration,
 }
 
 thread_local! {
@@ -70,6 +75,21 @@ struct Inner {
     streams: Vec<StreamHandle>,
     /// What a new stream needs; `None` once stopped.
     start: Option<Starter>,
+    /// `"*"`-like specs: their resources are found by the discovery thread.
+    wildcards: Vec<ResourceSpec>,
+    /// Tells the discovery thread to look now (the wildcards changed).
+    look_now: Option<Sender<()>>,
+    /// The discovery thread's HTTP agent, shut down by stop.
+    probe_slot: Option<Arc<AgentSlot>>,
+}
+
+/// Which streams a change of the watch set is about.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The ones the caller named.
+    Named,
+    /// The ones discovery found for the wildcards.
+    Found,
 }
 
 /// Everything needed to start one more stream thread.
@@ -83,6 +103,15 @@ struct Starter {
 impl Starter {
     /// Starts a stream thread for `spec` over the resource's shared state.
     fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
+        self.spawn_from(h, role, None)
+    }
+
+    fn spawn_from(
+        &self,
+        h: &StreamHandle,
+        role: Role,
+        resume: Option<crate::rv::Rv>,
+    ) -> Result<Thread, Error> {
         let slot = Arc::new(AgentSlot::default());
         let (stop_tx, own) = bounded(0);
         let stream = Stream::new(StreamInit {
@@ -98,6 +127,7 @@ impl Starter {
             counters: h.counters.clone(),
             shared: h.shared.clone(),
             role,
+            resume,
         });
         let thread = spawn(&h.spec, stream, self.out.tx.clone()).map_err(Error::Spawn)?;
         Ok(Thread {
@@ -108,14 +138,54 @@ impl Starter {
     }
 
     fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
+        self.start_from(spec, None)
+    }
+
+    /// A stream object the discovery thread asks discovery with (it is
+    /// never run), the slot that stop shuts down, and its own stop's sender
+    /// (held by the thread).
+    fn probe(&self) -> (Stream, Arc<AgentSlot>, Sender<()>) {
+        let (own_tx, own) = bounded::<()>(0);
+        let slot = Arc::new(AgentSlot::default());
+        let stream = Stream::new(StreamInit {
+            spec: ResourceSpec::new("", "v1", "", "", false),
+            transport: self.transport.clone(),
+            slot: slot.clone(),
+            settings: self.settings.clone(),
+            out: self.out.clone(),
+            stop: Stop {
+                all: self.closing.clone(),
+                own,
+            },
+            counters: Arc::new(Counters::default()),
+            shared: Arc::new(Shared::default()),
+            role: Role::Primary,
+            resume: None,
+        });
+        (stream, slot, own_tx)
+    }
+
+    /// Starts a resource, from its part of a checkpoint when there is one.
+    fn start_from(
+        &self,
+        spec: &ResourceSpec,
+        resume: Option<&crate::checkpoint::ResourceState>,
+    ) -> Result<StreamHandle, Error> {
         let mut h = StreamHandle {
             spec: spec.clone(),
+            found: false,
             shared: Arc::new(Shared::default()),
             counters: Arc::new(Counters::default()),
             running: Thread::default(),
             pending: None,
         };
-        h.running = self.spawn(&h, Role::Primary)?;
+        let resume_at = resume.map(|part| {
+            let mut t = h.shared.tracker.lock();
+            t.import(&part.objects, &part.resource_version);
+            h.counters.objects.store(t.len() as u64, Ordering::Relaxed);
+            part.resource_version.clone()
+        });
+        h.running = self.spawn_from(&h, Role::Primary, resume_at)?;
         Ok(h)
     }
 }
@@ -124,6 +194,8 @@ impl Starter {
 /// relist, the replacement being synced.
 struct StreamHandle {
     spec: ResourceSpec,
+    /// Found by discovery for a wildcard (rather than named by the caller).
+    found: bool,
     shared: Arc<Shared>,
     counters: Arc<Counters>,
     running: Thread,
@@ -304,17 +376,27 @@ impl Reader {
                     closing_tx: Some(closing_tx),
                     streams: Vec::new(),
                     start: None,
+                    wildcards: Vec::new(),
+                    look_now: None,
+                    probe_slot: None,
                 }),
                 control: Mutex::new(()),
+                discovery_interval: config.discovery_interval,
             }),
             timer: Mutex::new(None),
+            explorer: Mutex::new(None),
         };
-        for spec in dedup(&config.resources) {
+        let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&config.resources)
+            .into_iter()
+            .partition(ResourceSpec::is_wildcard);
+        for spec in named {
             // On failure, dropping `reader` stops and joins what was started.
-            let handle = start.start(&spec)?;
+            let part = config.resume.as_ref().and_then(|c| c.part(&spec));
+            let handle = start.start_from(&spec, part)?;
             reader.shared.inner.lock().streams.push(handle);
         }
         reader.shared.inner.lock().start = Some(start);
+        reader.set_wildcards(wildcards)?;
         if let Some(interval) = config.relist_interval {
             let shared = reader.shared.clone();
             let t = std::thread::Builder::new()
@@ -432,6 +514,9 @@ impl Reader {
         for s in &mut inner.streams {
             s.signal();
         }
+        if let Some(slot) = &inner.probe_slot {
+            slot.shutdown();
+        }
     }
 
     /// Changes the set of resources streamed, while entries flow.
@@ -447,78 +532,53 @@ impl Reader {
         if on_tattler_thread() {
             return Err(Error::Reentrant("set_resources"));
         }
-        let wanted = dedup(resources);
-        if wanted.is_empty() {
+        let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(resources)
+            .into_iter()
+            .partition(ResourceSpec::is_wildcard);
+        if named.is_empty() && wildcards.is_empty() {
             return Err(Error::Config("resources: nothing to watch".into()));
         }
-        let stopped = || Error::Config("the reader is stopped".into());
-        let _control = self.shared.control.lock();
-        // Signal what goes or restarts and take its threads, under the lock;
-        // join them without it.
-        let (mut gone, mut restarting, changed) = {
-            let mut inner = self.shared.inner.lock();
-            if inner.start.is_none() {
-                return Err(stopped());
-            }
-            let (mut keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
-                .streams
-                .drain(..)
-                .partition(|s| wanted.contains(&s.spec));
-            let changed = force || !gone.is_empty() || wanted.len() != keep.len();
-            for s in &mut gone {
-                s.signal();
-            }
-            let mut restarting = Vec::new();
-            if force {
-                // The old threads end before new ones start: two streams
-                // syncing one resource's state at once would confuse it.
-                for h in &mut keep {
-                    h.signal();
-                    restarting.push(std::mem::take(&mut h.running));
-                    restarting.extend(h.pending.take());
-                }
-            }
-            inner.streams = keep;
-            (gone, restarting, changed)
+        let changed = reconcile(&self.shared, &named, Scope::Named, force)?;
+        let wildcards_changed = self.shared.inner.lock().wildcards != wildcards;
+        self.set_wildcards(wildcards)?;
+        Ok(changed || wildcards_changed)
+    }
+
+    /// Keeps the wildcards, starting the discovery thread for them (or
+    /// telling it to look again) when there are any.
+    fn set_wildcards(&self, wildcards: Vec<ResourceSpec>) -> Result<(), Error> {
+        let mut inner = self.shared.inner.lock();
+        if inner.wildcards == wildcards {
+            return Ok(());
+        }
+        let any = !wildcards.is_empty();
+        inner.wildcards = wildcards;
+        if let Some(poke) = &inner.look_now {
+            let _ = poke.try_send(());
+            return Ok(());
+        }
+        if !any {
+            return Ok(());
+        }
+        let Some((probe, slot, own_stop)) = inner.start.as_ref().map(Starter::probe) else {
+            return Err(Error::Config("the reader is stopped".into()));
         };
-        for s in &mut gone {
-            s.join();
-        }
-        for t in &mut restarting {
-            t.join();
-        }
-        let mut guard = self.shared.inner.lock();
-        let inner = &mut *guard;
-        let Some(start) = inner.start.as_ref() else {
-            return Err(stopped());
-        };
-        let mut result = Ok(changed);
-        if force {
-            // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
-            for h in &mut inner.streams {
-                match start.spawn(h, Role::Primary) {
-                    Ok(t) => h.running = t,
-                    Err(e) => result = Err(e),
-                }
-            }
-        }
-        for spec in &wanted {
-            if inner.streams.iter().any(|s| &s.spec == spec) {
-                continue;
-            }
-            match start.start(spec) {
-                Ok(h) => inner.streams.push(h),
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        // Keep the configured order for stats().
-        inner
-            .streams
-            .sort_by_key(|s| wanted.iter().position(|w| w == &s.spec));
-        result
+        let (poke, look_now) = bounded(1);
+        inner.look_now = Some(poke);
+        inner.probe_slot = Some(slot);
+        drop(inner);
+        let (shared, closing) = (self.shared.clone(), self.closing.clone());
+        let t = std::thread::Builder::new()
+            .name("tattler-discovery".into())
+            .stack_size(STREAM_STACK)
+            .spawn(move || {
+                mark_tattler_thread();
+                let _own_stop = own_stop;
+                explore(&shared, &closing, &look_now, probe)
+            })
+            .map_err(Error::Spawn)?;
+        *self.explorer.lock() = Some(t);
+        Ok(())
     }
 
     /// Relists every resource now, one at a time, as the relist timer does
@@ -552,6 +612,43 @@ impl Reader {
     /// The server and where the configuration came from.
     pub fn info(&self) -> &ReaderInfo {
         &self.info
+    }
+
+    /// What the reader has delivered, to resume from in a new reader
+    /// ([`Config::resume`]): per resource whose full state is complete, its
+    /// resourceVersion and the objects the consumer holds.
+    ///
+    /// It matches what the consumer got exactly when taken after
+    /// [`stop`](Self::stop) and once [`next`](Self::next) has returned
+    /// [`Closed`] (every entry taken). Taken while the reader runs, it may
+    /// hold changes still waiting in the channel, which a resumed reader
+    /// would then not deliver.
+    pub fn checkpoint(&self) -> crate::Checkpoint {
+        let streams: Vec<(ResourceSpec, Arc<Shared>, Arc<Counters>)> = {
+            let inner = self.shared.inner.lock();
+            inner
+                .streams
+                .iter()
+                .map(|h| (h.spec.clone(), h.shared.clone(), h.counters.clone()))
+                .collect()
+        };
+        let mut resources = Vec::new();
+        for (spec, shared, counters) in streams {
+            if !counters.synced.load(Ordering::Relaxed) {
+                continue;
+            }
+            let resource_version = counters.resource_version.lock().clone();
+            if resource_version.as_str().is_empty() {
+                continue;
+            }
+            let objects = shared.tracker.lock().export();
+            resources.push(crate::checkpoint::ResourceState {
+                spec,
+                resource_version,
+                objects,
+            });
+        }
+        crate::Checkpoint { resources }
     }
 
     /// Counters of each stream, in the order the resources were configured.
@@ -708,8 +805,8 @@ fn metric_labels(spec: &ResourceSpec) -> String {
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop();
-        let timer = self.timer.lock().take();
-        if let Some(t) = timer {
+        let threads = [self.timer.lock().take(), self.explorer.lock().take()];
+        for t in threads.into_iter().flatten() {
             if t.thread().id() != std::thread::current().id() {
                 let _ = t.join();
             }
@@ -732,6 +829,178 @@ impl Iterator for Iter<'_> {
     fn next(&mut self) -> Option<Entry> {
         self.reader.next().ok()
     }
+}
+
+/// Makes the streams of `scope` the ones of `wanted`: starts the new, stops
+/// and joins the gone (without the lock), restarts all with `force`; the
+/// other scope's streams are left alone (and a found one that the caller
+/// names is not started twice). Whether anything changed.
+fn reconcile(
+    shared: &ReaderShared,
+    wanted: &[ResourceSpec],
+    scope: Scope,
+    force: bool,
+) -> Result<bool, Error> {
+    let stopped = || Error::Config("the reader is stopped".into());
+    let _control = shared.control.lock();
+    let ours = |h: &StreamHandle| h.found == (scope == Scope::Found);
+    // Signal what goes or restarts and take its threads, under the lock;
+    // join them without it.
+    let (mut gone, mut restarting, changed) = {
+        let mut inner = shared.inner.lock();
+        if inner.start.is_none() {
+            return Err(stopped());
+        }
+        let (keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
+            .streams
+            .drain(..)
+            .partition(|s| !ours(s) || wanted.contains(&s.spec));
+        let mut keep = keep;
+        let present = keep.iter().filter(|s| ours(s)).count();
+        let changed = force || !gone.is_empty() || wanted.len() != present;
+        for s in &mut gone {
+            s.signal();
+        }
+        let mut restarting = Vec::new();
+        if force {
+            // The old threads end before new ones start: two streams
+            // syncing one resource's state at once would confuse it.
+            for h in keep.iter_mut().filter(|h| ours(h)) {
+                h.signal();
+                restarting.push(std::mem::take(&mut h.running));
+                restarting.extend(h.pending.take());
+            }
+        }
+        inner.streams = keep;
+        (gone, restarting, changed)
+    };
+    for s in &mut gone {
+        s.join();
+    }
+    for t in &mut restarting {
+        t.join();
+    }
+    let mut guard = shared.inner.lock();
+    let inner = &mut *guard;
+    let Some(start) = inner.start.as_ref() else {
+        return Err(stopped());
+    };
+    let mut result = Ok(changed);
+    if force {
+        // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
+        for h in inner.streams.iter_mut().filter(|h| ours(h)) {
+            match start.spawn(h, Role::Primary) {
+                Ok(t) => h.running = t,
+                Err(e) => result = Err(e),
+            }
+        }
+    }
+    for spec in wanted {
+        let taken = inner.streams.iter().any(|s| {
+            (ours(s) && &s.spec == spec)
+                || (scope == Scope::Found && crate::checkpoint::same_scope(&s.spec, spec))
+        });
+        if taken {
+            continue;
+        }
+        match start.start(spec) {
+            Ok(mut h) => {
+                h.found = scope == Scope::Found;
+                inner.streams.push(h);
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    // The caller's order for stats(), the found ones after.
+    inner.streams.sort_by_key(|s| {
+        (
+            s.found,
+            wanted
+                .iter()
+                .position(|w| w == &s.spec)
+                .unwrap_or(usize::MAX),
+        )
+    });
+    result
+}
+
+/// The discovery thread: every `discovery_interval` (and when the wildcards
+/// change), finds the resources the wildcards stand for and makes them the
+/// found streams: a CRD established later gets a stream, one deleted loses
+/// it. A failing discovery is retried with backoff.
+fn explore(
+    shared: &ReaderShared,
+    closing: &Receiver<()>,
+    look_now: &Receiver<()>,
+    mut probe: Stream,
+) {
+    let mut failures = 0u32;
+    loop {
+        let wildcards = shared.inner.lock().wildcards.clone();
+        let wait = if wildcards.is_empty() {
+            let _ = reconcile(shared, &[], Scope::Found, false);
+            shared.discovery_interval
+        } else {
+            match probe.served() {
+                Ok(served) => {
+                    failures = 0;
+                    let found = expand(&wildcards, &served);
+                    log::debug!(
+                        "discovery: {} resources for {} wildcards",
+                        found.len(),
+                        wildcards.len()
+                    );
+                    if let Err(e) = reconcile(shared, &found, Scope::Found, false) {
+                        log::warn!("discovery: cannot change the watch set: {e}");
+                    }
+                    shared.discovery_interval
+                }
+                Err(crate::machine::End::Stopped) => return,
+                Err(end) => {
+                    failures = failures.saturating_add(1);
+                    let wait = probe.backoff(failures);
+                    log::warn!("discovery failed ({end:?}); looking again in {wait:?}");
+                    wait
+                }
+            }
+        };
+        select! {
+            recv(closing) -> _ => return,
+            recv(look_now) -> _ => {}
+            default(wait) => {}
+        }
+    }
+}
+
+/// The specs the wildcards stand for: every served resource that can be
+/// listed and watched, in each group's preferred version, with the
+/// wildcard's scope (namespace, selectors, metadata-only).
+fn expand(wildcards: &[ResourceSpec], served: &[crate::discovery::Served]) -> Vec<ResourceSpec> {
+    let mut out: Vec<ResourceSpec> = Vec::new();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for s in served {
+        if !s.watchable() || seen.iter().any(|(g, r)| *g == s.group && *r == s.resource) {
+            continue;
+        }
+        seen.push((s.group.clone(), s.resource.clone()));
+        for w in wildcards.iter().filter(|w| w.wildcard_takes(&s.group)) {
+            let mut spec =
+                ResourceSpec::new(&s.group, &s.version, &s.resource, &s.kind, s.namespaced);
+            if let Some(ns) = &w.namespace {
+                spec = spec.in_namespace(ns);
+            }
+            spec.label_selector.clone_from(&w.label_selector);
+            spec.field_selector.clone_from(&w.field_selector);
+            spec.metadata_only = w.metadata_only;
+            if !out.contains(&spec) {
+                out.push(spec);
+            }
+        }
+    }
+    out
 }
 
 /// Every `interval`, relists each synced resource in turn: a replacement
@@ -857,10 +1126,10 @@ fn spawn(
     stream: Stream,
     out: Sender<Entry>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let what = if spec.resource.is_empty() {
-        spec.kind.to_lowercase()
-    } else {
-        spec.resource.clone()
+    let what = match (&spec.lookup, spec.resource.is_empty()) {
+        (_, false) => spec.resource.clone(),
+        (Some(name), true) => name.clone(),
+        (None, true) => spec.kind.to_lowercase(),
     };
     let name = format!("tattler-watch-{what}");
     let resource = Arc::new(crate::Resource {

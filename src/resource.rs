@@ -31,7 +31,59 @@ pub struct ResourceSpec {
     /// namespace, labels, annotations, owners, versions; no spec or status):
     /// far less for the apiserver to send and for tattler to read.
     pub metadata_only: bool,
+    /// A name the stream resolves through discovery, as kubectl would (a
+    /// short name, a singular, a kind, `resource.group`), when group,
+    /// version and resource are not known yet.
+    pub lookup: Option<String>,
 }
+
+/// kubectl's short names and singulars of the built-in resources (the fast
+/// path; anything else is resolved through discovery).
+const ALIASES: &[(&str, &str)] = &[
+    ("po", "pods"),
+    ("pod", "pods"),
+    ("no", "nodes"),
+    ("node", "nodes"),
+    ("ns", "namespaces"),
+    ("namespace", "namespaces"),
+    ("svc", "services"),
+    ("service", "services"),
+    ("ep", "endpoints"),
+    ("cm", "configmaps"),
+    ("configmap", "configmaps"),
+    ("secret", "secrets"),
+    ("sa", "serviceaccounts"),
+    ("serviceaccount", "serviceaccounts"),
+    ("ev", "events"),
+    ("event", "events"),
+    ("pv", "persistentvolumes"),
+    ("persistentvolume", "persistentvolumes"),
+    ("pvc", "persistentvolumeclaims"),
+    ("persistentvolumeclaim", "persistentvolumeclaims"),
+    ("deploy", "deployments"),
+    ("deployment", "deployments"),
+    ("rs", "replicasets"),
+    ("replicaset", "replicasets"),
+    ("sts", "statefulsets"),
+    ("statefulset", "statefulsets"),
+    ("ds", "daemonsets"),
+    ("daemonset", "daemonsets"),
+    ("job", "jobs"),
+    ("cj", "cronjobs"),
+    ("cronjob", "cronjobs"),
+    ("ing", "ingresses"),
+    ("ingress", "ingresses"),
+    ("netpol", "networkpolicies"),
+    ("networkpolicy", "networkpolicies"),
+    ("endpointslice", "endpointslices"),
+    ("role", "roles"),
+    ("rolebinding", "rolebindings"),
+    ("clusterrole", "clusterroles"),
+    ("clusterrolebinding", "clusterrolebindings"),
+    ("crd", "customresourcedefinitions"),
+    ("crds", "customresourcedefinitions"),
+    ("customresourcedefinition", "customresourcedefinitions"),
+];
 
 /// Resources tattler knows by name: (short name, group, version, resource, kind, namespaced).
 const KNOWN: &[(&str, &str, &str, &str, &str, bool)] = &[
@@ -184,17 +236,25 @@ impl ResourceSpec {
             label_selector: None,
             field_selector: None,
             metadata_only: false,
+            lookup: None,
         }
     }
 
     /// Parses one name into the resources it stands for.
     ///
-    /// Accepted: a known name (`pods`, `nodes`, `deployments`, …), a set
-    /// (`rbac`), `version/resource` for the core group (`v1/pods`) or
-    /// `group/version/resource` (`apps/v1/deployments`, `example.com/v1/widgets`).
-    /// A resource tattler does not know is taken as namespaced with its kind
-    /// learned from the objects; to watch a cluster-scoped custom resource, use
-    /// [`ResourceSpec::new`].
+    /// Accepted: any name kubectl resolves — a plural (`pods`), a singular
+    /// (`deployment`), a kind (`ConfigMap`), a short name (`cm`, `po`,
+    /// `deploy`), `resource.group` (`deployments.apps`,
+    /// `widgets.example.com`); a set (`rbac`); `version/resource` for the core
+    /// group (`v1/pods`) or `group/version/resource` (`apps/v1/deployments`);
+    /// `group/version Kind` (`apps/v1 Deployment`). Names of built-in
+    /// resources are known; any other is resolved by the stream through the
+    /// server's discovery, as kubectl does (a name the server does not serve
+    /// is reported by an Error entry, reason `NotFound`, and looked for again
+    /// with backoff: a CRD may come later). A `group/version/resource`
+    /// tattler does not know is taken as namespaced with its kind learned
+    /// from the objects; to watch a cluster-scoped one, name it otherwise or
+    /// use [`ResourceSpec::new`].
     pub fn parse(name: &str) -> Result<Vec<ResourceSpec>, Error> {
         let name = name.trim();
         if let Some((_, members)) = SETS.iter().find(|(n, _)| *n == name) {
@@ -206,16 +266,32 @@ impl ResourceSpec {
         if let Some(spec) = known(name) {
             return Ok(vec![spec]);
         }
+        if name == "*" || name.starts_with("*.") {
+            let group = &name[1..].trim_start_matches('.');
+            if !group.is_empty()
+                && !group
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            {
+                return Err(Error::Resource(format!(
+                    "{name:?}: a group is a lower-case DNS name"
+                )));
+            }
+            let mut spec = ResourceSpec::new("", "", "", "", true);
+            spec.lookup = Some(name.to_string());
+            return Ok(vec![spec]);
+        }
         if let Some((gv, kind)) = name.split_once(' ') {
             return Self::parse_kind(name, gv, kind.trim()).map(|s| vec![s]);
         }
         let parts: Vec<&str> = name.split('/').collect();
         let (group, version, resource) = match parts.as_slice() {
+            [one] => return Self::parse_lookup(name, one).map(|s| vec![s]),
             [v, r] => ("", *v, *r),
             [g, v, r] => (*g, *v, *r),
             _ => {
                 return Err(Error::Resource(format!(
-                    "{name:?} is neither a known resource (pods, nodes, deployments, rbac, …) nor group/version/resource"
+                    "{name:?} is neither a resource name (pods, cm, deployment.apps, rbac, …) nor group/version/resource"
                 )))
             }
         };
@@ -235,6 +311,33 @@ impl ResourceSpec {
             return Ok(vec![spec]);
         }
         Ok(vec![ResourceSpec::new(group, version, resource, "", true)])
+    }
+
+    /// A kubectl name: the built-in table when it has it (`deployments.apps`),
+    /// else a spec for the stream to resolve through discovery.
+    fn parse_lookup(name: &str, word: &str) -> Result<ResourceSpec, Error> {
+        let valid = !word.is_empty()
+            && word.len() <= 253
+            && word
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            && word
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphanumeric());
+        if !valid {
+            return Err(Error::Resource(format!(
+                "{name:?} is neither a resource name (pods, cm, deployment.apps, rbac, …) nor group/version/resource"
+            )));
+        }
+        if let Some((res, group)) = word.split_once('.') {
+            if let Some(spec) = known(res).filter(|k| k.group == group) {
+                return Ok(spec);
+            }
+        }
+        let mut spec = ResourceSpec::new("", "", "", "", true);
+        spec.lookup = Some(word.to_ascii_lowercase());
+        Ok(spec)
     }
 
     /// `apps/v1 Deployment`, `v1 Pod`, `example.com/v1 Widget`: a kind, whose
@@ -257,6 +360,21 @@ impl ResourceSpec {
         Ok(ResourceSpec::new(group, version, "", kind, true))
     }
 
+    /// Whether this stands for every resource the server serves (`"*"`) or
+    /// every one of a group (`"*.apps"`), each streamed as discovery finds it.
+    pub fn is_wildcard(&self) -> bool {
+        self.resource.is_empty() && self.lookup.as_deref().is_some_and(|l| l.starts_with('*'))
+    }
+
+    /// For a wildcard, whether it takes `group`.
+    pub(crate) fn wildcard_takes(&self, group: &str) -> bool {
+        match self.lookup.as_deref() {
+            Some("*") => true,
+            Some(l) => l.strip_prefix("*.") == Some(group),
+            None => false,
+        }
+    }
+
     /// Whether the resource name is still to be found by discovery (the spec
     /// names only a kind).
     pub fn needs_discovery(&self) -> bool {
@@ -265,6 +383,9 @@ impl ResourceSpec {
 
     /// `group/version/resource`, or `version/resource` for the core group.
     pub fn gvr(&self) -> String {
+        if let (true, Some(name)) = (self.resource.is_empty(), &self.lookup) {
+            return name.clone();
+        }
         if self.resource.is_empty() {
             return format!("{} {}", self.api_version(), self.kind);
         }
@@ -339,10 +460,16 @@ impl ResourceSpec {
     }
 }
 
+/// A built-in resource by plural, singular, short name or kind (any case).
 fn known(name: &str) -> Option<ResourceSpec> {
+    let lower = name.to_ascii_lowercase();
+    let plural = ALIASES
+        .iter()
+        .find(|(a, _)| *a == lower)
+        .map_or(lower.as_str(), |(_, p)| p);
     KNOWN
         .iter()
-        .find(|k| k.0 == name)
+        .find(|k| k.0 == plural || k.4.eq_ignore_ascii_case(&lower))
         .map(|&(_, g, v, r, k, ns)| ResourceSpec::new(g, v, r, k, ns))
 }
 
@@ -401,10 +528,42 @@ mod tests {
     }
 
     #[test]
+    fn kubectl_names_are_known_or_left_to_discovery() {
+        for (name, want) in [
+            ("cm", "v1/configmaps"),
+            ("po", "v1/pods"),
+            ("deploy", "apps/v1/deployments"),
+            ("Deployment", "apps/v1/deployments"),
+            ("deployment", "apps/v1/deployments"),
+            ("deployments.apps", "apps/v1/deployments"),
+            ("CONFIGMAPS", "v1/configmaps"),
+            ("crd", "apiextensions.k8s.io/v1/customresourcedefinitions"),
+        ] {
+            let s = ResourceSpec::parse(name).unwrap();
+            assert_eq!(
+                (s.len(), s[0].gvr(), s[0].lookup.clone()),
+                (1, want.to_string(), None),
+                "{name}"
+            );
+        }
+        for name in ["podtemplates", "widgets.example.com", "Widget", "podz"] {
+            let s = &ResourceSpec::parse(name).unwrap()[0];
+            assert!(s.needs_discovery(), "{name}");
+            assert_eq!(
+                s.lookup.as_deref(),
+                Some(name.to_ascii_lowercase().as_str())
+            );
+            assert_eq!(s.gvr(), name.to_ascii_lowercase());
+        }
+    }
+
+    #[test]
     fn bad_names_are_errors_naming_the_input() {
         for bad in [
             "",
-            "podz",
+            "-pods",
+            "a_b",
+            "pods!",
             "a/b/c/d",
             "Apps/v1/deployments",
             "apps//x",

@@ -653,6 +653,51 @@ impl Tracker {
         out
     }
 
+    /// Every object held, for a checkpoint.
+    pub(crate) fn export(&self) -> Vec<crate::checkpoint::Held> {
+        self.objects
+            .iter()
+            .map(|s| {
+                let v = self.vanished(s);
+                crate::checkpoint::Held {
+                    namespace: v.namespace.map(|n| n.to_string()),
+                    name: v.name.into(),
+                    uid: v.uid,
+                    resource_version: v.resource_version,
+                }
+            })
+            .collect()
+    }
+
+    /// Holds the objects of a checkpoint taken at `rv` (a new tracker); an
+    /// object named twice is kept once.
+    pub(crate) fn import(&mut self, objects: &[crate::checkpoint::Held], rv: &Rv) {
+        for o in objects {
+            let ns = o.namespace.as_deref();
+            let hash = place_hash(&self.hasher, ns, &o.name);
+            let ns_id = match ns {
+                Some(n) => self.namespace_id(n).unwrap_or(NS_IN_RECORD),
+                None => NO_NAMESPACE,
+            };
+            let records = &self.records;
+            let taken = self.objects.find(hash, |s| {
+                s.namespace == ns_id && {
+                    let r = records.get(s.at);
+                    r.name == o.name && (ns_id != NS_IN_RECORD || Some(r.namespace) == ns)
+                }
+            });
+            if taken.is_none() {
+                self.restore(Vanished {
+                    namespace: ns.map(Arc::from),
+                    name: Box::from(o.name.as_str()),
+                    uid: o.uid.clone(),
+                    resource_version: o.resource_version.clone(),
+                });
+            }
+        }
+        self.floor = rv.key();
+    }
+
     /// Puts back an object `end_sync` returned whose Delete was not sent.
     pub(crate) fn restore(&mut self, v: Vanished) {
         let ns = v.namespace.as_deref();

@@ -84,6 +84,9 @@ pub(crate) struct StreamInit {
     pub counters: Arc<Counters>,
     pub shared: Arc<Shared>,
     pub role: Role,
+    /// Resumed from a checkpoint at this resourceVersion (its objects are
+    /// already in the tracker).
+    pub resume: Option<Rv>,
 }
 
 pub(crate) struct Stream {
@@ -124,8 +127,10 @@ pub(crate) enum Asking {
     Objects,
     /// A LIST page.
     List,
-    /// Anything else (discovery).
+    /// A plain JSON document.
     Document,
+    /// A discovery document, with its own `Accept`.
+    Discovery(&'static str),
 }
 
 /// Only metadata, as `PartialObjectMetadata` (client-go's metadata client asks
@@ -141,7 +146,11 @@ impl Stream {
         let resource = Arc::new(Resource {
             group: spec.group.clone(),
             version: spec.version.clone(),
-            resource: spec.resource.clone(),
+            // Until discovery resolves it, the name as given.
+            resource: match (&spec.lookup, spec.resource.is_empty()) {
+                (Some(name), true) => name.clone(),
+                _ => spec.resource.clone(),
+            },
             kind: spec.kind.clone(),
         });
         let rng = seed(&spec.gvr());
@@ -152,6 +161,13 @@ impl Stream {
             init.settings.backoff.reset_after,
         );
         machine.replacement = matches!(init.role, Role::Replacement(_));
+        let resumed = init.resume.is_some();
+        if resumed {
+            machine.resumed = true;
+            if !spec.needs_discovery() {
+                machine.phase = Phase::Watch;
+            }
+        }
         Stream {
             edits: shaping.edits(&resource),
             needs_value: shaping.needs_value(&resource),
@@ -166,8 +182,8 @@ impl Stream {
             shared: init.shared,
             role: init.role,
             machine,
-            rv: Rv::empty(),
-            synced: false,
+            rv: init.resume.unwrap_or_default(),
+            synced: resumed,
             seen: Seen::default(),
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
             superseded: false,
@@ -190,6 +206,25 @@ impl Stream {
             // A (re)started primary delivers from now on; a replacement waits
             // for its snapshot (finish_sync).
             self.shared.tracker.lock().set_owner(self.id);
+        }
+        if self.machine.resumed && self.synced {
+            // The restored state is complete as of the checkpoint.
+            *self.counters.synced_at.lock() = Some(SystemTime::now());
+            self.counters.synced.store(true, Ordering::Relaxed);
+            self.publish_rv();
+            let entry = Entry::marker(
+                crate::Change::Synced,
+                self.resource.clone(),
+                self.rv.clone(),
+            );
+            if !self.out.send(entry, &self.stop) {
+                return;
+            }
+            log::info!(
+                "{}: resumed at resourceVersion {}",
+                self.spec.gvr(),
+                self.rv
+            );
         }
         loop {
             if self.stop.is_set() {
@@ -363,6 +398,7 @@ impl Stream {
         let accept = match what {
             Asking::Objects if self.spec.metadata_only => METADATA,
             Asking::List if self.spec.metadata_only => METADATA_LIST,
+            Asking::Discovery(accept) => accept,
             _ => "application/json",
         };
         let mut req = agent.get(&url).header("Accept", accept);
@@ -434,7 +470,7 @@ impl Stream {
     }
 
     /// Full jitter: uniform in 0..=min(max, initial * 2^(failures-1)).
-    fn backoff(&mut self, failures: u32) -> Duration {
+    pub(crate) fn backoff(&mut self, failures: u32) -> Duration {
         let b = &self.settings.backoff;
         let cap = b
             .initial

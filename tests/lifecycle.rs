@@ -539,3 +539,205 @@ fn metrics_come_in_the_prometheus_text_format() {
         lines.iter().filter(|l| l.starts_with("# TYPE")).count()
     );
 }
+
+/// Names kubectl resolves: the built-in ones without a request, the others
+/// through the server's discovery; an unknown one is reported once and
+/// looked for again, until its CRD comes.
+#[test]
+fn kubectl_names_are_resolved_through_discovery() {
+    let _w = Watchdog::new("kubectl_names", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.add_resource("example.com", "v1", "widgets", "Widget", false);
+    api.apply("example.com/v1/widgets", FakeApi::object(None, "w1"));
+    let r = open(&api, &["po", "widget", "widgets.example.com", "gadget"]);
+    let mut got = take(&r, 7);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "Add a/p1",
+            "Add w1",
+            "Add w1",
+            "Error gadget 0 NotFound",
+            "Synced pods",
+            "Synced widgets",
+            "Synced widgets"
+        ]
+    );
+    let s = r.stats();
+    assert_eq!(s[0].resource, "v1/pods", "po needs no discovery");
+    assert!(!requests(&api)
+        .iter()
+        .any(|q| q.contains("pods") && !q.contains("watch=true")));
+    // The CRD comes: the name is found on the next look.
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", true);
+    api.apply("example.com/v1/gadgets", FakeApi::object(Some("a"), "g1"));
+    assert_eq!(until_synced(&r), ["Add a/g1", "Synced gadgets"]);
+    assert_quiet(&r, Duration::from_millis(300));
+}
+
+/// A restart that resumes from a checkpoint delivers only what changed
+/// while it was down, deletes included; after a compaction it re-syncs
+/// against the restored state.
+#[test]
+fn a_reader_resumed_from_a_checkpoint_delivers_only_what_changed() {
+    let _w = Watchdog::new("resume", Duration::from_secs(30));
+    for compacted in [false, true] {
+        let api = FakeApi::start();
+        for i in 1..=3 {
+            pod(&api, "a", &format!("p{i}"));
+        }
+        let r = open(&api, &["pods", "configmaps"]);
+        let mut synced = 0;
+        while synced < 2 {
+            synced += usize::from(next(&r).change() == Change::Synced);
+        }
+        pod(&api, "a", "p1");
+        assert_eq!(take(&r, 1), ["Update a/p1"]);
+        // Stopped and drained: the checkpoint is exactly what the consumer has.
+        r.stop();
+        while r.next().is_ok() {}
+        let bytes = r.checkpoint().to_bytes();
+        drop(r);
+        let cp = tattler::Checkpoint::from_bytes(&bytes).unwrap();
+        assert_eq!((cp.resources(), cp.objects()), (2, 3));
+        // While it was down.
+        api.delete("pods", Some("a"), "p2");
+        pod(&api, "a", "p3");
+        pod(&api, "a", "p4");
+        if compacted {
+            api.compact();
+        }
+        let before = requests(&api).len();
+        let mut c = config(&api, &["pods", "configmaps", "services"]);
+        c.resume = Some(cp);
+        let r = Reader::open(c).unwrap();
+        let mut got = Vec::new();
+        let want_synced = if compacted { 5 } else { 3 };
+        while got
+            .iter()
+            .filter(|g: &&String| g.starts_with("Synced"))
+            .count()
+            < want_synced
+        {
+            match r.next_timeout(Duration::from_secs(10)) {
+                Ok(e) => got.push(show(&e)),
+                Err(e) => panic!(
+                    "compacted={compacted}: {e}; got {got:?}; requests {:#?}",
+                    requests(&api)
+                ),
+            }
+        }
+        // Everything else that comes (live changes may come before the last Synced).
+        while let Ok(e) = r.next_timeout(Duration::from_millis(500)) {
+            got.push(show(&e));
+        }
+        got.sort();
+        if compacted {
+            assert_eq!(
+                got,
+                [
+                    "Add a/p4",
+                    "Delete(inferred) a/p2",
+                    "Snapshot a/p1",
+                    // configmaps' resourceVersion is compacted away too.
+                    "Synced configmaps",
+                    "Synced configmaps",
+                    "Synced pods",
+                    "Synced pods",
+                    "Synced services",
+                    "Update a/p3"
+                ]
+            );
+        } else {
+            // Synced at once for the resumed resources, the new one syncs;
+            // the changes made meanwhile, and nothing else.
+            assert_eq!(
+                got,
+                [
+                    "Add a/p4",
+                    "Delete a/p2",
+                    "Synced configmaps",
+                    "Synced pods",
+                    "Synced services",
+                    "Update a/p3"
+                ]
+            );
+            let after: Vec<String> = requests(&api).split_off(before);
+            let pods: Vec<&String> = after.iter().filter(|q| q.contains("/pods")).collect();
+            assert_eq!(pods.len(), 1, "{pods:?}");
+            assert!(
+                pods[0].contains("watch=true&allowWatchBookmarks=true&resourceVersion="),
+                "{pods:?}"
+            );
+        }
+    }
+}
+
+/// `"*.GROUP"` (and `"*"`): every resource discovery finds, picked up as
+/// CRDs come; found streams sit beside the named ones.
+#[test]
+fn wildcards_follow_what_discovery_finds() {
+    let _w = Watchdog::new("wildcards", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    api.add_resource("example.com", "v1", "widgets", "Widget", true);
+    api.apply("example.com/v1/widgets", FakeApi::object(Some("a"), "w1"));
+    let mut c = config(&api, &["pods", "*.example.com"]);
+    c.discovery_interval = Duration::from_secs(1);
+    let r = Reader::open(c).unwrap();
+    let mut got = take(&r, 4);
+    got.sort();
+    assert_eq!(
+        got,
+        ["Add a/p1", "Add a/w1", "Synced pods", "Synced widgets"]
+    );
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", false);
+    api.apply("example.com/v1/gadgets", FakeApi::object(None, "g1"));
+    assert_eq!(until_synced(&r), ["Add g1", "Synced gadgets"]);
+    let mut names: Vec<String> = r.stats().iter().map(|s| s.resource.clone()).collect();
+    assert_eq!(names[0], "v1/pods", "the named ones first");
+    names[1..].sort();
+    assert_eq!(
+        names,
+        [
+            "v1/pods",
+            "example.com/v1/gadgets",
+            "example.com/v1/widgets"
+        ]
+    );
+    // The wildcard goes: so do its streams; the named one stays.
+    assert!(r
+        .set_resources(&ResourceSpec::parse("pods").unwrap(), false)
+        .unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while r.stats().len() > 1 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", r.stats());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pod(&api, "a", "p1");
+    assert_eq!(take(&r, 1), ["Update a/p1"]);
+    drop(r);
+
+    // Everything: one stream per resource the fake serves, each synced.
+    let served = requests(&api).len();
+    let r = open(&api, &["*"]);
+    let mut synced = std::collections::BTreeSet::new();
+    // The fake serves 14 resources of its own, and the two CRDs.
+    let want = 16;
+    while synced.len() < want {
+        let e = r
+            .next_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("{e}: synced {synced:?}"));
+        if e.change() == Change::Synced {
+            synced.insert(e.resource().resource.clone());
+        }
+        assert_ne!(e.change(), Change::Error, "{e:?}");
+    }
+    assert!(
+        synced.contains("pods") && synced.contains("gadgets") && synced.contains("clusterroles"),
+        "{synced:?}"
+    );
+    assert!(requests(&api)[served..].iter().any(|q| q == "GET /apis"));
+}

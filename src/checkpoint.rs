@@ -1,0 +1,244 @@
+//! Checkpoints: what a reader has delivered (per resource its resume point
+//! and per-object state), to resume from in a new reader after a restart
+//! without delivering everything again.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rv::{self, Rv};
+use crate::{Error, ResourceSpec};
+
+/// The format's version, in the document.
+const VERSION: u32 = 1;
+
+/// What a reader has delivered, per resource: where its watch can resume,
+/// and the objects the consumer holds. Made by
+/// [`Reader::checkpoint`](crate::Reader::checkpoint), kept as bytes
+/// ([`to_bytes`](Self::to_bytes)), given to a new reader in
+/// [`Config::resume`](crate::Config::resume).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    pub(crate) resources: Vec<ResourceState>,
+}
+
+/// One resource's part of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResourceState {
+    pub spec: ResourceSpec,
+    pub resource_version: Rv,
+    pub objects: Vec<Held>,
+}
+
+/// An object the consumer holds, as the tracker keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Held {
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: Rv,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Doc {
+    tattler_checkpoint: u32,
+    resources: Vec<DocResource>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DocResource {
+    group: String,
+    version: String,
+    resource: String,
+    #[serde(default)]
+    lookup: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default)]
+    label_selector: Option<String>,
+    #[serde(default)]
+    field_selector: Option<String>,
+    #[serde(default)]
+    metadata_only: bool,
+    resource_version: String,
+    /// `[namespace or "", name, uid, resourceVersion]` each.
+    objects: Vec<[String; 4]>,
+}
+
+/// Whether two specs stream the same thing (a checkpoint's part applies).
+pub(crate) fn same_scope(a: &ResourceSpec, b: &ResourceSpec) -> bool {
+    a.group == b.group
+        && a.version == b.version
+        && a.resource == b.resource
+        && a.lookup == b.lookup
+        && a.namespace == b.namespace
+        && a.label_selector == b.label_selector
+        && a.field_selector == b.field_selector
+        && a.metadata_only == b.metadata_only
+}
+
+impl Checkpoint {
+    /// The checkpoint as bytes to keep (a JSON document).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let doc = Doc {
+            tattler_checkpoint: VERSION,
+            resources: self
+                .resources
+                .iter()
+                .map(|r| DocResource {
+                    group: r.spec.group.clone(),
+                    version: r.spec.version.clone(),
+                    resource: r.spec.resource.clone(),
+                    lookup: r.spec.lookup.clone(),
+                    namespace: r.spec.namespace.clone(),
+                    label_selector: r.spec.label_selector.clone(),
+                    field_selector: r.spec.field_selector.clone(),
+                    metadata_only: r.spec.metadata_only,
+                    resource_version: r.resource_version.as_str().to_string(),
+                    objects: r
+                        .objects
+                        .iter()
+                        .map(|o| {
+                            [
+                                o.namespace.clone().unwrap_or_default(),
+                                o.name.clone(),
+                                o.uid.clone(),
+                                o.resource_version.as_str().to_string(),
+                            ]
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        serde_json::to_vec(&doc).unwrap_or_default()
+    }
+
+    /// Reads a checkpoint [`to_bytes`](Self::to_bytes) made. The error says
+    /// what is wrong (where, never quoting values).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Checkpoint, Error> {
+        let bad = |m: String| Error::Config(format!("checkpoint: {m}"));
+        let doc: Doc = serde_json::from_slice(bytes).map_err(|e| {
+            bad(format!(
+                "not a tattler checkpoint (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if doc.tattler_checkpoint != VERSION {
+            return Err(bad(format!(
+                "version {} (this tattler reads {VERSION})",
+                doc.tattler_checkpoint
+            )));
+        }
+        let checked_rv = |text: &str, what: &str| {
+            if text.is_empty() || text.len() > rv::MAX_LEN {
+                Err(bad(format!(
+                    "{what}: a resourceVersion of {} bytes",
+                    text.len()
+                )))
+            } else {
+                Ok(Rv::new(text))
+            }
+        };
+        let mut resources = Vec::with_capacity(doc.resources.len());
+        for (i, r) in doc.resources.into_iter().enumerate() {
+            let what = format!("resources[{i}]");
+            let mut spec = ResourceSpec::new(&r.group, &r.version, &r.resource, "", true);
+            spec.lookup = r.lookup;
+            spec.namespace = r.namespace;
+            spec.label_selector = r.label_selector;
+            spec.field_selector = r.field_selector;
+            spec.metadata_only = r.metadata_only;
+            let resource_version = checked_rv(&r.resource_version, &what)?;
+            let mut objects = Vec::with_capacity(r.objects.len());
+            for (j, [ns, name, uid, rv]) in r.objects.into_iter().enumerate() {
+                let what = format!("{what}.objects[{j}]");
+                if name.is_empty()
+                    || uid.is_empty()
+                    || name.len() > 2048
+                    || uid.len() > 128
+                    || ns.len() > 253
+                {
+                    return Err(bad(format!("{what}: a name or uid out of bounds")));
+                }
+                objects.push(Held {
+                    namespace: (!ns.is_empty()).then_some(ns),
+                    name,
+                    uid,
+                    resource_version: checked_rv(&rv, &what)?,
+                });
+            }
+            resources.push(ResourceState {
+                spec,
+                resource_version,
+                objects,
+            });
+        }
+        Ok(Checkpoint { resources })
+    }
+
+    /// The part for `spec`, if the checkpoint has one.
+    pub(crate) fn part(&self, spec: &ResourceSpec) -> Option<&ResourceState> {
+        self.resources.iter().find(|r| same_scope(&r.spec, spec))
+    }
+
+    /// How many resources it holds.
+    pub fn resources(&self) -> usize {
+        self.resources.len()
+    }
+
+    /// How many objects it holds, over all resources.
+    pub fn objects(&self) -> usize {
+        self.resources.iter().map(|r| r.objects.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpoint_round_trips_and_bad_ones_are_refused() {
+        let spec = ResourceSpec::parse("pods")
+            .unwrap()
+            .remove(0)
+            .in_namespace("a")
+            .metadata_only();
+        let cp = Checkpoint {
+            resources: vec![ResourceState {
+                spec: spec.clone(),
+                resource_version: Rv::new("42"),
+                objects: vec![
+                    Held {
+                        namespace: Some("a".into()),
+                        name: "p1".into(),
+                        uid: "u1".into(),
+                        resource_version: Rv::new("40"),
+                    },
+                    Held {
+                        namespace: None,
+                        name: "x".into(),
+                        uid: "u2".into(),
+                        resource_version: Rv::new("opaque"),
+                    },
+                ],
+            }],
+        };
+        let back = Checkpoint::from_bytes(&cp.to_bytes()).unwrap();
+        assert_eq!(back.resources[0].objects, cp.resources[0].objects);
+        assert!(back.part(&spec).is_some());
+        assert!(
+            back.part(&ResourceSpec::parse("pods").unwrap().remove(0))
+                .is_none(),
+            "another scope"
+        );
+        assert_eq!((back.resources(), back.objects()), (1, 2));
+        for (bad, want) in [
+            (&b"nope"[..], "not a tattler checkpoint (line 1, column"),
+            (br#"{"tattler_checkpoint":9,"resources":[]}"#, "version 9"),
+            (br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"","objects":[]}]}"#, "resources[0]"),
+            (br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"1","objects":[["","","u","1"]]}]}"#, "resources[0].objects[0]"),
+        ] {
+            let e = Checkpoint::from_bytes(bad).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+}
