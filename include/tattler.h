@@ -19,9 +19,9 @@
  *     are drained. tattler_wake ends one wait only: a blocked
  *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
  *     (how a Go context or a C++ stop_token cancels one wait).
- *   - tattler_next_entry, tattler_set_resources, tattler_stats_json and
- *     tattler_metrics_text on one reader may run concurrently from several
- *     threads.
+ *   - tattler_next_entry, tattler_set_resources, tattler_stats_json,
+ *     tattler_metrics_text and tattler_checkpoint on one reader may run
+ *     concurrently from several threads.
  *   - tattler_close(r) must be called exactly once, when no other thread is
  *     inside a call on r and none will start one: call tattler_stop from the
  *     other threads first, let their calls return, then close. (A close that
@@ -42,9 +42,10 @@
  * ERRORS
  *
  *   Error text belongs to the call that failed, never to a reader or a
- *   thread: tattler_open and tattler_set_resources write theirs into the
- *   caller's err_buf; the other calls fail only in ways their status says
- *   completely (tattler_status_str), and a caught panic's text is logged.
+ *   thread: tattler_open, tattler_open_resume and tattler_set_resources
+ *   write theirs into the caller's err_buf; the other calls fail only in
+ *   ways their status says completely (tattler_status_str), and a caught
+ *   panic's text is logged.
  *
  * OWNERSHIP
  *
@@ -202,6 +203,13 @@ typedef enum tattler_status {
      * was done; make the call after the callback returned.
      */
     TATTLER_ERR_REENTRANT = 111,
+    /**
+     * `tattler_open_resume`: the checkpoint is not one this library can
+     * read (not a checkpoint, another format version, cut short, out of
+     * bounds); the error text says where. Nothing was opened: open without
+     * it (a full sync) and drop the stored one.
+     */
+    TATTLER_ERR_INVALID_CHECKPOINT = 112,
 } tattler_status;
 
 /**
@@ -368,6 +376,49 @@ const char *tattler_version(void);
  * writable; `err_buf` is NULL or has `err_len` writable bytes.
  */
 enum tattler_status tattler_open(const char *config_json, struct tattler_reader **out, char *err_buf, size_t err_len);
+
+/**
+ * Opens a reader that resumes from a checkpoint of an earlier one
+ * (`tattler_checkpoint`), typically kept in a file across a restart.
+ *
+ * Each resource of the configuration that the checkpoint holds (the same
+ * group, version, resource, namespace, selectors and `metadata_only`)
+ * starts from it instead of a full sync: its Synced entry comes at once, at
+ * the checkpoint's resourceVersion, then only what changed while no reader
+ * ran (deletes included). When the server no longer has that
+ * resourceVersion (compacted), the resource re-syncs against what the
+ * checkpoint says the consumer holds: unchanged objects as Snapshot, changed
+ * ones as Update, new ones as Add, vanished ones as inferred Delete, then
+ * Synced. Resources the checkpoint lacks sync as `tattler_open`'s do; what
+ * it holds for resources no longer configured is ignored.
+ *
+ * Parameters:
+ * - `config_json`: the configuration, as for `tattler_open`.
+ * - `checkpoint`, `checkpoint_len`: the checkpoint's bytes as
+ *   `tattler_checkpoint` wrote them; NULL and 0 for none (then this is
+ *   `tattler_open`).
+ * - `out`: where to store the new reader.
+ * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+ *   and 0. The text is NUL-terminated and cut to fit.
+ *
+ * Returns: `TATTLER_OK` and `*out` set; or what `tattler_open` returns,
+ * and `TATTLER_ERR_INVALID_CHECKPOINT` for bytes that are not a checkpoint
+ * this library reads (the text says where; it never quotes the bytes), and
+ * `TATTLER_ERR_NULL_ARG` for a NULL `checkpoint` with a non-zero length.
+ * `*out` is untouched on failure.
+ *
+ * Ownership: the caller owns `*out` and must free it with `tattler_close`.
+ * `config_json` and `checkpoint` are only read during the call.
+ *
+ * Thread safety: as `tattler_open`: any thread, also from inside the log
+ * callback.
+ *
+ * # Safety
+ * `config_json` is NULL or a NUL-terminated string; `checkpoint` is NULL
+ * or has `checkpoint_len` readable bytes; `out` is NULL or writable;
+ * `err_buf` is NULL or has `err_len` writable bytes.
+ */
+enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len);
 
 /**
  * Waits for the next entry.
@@ -617,6 +668,47 @@ enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size
  * or has `len` writable bytes; `needed` is NULL or writable.
  */
 enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
+
+/**
+ * A checkpoint of the reader, for `tattler_open_resume` after a restart:
+ * per resource whose full state is complete, where its watch can resume and
+ * the objects the consumer holds (namespace, name, uid and resourceVersion
+ * each; about 100 bytes an object, never the objects themselves).
+ *
+ * It matches what the consumer got exactly when taken after
+ * `tattler_stop(r)` and once `tattler_next_entry(r)` has returned
+ * `TATTLER_CLOSED` (every entry taken). Taken while the reader runs, it may
+ * hold changes still waiting in the channel, which a resumed reader would
+ * then not deliver. So, on shutdown: stop, drain, checkpoint, close.
+ *
+ * The bytes are a versioned JSON document, not NUL-terminated. They hold
+ * names, uids and resourceVersions (no object contents, no credentials);
+ * keep them where the agent keeps its own state.
+ *
+ * Parameters:
+ * - `r`: the reader.
+ * - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+ * - `needed`: where to store the byte count of the checkpoint, or NULL.
+ *
+ * Returns: `TATTLER_OK` with the checkpoint in the first `*needed` bytes
+ * of `buf`; `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (a
+ * checkpoint is never cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a
+ * NULL `buf` with a non-zero `len`. `*needed` is set with `TATTLER_OK` and
+ * with `TATTLER_ERR_BUFFER_TOO_SMALL`. While the reader runs the size may
+ * grow between two calls (retry with the new `*needed`); once it is stopped
+ * and drained it does not change. Every failure is described by its status
+ * alone; this call has no error text.
+ *
+ * Ownership: the caller owns `buf`.
+ *
+ * Thread safety: any thread, concurrently with any call on `r` but
+ * `tattler_close`, also from inside the log callback.
+ *
+ * # Safety
+ * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+ * or has `len` writable bytes; `needed` is NULL or writable.
+ */
+enum tattler_status tattler_checkpoint(struct tattler_reader *r, uint8_t *buf, size_t len, size_t *needed);
 
 /**
  * What happened: Add, Update, Delete, Snapshot, Synced or Error.

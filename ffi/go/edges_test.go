@@ -1,6 +1,7 @@
 package tattler
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -162,4 +163,79 @@ func TestMetricsTextIsPrometheusText(t *testing.T) {
 	if _, err := r.MetricsText(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("MetricsText after Close: %v", err)
 	}
+}
+
+func TestACheckpointResumesAcrossARestart(t *testing.T) {
+	for _, compacted := range []bool{false, true} {
+		f := startFake(t)
+		r, err := Open(Config{Server: f.URL, Resources: []string{"pods"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		untilSynced(t, r, "pods")
+		// Shutting down: stop, drain, checkpoint, close.
+		r.Stop()
+		if _, err := r.Next(context.Background()); !errors.Is(err, ErrClosed) {
+			t.Fatalf("drained: %v", err)
+		}
+		cp, err := r.Checkpoint()
+		if err != nil || !json.Valid(cp) {
+			t.Fatalf("checkpoint %q: %v", cp, err)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Checkpoint(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Checkpoint after Close: %v", err)
+		}
+		at := f.do(t, "apply pods shop new") - 1
+		add := at + 1
+		up := f.do(t, "apply pods default pod-1")
+		del := f.do(t, "delete pods default pod-2")
+		if compacted {
+			f.do(t, "compact")
+		}
+		r2, err := Open(Config{Server: f.URL, Resources: []string{"pods"}, Resume: cp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r2.Close() })
+		first := next(t, r2)
+		if line(first) != fmt.Sprintf("Synced v1/pods %d", at) {
+			t.Fatalf("compacted=%v: first %s", compacted, line(first))
+		}
+		var got []string
+		if compacted {
+			got, _ = untilSynced(t, r2, "pods")
+			sort.Strings(got)
+			want := []string{fmt.Sprintf("Add shop/new %d", add), fmt.Sprintf("Delete default/pod-2 %d", f.Seeded["default/pod-2"]),
+				fmt.Sprintf("Snapshot default/pod-3 %d", f.Seeded["default/pod-3"]), fmt.Sprintf("Update default/pod-1 %d", up)}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("re-sync:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		} else {
+			for i := 0; i < 3; i++ {
+				got = append(got, line(next(t, r2)))
+			}
+			want := []string{fmt.Sprintf("Add shop/new %d", add), fmt.Sprintf("Update default/pod-1 %d", up),
+				fmt.Sprintf("Delete default/pod-2 %d", del)}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("resumed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		}
+	}
+}
+
+func TestABadCheckpointIsErrInvalidCheckpoint(t *testing.T) {
+	f := startFake(t)
+	r, err := Open(Config{Server: f.URL, Resources: []string{"pods"}, Resume: []byte(`{"tattler_checkpoint":7,"resources":[]}`)})
+	var se *StatusError
+	if r != nil || !errors.Is(err, ErrInvalidCheckpoint) || !errors.As(err, &se) || !strings.Contains(se.Message, "version 7") {
+		t.Fatalf("bad checkpoint: %v", err)
+	}
+	r, err = OpenJSONResume(fmt.Sprintf(`{"server":%q,"resources":["pods"]}`, f.URL), []byte{})
+	if err != nil {
+		t.Fatalf("an empty checkpoint is a plain open: %v", err)
+	}
+	r.Close()
 }

@@ -13,6 +13,12 @@
 //		fmt.Println(e.Change, e.Namespace, e.Name, e.ResourceVersion)
 //	}
 //
+// An agent that keeps its place across restarts stops, drains and keeps
+// r.Checkpoint() on the way out, and opens with Config.Resume on the way in;
+// r.MetricsText() is its /metrics. Config.Specs give resources a scope of
+// their own (a node agent's pods of one node), Config.MetadataOnly or
+// ResourceSpec.MetadataOnly stream only metadata.
+//
 // A Reader is safe for concurrent use. Cancelling the context of one Next
 // ends only that call, at once (no polling); Stop ends the stream for every
 // caller; Close stops, waits for calls in progress to return, and frees the
@@ -44,21 +50,22 @@ type Status int
 
 // The statuses, with the C header's fixed numbers.
 const (
-	StatusOK              Status = C.TATTLER_OK
-	StatusTimeout         Status = C.TATTLER_TIMEOUT
-	StatusClosed          Status = C.TATTLER_CLOSED
-	StatusNullArg         Status = C.TATTLER_ERR_NULL_ARG
-	StatusInvalidConfig   Status = C.TATTLER_ERR_INVALID_CONFIG
-	StatusInvalidUTF8     Status = C.TATTLER_ERR_INVALID_UTF8
-	StatusIO              Status = C.TATTLER_ERR_IO
-	StatusPanic           Status = C.TATTLER_ERR_PANIC
-	StatusBufferTooSmall  Status = C.TATTLER_ERR_BUFFER_TOO_SMALL
-	StatusInvalidResource Status = C.TATTLER_ERR_INVALID_RESOURCE
-	StatusTLS             Status = C.TATTLER_ERR_TLS
-	StatusInvalidArg      Status = C.TATTLER_ERR_INVALID_ARG
-	StatusLoggerInUse     Status = C.TATTLER_ERR_LOGGER_IN_USE
-	StatusOther           Status = C.TATTLER_ERR_OTHER
-	StatusReentrant       Status = C.TATTLER_ERR_REENTRANT
+	StatusOK                Status = C.TATTLER_OK
+	StatusTimeout           Status = C.TATTLER_TIMEOUT
+	StatusClosed            Status = C.TATTLER_CLOSED
+	StatusNullArg           Status = C.TATTLER_ERR_NULL_ARG
+	StatusInvalidConfig     Status = C.TATTLER_ERR_INVALID_CONFIG
+	StatusInvalidUTF8       Status = C.TATTLER_ERR_INVALID_UTF8
+	StatusIO                Status = C.TATTLER_ERR_IO
+	StatusPanic             Status = C.TATTLER_ERR_PANIC
+	StatusBufferTooSmall    Status = C.TATTLER_ERR_BUFFER_TOO_SMALL
+	StatusInvalidResource   Status = C.TATTLER_ERR_INVALID_RESOURCE
+	StatusTLS               Status = C.TATTLER_ERR_TLS
+	StatusInvalidArg        Status = C.TATTLER_ERR_INVALID_ARG
+	StatusLoggerInUse       Status = C.TATTLER_ERR_LOGGER_IN_USE
+	StatusOther             Status = C.TATTLER_ERR_OTHER
+	StatusReentrant         Status = C.TATTLER_ERR_REENTRANT
+	StatusInvalidCheckpoint Status = C.TATTLER_ERR_INVALID_CHECKPOINT
 )
 
 // String is the library's fixed text for the status.
@@ -118,20 +125,25 @@ var (
 	ErrReentrant = errors.New("tattler: not allowed from inside a LogFunc")
 	// ErrPanic: the library caught a panic of its own (a bug: report it).
 	ErrPanic = errors.New("tattler: internal panic")
+	// ErrInvalidCheckpoint: Config.Resume holds bytes this library cannot
+	// read (not a checkpoint, another version, cut short); nothing was
+	// opened. Open without it, a full sync, and drop the stored one.
+	ErrInvalidCheckpoint = errors.New("tattler: invalid checkpoint")
 )
 
 var sentinels = map[Status]error{
-	StatusClosed:          ErrClosed,
-	StatusTimeout:         ErrTimeout,
-	StatusInvalidConfig:   ErrInvalidConfig,
-	StatusInvalidResource: ErrInvalidResource,
-	StatusInvalidUTF8:     ErrInvalidUTF8,
-	StatusIO:              ErrIO,
-	StatusTLS:             ErrTLS,
-	StatusInvalidArg:      ErrInvalidArg,
-	StatusLoggerInUse:     ErrLoggerInUse,
-	StatusReentrant:       ErrReentrant,
-	StatusPanic:           ErrPanic,
+	StatusClosed:            ErrClosed,
+	StatusTimeout:           ErrTimeout,
+	StatusInvalidConfig:     ErrInvalidConfig,
+	StatusInvalidResource:   ErrInvalidResource,
+	StatusInvalidUTF8:       ErrInvalidUTF8,
+	StatusIO:                ErrIO,
+	StatusTLS:               ErrTLS,
+	StatusInvalidArg:        ErrInvalidArg,
+	StatusLoggerInUse:       ErrLoggerInUse,
+	StatusReentrant:         ErrReentrant,
+	StatusPanic:             ErrPanic,
+	StatusInvalidCheckpoint: ErrInvalidCheckpoint,
 }
 
 // statusError is nil for StatusOK, else a *StatusError with the status's
@@ -189,6 +201,11 @@ type Config struct {
 	// Extra holds further keys of the library's JSON configuration, merged
 	// in as they are.
 	Extra map[string]any `json:"-"`
+	// Resume is a checkpoint of an earlier Reader (Reader.Checkpoint, kept
+	// across a restart): each resource it holds with the same scope starts
+	// from it, with Synced at once and then only what changed meanwhile
+	// (see tattler_open_resume). Nil: a full sync.
+	Resume []byte `json:"-"`
 }
 
 // ResourceSpec is one resource with its own scope: an object of the
@@ -279,7 +296,7 @@ func Open(cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tattler: config: %w", err)
 	}
-	r, err := OpenJSON(js)
+	r, err := OpenJSONResume(js, cfg.Resume)
 	if r != nil {
 		r.scope = cfg.scope()
 	}
@@ -288,11 +305,23 @@ func Open(cfg Config) (*Reader, error) {
 
 // OpenJSON opens a reader from the library's JSON configuration.
 func OpenJSON(config string) (*Reader, error) {
+	return OpenJSONResume(config, nil)
+}
+
+// OpenJSONResume opens a reader from the library's JSON configuration that
+// resumes from checkpoint (Reader.Checkpoint bytes; nil for none).
+func OpenJSONResume(config string, checkpoint []byte) (*Reader, error) {
 	cs := C.CString(config)
 	defer C.free(unsafe.Pointer(cs))
+	var cp *C.uint8_t
+	if len(checkpoint) > 0 {
+		// Go memory without Go pointers in it, read only during the call:
+		// cgo's rules allow passing it as it is.
+		cp = (*C.uint8_t)(unsafe.Pointer(&checkpoint[0]))
+	}
 	var buf [1024]C.char
 	var c *C.tattler_reader
-	st := Status(C.tattler_open(cs, &c, &buf[0], C.size_t(len(buf))))
+	st := Status(C.tattler_open_resume(cs, cp, C.size_t(len(checkpoint)), &c, &buf[0], C.size_t(len(buf))))
 	if st != StatusOK {
 		return nil, &StatusError{Status: st, Message: C.GoString(&buf[0])}
 	}
@@ -559,10 +588,23 @@ func (r *Reader) MetricsText() (string, error) {
 	return string(text), err
 }
 
-// The library calls that write a NUL-terminated text into a buffer.
+// Checkpoint returns a checkpoint of the reader, to open a new one with
+// (Config.Resume) after a restart without delivering everything again: per
+// synced resource its resourceVersion and the objects the consumer holds
+// (namespace, name, uid, resourceVersion; no contents). It is exact once
+// the reader is stopped and drained: Stop, then Next until ErrClosed, then
+// Checkpoint, then Close. Taken while it runs it may hold changes still
+// waiting in the channel, which a resumed reader would not deliver.
+func (r *Reader) Checkpoint() ([]byte, error) {
+	return r.text(bytesCheckpoint)
+}
+
+// The library calls that write into a buffer: NUL-terminated texts, and
+// the checkpoint's bytes.
 const (
 	textStats = iota
 	textMetrics
+	bytesCheckpoint
 )
 
 // text makes one of those calls, growing the buffer as the library says,
@@ -578,16 +620,22 @@ func (r *Reader) text(which int) ([]byte, error) {
 		buf := make([]byte, size)
 		p, n := (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf))
 		var st Status
-		if which == textStats {
+		switch which {
+		case textStats:
 			st = Status(C.tattler_stats_json(r.c, p, n, &needed))
-		} else {
+		case textMetrics:
 			st = Status(C.tattler_metrics_text(r.c, p, n, &needed))
+		default:
+			st = Status(C.tattler_checkpoint(r.c, (*C.uint8_t)(unsafe.Pointer(p)), n, &needed))
 		}
 		switch st {
 		case StatusOK:
+			if which == bytesCheckpoint {
+				return buf[:needed], nil
+			}
 			return buf[:needed-1], nil
 		case StatusBufferTooSmall:
-			size = int(needed) + 256 // counters may grow between two calls
+			size = int(needed) + int(needed)/8 + 256 // it may grow between two calls
 		default:
 			return nil, statusError(st)
 		}

@@ -89,7 +89,7 @@ mod tests {
         assert_eq!(gvrs[..2], ["v1/pods", "apps/v1/deployments"]);
         for (json, needle) in [
             (r#"{"pods":1}"#, "`resources` must be an array"),
-            (r#"["podz"]"#, "\"podz\""),
+            (r#"["pods!"]"#, "\"pods!\""),
             ("[1]", "`resources` must be an array"),
             ("[\"pods\"", "not JSON (line 1, column 7)"),
         ] {

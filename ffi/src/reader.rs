@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tattler_core::{NextTimeoutError, Reader, StreamStats, TryNextError};
+use tattler_core::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextError};
 
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};
@@ -106,6 +106,22 @@ pub unsafe extern "C" fn tattler_open(
     err_buf: *mut c_char,
     err_len: usize,
 ) -> tattler_status {
+    // SAFETY: the caller's promise, passed on; no checkpoint.
+    unsafe { open(config_json, None, out, err_buf, err_len) }
+}
+
+/// `tattler_open` and `tattler_open_resume`: `checkpoint` is the caller's
+/// pointer and length, or `None` for no checkpoint.
+///
+/// # Safety
+/// As `tattler_open_resume`.
+unsafe fn open(
+    config_json: *const c_char,
+    checkpoint: Option<(*const u8, usize)>,
+    out: *mut *mut tattler_reader,
+    err_buf: *mut c_char,
+    err_len: usize,
+) -> tattler_status {
     // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
     let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
     let result = guard(|| {
@@ -117,7 +133,23 @@ pub unsafe extern "C" fn tattler_open(
         }
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
         let json = unsafe { cast::str_arg(config_json, "config_json") }?;
-        let config = parse_config(json)?;
+        let mut config = parse_config(json)?;
+        match checkpoint {
+            Some((p, len)) if p.is_null() && len != 0 => return Err(Failure::null("checkpoint")),
+            Some((p, len)) if len != 0 => {
+                // SAFETY: non-NULL with `len` readable bytes, by the caller's promise.
+                let bytes = unsafe { cast::bytes_arg(p, len) };
+                let cp = Checkpoint::from_bytes(bytes).map_err(|e| {
+                    let text = match e {
+                        tattler_core::Error::Config(m) => m,
+                        other => other.to_string(),
+                    };
+                    Failure::new(TATTLER_ERR_INVALID_CHECKPOINT, text)
+                })?;
+                config.resume = Some(cp);
+            }
+            _ => {}
+        }
         let handle = Arc::new(tattler_reader {
             reader: Reader::open(config)?,
             scope: Scope::from_json(json),
@@ -130,6 +162,66 @@ pub unsafe extern "C" fn tattler_open(
         copy_truncated(&f.message, err_buf);
         f.status
     })
+}
+
+/// Opens a reader that resumes from a checkpoint of an earlier one
+/// (`tattler_checkpoint`), typically kept in a file across a restart.
+///
+/// Each resource of the configuration that the checkpoint holds (the same
+/// group, version, resource, namespace, selectors and `metadata_only`)
+/// starts from it instead of a full sync: its Synced entry comes at once, at
+/// the checkpoint's resourceVersion, then only what changed while no reader
+/// ran (deletes included). When the server no longer has that
+/// resourceVersion (compacted), the resource re-syncs against what the
+/// checkpoint says the consumer holds: unchanged objects as Snapshot, changed
+/// ones as Update, new ones as Add, vanished ones as inferred Delete, then
+/// Synced. Resources the checkpoint lacks sync as `tattler_open`'s do; what
+/// it holds for resources no longer configured is ignored.
+///
+/// Parameters:
+/// - `config_json`: the configuration, as for `tattler_open`.
+/// - `checkpoint`, `checkpoint_len`: the checkpoint's bytes as
+///   `tattler_checkpoint` wrote them; NULL and 0 for none (then this is
+///   `tattler_open`).
+/// - `out`: where to store the new reader.
+/// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+///   and 0. The text is NUL-terminated and cut to fit.
+///
+/// Returns: `TATTLER_OK` and `*out` set; or what `tattler_open` returns,
+/// and `TATTLER_ERR_INVALID_CHECKPOINT` for bytes that are not a checkpoint
+/// this library reads (the text says where; it never quotes the bytes), and
+/// `TATTLER_ERR_NULL_ARG` for a NULL `checkpoint` with a non-zero length.
+/// `*out` is untouched on failure.
+///
+/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
+/// `config_json` and `checkpoint` are only read during the call.
+///
+/// Thread safety: as `tattler_open`: any thread, also from inside the log
+/// callback.
+///
+/// # Safety
+/// `config_json` is NULL or a NUL-terminated string; `checkpoint` is NULL
+/// or has `checkpoint_len` readable bytes; `out` is NULL or writable;
+/// `err_buf` is NULL or has `err_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_open_resume(
+    config_json: *const c_char,
+    checkpoint: *const u8,
+    checkpoint_len: usize,
+    out: *mut *mut tattler_reader,
+    err_buf: *mut c_char,
+    err_len: usize,
+) -> tattler_status {
+    // SAFETY: the caller's promise, passed on.
+    unsafe {
+        open(
+            config_json,
+            Some((checkpoint, checkpoint_len)),
+            out,
+            err_buf,
+            err_len,
+        )
+    }
 }
 
 /// Waits for the next entry.
@@ -553,6 +645,61 @@ pub unsafe extern "C" fn tattler_metrics_text(
         let text = h.reader.metrics_text();
         // SAFETY: the caller's promise, passed on.
         unsafe { copy_out(text.as_bytes(), true, buf, len, needed) }
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { with_reader(r, &mut [], body) }
+}
+
+/// A checkpoint of the reader, for `tattler_open_resume` after a restart:
+/// per resource whose full state is complete, where its watch can resume and
+/// the objects the consumer holds (namespace, name, uid and resourceVersion
+/// each; about 100 bytes an object, never the objects themselves).
+///
+/// It matches what the consumer got exactly when taken after
+/// `tattler_stop(r)` and once `tattler_next_entry(r)` has returned
+/// `TATTLER_CLOSED` (every entry taken). Taken while the reader runs, it may
+/// hold changes still waiting in the channel, which a resumed reader would
+/// then not deliver. So, on shutdown: stop, drain, checkpoint, close.
+///
+/// The bytes are a versioned JSON document, not NUL-terminated. They hold
+/// names, uids and resourceVersions (no object contents, no credentials);
+/// keep them where the agent keeps its own state.
+///
+/// Parameters:
+/// - `r`: the reader.
+/// - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+/// - `needed`: where to store the byte count of the checkpoint, or NULL.
+///
+/// Returns: `TATTLER_OK` with the checkpoint in the first `*needed` bytes
+/// of `buf`; `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (a
+/// checkpoint is never cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a
+/// NULL `buf` with a non-zero `len`. `*needed` is set with `TATTLER_OK` and
+/// with `TATTLER_ERR_BUFFER_TOO_SMALL`. While the reader runs the size may
+/// grow between two calls (retry with the new `*needed`); once it is stopped
+/// and drained it does not change. Every failure is described by its status
+/// alone; this call has no error text.
+///
+/// Ownership: the caller owns `buf`.
+///
+/// Thread safety: any thread, concurrently with any call on `r` but
+/// `tattler_close`, also from inside the log callback.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+/// or has `len` writable bytes; `needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_checkpoint(
+    r: *mut tattler_reader,
+    buf: *mut u8,
+    len: usize,
+    needed: *mut usize,
+) -> tattler_status {
+    let buf = buf.cast::<c_char>();
+    let body = |h: &tattler_reader| {
+        check_buf(buf, len)?;
+        let bytes = h.reader.checkpoint().to_bytes();
+        // SAFETY: the caller's promise, passed on.
+        unsafe { copy_out(&bytes, false, buf, len, needed) }
     };
     // SAFETY: the caller's promise, passed on.
     unsafe { with_reader(r, &mut [], body) }

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
           "wake ends a next_for wait early");
 
     check(moved.set_resources("[\"pods\",\"nodes\"]"), "set_resources adds nodes");
-    check(status_of([&] { moved.set_resources("[\"podz\"]"); }) == TATTLER_ERR_INVALID_RESOURCE,
+    check(status_of([&] { moved.set_resources("[\"pods!\"]"); }) == TATTLER_ERR_INVALID_RESOURCE,
           "a bad resource name throws INVALID_RESOURCE");
     for (;;) {
         auto e = moved.next_for(std::chrono::seconds(10));
@@ -158,6 +158,35 @@ int main(int argc, char **argv) {
     other.close();
     check(status_of([&] { (void)other.next(); }) == TATTLER_ERR_NULL_ARG, "a closed reader throws NULL_ARG");
     check(kept && kept->change() == TATTLER_CHANGE_ADD && !kept->name().empty(), "an entry outlives its reader");
+
+    // A checkpoint after stop and drain; a reader resumed from it starts
+    // with Synced and nothing else (nothing changed).
+    {
+        tattler::reader first(pods);
+        while (auto e = first.next_for(std::chrono::seconds(10))) {
+            if (e->change() == TATTLER_CHANGE_SYNCED) {
+                break;
+            }
+        }
+        first.stop();
+        while (first.next()) {
+        }
+        std::vector<std::uint8_t> cp = first.checkpoint();
+        check(cp.size() > 20 && cp.front() == '{' && cp.back() == '}', "checkpoint bytes");
+        tattler::reader again(pods, cp);
+        auto e = again.next_for(std::chrono::seconds(10));
+        check(e && e->change() == TATTLER_CHANGE_SYNCED && !again.next_for(std::chrono::milliseconds(300)),
+              "resumed: Synced at once, nothing else");
+        std::vector<std::uint8_t> bad = {'{', 'x'};
+        try {
+            tattler::reader broken(pods, bad);
+            check(false, "a bad checkpoint throws");
+        } catch (const tattler::error &err) {
+            check(err.status() == TATTLER_ERR_INVALID_CHECKPOINT &&
+                      std::string(err.what()).find("checkpoint") != std::string::npos,
+                  "a bad checkpoint throws INVALID_CHECKPOINT");
+        }
+    }
 
     // Move-assignment closes the target's reader first.
     tattler::reader a(pods), b(pods);
