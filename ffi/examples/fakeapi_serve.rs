@@ -10,6 +10,8 @@
 //! apply-json RESOURCE OBJECT       -> ok RV        (the rest of the line is the object's JSON)
 //! delete RESOURCE NAMESPACE NAME   -> ok RV | missing
 //! compact                          -> ok           (history before now is gone: watches from it get 410)
+//! add-resource G V R KIND SCOPE    -> ok           (serve a CRD's resource; G "-" for core, SCOPE namespaced|cluster)
+//! remove-resource RESOURCE         -> ok | missing (a deleted CRD: its objects deleted, its watches ended)
 //! forbid RESOURCE on|off           -> ok
 //! wait-watches N SECONDS           -> ok | timeout (until exactly N watches are open)
 //! ```
@@ -98,6 +100,18 @@ fn command(api: &FakeApi, line: &str) -> String {
             })) {
                 Ok(()) => "ok".into(),
                 Err(_) => format!("error unknown resource {res}"),
+            }
+        }
+        ["add-resource", g, v, r, kind, scope @ ("namespaced" | "cluster")] => {
+            let g = if *g == "-" { "" } else { g };
+            api.add_resource(g, v, r, kind, *scope == "namespaced");
+            "ok".into()
+        }
+        ["remove-resource", res] => {
+            if api.remove_resource(res) {
+                "ok".into()
+            } else {
+                "missing".into()
             }
         }
         ["compact"] => {
