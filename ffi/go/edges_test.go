@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // podOn is the apply-json command for a pod scheduled to node.
@@ -238,4 +239,41 @@ func TestABadCheckpointIsErrInvalidCheckpoint(t *testing.T) {
 		t.Fatalf("an empty checkpoint is a plain open: %v", err)
 	}
 	r.Close()
+}
+
+func TestAWildcardFollowsCRDsAsTheyComeAndGo(t *testing.T) {
+	f := startFake(t)
+	r, err := Open(Config{Server: f.URL, Resources: []string{"pods", "*.example.com"},
+		Extra: map[string]any{"discovery_interval_secs": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	untilSynced(t, r, "pods")
+	// A CRD established after start is found by the next look.
+	f.do(t, "add-resource example.com v1 widgets Widget namespaced")
+	rv := f.do(t, `apply-json example.com/v1/widgets {"metadata":{"name":"w1","namespace":"a"}}`)
+	lines, synced := untilSynced(t, r, "widgets")
+	if strings.Join(lines, "\n") != fmt.Sprintf("Add a/w1 %d", rv) || synced.Group != "example.com" {
+		t.Fatalf("widgets: %v %+v", lines, synced)
+	}
+	// Deleted: its objects go, then its stream.
+	f.do(t, "remove-resource example.com/v1/widgets")
+	if got := line(next(t, r)); !strings.HasPrefix(got, "Delete a/w1 ") {
+		t.Fatalf("after the CRD went: %s", got)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		stats, err := r.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stats) == 1 && stats[0].Resource == "v1/pods" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the widgets stream stayed: %+v", stats)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
