@@ -339,6 +339,7 @@ impl Stream {
         );
         self.spec.resource = resource;
         self.spec.namespaced = namespaced;
+        *self.counters.resolved.lock() = Some(self.spec.gvr());
         if !namespaced {
             self.spec.namespace = None;
         }

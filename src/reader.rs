@@ -237,7 +237,7 @@ impl StreamHandle {
     fn snapshot(&self) -> StreamStats {
         let c = &self.counters;
         StreamStats {
-            resource: self.spec.gvr(),
+            resource: c.resolved.lock().clone().unwrap_or_else(|| self.spec.gvr()),
             events: c.events.load(Ordering::Relaxed),
             bytes: c.bytes.load(Ordering::Relaxed),
             reconnects: c.reconnects.load(Ordering::Relaxed),
@@ -674,7 +674,10 @@ impl Reader {
             inner
                 .streams
                 .iter()
-                .map(|h| (metric_labels(&h.spec), h.snapshot()))
+                .map(|h| {
+                    let stats = h.snapshot();
+                    (metric_labels(&stats.resource, &h.spec), stats)
+                })
                 .collect()
         };
         type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
@@ -782,13 +785,13 @@ impl Reader {
 }
 
 /// A stream's labels: `resource="v1/pods"`, and its scope where set.
-fn metric_labels(spec: &ResourceSpec) -> String {
+fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
     let esc = |v: &str| {
         v.replace('\\', "\\\\")
             .replace('"', "\\\"")
             .replace('\n', "\\n")
     };
-    let mut l = format!("resource=\"{}\"", esc(&spec.gvr()));
+    let mut l = format!("resource=\"{}\"", esc(resource));
     for (k, v) in [
         ("namespace", spec.namespace.as_deref()),
         ("label_selector", spec.label_selector.as_deref()),
@@ -1175,7 +1178,7 @@ mod tests {
             .with_field_selector("x=\"q\\\n")
             .metadata_only();
         assert_eq!(
-            metric_labels(&spec),
+            metric_labels(&spec.gvr(), &spec),
             r#"resource="v1/pods",namespace="a",field_selector="x=\"q\\\n",metadata_only="true""#
         );
     }

@@ -50,6 +50,8 @@ pub(crate) struct Counters {
     pub synced_at: Mutex<Option<SystemTime>>,
     /// Why the stream last had to retry or give up; cleared by a completed sync.
     pub last_error: Mutex<Option<String>>,
+    /// `group/version/resource` once discovery has resolved a name.
+    pub resolved: Mutex<Option<String>>,
 }
 
 /// State one resource's streams share: the primary, and during a relist its
@@ -266,8 +268,9 @@ impl Stream {
                 Next::Pause { failures, at_least } => {
                     let delay = self.backoff(failures).max(at_least);
                     let why = step.why.unwrap_or_default();
+                    // The stats first: whoever sees the log line sees them too.
+                    *self.counters.last_error.lock() = Some(why.clone());
                     log::warn!("{name}: {why}; retrying in {delay:?}");
-                    *self.counters.last_error.lock() = Some(why);
                     self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
                     if self.stop.sleep(delay) {
                         return;

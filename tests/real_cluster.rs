@@ -627,3 +627,351 @@ fn deep_objects_a_tenant_can_create_are_delivered_without_harm() {
     assert_eq!(spec.matches('[').count(), DEPTH - 2, "the widget as stored");
     assert!(r.stats().iter().all(|s| s.skipped == 0 && !s.failed));
 }
+
+/// Reads entries until `done` says so (60 s at most); every entry described,
+/// and the objects by `resource name` (the last version of each).
+fn collect(
+    r: &Reader,
+    mut done: impl FnMut(&[String]) -> bool,
+) -> (Vec<String>, BTreeMap<String, serde_json::Value>) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (mut seen, mut objects) = (Vec::new(), BTreeMap::new());
+    while !done(&seen) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let e = r
+            .next_timeout(left)
+            .unwrap_or_else(|e| panic!("waiting for entries: {e}; got {seen:?}"));
+        if let Some(o) = e.object() {
+            objects.insert(
+                format!("{} {}", e.resource().resource, e.name()),
+                serde_json::from_slice(o).unwrap(),
+            );
+        }
+        seen.push(format!("{} {}", e.resource().resource, show(&e)));
+    }
+    (seen, objects)
+}
+
+fn synced_count(seen: &[String]) -> usize {
+    seen.iter().filter(|s| s.contains(" Synced ")).count()
+}
+
+/// Issue 15: metadata-only streams of pods and of a custom resource: no
+/// spec reaches the consumer, the objects are kubectl's, and the
+/// last-applied annotation (which holds the spec) is still scrubbed.
+#[test]
+fn metadata_only_streams_carry_the_same_objects_without_their_spec() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: metadata-only", Duration::from_secs(180));
+    c.apply(SEED);
+    crd_with_widgets(&c, &["w1", "w2"]);
+    let mut cfg = admin(&c, &[]);
+    cfg.resources = vec![
+        ResourceSpec::parse("pods")
+            .unwrap()
+            .remove(0)
+            .metadata_only(),
+        ResourceSpec::parse("example.com/v1/widgets")
+            .unwrap()
+            .remove(0)
+            .metadata_only(),
+    ];
+    let r = Reader::open(cfg).unwrap();
+    let (_, objects) = collect(&r, |s| synced_count(s) == 2);
+    let mut views: HashMap<String, View> = HashMap::new();
+    for (key, o) in &objects {
+        assert_eq!(o["kind"], "PartialObjectMetadata", "{key}");
+        assert!(
+            o.get("spec").is_none() && o.get("size").is_none(),
+            "{key}: {o}"
+        );
+        let text = o.to_string();
+        assert!(
+            !text.contains("hunter2"),
+            "{key}: the last-applied annotation is scrubbed"
+        );
+        let m = &o["metadata"];
+        let res = key.split(' ').next().unwrap().to_string();
+        views.entry(res).or_default().objects.insert(
+            m["uid"].as_str().unwrap().into(),
+            (
+                format!(
+                    "{}/{}",
+                    m["namespace"].as_str().unwrap_or(""),
+                    m["name"].as_str().unwrap()
+                ),
+                m["resourceVersion"].as_str().unwrap().parse().unwrap(),
+            ),
+        );
+    }
+    assert_eq!(views["pods"].objects, c.state("pods", None));
+    assert_eq!(views["widgets"].objects, c.state("widgets", None));
+}
+
+/// Issue 15: a node agent's configuration, as C and Go pass it: pods of one
+/// node, that node, and the configmaps of one namespace by label.
+#[test]
+fn a_node_agent_streams_its_node_pods_and_a_labelled_namespace() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: node agent", Duration::from_secs(180));
+    c.apply(SEED);
+    let pod = |name: &str, node: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: wire-a}}\nspec:\n  nodeName: {node}\n  containers: [{{name: c, image: busybox}}]\n")
+    };
+    c.apply(&pod("on-1", "node-1"));
+    c.apply(&pod("on-2", "node-2"));
+    c.kubectl(&["label", "configmap", "cm-1", "-n", "wire-a", "team=x"]);
+    let json = format!(
+        r#"{{"kubeconfig":"{}","resources":[
+            {{"resource":"pods","field_selector":"spec.nodeName=node-1"}},
+            {{"resource":"no","field_selector":"metadata.name=node-1"}},
+            {{"resource":"cm","namespace":"wire-a","label_selector":"team=x"}}]}}"#,
+        c.kubeconfig()
+    );
+    let r = Reader::open(Config::from_json(&json).unwrap()).unwrap();
+    let (mut seen, _) = collect(&r, |s| synced_count(s) == 3);
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "configmaps Add wire-a/cm-1",
+            "configmaps Synced configmaps",
+            "nodes Add node-1",
+            "nodes Synced nodes",
+            "pods Add wire-a/on-1",
+            "pods Synced pods"
+        ]
+    );
+}
+
+/// Issues 13 and 15: kubectl's names resolved as kubectl resolves them
+/// (podtemplates is not in tattler's table), and secrets in objects: env
+/// values in PodTemplates and ControllerRevisions, a Secret's data and
+/// stringData (also in last-applied), never reach the consumer.
+#[test]
+fn kubectl_names_resolve_and_no_secret_of_any_kind_is_delivered() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: names and secrets", Duration::from_secs(180));
+    c.apply(SEED);
+    crd_with_widgets(&c, &["w1"]);
+    c.apply(
+        r#"
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: tpl, namespace: wire-a}
+template:
+  metadata: {labels: {app: x}}
+  spec:
+    containers: [{name: c, image: busybox, env: [{name: A, value: s3cret-template}]}]
+---
+apiVersion: apps/v1
+kind: ControllerRevision
+metadata: {name: rev-1, namespace: wire-a}
+revision: 1
+data:
+  spec:
+    template:
+      spec:
+        containers: [{name: c, image: busybox, env: [{name: B, value: s3cret-revision}]}]
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: wire-a}
+stringData: {token: s3cret-token}
+data: {password: czNjcmV0LXBhc3N3b3Jk}
+"#,
+    );
+    let r = Reader::open(admin(
+        &c,
+        &[
+            "podtemplates",
+            "controllerrevisions",
+            "secret",
+            "widget",
+            "PodTemplate",
+        ],
+    ))
+    .unwrap();
+    let (seen, objects) = collect(&r, |s| synced_count(s) == 5);
+    let mut adds: Vec<&String> = seen.iter().filter(|s| s.contains(" Add ")).collect();
+    adds.sort();
+    assert_eq!(
+        adds,
+        [
+            "controllerrevisions Add wire-a/rev-1",
+            "podtemplates Add wire-a/tpl",
+            "podtemplates Add wire-a/tpl",
+            "secrets Add wire-a/creds",
+            "widgets Add wire-a/w1"
+        ]
+    );
+    let all: String = objects.values().map(|o| o.to_string()).collect();
+    for secret in [
+        "s3cret-template",
+        "s3cret-revision",
+        "s3cret-token",
+        "czNjcmV0LXBhc3N3b3Jk",
+    ] {
+        assert!(!all.contains(secret), "{secret} reached the consumer");
+    }
+    let creds = &objects["secrets creds"];
+    assert_eq!(
+        creds["data"]["token"], "REDACTED",
+        "stringData is stored as data"
+    );
+    assert_eq!(creds["data"]["password"], "REDACTED");
+    assert_eq!(creds["type"], "Opaque");
+    let stats = r.stats();
+    assert_eq!(stats[0].resource, "v1/podtemplates");
+    assert_eq!(stats[1].resource, "apps/v1/controllerrevisions");
+}
+
+/// Issue 15: a restart from a checkpoint delivers only what changed while
+/// down, deletes included — with the resourceVersion still served, and
+/// after a compaction and an apiserver restart (a re-sync against the
+/// restored state).
+#[test]
+fn a_restart_from_a_checkpoint_delivers_only_what_changed() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: resume", Duration::from_secs(240));
+    c.apply(SEED);
+    for compacted in [false, true] {
+        let cfg = || {
+            let mut cfg = admin(&c, &[]);
+            cfg.resources = vec![ResourceSpec::parse("configmaps")
+                .unwrap()
+                .remove(0)
+                .in_namespace("wire-a")];
+            cfg
+        };
+        let r = Reader::open(cfg()).unwrap();
+        collect(&r, |s| synced_count(s) == 1);
+        r.stop();
+        while r.next().is_ok() {}
+        let cp = r.checkpoint();
+        drop(r);
+        // While down.
+        let n = if compacted { "b" } else { "a" };
+        c.kubectl(&[
+            "delete",
+            "configmap",
+            "cm-2",
+            "-n",
+            "wire-a",
+            "--ignore-not-found",
+        ]);
+        c.kubectl(&[
+            "delete",
+            "configmap",
+            "cm-9a",
+            "-n",
+            "wire-a",
+            "--ignore-not-found",
+        ]);
+        c.apply(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-9{n}, namespace: wire-a}}\n"
+        ));
+        c.kubectl(&[
+            "label",
+            "configmap",
+            "cm-1",
+            "-n",
+            "wire-a",
+            &format!("round={n}"),
+            "--overwrite",
+        ]);
+        if compacted {
+            c.script("compact");
+            c.script("restart-apiserver");
+        }
+        let mut cfg = cfg();
+        cfg.resume = Some(tattler::Checkpoint::from_bytes(&cp.to_bytes()).unwrap());
+        let r = Reader::open(cfg).unwrap();
+        let want = if compacted { 2 } else { 1 };
+        let (mut seen, _) = collect(&r, |s| {
+            synced_count(s) == want
+                && s.iter().any(|x| x.contains("cm-9"))
+                && s.iter().any(|x| x.contains("Update wire-a/cm-1"))
+        });
+        if !compacted {
+            while let Ok(e) = r.next_timeout(Duration::from_millis(1500)) {
+                seen.push(format!("{} {}", e.resource().resource, show(&e)));
+            }
+        }
+        seen.sort();
+        if compacted {
+            assert_eq!(
+                seen,
+                [
+                    "configmaps Add wire-a/cm-9b",
+                    "configmaps Delete(inferred) wire-a/cm-9a",
+                    "configmaps Snapshot wire-a/cm-3",
+                    "configmaps Synced configmaps",
+                    "configmaps Synced configmaps",
+                    "configmaps Update wire-a/cm-1"
+                ],
+                "after the compaction"
+            );
+        } else {
+            assert_eq!(
+                seen,
+                [
+                    "configmaps Add wire-a/cm-9a",
+                    "configmaps Delete wire-a/cm-2",
+                    "configmaps Synced configmaps",
+                    "configmaps Update wire-a/cm-1"
+                ],
+                "the resourceVersion still served"
+            );
+        }
+    }
+}
+
+/// Issue 15: `"*.example.com"` picks up a CRD created after start, and drops
+/// one that is deleted.
+#[test]
+fn every_resource_of_a_group_follows_crds_as_they_come_and_go() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(&[]);
+    let _w = Watchdog::new("real: wildcard", Duration::from_secs(180));
+    c.apply(SEED);
+    crd_with_widgets(&c, &["w1"]);
+    let mut cfg = admin(&c, &["*.example.com"]);
+    cfg.discovery_interval = Duration::from_secs(1);
+    let r = Reader::open(cfg).unwrap();
+    let (seen, _) = collect(&r, |s| synced_count(s) == 1);
+    assert_eq!(seen, ["widgets Add wire-a/w1", "widgets Synced widgets"]);
+    c.apply(
+        &CRD.replace("widgets", "gadgets")
+            .replace("widget", "gadget")
+            .replace("Widget", "Gadget"),
+    );
+    c.kubectl(&[
+        "wait",
+        "--for",
+        "condition=established",
+        "--timeout=60s",
+        "crd/gadgets.example.com",
+    ]);
+    c.apply("apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: wire-a}\n");
+    // Found before or after g1 was made: Synced, and g1's Add, in either order.
+    let (seen, _) = collect(&r, |s| {
+        s.iter().any(|x| x == "gadgets Synced gadgets")
+            && s.iter().any(|x| x == "gadgets Add wire-a/g1")
+    });
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    c.kubectl(&["delete", "crd", "widgets.example.com", "--wait=true"]);
+    // Its objects go with it (the apiserver deletes them), then its stream.
+    let (seen, _) = collect(&r, |s| s.iter().any(|x| x.contains("Delete wire-a/w1")));
+    assert!(seen.iter().all(|s| !s.contains("Error")), "{seen:?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while r.stats().iter().any(|s| s.resource.contains("widgets")) {
+        assert!(Instant::now() < deadline, "{:?}", r.stats());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(r.stats().len(), 1);
+}
