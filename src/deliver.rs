@@ -209,7 +209,7 @@ impl Stream {
             .store(objects as u64, Ordering::Relaxed);
         self.publish_rv();
         let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv.clone());
-        if !self.out.send(entry, &self.stop) {
+        if self.pass_gate() && !self.out.send(entry, &self.stop) {
             return false;
         }
         drop(tracker);

@@ -11,7 +11,7 @@ use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
 use crate::channel::{Budget, Out, Stop};
-use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings};
+use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings, SyncGate};
 use crate::transport::{AgentSlot, Transport};
 use crate::{
     Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError,
@@ -128,6 +128,7 @@ impl Starter {
             shared: h.shared.clone(),
             role,
             resume,
+            gate: h.gate.clone(),
         });
         let thread = spawn(&h.spec, stream, self.out.tx.clone()).map_err(Error::Spawn)?;
         Ok(Thread {
@@ -135,10 +136,6 @@ impl Starter {
             stop_tx: Some(stop_tx),
             join: Some(thread),
         })
-    }
-
-    fn start(&self, spec: &ResourceSpec) -> Result<StreamHandle, Error> {
-        self.start_from(spec, None)
     }
 
     /// A stream object the discovery thread asks discovery with (it is
@@ -161,6 +158,7 @@ impl Starter {
             shared: Arc::new(Shared::default()),
             role: Role::Primary,
             resume: None,
+            gate: None,
         });
         (stream, slot, own_tx)
     }
@@ -170,10 +168,12 @@ impl Starter {
         &self,
         spec: &ResourceSpec,
         resume: Option<&crate::checkpoint::ResourceState>,
+        gate: Option<Arc<SyncGate>>,
     ) -> Result<StreamHandle, Error> {
         let mut h = StreamHandle {
             spec: spec.clone(),
             found: false,
+            gate,
             shared: Arc::new(Shared::default()),
             counters: Arc::new(Counters::default()),
             running: Thread::default(),
@@ -196,6 +196,8 @@ struct StreamHandle {
     spec: ResourceSpec,
     /// Found by discovery for a wildcard (rather than named by the caller).
     found: bool,
+    /// Shared with the resource's streams in other namespaces.
+    gate: Option<Arc<SyncGate>>,
     shared: Arc<Shared>,
     counters: Arc<Counters>,
     running: Thread,
@@ -389,10 +391,11 @@ impl Reader {
         let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&config.resources)
             .into_iter()
             .partition(ResourceSpec::is_wildcard);
-        for spec in named {
+        let gates = sync_gates(&named);
+        for (spec, gate) in named.iter().zip(gates) {
             // On failure, dropping `reader` stops and joins what was started.
-            let part = config.resume.as_ref().and_then(|c| c.part(&spec));
-            let handle = start.start_from(&spec, part)?;
+            let part = config.resume.as_ref().and_then(|c| c.part(spec));
+            let handle = start.start_from(spec, part, gate)?;
             reader.shared.inner.lock().streams.push(handle);
         }
         reader.shared.inner.lock().start = Some(start);
@@ -525,6 +528,8 @@ impl Reader {
     /// for removed ones stop and are joined, the others keep running without a
     /// reconnect. With `force`, every stream is restarted. Returns whether
     /// anything changed; an unchanged set without `force` does nothing.
+    /// Wildcards (`"*"`, `"*.apps"`) in the list replace the reader's: the
+    /// streams discovery finds for them follow at once.
     ///
     /// [`Error::Reentrant`] when called on one of tattler's own threads (from
     /// a log callback): it would have to wait for that very thread.
@@ -906,7 +911,13 @@ fn reconcile(
         if taken {
             continue;
         }
-        match start.start(spec) {
+        // Another namespace of a resource already watched in several.
+        let gate = inner
+            .streams
+            .iter()
+            .find(|s| same_resource(&s.spec, spec))
+            .and_then(|s| s.gate.clone());
+        match start.start_from(spec, None, gate) {
             Ok(mut h) => {
                 h.found = scope == Scope::Found;
                 inner.streams.push(h);
@@ -1104,6 +1115,35 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         );
     }
     true
+}
+
+/// Whether two specs are one resource to the consumer: the same but for
+/// the namespace.
+fn same_resource(a: &ResourceSpec, b: &ResourceSpec) -> bool {
+    let mut b = b.clone();
+    b.namespace.clone_from(&a.namespace);
+    crate::checkpoint::same_scope(a, &b)
+}
+
+/// For each spec, the gate it shares with the same resource's other
+/// namespaces, when there are several.
+fn sync_gates(specs: &[ResourceSpec]) -> Vec<Option<Arc<SyncGate>>> {
+    let mut gates: Vec<Option<Arc<SyncGate>>> = vec![None; specs.len()];
+    for i in 0..specs.len() {
+        if gates[i].is_some() {
+            continue;
+        }
+        let group: Vec<usize> = (i..specs.len())
+            .filter(|&j| same_resource(&specs[i], &specs[j]))
+            .collect();
+        if group.len() > 1 {
+            let gate = SyncGate::new(group.len());
+            for j in group {
+                gates[j] = Some(gate.clone());
+            }
+        }
+    }
+    gates
 }
 
 /// The specs without repeats, in their first order.

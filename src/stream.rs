@@ -66,6 +66,28 @@ pub(crate) struct Shared {
     pub reported: Mutex<std::collections::HashSet<u64>>,
 }
 
+/// One resource watched in several namespaces (one stream each) reaches the
+/// consumer as one resource: its first Synced comes once every namespace's
+/// stream has delivered its initial state, or failed for good.
+pub(crate) struct SyncGate {
+    waiting: Mutex<usize>,
+}
+
+impl SyncGate {
+    pub(crate) fn new(members: usize) -> Arc<SyncGate> {
+        Arc::new(SyncGate {
+            waiting: Mutex::new(members),
+        })
+    }
+
+    /// One member is done: whether the resource's Synced goes out now.
+    fn arrive(&self) -> bool {
+        let mut w = self.waiting.lock();
+        *w = w.saturating_sub(1);
+        *w == 0
+    }
+}
+
 /// What a stream is for.
 pub(crate) enum Role {
     /// The resource's stream.
@@ -89,6 +111,8 @@ pub(crate) struct StreamInit {
     /// Resumed from a checkpoint at this resourceVersion (its objects are
     /// already in the tracker).
     pub resume: Option<Rv>,
+    /// The resource's other namespaces, when there are several.
+    pub gate: Option<Arc<SyncGate>>,
 }
 
 pub(crate) struct Stream {
@@ -117,6 +141,7 @@ pub(crate) struct Stream {
     pub(crate) id: u64,
     /// Another stream owns the live events now: this one ends.
     pub(crate) superseded: bool,
+    gate: Option<Arc<SyncGate>>,
     rng: u64,
 }
 
@@ -164,6 +189,7 @@ impl Stream {
         );
         machine.replacement = matches!(init.role, Role::Replacement(_));
         let resumed = init.resume.is_some();
+        let replacement = matches!(init.role, Role::Replacement(_));
         if resumed {
             machine.resumed = true;
             if !spec.needs_discovery() {
@@ -189,12 +215,24 @@ impl Stream {
             seen: Seen::default(),
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
             superseded: false,
+            // A relist's sync is not the resource's first.
+            gate: init.gate.filter(|_| !replacement),
             rng,
         }
     }
 
     pub(crate) fn is_replacement(&self) -> bool {
         matches!(self.role, Role::Replacement(_))
+    }
+
+    /// Whether this stream's Synced goes out: always, but for the first
+    /// sync of a resource in several namespaces, which waits for the others
+    /// (the last of them sends it).
+    pub(crate) fn pass_gate(&mut self) -> bool {
+        match self.gate.take() {
+            Some(g) => g.arrive(),
+            None => true,
+        }
     }
 
     /// Runs until stopped or failed for good.
@@ -219,7 +257,7 @@ impl Stream {
                 self.resource.clone(),
                 self.rv.clone(),
             );
-            if !self.out.send(entry, &self.stop) {
+            if self.pass_gate() && !self.out.send(entry, &self.stop) {
                 return;
             }
             log::info!(
@@ -355,7 +393,16 @@ impl Stream {
         *self.counters.last_error.lock() =
             Some(format!("{} {}: {}", info.code, info.reason, info.message));
         let entry = Entry::failure(self.resource.clone(), info);
-        self.out.send(entry, &self.stop);
+        if self.out.send(entry, &self.stop) && self.gate.is_some() && self.pass_gate() {
+            // The last of the resource's namespaces to finish: the others are
+            // synced, and the resource's Synced was theirs to wait for.
+            let synced = Entry::marker(
+                crate::Change::Synced,
+                self.resource.clone(),
+                self.rv.clone(),
+            );
+            self.out.send(synced, &self.stop);
+        }
     }
 
     /// One GET; a non-200 answer is turned into how the request ended.

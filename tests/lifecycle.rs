@@ -251,7 +251,15 @@ fn relists_racing_creates_updates_and_deletes_converge() {
             }
         }
     }
-    assert_quiet(&r, Duration::from_millis(300));
+    // What may still be queued changes nothing: a relist's last Snapshots
+    // and Synced (the state can be equal before they are read).
+    while let Ok(e) = r.next_timeout(Duration::from_millis(300)) {
+        assert!(
+            matches!(e.change(), Change::Snapshot | Change::Synced),
+            "unexpected {}",
+            show(&e)
+        );
+    }
     assert_eq!(r.stats()[0].relists, 3);
 }
 
@@ -740,4 +748,43 @@ fn wildcards_follow_what_discovery_finds() {
         "{synced:?}"
     );
     assert!(requests(&api)[served..].iter().any(|q| q == "GET /apis"));
+}
+
+/// One resource in several namespaces (one stream each) is one resource to
+/// the consumer: one Synced, once every namespace is in.
+#[test]
+fn a_resource_in_several_namespaces_is_synced_once() {
+    let _w = Watchdog::new("namespaces", Duration::from_secs(30));
+    let api = FakeApi::start();
+    for ns in ["a", "b", "c"] {
+        pod(&api, ns, "p1");
+    }
+    let json = format!(
+        r#"{{"server":"{}","resources":[{{"resource":"pods","namespaces":["a","b","c"]}},"configmaps"]}}"#,
+        api.url()
+    );
+    let r = Reader::open(tattler::Config::from_json(&json).unwrap()).unwrap();
+    let mut got = take(&r, 5);
+    let pods_synced = got.iter().position(|g| g == "Synced pods").unwrap();
+    assert_eq!(
+        got[..pods_synced]
+            .iter()
+            .filter(|g| g.starts_with("Add"))
+            .count(),
+        3,
+        "every namespace before the one Synced: {got:?}"
+    );
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "Add a/p1",
+            "Add b/p1",
+            "Add c/p1",
+            "Synced configmaps",
+            "Synced pods"
+        ]
+    );
+    assert_quiet(&r, Duration::from_millis(300));
+    assert_eq!(r.stats().len(), 4);
 }
