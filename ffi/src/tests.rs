@@ -809,6 +809,8 @@ fn a_node_agent_configuration_streams_one_node_and_its_pods() {
     api.apply("pods", pod_on("shop", "b", "n2"));
     let rv_n1 = api.apply("nodes", FakeApi::object(None, "n1"));
     api.apply("nodes", FakeApi::object(None, "n2"));
+    let rv_cm = api.apply("configmaps", FakeApi::object(Some("a"), "cm"));
+    api.apply("configmaps", FakeApi::object(Some("c"), "elsewhere"));
     let r = open(
         &serde_json::json!({
             "server": api.url(),
@@ -816,92 +818,74 @@ fn a_node_agent_configuration_streams_one_node_and_its_pods() {
             "resources": [
                 {"resource": "pods", "field_selector": "spec.nodeName=n1"},
                 {"resource": "nodes", "field_selector": "metadata.name=n1"},
+                // Two namespaces: one stream each, one resource (one Synced).
+                {"resource": "configmaps", "namespaces": ["a", "b"]},
             ]
         })
         .to_string(),
     )
     .unwrap();
-    let mut lines = until_synced(r, 2);
+    let mut lines = until_synced(r, 3);
     lines.sort();
     let cur = api.current_rv();
     assert_eq!(
         lines,
         [
             format!("Add /n1 {rv_n1}"),
+            format!("Add a/cm {rv_cm}"),
             format!("Add shop/a {rv_a}"),
+            format!("Synced v1/configmaps {cur}"),
             format!("Synced v1/nodes {cur}"),
             format!("Synced v1/pods {cur}"),
         ]
     );
     // A pod moving to n1 comes in; the other node never does.
-    assert!(api.wait_open_watches(2, Duration::from_secs(10)));
+    assert!(api.wait_open_watches(4, Duration::from_secs(10)));
     api.apply("nodes", FakeApi::object(None, "n2"));
     let rv_b = api.apply("pods", pod_on("shop", "b", "n1"));
     assert_eq!(line(next(r, WAIT_MS).1), format!("Add shop/b {rv_b}"));
 
-    // set_resources takes objects too: metadata-only configmaps in two
-    // namespaces (one stream each), beside the same two streams.
-    let rv_cm = api.apply("configmaps", FakeApi::object(Some("a"), "cm"));
-    api.apply("configmaps", FakeApi::object(Some("c"), "elsewhere"));
+    // set_resources takes objects too: the same two, and configmaps of one
+    // namespace, metadata only, instead of the two namespaces.
     let json = CString::new(
         r#"[{"resource":"pods","field_selector":"spec.nodeName=n1"},
             {"resource":"nodes","field_selector":"metadata.name=n1"},
-            {"resource":"cm","namespaces":["a","b"],"metadata_only":true}]"#
-            .replace("\"cm\"", "\"configmaps\""),
+            {"resource":"configmaps","namespace":"a","metadata_only":true}]"#,
     )
     .unwrap();
     assert_eq!(
         set_resources(r, json.as_ptr(), false, false),
         (TATTLER_OK, true, String::new())
     );
-    let mut got = Vec::new();
-    let mut synced = 0;
-    while synced < 2 {
-        let (st, e) = next(r, WAIT_MS);
-        assert_eq!(st, TATTLER_OK, "after {got:?}");
-        // SAFETY: a live entry.
-        let change = unsafe { tattler_entry_change(e) };
-        if change == tattler_change::TATTLER_CHANGE_ADD {
-            let obj = object_of(e);
-            assert_eq!(
-                (
-                    obj["kind"].as_str(),
-                    obj["apiVersion"].as_str(),
-                    obj["metadata"]["name"].as_str()
-                ),
-                (
-                    Some("PartialObjectMetadata"),
-                    Some("meta.k8s.io/v1"),
-                    Some("cm")
-                ),
-                "{obj}"
-            );
-            assert_eq!(obj.as_object().unwrap().len(), 3, "only metadata: {obj}");
-            got.push(format!(
-                "Add a/cm {}",
-                obj["metadata"]["resourceVersion"].as_str().unwrap()
-            ));
-        } else {
-            let l = line(e);
-            synced += usize::from(l.starts_with("Synced"));
-            got.push(l);
-        }
-    }
-    got.sort();
-    let cur = api.current_rv();
+    let (st, e) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let obj = object_of(e);
     assert_eq!(
-        got,
-        [
-            format!("Add a/cm {rv_cm}"),
-            format!("Synced v1/configmaps {cur}"),
-            format!("Synced v1/configmaps {cur}"),
-        ]
+        (
+            obj["kind"].as_str(),
+            obj["apiVersion"].as_str(),
+            obj["metadata"]["name"].as_str(),
+            obj["metadata"]["resourceVersion"].as_str()
+        ),
+        (
+            Some("PartialObjectMetadata"),
+            Some("meta.k8s.io/v1"),
+            Some("cm"),
+            Some(rv_cm.to_string().as_str())
+        ),
+        "{obj}"
     );
-    // The same list again changes nothing.
+    assert_eq!(obj.as_object().unwrap().len(), 3, "only metadata: {obj}");
+    assert_eq!(
+        line(next(r, WAIT_MS).1),
+        format!("Synced v1/configmaps {}", api.current_rv())
+    );
+    // The same list again changes nothing; the two namespaces' streams went.
     assert_eq!(
         set_resources(r, json.as_ptr(), false, true),
         (TATTLER_OK, false, String::new())
     );
+    assert!(api.wait_open_watches(3, Duration::from_secs(10)));
     close(r);
 }
 
