@@ -591,7 +591,8 @@ enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *
 
 /**
  * The counters of each stream as a JSON array, in the configured order:
- * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+ * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
+ * (`last_error`: why the stream last retried or gave up, `null` once synced).
  *
  * `resource_version` is the last one seen, as the server sent it (a string:
  * the API calls resourceVersions opaque).

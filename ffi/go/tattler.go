@@ -557,13 +557,19 @@ type StreamStats struct {
 	Bytes      uint64 `json:"bytes"`
 	Reconnects uint64 `json:"reconnects"`
 	Resyncs    uint64 `json:"resyncs"`
+	Relists    uint64 `json:"relists"`
 	StaleDrops uint64 `json:"stale_drops"`
+	// Skipped counts objects and frames that could not be delivered, each
+	// reported by an Error entry whose StreamError.Ended is false.
+	Skipped uint64 `json:"skipped"`
 	// ResourceVersion is the last one seen, as the server sent it.
 	ResourceVersion string `json:"resource_version"`
 	Objects         uint64 `json:"objects"`
 	Synced          bool   `json:"synced"`
 	ListFallback    bool   `json:"list_fallback"`
 	Failed          bool   `json:"failed"`
+	// LastError is why the stream last retried or gave up; "" once synced.
+	LastError string `json:"last_error"`
 }
 
 // Stats returns the counters of each stream, in the configured order.

@@ -10,18 +10,20 @@ pub(crate) fn parse_config(json: &str) -> Result<Config, Failure> {
     Ok(Config::from_json(json)?)
 }
 
-/// The top-level `namespace`, `label_selector` and `field_selector` of an
-/// open configuration: what the names of a later resource list take, as the
-/// names of the configuration's own `resources` did.
+/// The top-level `namespace`, `label_selector`, `field_selector` and
+/// `metadata_only` of an open configuration: what the names of a later
+/// resource list take, as the names of the configuration's own `resources`
+/// did.
 #[derive(Default, Debug, PartialEq, Eq)]
 pub(crate) struct Scope {
     namespace: Option<String>,
     label_selector: Option<String>,
     field_selector: Option<String>,
+    metadata_only: bool,
 }
 
 impl Scope {
-    /// Reads the three keys from a configuration `Config::from_json` accepted.
+    /// Reads those keys from a configuration `Config::from_json` accepted.
     pub(crate) fn from_json(json: &str) -> Scope {
         let doc: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
         let key = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(String::from);
@@ -29,6 +31,10 @@ impl Scope {
             namespace: key("namespace"),
             label_selector: key("label_selector"),
             field_selector: key("field_selector"),
+            metadata_only: doc
+                .get("metadata_only")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
         }
     }
 }
@@ -45,6 +51,7 @@ pub(crate) fn parse_resources(json: &str, scope: &Scope) -> Result<Vec<ResourceS
         scope.namespace.as_deref(),
         scope.label_selector.as_deref(),
         scope.field_selector.as_deref(),
+        scope.metadata_only,
     )
     .map_err(|e| match e {
         Error::Config(_) | Error::Resource(_) => {

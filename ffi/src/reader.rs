@@ -139,13 +139,7 @@ unsafe fn open(
             Some((p, len)) if len != 0 => {
                 // SAFETY: non-NULL with `len` readable bytes, by the caller's promise.
                 let bytes = unsafe { cast::bytes_arg(p, len) };
-                let cp = Checkpoint::from_bytes(bytes).map_err(|e| {
-                    let text = match e {
-                        tattler_core::Error::Config(m) => m,
-                        other => other.to_string(),
-                    };
-                    Failure::new(TATTLER_ERR_INVALID_CHECKPOINT, text)
-                })?;
+                let cp = Checkpoint::from_bytes(bytes)?;
                 config.resume = Some(cp);
             }
             _ => {}
@@ -503,7 +497,8 @@ pub unsafe extern "C" fn tattler_set_resources(
 }
 
 /// The counters of each stream as a JSON array, in the configured order:
-/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
+/// (`last_error`: why the stream last retried or gave up, `null` once synced).
 ///
 /// `resource_version` is the last one seen, as the server sent it (a string:
 /// the API calls resourceVersions opaque).
@@ -715,12 +710,15 @@ fn stats_json(stats: &[StreamStats]) -> String {
                 "bytes": s.bytes,
                 "reconnects": s.reconnects,
                 "resyncs": s.resyncs,
+                "relists": s.relists,
                 "stale_drops": s.stale_drops,
+                "skipped": s.skipped,
                 "resource_version": s.resource_version,
                 "objects": s.objects,
                 "synced": s.synced,
                 "list_fallback": s.list_fallback,
                 "failed": s.failed,
+                "last_error": s.last_error,
             })
         })
         .collect();
