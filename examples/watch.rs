@@ -4,6 +4,8 @@
 //! cargo run --example watch -- --demo pods nodes          # built-in simulated cluster
 //! cargo run --example watch -- --server https://127.0.0.1:6443 \
 //!     --ca-file ca.crt --token-file token pods apps/v1/deployments
+//! cargo run --example watch -- --config agent.json --checkpoint state.ckpt
+//! cargo run --example watch -- --all --metadata-only       # everything, metadata only
 //! ```
 //!
 //! Output, one line per entry (stable: scripts parse it):
@@ -12,20 +14,30 @@
 //! and `"error":{"code":403,"reason":"Forbidden","message":"…"}` on Error entries.
 //! Logs go to stderr; SIGINT and SIGTERM close the reader and exit 0.
 
-use std::collections::HashSet;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tattler::{Change, Config, Entry, Reader, ResourceSpec};
+use tattler::{Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
 
 const USAGE: &str = "usage: watch [--demo] [--kubeconfig F] [--context C] [--server URL] [--ca-file F] [--token-file F]
-             [--insecure-skip-tls-verify] [--namespace NS] [--selector L] [--until-synced] [--objects] [--gzip]
-             [--relist SECONDS] [--no-scrub] [--drop-managed-fields] RESOURCE...
-  RESOURCE: pods, nodes, namespaces, services, endpoints, deployments, ingresses, persistentvolumes,
-            rbac, configmaps, ..., or group/version/resource (apps/v1/deployments, example.com/v1/widgets)
+             [--insecure-skip-tls-verify] [--config FILE] [--namespace NS] [--selector L] [--all]
+             [--metadata-only] [--checkpoint FILE] [--until-synced] [--objects] [--gzip] [--relist SECONDS]
+             [--no-scrub] [--drop-managed-fields] RESOURCE...
+  RESOURCE: a name as kubectl takes it (pods, po, cm, deploy, deployment.apps, podtemplates, widgets.example.com),
+            rbac, group/version/resource (apps/v1/deployments), or \"*\" / \"*.GROUP\" (as --all)
+  --config FILE      the JSON configuration C and Go pass (cluster, resources with their own scope, tuning);
+                     RESOURCEs are added to its resources; excludes the cluster flags
+  --all              every resource the identity can list and watch, followed as CRDs come and go
+  --metadata-only    every resource as PartialObjectMetadata: only the metadata, far less to send and read
+  --checkpoint FILE  resume from FILE when it exists (only what changed since); write it on exit
   The cluster: --server, else --kubeconfig/--context, else $KUBECONFIG or ~/.kube/config, else the
   pod's service account; with none of them, a built-in simulated cluster (as --demo).";
+
+/// The largest --config or --checkpoint file read (a checkpoint holds about
+/// 100 bytes per object: a million objects fit).
+const MAX_FILE: u64 = 256 << 20;
 
 struct Args {
     demo: bool,
@@ -43,6 +55,10 @@ struct Args {
     relist: Option<u64>,
     no_scrub: bool,
     drop_managed_fields: bool,
+    config: Option<PathBuf>,
+    all: bool,
+    metadata_only: bool,
+    checkpoint: Option<PathBuf>,
     resources: Vec<String>,
 }
 
@@ -63,6 +79,10 @@ fn parse_args() -> Result<Args, String> {
         relist: None,
         no_scrub: false,
         drop_managed_fields: false,
+        config: None,
+        all: false,
+        metadata_only: false,
+        checkpoint: None,
         resources: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -90,12 +110,19 @@ fn parse_args() -> Result<Args, String> {
             }
             "--no-scrub" => a.no_scrub = true,
             "--drop-managed-fields" => a.drop_managed_fields = true,
+            "--config" => a.config = Some(value("--config")?.into()),
+            "--all" => a.all = true,
+            "--metadata-only" => a.metadata_only = true,
+            "--checkpoint" => a.checkpoint = Some(value("--checkpoint")?.into()),
             "--help" | "-h" => return Err(String::new()),
             s if s.starts_with('-') => return Err(format!("unknown flag {s}")),
             s => a.resources.push(s.to_string()),
         }
     }
-    if a.resources.is_empty() {
+    if a.all {
+        a.resources.push("*".into());
+    }
+    if a.resources.is_empty() && a.config.is_none() {
         a.resources.push("pods".into());
     }
     Ok(a)
@@ -134,17 +161,34 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         config
     };
     let explicit = args.kubeconfig.is_some() || args.context.is_some();
-    let mut config = match (&args.server, explicit, args.demo) {
-        (Some(_), true, _) => return Err("--server excludes --kubeconfig and --context".into()),
-        (_, _, true) if args.server.is_some() || explicit => {
+    let cluster_flags = args.server.is_some()
+        || explicit
+        || args.demo
+        || args.ca_file.is_some()
+        || args.token_file.is_some()
+        || args.insecure;
+    let mut config = match (&args.config, &args.server, explicit, args.demo) {
+        (Some(_), ..) if cluster_flags => {
+            return Err("--config names the cluster: it excludes the cluster flags".into())
+        }
+        (Some(path), ..) => {
+            let text = read_bounded(path)?;
+            let text =
+                String::from_utf8(text).map_err(|_| format!("{}: not UTF-8", path.display()))?;
+            Config::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        (None, Some(_), true, _) => {
+            return Err("--server excludes --kubeconfig and --context".into())
+        }
+        (None, _, _, true) if args.server.is_some() || explicit => {
             return Err("--demo excludes the cluster flags".into())
         }
-        (_, _, true) => demo("--demo"),
-        (Some(s), false, false) => Config::new(s),
-        (None, true, false) => {
+        (None, _, _, true) => demo("--demo"),
+        (None, Some(s), false, false) => Config::new(s),
+        (None, None, true, false) => {
             Config::from_kubeconfig(args.kubeconfig.as_deref(), args.context.as_deref())?
         }
-        (None, false, false) => match Config::infer() {
+        (None, None, false, false) => match Config::infer() {
             Ok(c) => c,
             Err(e) => demo(&format!("no cluster configured ({e})")),
         },
@@ -160,6 +204,11 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             config.resources.push(spec);
         }
     }
+    if args.metadata_only {
+        for spec in &mut config.resources {
+            spec.metadata_only = true;
+        }
+    }
     if let Some(f) = &args.ca_file {
         config = config.ca_file(f)?;
     }
@@ -169,51 +218,148 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
     if args.insecure {
         config.insecure_skip_tls_verify = true;
     }
+    if let Some(path) = &args.checkpoint {
+        match std::fs::metadata(path) {
+            Ok(_) => {
+                let bytes = read_bounded(path)?;
+                let cp = Checkpoint::from_bytes(&bytes).map_err(|e| {
+                    format!(
+                        "{}: {e}; remove it to start with a full sync",
+                        path.display()
+                    )
+                })?;
+                log::info!(
+                    "resuming from {}: {} resources, {} objects",
+                    path.display(),
+                    cp.resources(),
+                    cp.objects()
+                );
+                config.resume = Some(cp);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                log::info!("{} does not exist yet: a full sync", path.display());
+            }
+            Err(e) => return Err(format!("{}: {e}", path.display()).into()),
+        }
+    }
     config.gzip = args.gzip;
     config.relist_interval = args.relist.map(Duration::from_secs);
     config.shaping.scrub = !args.no_scrub;
     config.shaping.drop_managed_fields = args.drop_managed_fields;
-    let want: usize = config.resources.len();
+    let named = config.resources.iter().filter(|s| !s.is_wildcard()).count();
+    let wildcard = config.resources.iter().any(ResourceSpec::is_wildcard);
     let reader = std::sync::Arc::new(Reader::open(config)?);
 
     let on_signal = reader.clone();
     ctrlc::set_handler(move || on_signal.stop())?;
 
-    let code = print_entries(&reader, &args, want);
-    // Stop the streams before the demo cluster (if any) goes away.
-    reader.stop();
-    Ok(code)
-}
-
-fn print_entries(reader: &Reader, args: &Args, want: usize) -> ExitCode {
-    let mut synced: HashSet<String> = HashSet::new();
     let mut out = std::io::stdout().lock();
-    for entry in reader.iter() {
-        let line = json_line(&entry, args.objects);
-        if writeln!(out, "{line}").and_then(|_| out.flush()).is_err() {
-            break; // the reading end of the pipe went away
-        }
-        let gvr = format!(
-            "{}/{}/{}",
-            entry.resource().group,
-            entry.resource().version,
-            entry.resource().resource
-        );
-        match entry.change() {
-            Change::Synced if args.until_synced => {
-                synced.insert(gvr);
-                if synced.len() == want {
-                    return ExitCode::SUCCESS;
-                }
+    let mut printed = print_entries(&reader, &mut out, &args, named, wildcard);
+    // Stop the streams (before the demo cluster, if any, goes away), and
+    // take what they had queued: once drained, the checkpoint matches what
+    // was printed.
+    reader.stop();
+    if printed.is_ok() {
+        for entry in reader.iter() {
+            if let Err(e) = print(&mut out, &entry, args.objects) {
+                printed = Err(e);
+                break;
             }
-            Change::Error if args.until_synced => {
-                eprintln!("watch: {gvr} failed; it will never be synced");
-                return ExitCode::from(1);
-            }
-            _ => {}
         }
     }
-    ExitCode::SUCCESS
+    if let Some(path) = &args.checkpoint {
+        match printed {
+            Ok(_) => save_checkpoint(path, &reader.checkpoint())?,
+            // Entries the reader of our output never got must come again.
+            Err(_) => log::warn!("the output went away: {} is left as it was", path.display()),
+        }
+    }
+    Ok(printed.unwrap_or(ExitCode::SUCCESS))
+}
+
+/// Writes one entry's line and flushes it; an error means the reading end
+/// of the pipe went away.
+fn print(out: &mut impl Write, entry: &Entry, objects: bool) -> std::io::Result<()> {
+    writeln!(out, "{}", json_line(entry, objects))?;
+    out.flush()
+}
+
+/// Prints entries until the reader is stopped (a signal) or, with
+/// `--until-synced`, every stream has its full state: `Ok` with the exit
+/// code, `Err` when the output went away.
+fn print_entries(
+    reader: &Reader,
+    out: &mut impl Write,
+    args: &Args,
+    named: usize,
+    wildcard: bool,
+) -> std::io::Result<ExitCode> {
+    for entry in reader.iter() {
+        print(out, &entry, args.objects)?;
+        // A resource that failed for good, or a name the server does not
+        // serve (looked for again, as a CRD may come): never synced. Under
+        // --all such resources are skipped; a named one fails the run.
+        let ended = entry
+            .error()
+            .is_some_and(|e| e.ended || e.reason == "NotFound");
+        if args.until_synced && ended && !wildcard {
+            eprintln!(
+                "watch: {} will not be synced: {}",
+                entry.resource().resource,
+                entry.error().map(|e| e.reason.as_str()).unwrap_or("")
+            );
+            return Ok(ExitCode::from(1));
+        }
+        if args.until_synced && (entry.change() == Change::Synced || ended) {
+            // The stats say a stream is synced (or failed) before its entry
+            // comes. With a wildcard, the found streams join once discovery
+            // has answered: more streams than the named ones.
+            let stats = reader.stats();
+            let found = !wildcard || stats.len() > named;
+            if found && stats.iter().all(|s| s.synced || s.failed) {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A file of at most MAX_FILE bytes.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(format!(
+            "{}: larger than {} MiB",
+            path.display(),
+            MAX_FILE >> 20
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Writes the checkpoint beside `path` and renames it over: a crash while
+/// writing leaves the old one whole.
+fn save_checkpoint(path: &Path, cp: &Checkpoint) -> Result<(), String> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let bytes = cp.to_bytes();
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(&bytes).and_then(|_| f.sync_all()))
+        .and_then(|_| std::fs::rename(&tmp, path));
+    written.map_err(|e| format!("{}: cannot write the checkpoint: {e}", path.display()))?;
+    log::info!(
+        "wrote {} ({} resources, {} objects, {} bytes)",
+        path.display(),
+        cp.resources(),
+        cp.objects(),
+        bytes.len()
+    );
+    Ok(())
 }
 
 /// One output line, keys in the documented order. The object is spliced in
@@ -238,11 +384,7 @@ fn json_line(e: &Entry, with_object: bool) -> String {
         field(&mut line, "uid", e.uid());
     }
     if e.change() != Change::Error {
-        field(
-            &mut line,
-            "resourceVersion",
-            e.resource_version().to_string(),
-        );
+        field(&mut line, "resourceVersion", e.resource_version_str());
     }
     if e.inferred() {
         field(&mut line, "inferred", true);

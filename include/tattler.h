@@ -19,8 +19,9 @@
  *     are drained. tattler_wake ends one wait only: a blocked
  *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
  *     (how a Go context or a C++ stop_token cancels one wait).
- *   - tattler_next_entry, tattler_set_resources and tattler_stats_json on
- *     one reader may run concurrently from several threads.
+ *   - tattler_next_entry, tattler_set_resources, tattler_stats_json,
+ *     tattler_metrics_text and tattler_checkpoint on one reader may run
+ *     concurrently from several threads.
  *   - tattler_close(r) must be called exactly once, when no other thread is
  *     inside a call on r and none will start one: call tattler_stop from the
  *     other threads first, let their calls return, then close. (A close that
@@ -41,9 +42,10 @@
  * ERRORS
  *
  *   Error text belongs to the call that failed, never to a reader or a
- *   thread: tattler_open and tattler_set_resources write theirs into the
- *   caller's err_buf; the other calls fail only in ways their status says
- *   completely (tattler_status_str), and a caught panic's text is logged.
+ *   thread: tattler_open, tattler_open_resume and tattler_set_resources
+ *   write theirs into the caller's err_buf; the other calls fail only in
+ *   ways their status says completely (tattler_status_str), and a caught
+ *   panic's text is logged.
  *
  * OWNERSHIP
  *
@@ -173,7 +175,8 @@ typedef enum tattler_status {
     TATTLER_ERR_BUFFER_TOO_SMALL = 105,
     /**
      * A resource name could not be understood, or the resource list is not a
-     * JSON array of strings.
+     * JSON array of names and objects (an object's key unknown or of the
+     * wrong type).
      */
     TATTLER_ERR_INVALID_RESOURCE = 106,
     /**
@@ -200,6 +203,13 @@ typedef enum tattler_status {
      * was done; make the call after the callback returned.
      */
     TATTLER_ERR_REENTRANT = 111,
+    /**
+     * `tattler_open_resume`: the checkpoint is not one this library can
+     * read (not a checkpoint, another format version, cut short, out of
+     * bounds); the error text says where. Nothing was opened: open without
+     * it (a full sync) and drop the stored one.
+     */
+    TATTLER_ERR_INVALID_CHECKPOINT = 112,
 } tattler_status;
 
 /**
@@ -331,11 +341,15 @@ const char *tattler_version(void);
  * - `config_json`: the configuration as a JSON object, e.g.
  *   `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`.
  *   `resources` (required) names what to stream: `pods`, `nodes`, `rbac`,
- *   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ....
+ *   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ..., and
+ *   objects with a scope of their own,
+ *   `{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true}`
+ *   (see `tattler_set_resources` for their keys).
  *   Where the cluster is: `server` (with `ca_file` or `ca_data`, `token`
  *   or `token_file`, `insecure`), or `kubeconfig` and `context`, or
- *   `in_cluster`; with none of these, as kubectl finds it. Narrowing:
- *   `namespace`, `label_selector`, `field_selector`. Tuning:
+ *   `in_cluster`; with none of these, as kubectl finds it. Narrowing the
+ *   names (not the objects): `namespace`, `label_selector`,
+ *   `field_selector`. Tuning:
  *   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
  *   of the Rust `tattler::Config::from_json`. An unknown key is an error
  *   that lists the known ones. Files named are read now.
@@ -362,6 +376,49 @@ const char *tattler_version(void);
  * writable; `err_buf` is NULL or has `err_len` writable bytes.
  */
 enum tattler_status tattler_open(const char *config_json, struct tattler_reader **out, char *err_buf, size_t err_len);
+
+/**
+ * Opens a reader that resumes from a checkpoint of an earlier one
+ * (`tattler_checkpoint`), typically kept in a file across a restart.
+ *
+ * Each resource of the configuration that the checkpoint holds (the same
+ * group, version, resource, namespace, selectors and `metadata_only`)
+ * starts from it instead of a full sync: its Synced entry comes at once, at
+ * the checkpoint's resourceVersion, then only what changed while no reader
+ * ran (deletes included). When the server no longer has that
+ * resourceVersion (compacted), the resource re-syncs against what the
+ * checkpoint says the consumer holds: unchanged objects as Snapshot, changed
+ * ones as Update, new ones as Add, vanished ones as inferred Delete, then
+ * Synced. Resources the checkpoint lacks sync as `tattler_open`'s do; what
+ * it holds for resources no longer configured is ignored.
+ *
+ * Parameters:
+ * - `config_json`: the configuration, as for `tattler_open`.
+ * - `checkpoint`, `checkpoint_len`: the checkpoint's bytes as
+ *   `tattler_checkpoint` wrote them; NULL and 0 for none (then this is
+ *   `tattler_open`).
+ * - `out`: where to store the new reader.
+ * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+ *   and 0. The text is NUL-terminated and cut to fit.
+ *
+ * Returns: `TATTLER_OK` and `*out` set; or what `tattler_open` returns,
+ * and `TATTLER_ERR_INVALID_CHECKPOINT` for bytes that are not a checkpoint
+ * this library reads (the text says where; it never quotes the bytes), and
+ * `TATTLER_ERR_NULL_ARG` for a NULL `checkpoint` with a non-zero length.
+ * `*out` is untouched on failure.
+ *
+ * Ownership: the caller owns `*out` and must free it with `tattler_close`.
+ * `config_json` and `checkpoint` are only read during the call.
+ *
+ * Thread safety: as `tattler_open`: any thread, also from inside the log
+ * callback.
+ *
+ * # Safety
+ * `config_json` is NULL or a NUL-terminated string; `checkpoint` is NULL
+ * or has `checkpoint_len` readable bytes; `out` is NULL or writable;
+ * `err_buf` is NULL or has `err_len` writable bytes.
+ */
+enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len);
 
 /**
  * Waits for the next entry.
@@ -487,14 +544,21 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  *
  * Streams for added resources start with a full initial sync (their entries
  * then Synced), streams for removed ones stop, the others run on without a
- * reconnect. With `force`, every stream restarts. The `namespace`,
- * `label_selector` and `field_selector` of the open configuration apply to
- * the new list as they did to the first.
+ * reconnect. With `force`, every stream restarts. A resource is the same
+ * stream when its group, version, resource, namespace, selectors and
+ * `metadata_only` are.
  *
  * Parameters:
  * - `r`: the reader.
- * - `resources_json`: a JSON array of resource names, the same names as
- *   the configuration's `resources`, e.g. `["pods","apps/v1/deployments"]`.
+ * - `resources_json`: a JSON array, the same as the configuration's
+ *   `resources`: names, which take the `namespace`, `label_selector` and
+ *   `field_selector` of the open configuration as its own names did, and
+ *   objects, which take only their own keys:
+ *   `["configmaps",{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true},{"resource":"nodes","field_selector":"metadata.name=n1"}]`.
+ *   An object's keys: `resource` (required; a name as above), `namespace`
+ *   or `namespaces` (a list: one stream each, entries of one resource),
+ *   `label_selector`, `field_selector`, `metadata_only` (the objects as
+ *   `PartialObjectMetadata`: only their `metadata`).
  * - `force`: restart every stream even if the set is unchanged.
  * - `changed`: where to store whether anything changed, or NULL.
  * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
@@ -503,8 +567,10 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  *
  * Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
  * is stopped; or a failure with its reason in `err_buf`
- * (`TATTLER_ERR_INVALID_RESOURCE` for a bad name or not an array of
- * strings, `TATTLER_ERR_INVALID_CONFIG` for an empty list,
+ * (`TATTLER_ERR_INVALID_RESOURCE` for a bad name, an unknown or mistyped
+ * key of an object or not a JSON array of names and objects, the text
+ * naming the item and key (`resources[1].nmespace`);
+ * `TATTLER_ERR_INVALID_CONFIG` for an empty list;
  * `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot start,
  * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_REENTRANT` from inside the log
  * callback, where the streams it stops could include the one logging).
@@ -513,8 +579,8 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  * Ownership: `resources_json` is only read during the call.
  *
  * Thread safety: may run while other threads are in `tattler_next_entry`,
- * `tattler_stop` or `tattler_stats_json` on `r`; two `tattler_set_resources`
- * on one reader take turns.
+ * `tattler_stop`, `tattler_stats_json` or `tattler_metrics_text` on `r`;
+ * two `tattler_set_resources` on one reader take turns.
  *
  * # Safety
  * `r` is NULL or a reader from `tattler_open` not yet closed;
@@ -525,7 +591,8 @@ enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *
 
 /**
  * The counters of each stream as a JSON array, in the configured order:
- * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+ * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
+ * (`last_error`: why the stream last retried or gave up, `null` once synced).
  *
  * `resource_version` is the last one seen, as the server sent it (a string:
  * the API calls resourceVersions opaque).
@@ -553,6 +620,96 @@ enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *
  * or has `len` writable bytes; `needed` is NULL or writable.
  */
 enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
+
+/**
+ * The reader's counters in the Prometheus text exposition format (0.0.4),
+ * ready to serve as an agent's `/metrics` (`Content-Type: text/plain;
+ * version=0.0.4`): `# HELP` and `# TYPE` lines, then one sample per stream,
+ * labelled by `resource` (`group/version/resource`, `v1/pods` for the core
+ * group) and, where set, `namespace`, `label_selector`, `field_selector`,
+ * `metadata_only`:
+ *
+ * ```text
+ * # HELP tattler_events_total Watch events and LIST items received.
+ * # TYPE tattler_events_total counter
+ * tattler_events_total{resource="v1/pods"} 12
+ * ```
+ *
+ * The series: `tattler_events_total`, `tattler_received_bytes_total`,
+ * `tattler_reconnects_total`, `tattler_resyncs_total`,
+ * `tattler_relists_total`, `tattler_stale_drops_total`,
+ * `tattler_skipped_total` (counters); `tattler_objects` (objects tracked),
+ * `tattler_synced`, `tattler_failed`, `tattler_list_fallback` (0 or 1),
+ * `tattler_seconds_since_sync` (absent until the first full state) per
+ * stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
+ * for the consumer) for the reader. The text is the Rust
+ * `tattler::Reader::metrics_text`.
+ *
+ * Parameters:
+ * - `r`: the reader.
+ * - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+ * - `needed`: where to store the bytes required, NUL included, or NULL.
+ *
+ * Returns: `TATTLER_OK` with the NUL-terminated text in `buf`;
+ * `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the text is never
+ * cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
+ * non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+ * `TATTLER_ERR_BUFFER_TOO_SMALL`. Values move (bytes, seconds since the
+ * sync): the size may grow between two calls, so leave some room (or
+ * retry). Every failure is described by its status alone; this call has no
+ * error text.
+ *
+ * Ownership: the caller owns `buf`.
+ *
+ * Thread safety: any thread, concurrently with any call on `r` but
+ * `tattler_close`, also from inside the log callback.
+ *
+ * # Safety
+ * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+ * or has `len` writable bytes; `needed` is NULL or writable.
+ */
+enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
+
+/**
+ * A checkpoint of the reader, for `tattler_open_resume` after a restart:
+ * per resource whose full state is complete, where its watch can resume and
+ * the objects the consumer holds (namespace, name, uid and resourceVersion
+ * each; about 100 bytes an object, never the objects themselves).
+ *
+ * It matches what the consumer got exactly when taken after
+ * `tattler_stop(r)` and once `tattler_next_entry(r)` has returned
+ * `TATTLER_CLOSED` (every entry taken). Taken while the reader runs, it may
+ * hold changes still waiting in the channel, which a resumed reader would
+ * then not deliver. So, on shutdown: stop, drain, checkpoint, close.
+ *
+ * The bytes are a versioned JSON document, not NUL-terminated. They hold
+ * names, uids and resourceVersions (no object contents, no credentials);
+ * keep them where the agent keeps its own state.
+ *
+ * Parameters:
+ * - `r`: the reader.
+ * - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+ * - `needed`: where to store the byte count of the checkpoint, or NULL.
+ *
+ * Returns: `TATTLER_OK` with the checkpoint in the first `*needed` bytes
+ * of `buf`; `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (a
+ * checkpoint is never cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a
+ * NULL `buf` with a non-zero `len`. `*needed` is set with `TATTLER_OK` and
+ * with `TATTLER_ERR_BUFFER_TOO_SMALL`. While the reader runs the size may
+ * grow between two calls (retry with the new `*needed`); once it is stopped
+ * and drained it does not change. Every failure is described by its status
+ * alone; this call has no error text.
+ *
+ * Ownership: the caller owns `buf`.
+ *
+ * Thread safety: any thread, concurrently with any call on `r` but
+ * `tattler_close`, also from inside the log callback.
+ *
+ * # Safety
+ * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+ * or has `len` writable bytes; `needed` is NULL or writable.
+ */
+enum tattler_status tattler_checkpoint(struct tattler_reader *r, uint8_t *buf, size_t len, size_t *needed);
 
 /**
  * What happened: Add, Update, Delete, Snapshot, Synced or Error.

@@ -8,6 +8,8 @@
 //     while (auto e = r.next()) {                       // std::nullopt once stopped
 //         std::cout << e->name() << " " << e->resource_version() << "\n";
 //     }
+//     std::vector<std::uint8_t> cp = r.checkpoint();    // after stop(): resume with
+//     tattler::reader again(config, cp);                // only what changed since
 //
 // reader and entry own their C object (RAII): movable, not copyable.
 // Getters return std::string_view borrowed from the entry (valid while it
@@ -124,9 +126,18 @@ class reader {
 public:
     // Opens a reader from the JSON configuration (see tattler_open).
     // Throws tattler::error with the reason (the bad key, the unreadable file).
-    explicit reader(const std::string &config_json) {
+    explicit reader(const std::string &config_json) : reader(config_json, nullptr, 0) {}
+
+    // Opens a reader that resumes from checkpoint() bytes of an earlier one
+    // (see tattler_open_resume); an empty checkpoint is a plain open. Throws
+    // tattler::error, TATTLER_ERR_INVALID_CHECKPOINT for bytes it cannot
+    // read (open without them then).
+    reader(const std::string &config_json, const std::vector<std::uint8_t> &checkpoint)
+        : reader(config_json, checkpoint.data(), checkpoint.size()) {}
+
+    reader(const std::string &config_json, const std::uint8_t *checkpoint, std::size_t len) {
         char err[512] = {0};
-        tattler_status st = tattler_open(config_json.c_str(), &r_, err, sizeof err);
+        tattler_status st = tattler_open_resume(config_json.c_str(), checkpoint, len, &r_, err, sizeof err);
         if (st != TATTLER_OK) {
             throw error(st, err);
         }
@@ -193,9 +204,11 @@ public:
     // on. Any thread, any time.
     void wake() noexcept { tattler_wake(r_); }
 
-    // Changes the streamed resources (a JSON array of names, e.g.
-    // R"(["pods","nodes"])"); true when something changed. Throws
-    // tattler::error (a bad name, or from inside the log callback).
+    // Changes the streamed resources: a JSON array as the configuration's
+    // "resources", names and objects, e.g.
+    // R"(["configmaps",{"resource":"pods","field_selector":"spec.nodeName=n1"}])"
+    // (see tattler_set_resources); true when something changed. Throws
+    // tattler::error (a bad name or key, or from inside the log callback).
     bool set_resources(const std::string &resources_json, bool force = false) {
         bool changed = false;
         char err[512] = {0};
@@ -209,18 +222,28 @@ public:
     }
 
     // The counters of each stream, as tattler_stats_json's JSON array.
-    std::string stats_json() const {
-        std::vector<char> buf(1024);
+    std::string stats_json() const { return text_of(tattler_stats_json); }
+
+    // The counters in the Prometheus text format, for an agent's /metrics
+    // (see tattler_metrics_text).
+    std::string metrics_text() const { return text_of(tattler_metrics_text); }
+
+    // A checkpoint for reader(config, checkpoint) after a restart (see
+    // tattler_checkpoint): exact once stop() was called and next() returned
+    // std::nullopt.
+    std::vector<std::uint8_t> checkpoint() const {
+        std::vector<std::uint8_t> buf;
         for (;;) {
             std::size_t needed = 0;
-            tattler_status st = tattler_stats_json(handle(), buf.data(), buf.size(), &needed);
+            tattler_status st = tattler_checkpoint(handle(), buf.data(), buf.size(), &needed);
             if (st == TATTLER_OK) {
-                return std::string(buf.data(), needed - 1);
+                buf.resize(needed);
+                return buf;
             }
             if (st != TATTLER_ERR_BUFFER_TOO_SMALL) {
                 detail::check(st);
             }
-            buf.resize(needed + 256);  // counters may grow between two calls
+            buf.resize(needed + needed / 8 + 256);  // it may grow while the reader runs
         }
     }
 
@@ -235,6 +258,22 @@ public:
     tattler_reader *get() const noexcept { return r_; }
 
 private:
+    // A NUL-terminated text a call writes into a buffer (stats, metrics).
+    std::string text_of(tattler_status (*call)(tattler_reader *, char *, std::size_t, std::size_t *)) const {
+        std::vector<char> buf(4096);
+        for (;;) {
+            std::size_t needed = 0;
+            tattler_status st = call(handle(), buf.data(), buf.size(), &needed);
+            if (st == TATTLER_OK) {
+                return std::string(buf.data(), needed - 1);
+            }
+            if (st != TATTLER_ERR_BUFFER_TOO_SMALL) {
+                detail::check(st);
+            }
+            buf.resize(needed + 256);  // counters may grow between two calls
+        }
+    }
+
     tattler_reader *handle() const {
         if (r_ == nullptr) {
             throw error(TATTLER_ERR_NULL_ARG, "the reader was moved from or closed");

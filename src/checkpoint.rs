@@ -114,7 +114,7 @@ impl Checkpoint {
     /// Reads a checkpoint [`to_bytes`](Self::to_bytes) made. The error says
     /// what is wrong (where, never quoting values).
     pub fn from_bytes(bytes: &[u8]) -> Result<Checkpoint, Error> {
-        let bad = |m: String| Error::Config(format!("checkpoint: {m}"));
+        let bad = Error::Checkpoint;
         let doc: Doc = serde_json::from_slice(bytes).map_err(|e| {
             bad(format!(
                 "not a tattler checkpoint (line {}, column {})",

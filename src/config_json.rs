@@ -38,6 +38,7 @@ struct JsonConfig {
     exec: Option<Value>,
     scrub: Option<bool>,
     scrub_secret_data: Option<bool>,
+    metadata_only: Option<bool>,
     initial_events_timeout_secs: Option<u64>,
     discovery_interval_secs: Option<u64>,
     max_buffered_bytes: Option<u64>,
@@ -49,7 +50,7 @@ struct JsonConfig {
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
-scrub, scrub_secret_data, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
+scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
 max_buffered_bytes, discovery_interval_secs";
 
 impl JsonConfig {
@@ -100,6 +101,7 @@ impl JsonConfig {
                 "exec" => j.exec = Some(v.clone()),
                 "scrub" => j.scrub = Some(boolean(k, v)?),
                 "scrub_secret_data" => j.scrub_secret_data = Some(boolean(k, v)?),
+                "metadata_only" => j.metadata_only = Some(boolean(k, v)?),
                 "initial_events_timeout_secs" => {
                     j.initial_events_timeout_secs = Some(number(k, v)?)
                 }
@@ -160,6 +162,7 @@ pub(crate) struct Defaults<'a> {
     pub namespace: Option<&'a str>,
     pub label_selector: Option<&'a str>,
     pub field_selector: Option<&'a str>,
+    pub metadata_only: bool,
 }
 
 /// A `resources` array: names (taking `defaults`) and objects
@@ -177,6 +180,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
                 }
                 spec.label_selector = defaults.label_selector.map(String::from);
                 spec.field_selector = defaults.field_selector.map(String::from);
+                spec.metadata_only = defaults.metadata_only;
                 out.push(spec);
             }
             continue;
@@ -303,6 +307,7 @@ impl Config {
             namespace: j.namespace.as_deref(),
             label_selector: j.label_selector.as_deref(),
             field_selector: j.field_selector.as_deref(),
+            metadata_only: j.metadata_only.unwrap_or(false),
         };
         c.resources.extend(resource_list(&list, &defaults)?);
         match (j.ca_file, j.ca_data) {

@@ -25,6 +25,8 @@ pub enum Error {
     Tls(String),
     /// A thread could not be started.
     Spawn(std::io::Error),
+    /// A checkpoint's bytes could not be read; the message says where.
+    Checkpoint(String),
     /// This call waits for tattler's threads, and was made on one of them
     /// (from a log callback): it would wait for itself. Names the call.
     Reentrant(&'static str),
@@ -38,6 +40,7 @@ impl fmt::Display for Error {
             Error::Resource(m) => write!(f, "invalid resource: {m}"),
             Error::Tls(m) => write!(f, "TLS setup failed: {m}"),
             Error::Spawn(e) => write!(f, "cannot start a thread: {e}"),
+            Error::Checkpoint(m) => write!(f, "invalid checkpoint: {m}"),
             Error::Reentrant(call) => write!(
                 f,
                 "{call} cannot be called on a tattler thread (from a log callback): it waits for those threads"

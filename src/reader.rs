@@ -916,20 +916,26 @@ fn reconcile(
             }
         }
     }
-    for spec in wanted {
-        let taken = inner.streams.iter().any(|s| {
-            (ours(s) && &s.spec == spec)
-                || (scope == Scope::Found && crate::checkpoint::same_scope(&s.spec, spec))
-        });
-        if taken {
-            continue;
-        }
-        // Another namespace of a resource already watched in several.
+    let fresh: Vec<ResourceSpec> = wanted
+        .iter()
+        .filter(|spec| {
+            !inner.streams.iter().any(|s| {
+                (ours(s) && &s.spec == *spec)
+                    || (scope == Scope::Found && crate::checkpoint::same_scope(&s.spec, spec))
+            })
+        })
+        .cloned()
+        .collect();
+    // Several namespaces of one new resource share a gate (one Synced);
+    // another namespace of a resource already in several joins its gate.
+    let gates = sync_gates(&fresh);
+    for (spec, gate) in fresh.iter().zip(gates) {
         let gate = inner
             .streams
             .iter()
             .find(|s| same_resource(&s.spec, spec))
-            .and_then(|s| s.gate.clone());
+            .and_then(|s| s.gate.clone())
+            .or(gate);
         match start.start_from(spec, None, gate) {
             Ok(mut h) => {
                 h.found = scope == Scope::Found;

@@ -431,12 +431,14 @@ impl ResourceSpec {
     /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
     /// "label_selector": S, "field_selector": S, "metadata_only": BOOL}`
     /// (an object takes only its own fields; several namespaces give one
-    /// spec, and one stream, each). Errors name the item and key.
+    /// spec, and one stream, each). Names take `metadata_only` too. Errors
+    /// name the item and key.
     pub fn list_from_json(
         json: &str,
         namespace: Option<&str>,
         label_selector: Option<&str>,
         field_selector: Option<&str>,
+        metadata_only: bool,
     ) -> Result<Vec<ResourceSpec>, Error> {
         let v: serde_json::Value = serde_json::from_str(json).map_err(|e| {
             Error::Resource(format!(
@@ -449,6 +451,7 @@ impl ResourceSpec {
             namespace,
             label_selector,
             field_selector,
+            metadata_only,
         };
         crate::config_json::resource_list(&v, &defaults)
     }

@@ -788,3 +788,26 @@ fn a_resource_in_several_namespaces_is_synced_once() {
     assert_quiet(&r, Duration::from_millis(300));
     assert_eq!(r.stats().len(), 4);
 }
+
+#[test]
+fn several_namespaces_added_later_are_synced_once_too() {
+    let _w = Watchdog::new("namespaces_later", Duration::from_secs(30));
+    let api = FakeApi::start();
+    for ns in ["a", "b"] {
+        api.apply("configmaps", FakeApi::object(Some(ns), "c1"));
+    }
+    let r = open(&api, &["pods"]);
+    assert_eq!(until_synced(&r), ["Synced pods"]);
+    let specs = ResourceSpec::list_from_json(
+        r#"["pods", {"resource":"cm","namespaces":["a","b"]}]"#,
+        None,
+        None,
+        None,
+        false,
+    )
+    .unwrap();
+    assert!(r.set_resources(&specs, false).unwrap());
+    let got = take(&r, 3);
+    assert_eq!(got[2], "Synced configmaps", "{got:?}");
+    assert_quiet(&r, Duration::from_millis(300));
+}

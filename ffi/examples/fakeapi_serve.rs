@@ -7,7 +7,11 @@
 //!
 //! ```text
 //! apply RESOURCE NAMESPACE NAME    -> ok RV        (creates or updates; NAMESPACE "-" for cluster-scoped)
+//! apply-json RESOURCE OBJECT       -> ok RV        (the rest of the line is the object's JSON)
 //! delete RESOURCE NAMESPACE NAME   -> ok RV | missing
+//! compact                          -> ok           (history before now is gone: watches from it get 410)
+//! add-resource G V R KIND SCOPE    -> ok           (serve a CRD's resource; G "-" for core, SCOPE namespaced|cluster)
+//! remove-resource RESOURCE         -> ok | missing (a deleted CRD: its objects deleted, its watches ended)
 //! forbid RESOURCE on|off           -> ok
 //! wait-watches N SECONDS           -> ok | timeout (until exactly N watches are open)
 //! ```
@@ -58,6 +62,20 @@ fn main() -> ExitCode {
 }
 
 fn command(api: &FakeApi, line: &str) -> String {
+    if let Some(rest) = line.strip_prefix("apply-json ") {
+        let Some((res, obj)) = rest.trim_start().split_once(' ') else {
+            return format!("error cannot parse {line:?}");
+        };
+        let obj: serde_json::Value = match serde_json::from_str(obj) {
+            Ok(v) => v,
+            Err(e) => return format!("error not JSON: {e}"),
+        };
+        return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api.apply(res, obj)))
+        {
+            Ok(rv) => format!("ok {rv}"),
+            Err(_) => format!("error cannot apply to {res}"),
+        };
+    }
     let words: Vec<&str> = line.split_whitespace().collect();
     let ns = |w: &str| if w == "-" { None } else { Some(w.to_string()) };
     match words.as_slice() {
@@ -83,6 +101,22 @@ fn command(api: &FakeApi, line: &str) -> String {
                 Ok(()) => "ok".into(),
                 Err(_) => format!("error unknown resource {res}"),
             }
+        }
+        ["add-resource", g, v, r, kind, scope @ ("namespaced" | "cluster")] => {
+            let g = if *g == "-" { "" } else { g };
+            api.add_resource(g, v, r, kind, *scope == "namespaced");
+            "ok".into()
+        }
+        ["remove-resource", res] => {
+            if api.remove_resource(res) {
+                "ok".into()
+            } else {
+                "missing".into()
+            }
+        }
+        ["compact"] => {
+            api.compact();
+            "ok".into()
         }
         ["wait-watches", n, secs] => match (n.parse(), secs.parse()) {
             (Ok(n), Ok(secs)) if secs <= 600 => {

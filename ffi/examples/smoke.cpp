@@ -95,8 +95,8 @@ void live(const char *server) {
     char errbuf[256];
     st = tattler_set_resources(r.get(), "[\"pods\",\"nodes\"]", false, &changed, errbuf, sizeof errbuf);
     check(st == TATTLER_OK && changed, "set_resources adds nodes");
-    st = tattler_set_resources(r.get(), "[\"podz\"]", false, &changed, errbuf, sizeof errbuf);
-    check(st == TATTLER_ERR_INVALID_RESOURCE && std::strstr(errbuf, "podz") != nullptr,
+    st = tattler_set_resources(r.get(), "[\"pods!\"]", false, &changed, errbuf, sizeof errbuf);
+    check(st == TATTLER_ERR_INVALID_RESOURCE && std::strstr(errbuf, "pods!") != nullptr,
           "set_resources names the bad resource");
     check(until_synced(r.get(), "nodes") == 0, "nodes synced (none exist)");
 

@@ -76,6 +76,10 @@ func TestEveryCallFromALogFunc(t *testing.T) {
 		}
 		_, err := r.Stats()
 		check(err == nil, "Stats works", err)
+		text, err := r.MetricsText()
+		check(err == nil && strings.Contains(text, `tattler_synced{resource="v1/configmaps"}`), "MetricsText works", err)
+		cp, err := r.Checkpoint()
+		check(err == nil && strings.Contains(string(cp), `"pods"`), "Checkpoint works", err)
 		// Only the Synced entry this line announces may be queued.
 		e, ok, err := r.TryNext()
 		check(err == nil && (!ok || (e.Change == Synced && e.Resource == "configmaps")),
@@ -90,8 +94,8 @@ func TestEveryCallFromALogFunc(t *testing.T) {
 		err = SetLogLevel(LogInfo)
 		check(err == nil, "SetLogLevel works", err)
 		check(Version() != "", "Version works", nil)
-		r2, err := Open(Config{Server: f.URL, Resources: []string{"nodes"}})
-		check(err == nil, "Open works", err)
+		r2, err := Open(Config{Server: f.URL, Resources: []string{"nodes"}, Resume: cp})
+		check(err == nil, "Open with a checkpoint works", err)
 		if r2 != nil {
 			_, err = r2.Stats()
 			check(err == nil, "Stats of the new reader", err)

@@ -13,6 +13,12 @@
 //		fmt.Println(e.Change, e.Namespace, e.Name, e.ResourceVersion)
 //	}
 //
+// An agent that keeps its place across restarts stops, drains and keeps
+// r.Checkpoint() on the way out, and opens with Config.Resume on the way in;
+// r.MetricsText() is its /metrics. Config.Specs give resources a scope of
+// their own (a node agent's pods of one node), Config.MetadataOnly or
+// ResourceSpec.MetadataOnly stream only metadata.
+//
 // A Reader is safe for concurrent use. Cancelling the context of one Next
 // ends only that call, at once (no polling); Stop ends the stream for every
 // caller; Close stops, waits for calls in progress to return, and frees the
@@ -44,21 +50,22 @@ type Status int
 
 // The statuses, with the C header's fixed numbers.
 const (
-	StatusOK              Status = C.TATTLER_OK
-	StatusTimeout         Status = C.TATTLER_TIMEOUT
-	StatusClosed          Status = C.TATTLER_CLOSED
-	StatusNullArg         Status = C.TATTLER_ERR_NULL_ARG
-	StatusInvalidConfig   Status = C.TATTLER_ERR_INVALID_CONFIG
-	StatusInvalidUTF8     Status = C.TATTLER_ERR_INVALID_UTF8
-	StatusIO              Status = C.TATTLER_ERR_IO
-	StatusPanic           Status = C.TATTLER_ERR_PANIC
-	StatusBufferTooSmall  Status = C.TATTLER_ERR_BUFFER_TOO_SMALL
-	StatusInvalidResource Status = C.TATTLER_ERR_INVALID_RESOURCE
-	StatusTLS             Status = C.TATTLER_ERR_TLS
-	StatusInvalidArg      Status = C.TATTLER_ERR_INVALID_ARG
-	StatusLoggerInUse     Status = C.TATTLER_ERR_LOGGER_IN_USE
-	StatusOther           Status = C.TATTLER_ERR_OTHER
-	StatusReentrant       Status = C.TATTLER_ERR_REENTRANT
+	StatusOK                Status = C.TATTLER_OK
+	StatusTimeout           Status = C.TATTLER_TIMEOUT
+	StatusClosed            Status = C.TATTLER_CLOSED
+	StatusNullArg           Status = C.TATTLER_ERR_NULL_ARG
+	StatusInvalidConfig     Status = C.TATTLER_ERR_INVALID_CONFIG
+	StatusInvalidUTF8       Status = C.TATTLER_ERR_INVALID_UTF8
+	StatusIO                Status = C.TATTLER_ERR_IO
+	StatusPanic             Status = C.TATTLER_ERR_PANIC
+	StatusBufferTooSmall    Status = C.TATTLER_ERR_BUFFER_TOO_SMALL
+	StatusInvalidResource   Status = C.TATTLER_ERR_INVALID_RESOURCE
+	StatusTLS               Status = C.TATTLER_ERR_TLS
+	StatusInvalidArg        Status = C.TATTLER_ERR_INVALID_ARG
+	StatusLoggerInUse       Status = C.TATTLER_ERR_LOGGER_IN_USE
+	StatusOther             Status = C.TATTLER_ERR_OTHER
+	StatusReentrant         Status = C.TATTLER_ERR_REENTRANT
+	StatusInvalidCheckpoint Status = C.TATTLER_ERR_INVALID_CHECKPOINT
 )
 
 // String is the library's fixed text for the status.
@@ -118,20 +125,25 @@ var (
 	ErrReentrant = errors.New("tattler: not allowed from inside a LogFunc")
 	// ErrPanic: the library caught a panic of its own (a bug: report it).
 	ErrPanic = errors.New("tattler: internal panic")
+	// ErrInvalidCheckpoint: Config.Resume holds bytes this library cannot
+	// read (not a checkpoint, another version, cut short); nothing was
+	// opened. Open without it, a full sync, and drop the stored one.
+	ErrInvalidCheckpoint = errors.New("tattler: invalid checkpoint")
 )
 
 var sentinels = map[Status]error{
-	StatusClosed:          ErrClosed,
-	StatusTimeout:         ErrTimeout,
-	StatusInvalidConfig:   ErrInvalidConfig,
-	StatusInvalidResource: ErrInvalidResource,
-	StatusInvalidUTF8:     ErrInvalidUTF8,
-	StatusIO:              ErrIO,
-	StatusTLS:             ErrTLS,
-	StatusInvalidArg:      ErrInvalidArg,
-	StatusLoggerInUse:     ErrLoggerInUse,
-	StatusReentrant:       ErrReentrant,
-	StatusPanic:           ErrPanic,
+	StatusClosed:            ErrClosed,
+	StatusTimeout:           ErrTimeout,
+	StatusInvalidConfig:     ErrInvalidConfig,
+	StatusInvalidResource:   ErrInvalidResource,
+	StatusInvalidUTF8:       ErrInvalidUTF8,
+	StatusIO:                ErrIO,
+	StatusTLS:               ErrTLS,
+	StatusInvalidArg:        ErrInvalidArg,
+	StatusLoggerInUse:       ErrLoggerInUse,
+	StatusReentrant:         ErrReentrant,
+	StatusPanic:             ErrPanic,
+	StatusInvalidCheckpoint: ErrInvalidCheckpoint,
 }
 
 // statusError is nil for StatusOK, else a *StatusError with the status's
@@ -164,29 +176,94 @@ type Config struct {
 	TokenFile  string `json:"token_file,omitempty"`
 	Insecure   bool   `json:"insecure,omitempty"`
 	// Resources are names such as "pods", "nodes", "rbac", "v1/pods" or
-	// "apps/v1/deployments".
-	Resources          []string `json:"resources"`
-	Namespace          string   `json:"namespace,omitempty"`
-	LabelSelector      string   `json:"label_selector,omitempty"`
-	FieldSelector      string   `json:"field_selector,omitempty"`
-	ChannelCapacity    int      `json:"channel_capacity,omitempty"`
-	RelistIntervalSecs int      `json:"relist_interval_secs,omitempty"`
-	Scrub              *bool    `json:"scrub,omitempty"`
+	// "apps/v1/deployments"; they take Namespace, LabelSelector,
+	// FieldSelector and MetadataOnly.
+	Resources []string `json:"-"`
+	// Specs are resources with a scope of their own, streamed beside
+	// Resources; they take none of the fields above. A node agent:
+	//
+	//	Specs: []tattler.ResourceSpec{
+	//		{Resource: "pods", FieldSelector: "spec.nodeName=" + node},
+	//		{Resource: "nodes", FieldSelector: "metadata.name=" + node},
+	//	}
+	Specs         []ResourceSpec `json:"-"`
+	Namespace     string         `json:"namespace,omitempty"`
+	LabelSelector string         `json:"label_selector,omitempty"`
+	FieldSelector string         `json:"field_selector,omitempty"`
+	// MetadataOnly streams the Resources as PartialObjectMetadata: each
+	// Entry.Object is {"kind":"PartialObjectMetadata","apiVersion":
+	// "meta.k8s.io/v1","metadata":{...}}, without spec or status. It also
+	// applies to the names given to SetResources later.
+	MetadataOnly       bool  `json:"-"`
+	ChannelCapacity    int   `json:"channel_capacity,omitempty"`
+	RelistIntervalSecs int   `json:"relist_interval_secs,omitempty"`
+	Scrub              *bool `json:"scrub,omitempty"`
 	// Extra holds further keys of the library's JSON configuration, merged
 	// in as they are.
 	Extra map[string]any `json:"-"`
+	// Resume is a checkpoint of an earlier Reader (Reader.Checkpoint, kept
+	// across a restart): each resource it holds with the same scope starts
+	// from it, with Synced at once and then only what changed meanwhile
+	// (see tattler_open_resume). Nil: a full sync.
+	Resume []byte `json:"-"`
+}
+
+// ResourceSpec is one resource with its own scope: an object of the
+// configuration's "resources" (see tattler_set_resources in tattler.h).
+type ResourceSpec struct {
+	// Resource is a name as in Config.Resources ("pods", "apps/v1/deployments").
+	Resource string `json:"resource"`
+	// Namespace, or Namespaces (one stream each, entries of one resource);
+	// neither watches every namespace.
+	Namespace     string   `json:"namespace,omitempty"`
+	Namespaces    []string `json:"namespaces,omitempty"`
+	LabelSelector string   `json:"label_selector,omitempty"`
+	FieldSelector string   `json:"field_selector,omitempty"`
+	// MetadataOnly streams the objects as PartialObjectMetadata (only
+	// their metadata).
+	MetadataOnly bool `json:"metadata_only,omitempty"`
+}
+
+// nameScope is what names take when the Go side must spell it out: with
+// MetadataOnly, each name becomes an object carrying the top-level scope
+// (the library's names take namespace and selectors, but no metadata_only).
+type nameScope struct {
+	namespace, labelSelector, fieldSelector string
+	metadataOnly                            bool
+}
+
+// resourceList is the JSON array of names and objects the library reads.
+func resourceList(names []string, specs []ResourceSpec, scope nameScope) []any {
+	list := make([]any, 0, len(names)+len(specs))
+	for _, n := range names {
+		if !scope.metadataOnly {
+			list = append(list, n)
+			continue
+		}
+		list = append(list, ResourceSpec{Resource: n, Namespace: scope.namespace,
+			LabelSelector: scope.labelSelector, FieldSelector: scope.fieldSelector, MetadataOnly: true})
+	}
+	for _, s := range specs {
+		list = append(list, s)
+	}
+	return list
+}
+
+func (c Config) scope() nameScope {
+	return nameScope{c.Namespace, c.LabelSelector, c.FieldSelector, c.MetadataOnly}
 }
 
 // JSON is the configuration as the library reads it.
 func (c Config) JSON() (string, error) {
 	b, err := json.Marshal(c)
-	if err != nil || len(c.Extra) == 0 {
-		return string(b), err
+	if err != nil {
+		return "", err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		return "", err
 	}
+	m["resources"] = resourceList(c.Resources, c.Specs, c.scope())
 	for k, v := range c.Extra {
 		m[k] = v
 	}
@@ -207,6 +284,10 @@ type Reader struct {
 	// waiter is held by the one Next that may wait in the library, so that
 	// the wake its context sends reaches that call and no other.
 	waiter chan struct{}
+
+	// scope is what SetResources' names take on the Go side (Open's
+	// MetadataOnly); zero for OpenJSON.
+	scope nameScope
 }
 
 // Open checks the configuration and starts streaming.
@@ -215,16 +296,32 @@ func Open(cfg Config) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tattler: config: %w", err)
 	}
-	return OpenJSON(js)
+	r, err := OpenJSONResume(js, cfg.Resume)
+	if r != nil {
+		r.scope = cfg.scope()
+	}
+	return r, err
 }
 
 // OpenJSON opens a reader from the library's JSON configuration.
 func OpenJSON(config string) (*Reader, error) {
+	return OpenJSONResume(config, nil)
+}
+
+// OpenJSONResume opens a reader from the library's JSON configuration that
+// resumes from checkpoint (Reader.Checkpoint bytes; nil for none).
+func OpenJSONResume(config string, checkpoint []byte) (*Reader, error) {
 	cs := C.CString(config)
 	defer C.free(unsafe.Pointer(cs))
+	var cp *C.uint8_t
+	if len(checkpoint) > 0 {
+		// Go memory without Go pointers in it, read only during the call:
+		// cgo's rules allow passing it as it is.
+		cp = (*C.uint8_t)(unsafe.Pointer(&checkpoint[0]))
+	}
 	var buf [1024]C.char
 	var c *C.tattler_reader
-	st := Status(C.tattler_open(cs, &c, &buf[0], C.size_t(len(buf))))
+	st := Status(C.tattler_open_resume(cs, cp, C.size_t(len(checkpoint)), &c, &buf[0], C.size_t(len(buf))))
 	if st != StatusOK {
 		return nil, &StatusError{Status: st, Message: C.GoString(&buf[0])}
 	}
@@ -420,14 +517,17 @@ func (r *Reader) Close() error {
 
 // SetResources changes the resources streamed while entries flow (see
 // tattler_set_resources): added ones start with a full sync, removed ones
-// stop, the rest run on. The namespace and selectors of the configuration
-// still apply. It reports whether anything changed. From inside a LogFunc
-// it fails with ErrReentrant.
+// stop, the rest run on. The names take the namespace, selectors and
+// MetadataOnly of the configuration. It reports whether anything changed.
+// From inside a LogFunc it fails with ErrReentrant.
 func (r *Reader) SetResources(names []string, force bool) (changed bool, err error) {
-	if names == nil {
-		names = []string{} // "null" would be a type error, not "nothing to watch"
-	}
-	js, err := json.Marshal(names)
+	return r.SetResourceSpecs(names, nil, force)
+}
+
+// SetResourceSpecs is SetResources with specs beside the names, as
+// Config.Resources and Config.Specs: the specs take only their own scope.
+func (r *Reader) SetResourceSpecs(names []string, specs []ResourceSpec, force bool) (changed bool, err error) {
+	js, err := json.Marshal(resourceList(names, specs, r.scope))
 	if err != nil {
 		return false, err
 	}
@@ -457,33 +557,91 @@ type StreamStats struct {
 	Bytes      uint64 `json:"bytes"`
 	Reconnects uint64 `json:"reconnects"`
 	Resyncs    uint64 `json:"resyncs"`
+	Relists    uint64 `json:"relists"`
 	StaleDrops uint64 `json:"stale_drops"`
+	// Skipped counts objects and frames that could not be delivered, each
+	// reported by an Error entry whose StreamError.Ended is false.
+	Skipped uint64 `json:"skipped"`
 	// ResourceVersion is the last one seen, as the server sent it.
 	ResourceVersion string `json:"resource_version"`
 	Objects         uint64 `json:"objects"`
 	Synced          bool   `json:"synced"`
 	ListFallback    bool   `json:"list_fallback"`
 	Failed          bool   `json:"failed"`
+	// LastError is why the stream last retried or gave up; "" once synced.
+	LastError string `json:"last_error"`
 }
 
 // Stats returns the counters of each stream, in the configured order.
 func (r *Reader) Stats() ([]StreamStats, error) {
+	text, err := r.text(textStats)
+	if err != nil {
+		return nil, err
+	}
+	var stats []StreamStats
+	err = json.Unmarshal(text, &stats)
+	return stats, err
+}
+
+// MetricsText returns the counters in the Prometheus text exposition format
+// (version 0.0.4), ready to serve on an agent's /metrics with
+// Content-Type "text/plain; version=0.0.4": tattler_events_total,
+// tattler_objects, tattler_synced, tattler_seconds_since_sync, ... per
+// stream, labelled by resource (and namespace, selectors, metadata_only
+// where set); see tattler_metrics_text in tattler.h.
+func (r *Reader) MetricsText() (string, error) {
+	text, err := r.text(textMetrics)
+	return string(text), err
+}
+
+// Checkpoint returns a checkpoint of the reader, to open a new one with
+// (Config.Resume) after a restart without delivering everything again: per
+// synced resource its resourceVersion and the objects the consumer holds
+// (namespace, name, uid, resourceVersion; no contents). It is exact once
+// the reader is stopped and drained: Stop, then Next until ErrClosed, then
+// Checkpoint, then Close. Taken while it runs it may hold changes still
+// waiting in the channel, which a resumed reader would not deliver.
+func (r *Reader) Checkpoint() ([]byte, error) {
+	return r.text(bytesCheckpoint)
+}
+
+// The library calls that write into a buffer: NUL-terminated texts, and
+// the checkpoint's bytes.
+const (
+	textStats = iota
+	textMetrics
+	bytesCheckpoint
+)
+
+// text makes one of those calls, growing the buffer as the library says,
+// and returns the text without its NUL.
+func (r *Reader) text(which int) ([]byte, error) {
 	if !r.acquire() {
 		return nil, ErrClosed
 	}
 	defer r.release()
 	var needed C.size_t
-	size := 1024
+	size := 4096
 	for {
 		buf := make([]byte, size)
-		st := Status(C.tattler_stats_json(r.c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), &needed))
+		p, n := (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf))
+		var st Status
+		switch which {
+		case textStats:
+			st = Status(C.tattler_stats_json(r.c, p, n, &needed))
+		case textMetrics:
+			st = Status(C.tattler_metrics_text(r.c, p, n, &needed))
+		default:
+			st = Status(C.tattler_checkpoint(r.c, (*C.uint8_t)(unsafe.Pointer(p)), n, &needed))
+		}
 		switch st {
 		case StatusOK:
-			var stats []StreamStats
-			err := json.Unmarshal(buf[:needed-1], &stats)
-			return stats, err
+			if which == bytesCheckpoint {
+				return buf[:needed], nil
+			}
+			return buf[:needed-1], nil
 		case StatusBufferTooSmall:
-			size = int(needed) + 256 // counters may grow between two calls
+			size = int(needed) + int(needed)/8 + 256 // it may grow between two calls
 		default:
 			return nil, statusError(st)
 		}

@@ -274,7 +274,7 @@ func TestOpenErrorsSayWhatIsWrong(t *testing.T) {
 	}{
 		{"{not json", StatusInvalidConfig, "JSON"},
 		{`{"server":"http://127.0.0.1:1","resources":["pods"],"tokn":"x"}`, StatusInvalidConfig, "`tokn`"},
-		{`{"server":"http://127.0.0.1:1","resources":["podz"]}`, StatusInvalidResource, `"podz"`},
+		{`{"server":"http://127.0.0.1:1","resources":["pods!"]}`, StatusInvalidResource, `"pods!"`},
 		{`{"server":"http://127.0.0.1:1","resources":["pods"],"token_file":"/no/such"}`, StatusIO, "/no/such"},
 	}
 	for _, c := range cases {
@@ -314,9 +314,9 @@ func TestSetResourcesAndStats(t *testing.T) {
 	if changed, err := r.SetResources([]string{"nodes", "pods"}, false); err != nil || changed {
 		t.Fatalf("the same set again: %v %v", changed, err)
 	}
-	_, err = r.SetResources([]string{"podz"}, false)
+	_, err = r.SetResources([]string{"pods!"}, false)
 	var se *StatusError
-	if !errors.As(err, &se) || se.Status != StatusInvalidResource || !strings.Contains(se.Message, `"podz"`) ||
+	if !errors.As(err, &se) || se.Status != StatusInvalidResource || !strings.Contains(se.Message, `"pods!"`) ||
 		!errors.Is(err, ErrInvalidResource) {
 		t.Fatalf("bad name: %v", err)
 	}
@@ -445,7 +445,7 @@ func TestErrorTextBelongsToItsCall(t *testing.T) {
 	r := open(t, f, "pods")
 	var wg sync.WaitGroup
 	errs := make(chan string, 2)
-	for _, bad := range []string{"podz", "nodez"} {
+	for _, bad := range []string{"pods!", "nodes!"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

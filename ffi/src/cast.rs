@@ -96,6 +96,19 @@ pub(crate) unsafe fn buf_arg<'a>(buf: *mut c_char, len: usize) -> &'a mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }
 }
 
+/// The caller's input bytes; empty when `len` is 0 (`bytes` may then be NULL).
+///
+/// # Safety
+/// `bytes` is non-NULL with `len` readable bytes that stay unchanged during
+/// the call, or `len` is 0.
+pub(crate) unsafe fn bytes_arg<'a>(bytes: *const u8, len: usize) -> &'a [u8] {
+    if bytes.is_null() || len == 0 {
+        return &[];
+    }
+    // SAFETY: the caller's promise above.
+    unsafe { std::slice::from_raw_parts(bytes, len) }
+}
+
 /// Writes an out-parameter.
 ///
 /// # Safety

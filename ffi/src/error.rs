@@ -35,6 +35,7 @@ impl From<tattler_core::Error> for Failure {
             Error::Resource(_) => TATTLER_ERR_INVALID_RESOURCE,
             Error::Tls(_) => TATTLER_ERR_TLS,
             Error::Reentrant(_) => TATTLER_ERR_REENTRANT,
+            Error::Checkpoint(_) => TATTLER_ERR_INVALID_CHECKPOINT,
             _ => TATTLER_ERR_OTHER,
         };
         Failure::new(status, e.to_string())

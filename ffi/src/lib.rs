@@ -44,8 +44,9 @@ pub use logging::{
     tattler_set_log_level,
 };
 pub use reader::{
-    tattler_close, tattler_next_entry, tattler_open, tattler_reader, tattler_set_resources,
-    tattler_stats_json, tattler_stop, tattler_wake,
+    tattler_checkpoint, tattler_close, tattler_metrics_text, tattler_next_entry, tattler_open,
+    tattler_open_resume, tattler_reader, tattler_set_resources, tattler_stats_json, tattler_stop,
+    tattler_wake,
 };
 pub use status::{
     tattler_status, tattler_status_str, tattler_version, TATTLER_VERSION_MAJOR,

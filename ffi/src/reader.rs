@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tattler_core::{NextTimeoutError, Reader, ResourceSpec, StreamStats, TryNextError};
+use tattler_core::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextError};
 
 use crate::cast;
-use crate::config::{parse_config, parse_resources};
+use crate::config::{parse_config, parse_resources, Scope};
 use crate::entry::tattler_entry;
 use crate::error::{copy_truncated, guard, Failure};
 use crate::logging::in_callback;
@@ -21,44 +21,8 @@ use crate::status::tattler_status::{self, *};
 /// inside (say, blocked in `tattler_next_entry`) cannot free what that call uses.
 pub struct tattler_reader {
     pub(crate) reader: Reader,
+    /// What the names given to `tattler_set_resources` take.
     scope: Scope,
-}
-
-/// The namespace and selectors of the open configuration, applied again to
-/// the resources `tattler_set_resources` names.
-#[derive(Default)]
-struct Scope {
-    namespace: Option<String>,
-    label_selector: Option<String>,
-    field_selector: Option<String>,
-}
-
-impl Scope {
-    /// Reads the three keys from a configuration `Config::from_json` accepted.
-    fn from_json(json: &str) -> Scope {
-        let doc: Value = serde_json::from_str(json).unwrap_or_default();
-        let key = |k: &str| doc.get(k).and_then(Value::as_str).map(String::from);
-        Scope {
-            namespace: key("namespace"),
-            label_selector: key("label_selector"),
-            field_selector: key("field_selector"),
-        }
-    }
-
-    /// What `Config::from_json` does to each resource it reads.
-    fn apply(&self, specs: Vec<ResourceSpec>) -> Vec<ResourceSpec> {
-        specs
-            .into_iter()
-            .map(|mut spec| {
-                if let Some(ns) = &self.namespace {
-                    spec = spec.in_namespace(ns);
-                }
-                spec.label_selector.clone_from(&self.label_selector);
-                spec.field_selector.clone_from(&self.field_selector);
-                spec
-            })
-            .collect()
-    }
 }
 
 /// Timeouts longer than this (about 30 years) mean "forever": a deadline that
@@ -102,11 +66,15 @@ unsafe fn with_reader(
 /// - `config_json`: the configuration as a JSON object, e.g.
 ///   `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`.
 ///   `resources` (required) names what to stream: `pods`, `nodes`, `rbac`,
-///   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ....
+///   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ..., and
+///   objects with a scope of their own,
+///   `{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true}`
+///   (see `tattler_set_resources` for their keys).
 ///   Where the cluster is: `server` (with `ca_file` or `ca_data`, `token`
 ///   or `token_file`, `insecure`), or `kubeconfig` and `context`, or
-///   `in_cluster`; with none of these, as kubectl finds it. Narrowing:
-///   `namespace`, `label_selector`, `field_selector`. Tuning:
+///   `in_cluster`; with none of these, as kubectl finds it. Narrowing the
+///   names (not the objects): `namespace`, `label_selector`,
+///   `field_selector`. Tuning:
 ///   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
 ///   of the Rust `tattler::Config::from_json`. An unknown key is an error
 ///   that lists the known ones. Files named are read now.
@@ -138,6 +106,22 @@ pub unsafe extern "C" fn tattler_open(
     err_buf: *mut c_char,
     err_len: usize,
 ) -> tattler_status {
+    // SAFETY: the caller's promise, passed on; no checkpoint.
+    unsafe { open(config_json, None, out, err_buf, err_len) }
+}
+
+/// `tattler_open` and `tattler_open_resume`: `checkpoint` is the caller's
+/// pointer and length, or `None` for no checkpoint.
+///
+/// # Safety
+/// As `tattler_open_resume`.
+unsafe fn open(
+    config_json: *const c_char,
+    checkpoint: Option<(*const u8, usize)>,
+    out: *mut *mut tattler_reader,
+    err_buf: *mut c_char,
+    err_len: usize,
+) -> tattler_status {
     // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
     let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
     let result = guard(|| {
@@ -149,7 +133,17 @@ pub unsafe extern "C" fn tattler_open(
         }
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
         let json = unsafe { cast::str_arg(config_json, "config_json") }?;
-        let config = parse_config(json)?;
+        let mut config = parse_config(json)?;
+        match checkpoint {
+            Some((p, len)) if p.is_null() && len != 0 => return Err(Failure::null("checkpoint")),
+            Some((p, len)) if len != 0 => {
+                // SAFETY: non-NULL with `len` readable bytes, by the caller's promise.
+                let bytes = unsafe { cast::bytes_arg(p, len) };
+                let cp = Checkpoint::from_bytes(bytes)?;
+                config.resume = Some(cp);
+            }
+            _ => {}
+        }
         let handle = Arc::new(tattler_reader {
             reader: Reader::open(config)?,
             scope: Scope::from_json(json),
@@ -162,6 +156,66 @@ pub unsafe extern "C" fn tattler_open(
         copy_truncated(&f.message, err_buf);
         f.status
     })
+}
+
+/// Opens a reader that resumes from a checkpoint of an earlier one
+/// (`tattler_checkpoint`), typically kept in a file across a restart.
+///
+/// Each resource of the configuration that the checkpoint holds (the same
+/// group, version, resource, namespace, selectors and `metadata_only`)
+/// starts from it instead of a full sync: its Synced entry comes at once, at
+/// the checkpoint's resourceVersion, then only what changed while no reader
+/// ran (deletes included). When the server no longer has that
+/// resourceVersion (compacted), the resource re-syncs against what the
+/// checkpoint says the consumer holds: unchanged objects as Snapshot, changed
+/// ones as Update, new ones as Add, vanished ones as inferred Delete, then
+/// Synced. Resources the checkpoint lacks sync as `tattler_open`'s do; what
+/// it holds for resources no longer configured is ignored.
+///
+/// Parameters:
+/// - `config_json`: the configuration, as for `tattler_open`.
+/// - `checkpoint`, `checkpoint_len`: the checkpoint's bytes as
+///   `tattler_checkpoint` wrote them; NULL and 0 for none (then this is
+///   `tattler_open`).
+/// - `out`: where to store the new reader.
+/// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+///   and 0. The text is NUL-terminated and cut to fit.
+///
+/// Returns: `TATTLER_OK` and `*out` set; or what `tattler_open` returns,
+/// and `TATTLER_ERR_INVALID_CHECKPOINT` for bytes that are not a checkpoint
+/// this library reads (the text says where; it never quotes the bytes), and
+/// `TATTLER_ERR_NULL_ARG` for a NULL `checkpoint` with a non-zero length.
+/// `*out` is untouched on failure.
+///
+/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
+/// `config_json` and `checkpoint` are only read during the call.
+///
+/// Thread safety: as `tattler_open`: any thread, also from inside the log
+/// callback.
+///
+/// # Safety
+/// `config_json` is NULL or a NUL-terminated string; `checkpoint` is NULL
+/// or has `checkpoint_len` readable bytes; `out` is NULL or writable;
+/// `err_buf` is NULL or has `err_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_open_resume(
+    config_json: *const c_char,
+    checkpoint: *const u8,
+    checkpoint_len: usize,
+    out: *mut *mut tattler_reader,
+    err_buf: *mut c_char,
+    err_len: usize,
+) -> tattler_status {
+    // SAFETY: the caller's promise, passed on.
+    unsafe {
+        open(
+            config_json,
+            Some((checkpoint, checkpoint_len)),
+            out,
+            err_buf,
+            err_len,
+        )
+    }
 }
 
 /// Waits for the next entry.
@@ -360,14 +414,21 @@ pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status
 ///
 /// Streams for added resources start with a full initial sync (their entries
 /// then Synced), streams for removed ones stop, the others run on without a
-/// reconnect. With `force`, every stream restarts. The `namespace`,
-/// `label_selector` and `field_selector` of the open configuration apply to
-/// the new list as they did to the first.
+/// reconnect. With `force`, every stream restarts. A resource is the same
+/// stream when its group, version, resource, namespace, selectors and
+/// `metadata_only` are.
 ///
 /// Parameters:
 /// - `r`: the reader.
-/// - `resources_json`: a JSON array of resource names, the same names as
-///   the configuration's `resources`, e.g. `["pods","apps/v1/deployments"]`.
+/// - `resources_json`: a JSON array, the same as the configuration's
+///   `resources`: names, which take the `namespace`, `label_selector` and
+///   `field_selector` of the open configuration as its own names did, and
+///   objects, which take only their own keys:
+///   `["configmaps",{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true},{"resource":"nodes","field_selector":"metadata.name=n1"}]`.
+///   An object's keys: `resource` (required; a name as above), `namespace`
+///   or `namespaces` (a list: one stream each, entries of one resource),
+///   `label_selector`, `field_selector`, `metadata_only` (the objects as
+///   `PartialObjectMetadata`: only their `metadata`).
 /// - `force`: restart every stream even if the set is unchanged.
 /// - `changed`: where to store whether anything changed, or NULL.
 /// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
@@ -376,8 +437,10 @@ pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status
 ///
 /// Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
 /// is stopped; or a failure with its reason in `err_buf`
-/// (`TATTLER_ERR_INVALID_RESOURCE` for a bad name or not an array of
-/// strings, `TATTLER_ERR_INVALID_CONFIG` for an empty list,
+/// (`TATTLER_ERR_INVALID_RESOURCE` for a bad name, an unknown or mistyped
+/// key of an object or not a JSON array of names and objects, the text
+/// naming the item and key (`resources[1].nmespace`);
+/// `TATTLER_ERR_INVALID_CONFIG` for an empty list;
 /// `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot start,
 /// `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_REENTRANT` from inside the log
 /// callback, where the streams it stops could include the one logging).
@@ -386,8 +449,8 @@ pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status
 /// Ownership: `resources_json` is only read during the call.
 ///
 /// Thread safety: may run while other threads are in `tattler_next_entry`,
-/// `tattler_stop` or `tattler_stats_json` on `r`; two `tattler_set_resources`
-/// on one reader take turns.
+/// `tattler_stop`, `tattler_stats_json` or `tattler_metrics_text` on `r`;
+/// two `tattler_set_resources` on one reader take turns.
 ///
 /// # Safety
 /// `r` is NULL or a reader from `tattler_open` not yet closed;
@@ -416,7 +479,7 @@ pub unsafe extern "C" fn tattler_set_resources(
         }
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
         let json = unsafe { cast::str_arg(resources_json, "resources_json") }?;
-        let specs = h.scope.apply(parse_resources(json)?);
+        let specs = parse_resources(json, &h.scope)?;
         match h.reader.set_resources(&specs, force) {
             Ok(c) => {
                 if !changed.is_null() {
@@ -434,7 +497,8 @@ pub unsafe extern "C" fn tattler_set_resources(
 }
 
 /// The counters of each stream as a JSON array, in the configured order:
-/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"stale_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false}]`.
+/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
+/// (`last_error`: why the stream last retried or gave up, `null` once synced).
 ///
 /// `resource_version` is the last one seen, as the server sent it (a string:
 /// the API calls resourceVersions opaque).
@@ -468,26 +532,169 @@ pub unsafe extern "C" fn tattler_stats_json(
     needed: *mut usize,
 ) -> tattler_status {
     let body = |h: &tattler_reader| {
-        if buf.is_null() && len != 0 {
-            return Err(Failure::null("buf"));
-        }
+        check_buf(buf, len)?;
         let json = stats_json(&h.reader.stats());
-        let need = json.len() + 1;
-        if !needed.is_null() {
-            // SAFETY: non-NULL and writable, by the caller's promise.
-            unsafe { cast::write(needed, need) };
-        }
-        if len < need {
-            return Err(Failure::new(
-                TATTLER_ERR_BUFFER_TOO_SMALL,
-                format!("stats need {need} bytes, the buffer has {len}"),
-            ));
-        }
-        // SAFETY: non-NULL (len >= need > 0) with `len` writable bytes, by the caller's promise.
-        let out = unsafe { cast::buf_arg(buf, len) };
-        out[..json.len()].copy_from_slice(json.as_bytes());
-        out[json.len()] = 0;
-        Ok(TATTLER_OK)
+        // SAFETY: the caller's promise, passed on.
+        unsafe { copy_out(json.as_bytes(), true, buf, len, needed) }
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { with_reader(r, &mut [], body) }
+}
+
+/// The NULL check of a caller's output buffer: NULL only with length 0.
+fn check_buf(buf: *mut c_char, len: usize) -> Result<(), Failure> {
+    if buf.is_null() && len != 0 {
+        return Err(Failure::null("buf"));
+    }
+    Ok(())
+}
+
+/// Copies `bytes`, and a NUL after them when `nul`, into the caller's
+/// buffer, whole or not at all; `*needed` (when not NULL) gets the size
+/// required either way.
+///
+/// # Safety
+/// `buf` is NULL with `len` 0, or has `len` writable bytes; `needed` is NULL
+/// or writable.
+unsafe fn copy_out(
+    bytes: &[u8],
+    nul: bool,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> Result<tattler_status, Failure> {
+    let need = bytes.len() + usize::from(nul);
+    if !needed.is_null() {
+        // SAFETY: non-NULL and writable, by the caller's promise.
+        unsafe { cast::write(needed, need) };
+    }
+    if len < need {
+        return Err(Failure::new(
+            TATTLER_ERR_BUFFER_TOO_SMALL,
+            format!("{need} bytes are needed, the buffer has {len}"),
+        ));
+    }
+    // SAFETY: `len` writable bytes (or none), by the caller's promise.
+    let out = unsafe { cast::buf_arg(buf, len) };
+    out[..bytes.len()].copy_from_slice(bytes);
+    if nul {
+        out[bytes.len()] = 0;
+    }
+    Ok(TATTLER_OK)
+}
+
+/// The reader's counters in the Prometheus text exposition format (0.0.4),
+/// ready to serve as an agent's `/metrics` (`Content-Type: text/plain;
+/// version=0.0.4`): `# HELP` and `# TYPE` lines, then one sample per stream,
+/// labelled by `resource` (`group/version/resource`, `v1/pods` for the core
+/// group) and, where set, `namespace`, `label_selector`, `field_selector`,
+/// `metadata_only`:
+///
+/// ```text
+/// # HELP tattler_events_total Watch events and LIST items received.
+/// # TYPE tattler_events_total counter
+/// tattler_events_total{resource="v1/pods"} 12
+/// ```
+///
+/// The series: `tattler_events_total`, `tattler_received_bytes_total`,
+/// `tattler_reconnects_total`, `tattler_resyncs_total`,
+/// `tattler_relists_total`, `tattler_stale_drops_total`,
+/// `tattler_skipped_total` (counters); `tattler_objects` (objects tracked),
+/// `tattler_synced`, `tattler_failed`, `tattler_list_fallback` (0 or 1),
+/// `tattler_seconds_since_sync` (absent until the first full state) per
+/// stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
+/// for the consumer) for the reader. The text is the Rust
+/// `tattler::Reader::metrics_text`.
+///
+/// Parameters:
+/// - `r`: the reader.
+/// - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+/// - `needed`: where to store the bytes required, NUL included, or NULL.
+///
+/// Returns: `TATTLER_OK` with the NUL-terminated text in `buf`;
+/// `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the text is never
+/// cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
+/// non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+/// `TATTLER_ERR_BUFFER_TOO_SMALL`. Values move (bytes, seconds since the
+/// sync): the size may grow between two calls, so leave some room (or
+/// retry). Every failure is described by its status alone; this call has no
+/// error text.
+///
+/// Ownership: the caller owns `buf`.
+///
+/// Thread safety: any thread, concurrently with any call on `r` but
+/// `tattler_close`, also from inside the log callback.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+/// or has `len` writable bytes; `needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_metrics_text(
+    r: *mut tattler_reader,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> tattler_status {
+    let body = |h: &tattler_reader| {
+        check_buf(buf, len)?;
+        let text = h.reader.metrics_text();
+        // SAFETY: the caller's promise, passed on.
+        unsafe { copy_out(text.as_bytes(), true, buf, len, needed) }
+    };
+    // SAFETY: the caller's promise, passed on.
+    unsafe { with_reader(r, &mut [], body) }
+}
+
+/// A checkpoint of the reader, for `tattler_open_resume` after a restart:
+/// per resource whose full state is complete, where its watch can resume and
+/// the objects the consumer holds (namespace, name, uid and resourceVersion
+/// each; about 100 bytes an object, never the objects themselves).
+///
+/// It matches what the consumer got exactly when taken after
+/// `tattler_stop(r)` and once `tattler_next_entry(r)` has returned
+/// `TATTLER_CLOSED` (every entry taken). Taken while the reader runs, it may
+/// hold changes still waiting in the channel, which a resumed reader would
+/// then not deliver. So, on shutdown: stop, drain, checkpoint, close.
+///
+/// The bytes are a versioned JSON document, not NUL-terminated. They hold
+/// names, uids and resourceVersions (no object contents, no credentials);
+/// keep them where the agent keeps its own state.
+///
+/// Parameters:
+/// - `r`: the reader.
+/// - `buf`, `len`: the caller's buffer. NULL and 0 ask for the size only.
+/// - `needed`: where to store the byte count of the checkpoint, or NULL.
+///
+/// Returns: `TATTLER_OK` with the checkpoint in the first `*needed` bytes
+/// of `buf`; `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (a
+/// checkpoint is never cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a
+/// NULL `buf` with a non-zero `len`. `*needed` is set with `TATTLER_OK` and
+/// with `TATTLER_ERR_BUFFER_TOO_SMALL`. While the reader runs the size may
+/// grow between two calls (retry with the new `*needed`); once it is stopped
+/// and drained it does not change. Every failure is described by its status
+/// alone; this call has no error text.
+///
+/// Ownership: the caller owns `buf`.
+///
+/// Thread safety: any thread, concurrently with any call on `r` but
+/// `tattler_close`, also from inside the log callback.
+///
+/// # Safety
+/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
+/// or has `len` writable bytes; `needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_checkpoint(
+    r: *mut tattler_reader,
+    buf: *mut u8,
+    len: usize,
+    needed: *mut usize,
+) -> tattler_status {
+    let buf = buf.cast::<c_char>();
+    let body = |h: &tattler_reader| {
+        check_buf(buf, len)?;
+        let bytes = h.reader.checkpoint().to_bytes();
+        // SAFETY: the caller's promise, passed on.
+        unsafe { copy_out(&bytes, false, buf, len, needed) }
     };
     // SAFETY: the caller's promise, passed on.
     unsafe { with_reader(r, &mut [], body) }
@@ -503,32 +710,17 @@ fn stats_json(stats: &[StreamStats]) -> String {
                 "bytes": s.bytes,
                 "reconnects": s.reconnects,
                 "resyncs": s.resyncs,
+                "relists": s.relists,
                 "stale_drops": s.stale_drops,
+                "skipped": s.skipped,
                 "resource_version": s.resource_version,
                 "objects": s.objects,
                 "synced": s.synced,
                 "list_fallback": s.list_fallback,
                 "failed": s.failed,
+                "last_error": s.last_error,
             })
         })
         .collect();
     Value::Array(list).to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scope_is_applied_like_from_json() {
-        let scope =
-            Scope::from_json(r#"{"namespace":"prod","label_selector":"app=web","server":"x"}"#);
-        let specs = scope.apply(parse_resources(r#"["pods","nodes"]"#).unwrap());
-        assert_eq!(specs[0].namespace.as_deref(), Some("prod"));
-        assert_eq!(specs[1].namespace, None, "nodes are cluster-scoped");
-        assert!(specs
-            .iter()
-            .all(|s| s.label_selector.as_deref() == Some("app=web")));
-        assert!(specs.iter().all(|s| s.field_selector.is_none()));
-    }
 }

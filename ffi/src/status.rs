@@ -37,7 +37,8 @@ pub enum tattler_status {
     /// The caller's buffer is too small; `*needed` tells the size required.
     TATTLER_ERR_BUFFER_TOO_SMALL = 105,
     /// A resource name could not be understood, or the resource list is not a
-    /// JSON array of strings.
+    /// JSON array of names and objects (an object's key unknown or of the
+    /// wrong type).
     TATTLER_ERR_INVALID_RESOURCE = 106,
     /// The TLS setup failed (a CA bundle without a PEM certificate).
     TATTLER_ERR_TLS = 107,
@@ -53,12 +54,17 @@ pub enum tattler_status {
     /// `tattler_set_log_callback` for what the callback may call). Nothing
     /// was done; make the call after the callback returned.
     TATTLER_ERR_REENTRANT = 111,
+    /// `tattler_open_resume`: the checkpoint is not one this library can
+    /// read (not a checkpoint, another format version, cut short, out of
+    /// bounds); the error text says where. Nothing was opened: open without
+    /// it (a full sync) and drop the stored one.
+    TATTLER_ERR_INVALID_CHECKPOINT = 112,
 }
 
 use tattler_status::*;
 
 /// Every status, for `tattler_status_str`.
-const ALL: [tattler_status; 15] = [
+const ALL: [tattler_status; 16] = [
     TATTLER_OK,
     TATTLER_TIMEOUT,
     TATTLER_CLOSED,
@@ -74,6 +80,7 @@ const ALL: [tattler_status; 15] = [
     TATTLER_ERR_LOGGER_IN_USE,
     TATTLER_ERR_OTHER,
     TATTLER_ERR_REENTRANT,
+    TATTLER_ERR_INVALID_CHECKPOINT,
 ];
 
 impl tattler_status {
@@ -95,6 +102,7 @@ impl tattler_status {
             TATTLER_ERR_LOGGER_IN_USE => c"another logger is installed",
             TATTLER_ERR_OTHER => c"error",
             TATTLER_ERR_REENTRANT => c"not allowed from inside the log callback",
+            TATTLER_ERR_INVALID_CHECKPOINT => c"invalid checkpoint",
         }
     }
 

@@ -264,9 +264,9 @@ fn bad_configurations_say_what_is_wrong() {
             "`tokn`",
         ),
         (
-            b"{\"server\":\"http://127.0.0.1:1\",\"resources\":[\"podz\"]}",
+            b"{\"server\":\"http://127.0.0.1:1\",\"resources\":[\"pods!\"]}",
             TATTLER_ERR_INVALID_RESOURCE,
-            "\"podz\"",
+            "\"pods!\"",
         ),
     ];
     for (json, status, needle) in cases {
@@ -579,9 +579,14 @@ fn set_resources_changes_the_streams_or_says_why_not() {
         (
             c"{\"pods\":1}",
             TATTLER_ERR_INVALID_RESOURCE,
-            "JSON array of strings",
+            "`resources` must be an array of resource names and objects",
         ),
-        (c"[\"podz\"]", TATTLER_ERR_INVALID_RESOURCE, "\"podz\""),
+        (
+            c"[{\"resource\":\"pods\",\"nmespace\":\"x\"}]",
+            TATTLER_ERR_INVALID_RESOURCE,
+            "`resources[0].nmespace`",
+        ),
+        (c"[\"pods!\"]", TATTLER_ERR_INVALID_RESOURCE, "\"pods!\""),
         (c"[]", TATTLER_ERR_INVALID_CONFIG, "nothing to watch"),
         (c"[\"p\xffds\"]", TATTLER_ERR_INVALID_UTF8, "not UTF-8"),
     ] {
@@ -597,7 +602,7 @@ fn set_resources_changes_the_streams_or_says_why_not() {
     let st = unsafe {
         tattler_set_resources(
             r,
-            c"[\"podz\"]".as_ptr(),
+            c"[\"pods!\"]".as_ptr(),
             false,
             &mut changed,
             small.as_mut_ptr().cast(),
@@ -651,14 +656,16 @@ fn stats_are_json_and_never_cut() {
     assert_eq!(stats[0]["synced"], true);
     assert_eq!(stats[1]["resource"], "apps/v1/deployments");
     assert_eq!(stats.as_array().unwrap().len(), 2);
-    assert_eq!(stats[0].as_object().unwrap().len(), 11, "{stats}");
+    assert_eq!(stats[0].as_object().unwrap().len(), 14, "{stats}");
+    assert_eq!(stats[0]["skipped"], 0);
+    assert_eq!(stats[0]["last_error"], serde_json::Value::Null);
     close(r);
 }
 
 #[test]
 fn status_texts_and_version() {
     let mut seen = std::collections::HashSet::new();
-    for n in (0..3).chain(100..112) {
+    for n in (0..3).chain(100..113) {
         let t = s(tattler_status_str(n));
         assert!(tattler_status::from_int(n).is_some(), "{n} is a status");
         assert!(
@@ -666,12 +673,13 @@ fn status_texts_and_version() {
             "{n}: {t}"
         );
     }
-    for n in [-1, 3, 99, 112, c_int::MAX] {
+    for n in [-1, 3, 99, 113, c_int::MAX] {
         assert_eq!(s(tattler_status_str(n)), "unknown status");
     }
     assert_eq!(TATTLER_ERR_NULL_ARG as c_int, 100);
     assert_eq!(TATTLER_ERR_OTHER as c_int, 110);
     assert_eq!(TATTLER_ERR_REENTRANT as c_int, 111);
+    assert_eq!(TATTLER_ERR_INVALID_CHECKPOINT as c_int, 112);
     assert_eq!(s(tattler_version()), env!("CARGO_PKG_VERSION"));
 }
 
@@ -774,4 +782,476 @@ fn close_only_drops_the_creators_reference() {
         api.wait_open_watches(0, Duration::from_secs(10)),
         "the last reference ended the streams"
     );
+}
+
+/// A pod scheduled to `node`.
+fn pod_on(namespace: &str, name: &str, node: &str) -> serde_json::Value {
+    let mut p = FakeApi::pod(namespace, name);
+    p["spec"]["nodeName"] = serde_json::json!(node);
+    p
+}
+
+/// The object of an entry, parsed; frees the entry.
+fn object_of(e: *mut tattler_entry) -> serde_json::Value {
+    // SAFETY: a live entry from tattler_next_entry, freed once here.
+    unsafe {
+        let mut len = 0;
+        let p = tattler_entry_object(e, &mut len);
+        assert!(!p.is_null(), "no object");
+        let v = serde_json::from_slice(std::slice::from_raw_parts(p, len)).unwrap();
+        tattler_entry_free(e);
+        v
+    }
+}
+
+#[test]
+fn a_node_agent_configuration_streams_one_node_and_its_pods() {
+    let api = FakeApi::start();
+    let rv_a = api.apply("pods", pod_on("shop", "a", "n1"));
+    api.apply("pods", pod_on("shop", "b", "n2"));
+    let rv_n1 = api.apply("nodes", FakeApi::object(None, "n1"));
+    api.apply("nodes", FakeApi::object(None, "n2"));
+    let rv_cm = api.apply("configmaps", FakeApi::object(Some("a"), "cm"));
+    api.apply("configmaps", FakeApi::object(Some("c"), "elsewhere"));
+    let r = open(
+        &serde_json::json!({
+            "server": api.url(),
+            "namespace": "ignored-by-objects",
+            "resources": [
+                {"resource": "pods", "field_selector": "spec.nodeName=n1"},
+                {"resource": "nodes", "field_selector": "metadata.name=n1"},
+                // Two namespaces: one stream each, one resource (one Synced).
+                {"resource": "configmaps", "namespaces": ["a", "b"]},
+            ]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut lines = until_synced(r, 3);
+    lines.sort();
+    let cur = api.current_rv();
+    assert_eq!(
+        lines,
+        [
+            format!("Add /n1 {rv_n1}"),
+            format!("Add a/cm {rv_cm}"),
+            format!("Add shop/a {rv_a}"),
+            format!("Synced v1/configmaps {cur}"),
+            format!("Synced v1/nodes {cur}"),
+            format!("Synced v1/pods {cur}"),
+        ]
+    );
+    // A pod moving to n1 comes in; the other node never does.
+    assert!(api.wait_open_watches(4, Duration::from_secs(10)));
+    api.apply("nodes", FakeApi::object(None, "n2"));
+    let rv_b = api.apply("pods", pod_on("shop", "b", "n1"));
+    assert_eq!(line(next(r, WAIT_MS).1), format!("Add shop/b {rv_b}"));
+
+    // set_resources takes objects too: the same two, and configmaps of one
+    // namespace, metadata only, instead of the two namespaces.
+    let json = CString::new(
+        r#"[{"resource":"pods","field_selector":"spec.nodeName=n1"},
+            {"resource":"nodes","field_selector":"metadata.name=n1"},
+            {"resource":"configmaps","namespace":"a","metadata_only":true}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        set_resources(r, json.as_ptr(), false, false),
+        (TATTLER_OK, true, String::new())
+    );
+    let (st, e) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let obj = object_of(e);
+    assert_eq!(
+        (
+            obj["kind"].as_str(),
+            obj["apiVersion"].as_str(),
+            obj["metadata"]["name"].as_str(),
+            obj["metadata"]["resourceVersion"].as_str()
+        ),
+        (
+            Some("PartialObjectMetadata"),
+            Some("meta.k8s.io/v1"),
+            Some("cm"),
+            Some(rv_cm.to_string().as_str())
+        ),
+        "{obj}"
+    );
+    assert_eq!(obj.as_object().unwrap().len(), 3, "only metadata: {obj}");
+    assert_eq!(
+        line(next(r, WAIT_MS).1),
+        format!("Synced v1/configmaps {}", api.current_rv())
+    );
+    // The same list again changes nothing; the two namespaces' streams went.
+    assert_eq!(
+        set_resources(r, json.as_ptr(), false, true),
+        (TATTLER_OK, false, String::new())
+    );
+    assert!(api.wait_open_watches(3, Duration::from_secs(10)));
+    close(r);
+}
+
+/// `tattler_metrics_text` into a buffer of exactly the size asked for.
+fn metrics(r: *mut tattler_reader) -> String {
+    let mut needed = 0;
+    // SAFETY: a live reader; NULL buffer with length 0 asks for the size.
+    let st = unsafe { tattler_metrics_text(r, null_mut(), 0, &mut needed) };
+    assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
+    // Values move between two calls: room for a few more digits.
+    let mut buf = vec![0xffu8; needed + 64];
+    let mut needed2 = 0;
+    // SAFETY: a live reader and a buffer of buf.len() bytes.
+    let st = unsafe { tattler_metrics_text(r, buf.as_mut_ptr().cast(), buf.len(), &mut needed2) };
+    assert_eq!(st, TATTLER_OK);
+    assert_eq!(buf[needed2 - 1], 0, "NUL-terminated where *needed says");
+    text(&buf)
+}
+
+#[test]
+fn metrics_are_prometheus_text_and_never_cut() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("default", "a"));
+    api.apply("pods", FakeApi::pod("default", "b"));
+    let r = open(
+        &serde_json::json!({
+            "server": api.url(),
+            "resources": ["pods", {"resource": "nodes", "field_selector": "metadata.name=n1", "metadata_only": true}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    until_synced(r, 2);
+    // Too small: untouched, and *needed says how much.
+    let mut needed = 0;
+    let mut small = [0xffu8; 16];
+    // SAFETY: a live reader and a buffer of small.len() bytes.
+    let st =
+        unsafe { tattler_metrics_text(r, small.as_mut_ptr().cast(), small.len(), &mut needed) };
+    assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
+    assert!(needed > 500, "{needed}");
+    assert!(
+        small.iter().all(|&b| b == 0xff),
+        "buffer written on failure"
+    );
+    // SAFETY: NULL buffer with a length, and a NULL reader.
+    unsafe {
+        assert_eq!(
+            tattler_metrics_text(r, null_mut(), 10, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(
+            tattler_metrics_text(null_mut(), null_mut(), 0, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+    }
+
+    let text = metrics(r);
+    let mut types = Vec::new();
+    let mut samples = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        if let Some(t) = l.strip_prefix("# TYPE ") {
+            types.push(t.to_string());
+        } else if !l.starts_with("# HELP ") {
+            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l:?}"));
+            let v: f64 = value.parse().unwrap_or_else(|_| panic!("{l:?}"));
+            samples.insert(series.to_string(), v);
+        }
+    }
+    assert_eq!(
+        types,
+        [
+            "tattler_events_total counter",
+            "tattler_received_bytes_total counter",
+            "tattler_reconnects_total counter",
+            "tattler_resyncs_total counter",
+            "tattler_relists_total counter",
+            "tattler_stale_drops_total counter",
+            "tattler_skipped_total counter",
+            "tattler_objects gauge",
+            "tattler_synced gauge",
+            "tattler_failed gauge",
+            "tattler_list_fallback gauge",
+            "tattler_seconds_since_sync gauge",
+            "tattler_channel_entries gauge",
+            "tattler_channel_bytes gauge",
+        ],
+        "{text}"
+    );
+    let pods = r#"{resource="v1/pods"}"#;
+    let nodes = r#"{resource="v1/nodes",field_selector="metadata.name=n1",metadata_only="true"}"#;
+    for (series, want) in [
+        (format!("tattler_objects{pods}"), 2.0),
+        (format!("tattler_objects{nodes}"), 0.0),
+        (format!("tattler_synced{pods}"), 1.0),
+        (format!("tattler_synced{nodes}"), 1.0),
+        (format!("tattler_failed{pods}"), 0.0),
+        (format!("tattler_reconnects_total{pods}"), 0.0),
+        ("tattler_channel_entries".to_string(), 0.0),
+        ("tattler_channel_bytes".to_string(), 0.0),
+    ] {
+        assert_eq!(samples.get(&series), Some(&want), "{series} in\n{text}");
+    }
+    assert!(samples[&format!("tattler_received_bytes_total{pods}")] > 0.0);
+    let since = samples[&format!("tattler_seconds_since_sync{pods}")];
+    assert!((0.0..60.0).contains(&since), "{since}");
+    // 14 series: 12 per stream for 2 streams, 2 for the reader.
+    assert_eq!(samples.len(), 12 * 2 + 2, "{text}");
+
+    // An entry waiting in the channel shows.
+    assert!(api.wait_open_watches(2, Duration::from_secs(10)));
+    api.apply("pods", FakeApi::pod("default", "c"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !metrics(r).contains("\ntattler_channel_entries 1\n") {
+        assert!(Instant::now() < deadline, "{}", metrics(r));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    close(r);
+}
+
+/// `tattler_checkpoint` into a buffer of exactly the size it asks for.
+fn checkpoint(r: *mut tattler_reader) -> Vec<u8> {
+    let mut needed = 0;
+    // SAFETY: a live reader; NULL buffer with length 0 asks for the size.
+    let st = unsafe { tattler_checkpoint(r, null_mut(), 0, &mut needed) };
+    assert_eq!(st, TATTLER_ERR_BUFFER_TOO_SMALL);
+    let mut small = vec![0xffu8; needed - 1];
+    let mut again = 0;
+    // SAFETY: a live reader and a buffer of small.len() bytes.
+    let st = unsafe { tattler_checkpoint(r, small.as_mut_ptr(), small.len(), &mut again) };
+    assert_eq!((st, again), (TATTLER_ERR_BUFFER_TOO_SMALL, needed));
+    assert!(
+        small.iter().all(|&b| b == 0xff),
+        "buffer written on failure"
+    );
+    let mut buf = vec![0u8; needed];
+    // SAFETY: as above, with room for it all.
+    let st = unsafe { tattler_checkpoint(r, buf.as_mut_ptr(), buf.len(), &mut again) };
+    assert_eq!(
+        (st, again),
+        (TATTLER_OK, needed),
+        "the same size once drained"
+    );
+    buf
+}
+
+/// `tattler_open_resume`, which must succeed.
+fn open_resume(json: &str, cp: &[u8]) -> *mut tattler_reader {
+    let json = CString::new(json).unwrap();
+    let mut r = null_mut();
+    let mut err = [0u8; 512];
+    // SAFETY: valid string, bytes, out-pointer and buffer.
+    let st = unsafe {
+        tattler_open_resume(
+            json.as_ptr(),
+            cp.as_ptr(),
+            cp.len(),
+            &mut r,
+            err.as_mut_ptr().cast(),
+            err.len(),
+        )
+    };
+    assert_eq!(st, TATTLER_OK, "{}", text(&err));
+    r
+}
+
+/// Stops the reader and takes every entry left, as a consumer shutting down does.
+fn stop_and_drain(r: *mut tattler_reader) -> Vec<String> {
+    // SAFETY: a live reader.
+    unsafe { tattler_stop(r) };
+    let mut rest = Vec::new();
+    loop {
+        match next(r, WAIT_MS) {
+            (TATTLER_OK, e) => rest.push(line(e)),
+            (TATTLER_CLOSED, _) => return rest,
+            (st, _) => panic!("{st:?} after {rest:?}"),
+        }
+    }
+}
+
+/// Entries until `n` Synced, then whatever else comes within 300 ms, each
+/// with `(inferred)` on inferred deletes.
+fn entries(r: *mut tattler_reader, n: usize) -> Vec<String> {
+    let mut got = Vec::new();
+    let mut synced = 0;
+    loop {
+        let (st, e) = next(r, if synced < n { WAIT_MS } else { 300 });
+        if st == TATTLER_TIMEOUT && synced >= n {
+            return got;
+        }
+        assert_eq!(st, TATTLER_OK, "after {got:?}");
+        // SAFETY: a live entry, freed by line().
+        let inferred = unsafe { tattler_entry_inferred(e) };
+        let l = line(e);
+        synced += usize::from(l.starts_with("Synced"));
+        got.push(if inferred {
+            format!("{l} (inferred)")
+        } else {
+            l
+        });
+    }
+}
+
+#[test]
+fn a_checkpoint_resumes_with_only_what_changed_meanwhile() {
+    for compacted in [false, true] {
+        let api = FakeApi::start();
+        api.apply("pods", FakeApi::pod("ns", "a"));
+        let rv_b = api.apply("pods", FakeApi::pod("ns", "b"));
+        let rv_c = api.apply("pods", FakeApi::pod("ns", "c"));
+        let cfg = config(&api, &["pods"]);
+        let r = open(&cfg).unwrap();
+        until_synced(r, 1);
+        assert_eq!(stop_and_drain(r), Vec::<String>::new());
+        let cp = checkpoint(r);
+        close(r);
+        let doc: serde_json::Value = serde_json::from_slice(&cp).unwrap();
+        assert_eq!(doc["tattler_checkpoint"], 1, "{doc}");
+        let held = doc["resources"][0]["objects"].as_array().unwrap().len();
+        assert_eq!((doc["resources"].as_array().unwrap().len(), held), (1, 3));
+        let synced_at = api.current_rv();
+
+        // While no reader runs.
+        let rv_a2 = api.apply("pods", FakeApi::pod("ns", "a"));
+        let rv_del = api.delete("pods", Some("ns"), "b").unwrap();
+        let rv_d = api.apply("pods", FakeApi::pod("ns", "d"));
+        if compacted {
+            api.compact();
+        }
+        let r = open_resume(&cfg, &cp);
+        let got = entries(r, if compacted { 2 } else { 1 });
+        // Synced at once, at the checkpoint's resourceVersion.
+        assert_eq!(got[0], format!("Synced v1/pods {synced_at}"), "{got:?}");
+        if compacted {
+            // A re-sync against the restored state.
+            let mut middle = got[1..got.len() - 1].to_vec();
+            middle.sort();
+            assert_eq!(
+                middle,
+                [
+                    format!("Add ns/d {rv_d}"),
+                    format!("Delete ns/b {rv_b} (inferred)"),
+                    format!("Snapshot ns/c {rv_c}"),
+                    format!("Update ns/a {rv_a2}"),
+                ],
+                "{got:?}"
+            );
+            assert_eq!(
+                got.last().unwrap(),
+                &format!("Synced v1/pods {}", api.current_rv())
+            );
+        } else {
+            assert_eq!(
+                got[1..],
+                [
+                    format!("Update ns/a {rv_a2}"),
+                    format!("Delete ns/b {rv_del}"),
+                    format!("Add ns/d {rv_d}"),
+                ]
+            );
+        }
+        close(r);
+    }
+}
+
+#[test]
+fn a_checkpoint_applies_only_to_the_same_scope() {
+    let api = FakeApi::start();
+    let rv = api.apply("pods", FakeApi::pod("ns", "a"));
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    stop_and_drain(r);
+    let cp = checkpoint(r);
+    close(r);
+    // The same pods metadata-only, and nodes: neither is in the checkpoint,
+    // both sync in full.
+    let cfg = serde_json::json!({
+        "server": api.url(),
+        "resources": [{"resource": "pods", "metadata_only": true}, "nodes"],
+    })
+    .to_string();
+    let r = open_resume(&cfg, &cp);
+    let mut got = entries(r, 2);
+    got.sort();
+    let cur = api.current_rv();
+    assert_eq!(
+        got,
+        [
+            format!("Add ns/a {rv}"),
+            format!("Synced v1/nodes {cur}"),
+            format!("Synced v1/pods {cur}")
+        ]
+    );
+    close(r);
+}
+
+#[test]
+fn bad_checkpoints_are_refused_and_none_is_an_open() {
+    let api = FakeApi::start();
+    let cfg = CString::new(config(&api, &["pods"])).unwrap();
+    let cases: [(&[u8], &str); 4] = [
+        (b"not json", "checkpoint: not a tattler checkpoint (line 1, column"),
+        (
+            br#"{"tattler_checkpoint":9,"resources":[]}"#,
+            "checkpoint: version 9",
+        ),
+        (br#"{"tattler_checkpoint":1,"resou"#, "checkpoint: not a tattler checkpoint"),
+        (
+            br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"","objects":[]}]}"#,
+            "resources[0]",
+        ),
+    ];
+    for (bytes, needle) in cases {
+        let sentinel = ptr::dangling_mut::<tattler_reader>();
+        let mut r = sentinel;
+        let mut err = [0u8; 512];
+        // SAFETY: valid string, bytes, out-pointer and buffer.
+        let st = unsafe {
+            tattler_open_resume(
+                cfg.as_ptr(),
+                bytes.as_ptr(),
+                bytes.len(),
+                &mut r,
+                err.as_mut_ptr().cast(),
+                err.len(),
+            )
+        };
+        let msg = text(&err);
+        assert_eq!(st, TATTLER_ERR_INVALID_CHECKPOINT, "{msg}");
+        assert!(msg.contains(needle), "{msg:?} lacks {needle:?}");
+        assert_eq!(r, sentinel, "*out written on failure");
+    }
+    let mut r = null_mut();
+    let mut err = [0u8; 64];
+    // SAFETY: NULL checkpoint with a length (refused), then with 0 (an open).
+    unsafe {
+        assert_eq!(
+            tattler_open_resume(cfg.as_ptr(), null(), 5, &mut r, err.as_mut_ptr().cast(), 64),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(text(&err), "checkpoint is NULL");
+        // A bad configuration is still the configuration's failure.
+        assert_eq!(
+            tattler_open_resume(c"{".as_ptr(), null(), 0, &mut r, null_mut(), 0),
+            TATTLER_ERR_INVALID_CONFIG
+        );
+        assert!(r.is_null());
+        assert_eq!(
+            tattler_open_resume(cfg.as_ptr(), null(), 0, &mut r, null_mut(), 0),
+            TATTLER_OK
+        );
+        let mut needed = 0;
+        assert_eq!(
+            tattler_checkpoint(r, null_mut(), 3, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+        assert_eq!(
+            tattler_checkpoint(null_mut(), null_mut(), 0, &mut needed),
+            TATTLER_ERR_NULL_ARG
+        );
+    }
+    assert_eq!(
+        until_synced(r, 1),
+        [format!("Synced v1/pods {}", api.current_rv())]
+    );
+    close(r);
 }

@@ -462,9 +462,9 @@ fn every_call_from_inside_the_log_callback_works_or_says_reentrant() {
     );
     let run = reentrant(&asan, "calls", &[]);
     assert_sanitizers_quiet(&run);
-    // One line per check, all ok: 25 of them.
+    // One line per check, all ok: 27 of them.
     let oks = run.lines().iter().filter(|l| l.starts_with("ok: ")).count();
-    assert_eq!(oks, 25, "{}", run.stdout);
+    assert_eq!(oks, 27, "{}", run.stdout);
     let run = reentrant(&asan, "close", &[]);
     assert_sanitizers_quiet(&run);
     assert!(
@@ -523,4 +523,122 @@ fn the_cpp_example_prints_what_the_c_example_prints() {
     assert_first_sync(&run.lines(), &adds, &synced);
     assert_eq!(run.lines().len(), adds.len() + 1, "{}", run.stdout);
     assert!(run.stderr.contains("INFO tattler"), "{}", run.stderr);
+}
+
+/// Runs resume.c (ffi/tests/programs): COUNT entries from `api`, resuming
+/// from and saving to `file`.
+fn resume(bin: &Path, api: &FakeApi, file: &Path, count: usize, prefix: &[&str]) -> Run {
+    run_to_end(
+        bin,
+        &[&api.url(), file.to_str().unwrap(), &count.to_string()],
+        prefix,
+    )
+}
+
+#[test]
+fn a_c_agent_resumes_from_its_checkpoint_across_restarts() {
+    let flags = [&C_FLAGS[..], &["-Wpedantic"], &SANITIZE].concat();
+    let asan = compile(
+        "gcc",
+        "programs/resume.c",
+        &flags,
+        &static_link(),
+        "resume-asan",
+    );
+    let plain = compile(
+        "gcc",
+        "programs/resume.c",
+        &C_FLAGS,
+        &static_link(),
+        "resume",
+    );
+    let supp = format!(
+        "--suppressions={}",
+        root().join("ffi/valgrind.supp").display()
+    );
+    let valgrind = valgrind();
+    let mut runs: Vec<(&Path, Vec<&str>)> = vec![(&asan, vec![])];
+    if let Some(v) = valgrind {
+        runs.push((
+            &plain,
+            vec![v, "-q", "--error-exitcode=1", "--leak-check=full", &supp],
+        ));
+    }
+    for (bin, prefix) in runs {
+        let (api, adds, synced) = cluster();
+        let file = out_dir().join(format!(
+            "checkpoint-{}",
+            bin.file_name().unwrap().to_str().unwrap()
+        ));
+        let _ = std::fs::remove_file(&file);
+        // First start: no checkpoint, a full sync.
+        let first = resume(bin, &api, &file, adds.len() + 1, &prefix);
+        assert!(first.status.success(), "{}\n{}", first.stdout, first.stderr);
+        assert_sanitizers_quiet(&first);
+        assert!(!first.stderr.contains("=="), "valgrind:\n{}", first.stderr);
+        let lines = first.lines();
+        assert_first_sync(&lines, &adds, &synced);
+        assert_eq!(
+            lines[adds.len() + 1],
+            "metrics: objects 3 synced 1",
+            "{lines:?}"
+        );
+        let size = std::fs::metadata(&file).unwrap().len();
+        assert_eq!(lines[adds.len() + 2], format!("saved {size} bytes"));
+        assert_eq!(lines.len(), adds.len() + 3, "{lines:?}");
+        let at = api.current_rv();
+
+        // While it is down: an update, a delete, a new pod.
+        let up = api.apply("pods", FakeApi::pod("shop", "web-1"));
+        let del = api.delete("pods", Some("shop"), "db-0").unwrap();
+        let add = api.apply("pods", FakeApi::pod("shop", "web-3"));
+        let second = resume(bin, &api, &file, 4, &prefix);
+        assert!(
+            second.status.success(),
+            "{}\n{}",
+            second.stdout,
+            second.stderr
+        );
+        assert_sanitizers_quiet(&second);
+        assert!(
+            !second.stderr.contains("=="),
+            "valgrind:\n{}",
+            second.stderr
+        );
+        let size = std::fs::metadata(&file).unwrap().len();
+        assert_eq!(
+            second.lines(),
+            [
+                format!("Synced v1/pods {at}"),
+                format!("Update shop/web-1 {up}"),
+                format!("Delete shop/db-0 {del}"),
+                format!("Add shop/web-3 {add}"),
+                "metrics: objects 3 synced 1".to_string(),
+                format!("saved {size} bytes"),
+            ]
+        );
+
+        // A third start with nothing changed: Synced alone.
+        let third = resume(bin, &api, &file, 1, &prefix);
+        assert!(third.status.success(), "{}", third.stderr);
+        assert_eq!(
+            third.lines()[..2],
+            [
+                format!("Synced v1/pods {add}").as_str(),
+                "metrics: objects 3 synced 1"
+            ]
+        );
+
+        // A damaged file is refused with its own status; nothing runs.
+        std::fs::write(&file, b"{\"tattler_checkpoint\":1,\"resources\":[{\"gro").unwrap();
+        let bad = resume(bin, &api, &file, 1, &prefix);
+        assert_eq!(bad.status.code(), Some(3), "{}", bad.stderr);
+        assert!(
+            bad.stdout.starts_with(
+                "open: invalid checkpoint: checkpoint: not a tattler checkpoint (line 1, column"
+            ),
+            "{}",
+            bad.stdout
+        );
+    }
 }

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
           "wake ends a next_for wait early");
 
     check(moved.set_resources("[\"pods\",\"nodes\"]"), "set_resources adds nodes");
-    check(status_of([&] { moved.set_resources("[\"podz\"]"); }) == TATTLER_ERR_INVALID_RESOURCE,
+    check(status_of([&] { moved.set_resources("[\"pods!\"]"); }) == TATTLER_ERR_INVALID_RESOURCE,
           "a bad resource name throws INVALID_RESOURCE");
     for (;;) {
         auto e = moved.next_for(std::chrono::seconds(10));
@@ -128,6 +128,25 @@ int main(int argc, char **argv) {
     }
     std::string stats = moved.stats_json();
     check(stats.find("\"v1/nodes\"") != std::string::npos && stats.back() == ']', "stats_json");
+    std::string metrics = moved.metrics_text();
+    check(metrics.find("\ntattler_synced{resource=\"v1/nodes\"} 1\n") != std::string::npos &&
+              metrics.rfind("# HELP tattler_events_total ", 0) == 0 && metrics.back() == '\n',
+          "metrics_text");
+    // Objects in set_resources: a field-selected node, metadata only.
+    check(moved.set_resources(R"(["pods",{"resource":"nodes","field_selector":"metadata.name=none","metadata_only":true}])"),
+          "set_resources with an object");
+    for (;;) {
+        auto e = moved.next_for(std::chrono::seconds(10));
+        if (!e || (e->change() == TATTLER_CHANGE_SYNCED && e->resource() == "nodes")) {
+            check(bool(e), "the selected nodes synced");
+            break;
+        }
+    }
+    check(moved.metrics_text().find("field_selector=\"metadata.name=none\",metadata_only=\"true\"") != std::string::npos,
+          "metrics label the scope");
+    check(status_of([&] { moved.set_resources(R"([{"resource":"pods","nmespace":"x"}])"); }) ==
+              TATTLER_ERR_INVALID_RESOURCE,
+          "an unknown key throws INVALID_RESOURCE");
 
     // An entry outlives its reader; stop then drain says closed().
     tattler::reader other(pods);
@@ -139,6 +158,35 @@ int main(int argc, char **argv) {
     other.close();
     check(status_of([&] { (void)other.next(); }) == TATTLER_ERR_NULL_ARG, "a closed reader throws NULL_ARG");
     check(kept && kept->change() == TATTLER_CHANGE_ADD && !kept->name().empty(), "an entry outlives its reader");
+
+    // A checkpoint after stop and drain; a reader resumed from it starts
+    // with Synced and nothing else (nothing changed).
+    {
+        tattler::reader first(pods);
+        while (auto e = first.next_for(std::chrono::seconds(10))) {
+            if (e->change() == TATTLER_CHANGE_SYNCED) {
+                break;
+            }
+        }
+        first.stop();
+        while (first.next()) {
+        }
+        std::vector<std::uint8_t> cp = first.checkpoint();
+        check(cp.size() > 20 && cp.front() == '{' && cp.back() == '}', "checkpoint bytes");
+        tattler::reader again(pods, cp);
+        auto e = again.next_for(std::chrono::seconds(10));
+        check(e && e->change() == TATTLER_CHANGE_SYNCED && !again.next_for(std::chrono::milliseconds(300)),
+              "resumed: Synced at once, nothing else");
+        std::vector<std::uint8_t> bad = {'{', 'x'};
+        try {
+            tattler::reader broken(pods, bad);
+            check(false, "a bad checkpoint throws");
+        } catch (const tattler::error &err) {
+            check(err.status() == TATTLER_ERR_INVALID_CHECKPOINT &&
+                      std::string(err.what()).find("checkpoint") != std::string::npos,
+                  "a bad checkpoint throws INVALID_CHECKPOINT");
+        }
+    }
 
     // Move-assignment closes the target's reader first.
     tattler::reader a(pods), b(pods);

@@ -46,7 +46,7 @@ static void other_log(void *user, int level, const char *target, const char *msg
 
 /* The calls, from inside the callback on the configmaps stream's thread. */
 static void calls_from_the_callback(tattler_reader *r) {
-    char buf[4096], err[256];
+    char buf[16384], err[256];
     size_t needed = 0;
     tattler_entry *e = NULL;
     bool changed = false;
@@ -55,6 +55,17 @@ static void calls_from_the_callback(tattler_reader *r) {
     check(tattler_stats_json(r, buf, sizeof buf, &needed) == TATTLER_OK &&
               strstr(buf, "\"v1/configmaps\"") != NULL,
           "stats_json works");
+    check(tattler_metrics_text(r, buf, sizeof buf, &needed) == TATTLER_OK &&
+              strstr(buf, "tattler_synced{resource=\"v1/configmaps\"}") != NULL,
+          "metrics_text works");
+    uint8_t cp[16384];
+    size_t cp_len = 0;
+    tattler_status cst = tattler_checkpoint(r, cp, sizeof cp - 1, &cp_len);
+    if (cst == TATTLER_OK) {
+        cp[cp_len] = 0; /* the bytes are JSON text, not NUL-terminated */
+    }
+    check(cst == TATTLER_OK && cp_len > 0 && strstr((const char *)cp, "\"pods\"") != NULL,
+          "checkpoint works");
     /* Only the Synced this line announces can be queued (main may have taken it). */
     tattler_status st = tattler_next_entry(r, 0, &e);
     int took_synced = st == TATTLER_OK && tattler_entry_change(e) == TATTLER_CHANGE_SYNCED &&
@@ -88,7 +99,8 @@ static void calls_from_the_callback(tattler_reader *r) {
     char config[512];
     snprintf(config, sizeof config, "{\"server\":\"%s\",\"resources\":[\"nodes\"]}", server);
     tattler_reader *r2 = NULL;
-    check(tattler_open(config, &r2, err, sizeof err) == TATTLER_OK, "open works");
+    check(tattler_open_resume(config, cp, cp_len, &r2, err, sizeof err) == TATTLER_OK,
+          "open_resume works");
     if (r2 != NULL) {
         check(tattler_stats_json(r2, buf, sizeof buf, NULL) == TATTLER_OK, "stats of the new reader");
         tattler_stop(r2);

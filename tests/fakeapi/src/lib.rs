@@ -5,7 +5,10 @@
 //! bodies for errors, one watch event per HTTP chunk (`<hex len>\r\n{json}\n\r\n`), watch-list
 //! streams (`sendInitialEvents=true`) that end their initial ADDED events with the
 //! `k8s.io/initial-events-end` BOOKMARK, paged lists with `continue` tokens, and 410 Expired
-//! after [`FakeApi::compact`].
+//! after [`FakeApi::compact`]. It answers `Accept: application/json;as=PartialObjectMetadata;
+//! g=meta.k8s.io;v=v1` (and the `PartialObjectMetadataList` form on lists) with metadata-only
+//! objects, and `/api` and `/apis` with aggregated discovery when asked for it
+//! (`as=APIGroupDiscoveryList`), as the real server does.
 //!
 //! The test drives the cluster ([`FakeApi::apply`], [`FakeApi::delete`]), scripts failures
 //! ([`FakeApi::push_fault`], [`FakeApi::require_token`], [`FakeApi::forbid`]...) and waits for
@@ -23,6 +26,7 @@
 mod builders;
 mod http;
 mod json;
+mod media;
 mod server;
 mod store;
 mod util;
@@ -162,13 +166,55 @@ impl FakeApi {
         kind: &str,
         namespaced: bool,
     ) {
-        self.shared.state.lock().add_resource(ResourceDef {
-            group: group.to_string(),
-            version: version.to_string(),
-            resource: resource.to_string(),
-            kind: kind.to_string(),
-            namespaced,
-        });
+        self.shared
+            .state
+            .lock()
+            .add_resource(ResourceDef::new(group, version, resource, kind, namespaced));
+    }
+
+    /// Stops serving a resource, as the apiserver does when a CRD is deleted: its objects are
+    /// deleted (watchers get DELETED for each), its watches end, it leaves discovery and its
+    /// URLs answer 404. False if `res` was not served. [`FakeApi::add_resource`] serves it
+    /// again, empty.
+    pub fn remove_resource(&self, res: &str) -> bool {
+        let mut st = self.shared.state.lock();
+        let Some(idx) = st.resolve(res) else {
+            return false;
+        };
+        st.remove_resource(idx);
+        drop(st);
+        self.shared.cond.notify_all();
+        true
+    }
+
+    /// The short names discovery lists for `res` (kubectl's `po`, `deploy`; the built-in
+    /// resources have the real server's).
+    ///
+    /// # Panics
+    /// If `res` is unknown.
+    pub fn set_short_names(&self, res: &str, names: &[&str]) {
+        let mut st = self.shared.state.lock();
+        let idx = resolve_or_panic(&st, res);
+        st.resources[idx].def.short_names = names.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// The verbs discovery lists for `res` (all eight by default). A list, watch or get that
+    /// the verbs lack gets 405 MethodNotAllowed, as from a resource that does not serve it.
+    ///
+    /// # Panics
+    /// If `res` is unknown.
+    pub fn set_verbs(&self, res: &str, verbs: &[&str]) {
+        let mut st = self.shared.state.lock();
+        let idx = resolve_or_panic(&st, res);
+        st.resources[idx].def.verbs = verbs.iter().map(|s| s.to_string()).collect();
+    }
+
+    /// `false`: behave like a server older than Kubernetes 1.27, which answers `/api` and
+    /// `/apis` with the legacy documents whatever the `Accept` header asks for. `true` (the
+    /// default): `Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`
+    /// (or `v=v2beta1`) gets aggregated discovery, every resource of every group in one answer.
+    pub fn set_aggregated_discovery(&self, on: bool) {
+        self.shared.state.lock().aggregated = on;
     }
 
     /// Creates or updates (by namespace and name) an object of `res` (`"pods"` for core,

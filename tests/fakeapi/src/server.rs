@@ -2,6 +2,7 @@
 
 use crate::http::{self, Chunker, ReadResult, Request};
 use crate::json::{self, Ctx};
+use crate::media::{self, Want};
 use crate::store::{self, Filter, ResourceDef, State, WatchMsg};
 use crate::util;
 use crate::Fault;
@@ -404,17 +405,28 @@ fn frame(typ: &str, obj_json: &str) -> Vec<u8> {
     s.into_bytes()
 }
 
-fn bookmark_json(def: &ResourceDef, rv: u64, initial_end: bool) -> String {
+/// A BOOKMARK's object: the kind's zero value with only a resourceVersion (and the
+/// initial-events-end annotation), or a bare `PartialObjectMetadata` for metadata-only watches
+/// (m-metadata-watchlist-pods).
+fn bookmark_json(def: &ResourceDef, rv: u64, initial_end: bool, meta: bool) -> String {
+    let (kind, api_version, extra) = if meta {
+        (
+            "PartialObjectMetadata".to_string(),
+            media::META_API_VERSION.to_string(),
+            "",
+        )
+    } else {
+        (def.kind.clone(), def.api_version(), def.bookmark_extra())
+    };
     format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\"{}}}{}}}",
-        json::quote(&def.kind),
-        json::quote(&def.api_version()),
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\"{}}}{extra}}}",
+        json::quote(&kind),
+        json::quote(&api_version),
         if initial_end {
             ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
         } else {
             ""
         },
-        def.bookmark_extra()
     )
 }
 
@@ -488,18 +500,8 @@ fn handle(sh: &Shared, conn: &mut Conn, req: &Request) -> Flow {
             b"ok".to_vec(),
             None,
         ),
-        ["api"] => {
-            let v = json!({
-                "kind": "APIVersions",
-                "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": sh.addr.to_string()}]
-            });
-            send_json(conn, &resp, &v)
-        }
-        ["apis"] => {
-            let v = group_list(&sh.state.lock());
-            send_json(conn, &resp, &v)
-        }
+        ["api"] => serve_discovery(sh, conn, &resp, req, true),
+        ["apis"] => serve_discovery(sh, conn, &resp, req, false),
         ["apis", g] => match api_group(&sh.state.lock(), g) {
             Some(v) => send_json(conn, &resp, &v),
             None => not_found(conn, &resp),
@@ -518,21 +520,9 @@ fn handle(sh: &Shared, conn: &mut Conn, req: &Request) -> Flow {
     }
 }
 
-const VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 fn resource_list(st: &State, group: &str, version: &str) -> Option<Value> {
     let defs: Vec<&ResourceDef> = st
-        .resources
-        .iter()
+        .served()
         .map(|r| &r.def)
         .filter(|d| d.group == group && d.version == version)
         .collect();
@@ -542,20 +532,15 @@ fn resource_list(st: &State, group: &str, version: &str) -> Option<Value> {
     let resources: Vec<Value> = defs
         .iter()
         .map(|d| {
-            let verbs: Vec<&str> = VERBS
-                .iter()
-                .copied()
-                .filter(|v| !(d.resource == "namespaces" && *v == "deletecollection"))
-                .collect();
             let mut r = json!({
                 "name": d.resource,
                 "singularName": d.kind.to_lowercase(),
                 "namespaced": d.namespaced,
                 "kind": d.kind,
-                "verbs": verbs,
+                "verbs": d.verbs,
             });
-            if !d.short_names().is_empty() {
-                r["shortNames"] = json!(d.short_names());
+            if !d.short_names.is_empty() {
+                r["shortNames"] = json!(d.short_names);
             }
             r
         })
@@ -571,14 +556,28 @@ fn resource_list(st: &State, group: &str, version: &str) -> Option<Value> {
     Some(v)
 }
 
-fn group_versions(st: &State, group: &str) -> Vec<Value> {
+fn versions_of<'a>(st: &'a State, group: &str) -> Vec<&'a str> {
     let mut versions: Vec<&str> = Vec::new();
-    for r in &st.resources {
+    for r in st.served() {
         if r.def.group == group && !versions.contains(&r.def.version.as_str()) {
             versions.push(&r.def.version);
         }
     }
     versions
+}
+
+fn groups_of(st: &State) -> Vec<&str> {
+    let mut groups: Vec<&str> = Vec::new();
+    for r in st.served() {
+        if !r.def.group.is_empty() && !groups.contains(&r.def.group.as_str()) {
+            groups.push(&r.def.group);
+        }
+    }
+    groups
+}
+
+fn group_versions(st: &State, group: &str) -> Vec<Value> {
+    versions_of(st, group)
         .iter()
         .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
         .collect()
@@ -590,24 +589,167 @@ fn group_obj(st: &State, group: &str) -> Value {
 }
 
 fn group_list(st: &State) -> Value {
-    let mut groups: Vec<&str> = Vec::new();
-    for r in &st.resources {
-        if !r.def.group.is_empty() && !groups.contains(&r.def.group.as_str()) {
-            groups.push(&r.def.group);
-        }
-    }
-    let groups: Vec<Value> = groups.iter().map(|g| group_obj(st, g)).collect();
+    let groups: Vec<Value> = groups_of(st).iter().map(|g| group_obj(st, g)).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 fn api_group(st: &State, group: &str) -> Option<Value> {
-    if !st.resources.iter().any(|r| r.def.group == group) {
+    if !st.served().any(|r| r.def.group == group) {
         return None;
     }
     let mut v = group_obj(st, group);
     v["kind"] = json!("APIGroup");
     v["apiVersion"] = json!("v1");
     Some(v)
+}
+
+/// `/api` (`core`) or `/apis`: the legacy document, or aggregated discovery when the client
+/// asks for it first and the server has it (g-apis-aggregated).
+fn serve_discovery(sh: &Shared, conn: &Conn, resp: &Resp, req: &Request, core: bool) -> Flow {
+    let accept = media::accepted(req.header("accept"));
+    let st = sh.state.lock();
+    let aggregated = st.aggregated;
+    let want = media::choose(&accept, |w| match w {
+        Want::Full => true,
+        Want::Discovery(_) => aggregated,
+        Want::Meta | Want::MetaList => false,
+    });
+    match want {
+        Some(Want::Discovery(version)) => {
+            let doc = aggregated_discovery(&st, core, version);
+            drop(st);
+            let body = json::body(&doc, Ctx::Plain, resp.pretty);
+            let content_type = format!(
+                "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+            );
+            send_cacheable(conn, resp, req, &content_type, body)
+        }
+        Some(_) => {
+            let v = if core {
+                json!({
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": sh.addr.to_string()}]
+                })
+            } else {
+                group_list(&st)
+            };
+            drop(st);
+            send_json(conn, resp, &v)
+        }
+        None => {
+            drop(st);
+            not_acceptable(conn, resp, MEDIA_TYPES)
+        }
+    }
+}
+
+/// An `APIGroupDiscoveryList`: for `/api` the core group (one item without a name), for
+/// `/apis` every other group, each with its versions and every resource in them.
+fn aggregated_discovery(st: &State, core: bool, version: &str) -> Value {
+    let groups: Vec<&str> = if core { vec![""] } else { groups_of(st) };
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|g| {
+            let versions: Vec<Value> = versions_of(st, g)
+                .iter()
+                .map(|v| {
+                    let resources: Vec<Value> = st
+                        .served()
+                        .map(|r| &r.def)
+                        .filter(|d| d.group == *g && d.version == *v)
+                        .map(|d| {
+                            let mut r = json!({
+                                "resource": d.resource,
+                                "responseKind": {"group": "", "version": "", "kind": d.kind},
+                                "scope": d.scope(),
+                                "singularResource": d.kind.to_lowercase(),
+                                "verbs": d.verbs,
+                            });
+                            if !d.short_names.is_empty() {
+                                r["shortNames"] = json!(d.short_names);
+                            }
+                            r
+                        })
+                        .collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            let metadata = if g.is_empty() {
+                json!({"creationTimestamp": null})
+            } else {
+                json!({"name": g})
+            };
+            json!({"metadata": metadata, "versions": versions})
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// FNV-1a, for the discovery Etag (the real server's is a SHA-512 in hex: any stable hash of
+/// the body does).
+fn etag(body: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in body {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("\"{h:016X}\"")
+}
+
+/// A cacheable discovery answer (g-apis-aggregated.headers.txt): `Cache-Control: public`, an
+/// `Etag`, `Vary: Accept`; `If-None-Match` with the current Etag gets 304 without a body.
+fn send_cacheable(conn: &Conn, r: &Resp, req: &Request, content_type: &str, body: Vec<u8>) -> Flow {
+    let tag = etag(&body);
+    let not_modified = req
+        .header("if-none-match")
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag));
+    let (code, body) = if not_modified {
+        (304, Vec::new())
+    } else if r.gzip {
+        (200, http::gzip_all(&body))
+    } else {
+        (200, body)
+    };
+    let mut h = vec![
+        ("Audit-Id", r.audit.clone()),
+        ("Cache-Control", "public".to_string()),
+    ];
+    if r.gzip && code == 200 {
+        h.push(("Content-Encoding", "gzip".into()));
+    }
+    h.push(("Content-Type", content_type.to_string()));
+    h.push(("Etag", tag));
+    h.push(("Vary", "Accept".into()));
+    h.push(("X-Kubernetes-Pf-Flowschema-Uid", FLOWSCHEMA_UID.into()));
+    h.push((
+        "X-Kubernetes-Pf-Prioritylevel-Uid",
+        PRIORITYLEVEL_UID.into(),
+    ));
+    h.push(("Date", util::http_date_now()));
+    if code == 200 {
+        h.push(("Content-Length", body.len().to_string()));
+    }
+    if r.close {
+        h.push(("Connection", "close".into()));
+    }
+    let mut out = http::head_bytes(code, &h);
+    out.extend_from_slice(&body);
+    flow(r, conn.send(&out))
+}
+
+/// What a 406 for an `Accept` with nothing servable lists.
+const MEDIA_TYPES: &str = "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/// 406 NotAcceptable, as `newNotAcceptableError` builds it.
+fn not_acceptable(conn: &Conn, r: &Resp, message: &str) -> Flow {
+    let details = json!({"causes": [{"reason": "UnexpectedServerResponse", "message": message}]});
+    send_status(conn, r, 406, "NotAcceptable", message, Some(details), None)
 }
 
 /// The list/watch options the fake understands.
@@ -875,6 +1017,49 @@ fn serve_resource(
         }
         return send_status(conn, resp, 403, "Forbidden", &message, Some(details), None);
     }
+    let verb = if watch {
+        "watch"
+    } else if name.is_some() {
+        "get"
+    } else {
+        "list"
+    };
+    if !def.allows(verb) {
+        drop(st);
+        return send_status(
+            conn,
+            resp,
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+            Some(json!({})),
+            None,
+        );
+    }
+    let accept = media::accepted(req.header("accept"));
+    let meta = match media::choose(&accept, |w| !matches!(w, Want::Discovery(_))) {
+        None => {
+            drop(st);
+            return not_acceptable(conn, resp, MEDIA_TYPES);
+        }
+        Some(Want::Meta) if verb == "list" => {
+            drop(st);
+            let m = format!(
+                "you requested PartialObjectMetadata, but the requested object is a list (*v1.{}List)",
+                def.kind
+            );
+            return not_acceptable(conn, resp, &m);
+        }
+        Some(Want::MetaList) if verb != "list" => {
+            drop(st);
+            let m = format!(
+                "you requested PartialObjectMetadataList, but the requested object is not a list (*v1.{})",
+                def.kind
+            );
+            return not_acceptable(conn, resp, &m);
+        }
+        Some(w) => w != Want::Full,
+    };
     let fault = st.faults.get_mut(&idx).and_then(VecDeque::pop_front);
     let watchlist = st.watchlist;
     let cur = st.rv;
@@ -944,13 +1129,13 @@ fn serve_resource(
     if let Some(n) = name {
         filter.name = Some(n.to_string());
         if !o.watch {
-            return serve_get(sh, conn, resp, idx, &def, ns, n, twist);
+            return serve_get(sh, conn, resp, idx, &def, ns, n, meta, twist);
         }
     }
     if o.watch {
-        serve_watch(sh, conn, resp, idx, &def, &o, &filter, twist)
+        serve_watch(sh, conn, resp, idx, &def, &o, &filter, meta, twist)
     } else {
-        serve_list(sh, conn, resp, idx, &def, &o, &filter, twist)
+        serve_list(sh, conn, resp, idx, &def, &o, &filter, meta, twist)
     }
 }
 
@@ -984,6 +1169,7 @@ fn serve_get(
     def: &ResourceDef,
     ns: Option<&str>,
     name: &str,
+    meta: bool,
     twist: Twist,
 ) -> Flow {
     let key = match ns {
@@ -992,6 +1178,10 @@ fn serve_get(
     };
     let obj = sh.state.lock().resources[idx].objects.get(&key).cloned();
     match obj {
+        Some(o) if meta => {
+            let body = json::body(&media::meta_item(&o), Ctx::Top, resp.pretty);
+            send_twisted(conn, resp, body, twist)
+        }
         Some(o) => send_twisted(conn, resp, json::body(&o, Ctx::Plain, resp.pretty), twist),
         None => {
             let mut details = json!({"name": name, "kind": def.resource});
@@ -1051,6 +1241,7 @@ fn serve_list(
     def: &ResourceDef,
     o: &Opts,
     filter: &Filter,
+    meta: bool,
     twist: Twist,
 ) -> Flow {
     let st = sh.state.lock();
@@ -1131,7 +1322,7 @@ fn serve_list(
     } else {
         matching.len()
     };
-    let mut meta = json!({"resourceVersion": list_rv.to_string()});
+    let mut list_meta = json!({"resourceVersion": list_rv.to_string()});
     if take < matching.len() {
         let token_rv = if at.is_some() || start.is_none() || o.cont.is_empty() {
             list_rv as i64
@@ -1139,14 +1330,18 @@ fn serve_list(
             // Continuing an inconsistent (rv -1) list stays inconsistent.
             -1
         };
-        meta["continue"] = json!(encode_continue(token_rv, matching[take - 1].0));
+        list_meta["continue"] = json!(encode_continue(token_rv, matching[take - 1].0));
         if !filter.has_selectors() {
-            meta["remainingItemCount"] = json!(matching.len() - take);
+            list_meta["remainingItemCount"] = json!(matching.len() - take);
         }
     }
     let items: Vec<Value> = matching[..take]
         .iter()
         .map(|(_, obj)| {
+            if meta {
+                // PartialObjectMetadata items keep their kind and apiVersion.
+                return media::meta_item(obj);
+            }
             let mut obj = (***obj).clone();
             if let Some(m) = obj.as_object_mut() {
                 m.remove("kind");
@@ -1156,12 +1351,27 @@ fn serve_list(
         })
         .collect();
     drop(st);
-    let v = json!({
-        "kind": format!("{}List", def.kind),
-        "apiVersion": def.api_version(),
-        "metadata": meta,
-        "items": items,
-    });
+    let v = if meta {
+        // A nil slice in Go: an empty result is `"items": null` (m-metadata-list-pods).
+        let items = if items.is_empty() {
+            Value::Null
+        } else {
+            Value::Array(items)
+        };
+        json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": media::META_API_VERSION,
+            "metadata": list_meta,
+            "items": items,
+        })
+    } else {
+        json!({
+            "kind": format!("{}List", def.kind),
+            "apiVersion": def.api_version(),
+            "metadata": list_meta,
+            "items": items,
+        })
+    };
     send_twisted(conn, resp, json::body(&v, Ctx::Top, resp.pretty), twist)
 }
 
@@ -1266,6 +1476,7 @@ fn serve_watch(
     def: &ResourceDef,
     o: &Opts,
     filter: &Filter,
+    meta: bool,
     twist: Twist,
 ) -> Flow {
     let (tx, wrx) = unbounded();
@@ -1283,10 +1494,10 @@ fn serve_watch(
                 return stream_error(conn, resp, &too_large_status(&o.rv, cur));
             }
             for obj in res.objects.values().rev().filter(|v| filter.matches(v)) {
-                frames.push(frame("ADDED", &json::compact(obj, Ctx::Plain)));
+                frames.push(frame("ADDED", &media::render(obj, meta)));
             }
             if watch_list && o.bookmarks {
-                frames.push(frame("BOOKMARK", &bookmark_json(def, cur, true)));
+                frames.push(frame("BOOKMARK", &bookmark_json(def, cur, true, meta)));
             }
         } else {
             let from = match o.rv_num {
@@ -1304,7 +1515,7 @@ fn serve_watch(
             }
             for ev in res.history.iter().filter(|e| e.rv > from) {
                 if let Some((t, obj)) = filter.transform(ev) {
-                    frames.push(frame(t, &json::compact(&obj, Ctx::Plain)));
+                    frames.push(frame(t, &media::render(&obj, meta)));
                 }
             }
         }
@@ -1344,13 +1555,13 @@ fn serve_watch(
             recv(wrx) -> m => match m {
                 Ok(WatchMsg::Event(ev)) => {
                     if let Some((t, obj)) = filter.transform(&ev) {
-                        if !out.event(&frame(t, &json::compact(&obj, Ctx::Plain))) {
+                        if !out.event(&frame(t, &media::render(&obj, meta))) {
                             return Flow::Close;
                         }
                     }
                 }
                 Ok(WatchMsg::Bookmark(rv)) => {
-                    if o.bookmarks && !out.event(&frame("BOOKMARK", &bookmark_json(def, rv, false))) {
+                    if o.bookmarks && !out.event(&frame("BOOKMARK", &bookmark_json(def, rv, false, meta))) {
                         return Flow::Close;
                     }
                 }

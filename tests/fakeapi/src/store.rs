@@ -20,9 +20,69 @@ pub(crate) struct ResourceDef {
     pub(crate) resource: String,
     pub(crate) kind: String,
     pub(crate) namespaced: bool,
+    /// kubectl's short names, as discovery lists them (`po`, `deploy`).
+    pub(crate) short_names: Vec<String>,
+    /// The verbs discovery lists; a list, watch or get the resource lacks gets 405.
+    pub(crate) verbs: Vec<String>,
 }
 
+/// The verbs of a built-in resource, as discovery lists them.
+pub(crate) const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
 impl ResourceDef {
+    /// A resource with the short names and verbs the real apiserver gives it (every verb but
+    /// `deletecollection` on namespaces; short names for the built-in ones).
+    pub(crate) fn new(
+        group: &str,
+        version: &str,
+        resource: &str,
+        kind: &str,
+        namespaced: bool,
+    ) -> ResourceDef {
+        let verbs = VERBS
+            .iter()
+            .filter(|v| {
+                !(group.is_empty() && resource == "namespaces" && **v == "deletecollection")
+            })
+            .map(|v| v.to_string())
+            .collect();
+        ResourceDef {
+            group: group.to_string(),
+            version: version.to_string(),
+            resource: resource.to_string(),
+            kind: kind.to_string(),
+            namespaced,
+            short_names: default_short_names(group, resource)
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            verbs,
+        }
+    }
+
+    /// Whether discovery lists this verb for the resource.
+    pub(crate) fn allows(&self, verb: &str) -> bool {
+        self.verbs.iter().any(|v| v == verb)
+    }
+
+    /// `Namespaced` or `Cluster`, as aggregated discovery says it.
+    pub(crate) fn scope(&self) -> &'static str {
+        if self.namespaced {
+            "Namespaced"
+        } else {
+            "Cluster"
+        }
+    }
+
     /// `v1` or `group/version`.
     pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
@@ -56,21 +116,29 @@ impl ResourceDef {
             _ => "",
         }
     }
+}
 
-    /// kubectl short names of the built-in resources, for discovery.
-    pub(crate) fn short_names(&self) -> &'static [&'static str] {
-        match (self.group.as_str(), self.resource.as_str()) {
-            ("", "pods") => &["po"],
-            ("", "nodes") => &["no"],
-            ("", "namespaces") => &["ns"],
-            ("", "configmaps") => &["cm"],
-            ("", "services") => &["svc"],
-            ("", "endpoints") => &["ep"],
-            ("", "persistentvolumes") => &["pv"],
-            ("apps", "deployments") => &["deploy"],
-            ("networking.k8s.io", "ingresses") => &["ing"],
-            _ => &[],
-        }
+/// kubectl short names of the built-in resources, for discovery.
+fn default_short_names(group: &str, resource: &str) -> &'static [&'static str] {
+    match (group, resource) {
+        ("", "pods") => &["po"],
+        ("", "nodes") => &["no"],
+        ("", "namespaces") => &["ns"],
+        ("", "configmaps") => &["cm"],
+        ("", "services") => &["svc"],
+        ("", "endpoints") => &["ep"],
+        ("", "persistentvolumes") => &["pv"],
+        ("", "serviceaccounts") => &["sa"],
+        ("", "events") => &["ev"],
+        ("", "persistentvolumeclaims") => &["pvc"],
+        ("apps", "deployments") => &["deploy"],
+        ("apps", "replicasets") => &["rs"],
+        ("apps", "statefulsets") => &["sts"],
+        ("apps", "daemonsets") => &["ds"],
+        ("batch", "cronjobs") => &["cj"],
+        ("networking.k8s.io", "ingresses") => &["ing"],
+        ("apiextensions.k8s.io", "customresourcedefinitions") => &["crd", "crds"],
+        _ => &[],
     }
 }
 
@@ -111,6 +179,9 @@ pub(crate) struct Resource {
     pub(crate) history: VecDeque<Arc<Event>>,
     /// Watches and Exact lists from a resourceVersion below this get 410.
     pub(crate) compacted: u64,
+    /// No longer served (`FakeApi::remove_resource`, a deleted CRD): 404 and absent from
+    /// discovery. The slot stays so that indices held elsewhere stay valid.
+    pub(crate) removed: bool,
 }
 
 /// Everything behind the one lock.
@@ -126,6 +197,8 @@ pub(crate) struct State {
     pub(crate) gzip: bool,
     pub(crate) faults: HashMap<usize, VecDeque<Fault>>,
     pub(crate) requests: Vec<String>,
+    /// Whether `/api` and `/apis` answer the aggregated discovery media type (Kubernetes 1.27+).
+    pub(crate) aggregated: bool,
 }
 
 const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
@@ -190,15 +263,10 @@ impl State {
             gzip: false,
             faults: HashMap::new(),
             requests: Vec::new(),
+            aggregated: true,
         };
         for (g, v, r, k, n) in BUILTIN {
-            st.add_resource(ResourceDef {
-                group: g.to_string(),
-                version: v.to_string(),
-                resource: r.to_string(),
-                kind: k.to_string(),
-                namespaced: *n,
-            });
+            st.add_resource(ResourceDef::new(g, v, r, k, *n));
         }
         st
     }
@@ -214,14 +282,46 @@ impl State {
             objects: BTreeMap::new(),
             history: VecDeque::new(),
             compacted: self.compacted,
+            removed: false,
         });
         self.resources.len() - 1
+    }
+
+    /// Stops serving a resource as the apiserver does when a CRD is deleted: every object is
+    /// deleted (DELETED events to the watchers), then its watches end, then it is gone from
+    /// discovery and its URLs answer 404.
+    pub(crate) fn remove_resource(&mut self, idx: usize) {
+        let keys: Vec<(Option<String>, String)> = self.resources[idx]
+            .objects
+            .values()
+            .map(|o| {
+                (
+                    meta_str(o, "namespace").map(str::to_string),
+                    meta_str(o, "name").unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        for (ns, name) in keys {
+            self.delete(idx, ns.as_deref(), &name);
+        }
+        for w in self.watchers.iter().filter(|w| w.res == idx) {
+            let _ = w.tx.send(WatchMsg::End);
+        }
+        self.resources[idx].removed = true;
+    }
+
+    /// The resources being served, in the order they were added.
+    pub(crate) fn served(&self) -> impl Iterator<Item = &Resource> {
+        self.resources.iter().filter(|r| !r.removed)
     }
 
     /// The resource served at `group`/`version`/`resource`.
     pub(crate) fn find(&self, group: &str, version: &str, resource: &str) -> Option<usize> {
         self.resources.iter().position(|r| {
-            r.def.group == group && r.def.version == version && r.def.resource == resource
+            !r.removed
+                && r.def.group == group
+                && r.def.version == version
+                && r.def.resource == resource
         })
     }
 
@@ -235,7 +335,8 @@ impl State {
             _ => return None,
         };
         self.resources.iter().position(|r| {
-            r.def.group == group
+            !r.removed
+                && r.def.group == group
                 && r.def.resource == resource
                 && version.is_none_or(|v| r.def.version == v)
         })

@@ -1185,3 +1185,417 @@ fn pod_builder_has_the_documented_shape() {
     assert_eq!(p["status"]["phase"], "Pending");
     assert_eq!(FakeApi::object(None, "n"), json!({"metadata":{"name":"n"}}));
 }
+
+const META_ACCEPT: &str = "Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+const META_LIST_ACCEPT: &str =
+    "Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const DISCOVERY_ACCEPT: &str = "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+
+/// `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":…}` and nothing else.
+fn assert_partial(obj: &Value, metadata: &Value) {
+    // In any order: serde_json's preserve_order may be on in the workspace.
+    let mut keys: Vec<&str> = obj
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["apiVersion", "kind", "metadata"], "{obj}");
+    assert_eq!(
+        (obj["kind"].as_str(), obj["apiVersion"].as_str()),
+        (Some("PartialObjectMetadata"), Some("meta.k8s.io/v1"))
+    );
+    assert_eq!(&obj["metadata"], metadata);
+}
+
+#[test]
+fn metadata_only_watch_list_and_live_events() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("wire-meta", "web-1"));
+    let mut c = Client::connect(&api);
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[META_ACCEPT]);
+    let h = c.head();
+    assert_eq!(
+        (h.code, h.get("Content-Type")),
+        (200, Some("application/json"))
+    );
+    let stored = api.get("pods", Some("wire-meta"), "web-1").unwrap();
+    let e = c.event();
+    assert_eq!(e["type"], "ADDED");
+    assert_partial(&e["object"], &stored["metadata"]);
+    assert!(e["object"]["metadata"]["managedFields"].is_array());
+    // The end bookmark is a PartialObjectMetadata too (m-metadata-watchlist-pods).
+    let cur = api.current_rv();
+    assert_eq!(
+        String::from_utf8(c.chunk().unwrap()).unwrap(),
+        format!("{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{{\"resourceVersion\":\"{cur}\",\"annotations\":{{\"k8s.io/initial-events-end\":\"true\"}}}}}}}}\n")
+    );
+    assert!(api.wait_open_watches(1, T));
+    let rv = api.apply("pods", FakeApi::pod("wire-meta", "web-1"));
+    let e = c.event();
+    assert_eq!(e["type"], "MODIFIED");
+    let stored = api.get("pods", Some("wire-meta"), "web-1").unwrap();
+    assert_partial(&e["object"], &stored["metadata"]);
+    let del = api.delete("pods", Some("wire-meta"), "web-1").unwrap();
+    let e = c.event();
+    assert_eq!(
+        (
+            e["type"].as_str(),
+            rv_of(&e["object"]),
+            e["object"]["kind"].as_str()
+        ),
+        (Some("DELETED"), del, Some("PartialObjectMetadata"))
+    );
+    assert!(del > rv);
+    api.send_bookmarks();
+    assert_eq!(c.event()["object"]["kind"], "PartialObjectMetadata");
+
+    // A plain watch from a resourceVersion replays history in the same form.
+    let mut c = Client::connect(&api);
+    c.send(
+        &format!("/api/v1/pods?watch=true&resourceVersion={}", rv - 1),
+        &[META_ACCEPT],
+    );
+    assert_eq!(c.head().code, 200);
+    for typ in ["MODIFIED", "DELETED"] {
+        let e = c.event();
+        assert_eq!(
+            (e["type"].as_str(), e["object"]["kind"].as_str()),
+            (Some(typ), Some("PartialObjectMetadata"))
+        );
+        assert!(e["object"].get("spec").is_none());
+    }
+}
+
+#[test]
+fn metadata_only_lists_gets_and_what_is_not_acceptable() {
+    let api = FakeApi::start();
+    for name in ["a", "b", "c"] {
+        api.apply("pods", FakeApi::pod("ns", name));
+    }
+    let mut c = Client::connect(&api);
+    let (h, list) = c.get_json("/api/v1/pods?limit=2", &[META_LIST_ACCEPT]);
+    assert_eq!(h.code, 200);
+    assert_eq!(
+        (list["kind"].as_str(), list["apiVersion"].as_str()),
+        (Some("PartialObjectMetadataList"), Some("meta.k8s.io/v1"))
+    );
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(names(items), ["a", "b"]);
+    let stored = api.get("pods", Some("ns"), "a").unwrap();
+    assert_partial(&items[0], &stored["metadata"]);
+    let cont = list["metadata"]["continue"].as_str().unwrap();
+    assert_eq!(list["metadata"]["remainingItemCount"], 1);
+    let (_, page2) = c.get_json(
+        &format!("/api/v1/pods?limit=2&continue={cont}"),
+        &[META_LIST_ACCEPT],
+    );
+    assert_eq!(names(page2["items"].as_array().unwrap()), ["c"]);
+    // An empty result is `"items": null`, as Go writes a nil slice.
+    let (_, empty) = c.get_json("/api/v1/namespaces/none/pods", &[META_LIST_ACCEPT]);
+    assert_eq!(
+        (empty["kind"].as_str(), &empty["items"]),
+        (Some("PartialObjectMetadataList"), &Value::Null)
+    );
+    // A get: one PartialObjectMetadata.
+    let (h, one) = c.get_json("/api/v1/namespaces/ns/pods/b", &[META_ACCEPT]);
+    assert_eq!(h.code, 200);
+    let stored = api.get("pods", Some("ns"), "b").unwrap();
+    assert_partial(&one, &stored["metadata"]);
+    // The fallback range is taken when the first is not servable (protobuf).
+    let (_, list) = c.get_json(
+        "/api/v1/pods",
+        &["Accept: application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"],
+    );
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+
+    for (target, accept, message) in [
+        (
+            "/api/v1/pods",
+            META_ACCEPT,
+            "you requested PartialObjectMetadata, but the requested object is a list (*v1.PodList)",
+        ),
+        (
+            "/api/v1/namespaces/ns/pods/a",
+            META_LIST_ACCEPT,
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*v1.Pod)",
+        ),
+        (
+            &format!("/api/v1/pods?{WATCH_LIST}") as &str,
+            META_LIST_ACCEPT,
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*v1.Pod)",
+        ),
+        (
+            "/api/v1/pods",
+            "Accept: application/vnd.kubernetes.protobuf, application/yaml",
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        ),
+    ] {
+        let (h, st) = c.get_json(target, &[accept]);
+        assert_eq!(
+            (h.code, st["reason"].as_str(), st["message"].as_str()),
+            (406, Some("NotAcceptable"), Some(message)),
+            "{target} {accept}"
+        );
+    }
+    // Full objects are unchanged by any of this.
+    let (_, list) = c.get_json("/api/v1/pods", &["Accept: application/json"]);
+    assert_eq!(list["kind"], "PodList");
+    assert!(list["items"][0]["spec"].is_object());
+}
+
+/// Every resource of an aggregated discovery document, as `group/version/resource`.
+fn discovered(doc: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for item in doc["items"].as_array().unwrap() {
+        let group = item["metadata"]["name"].as_str().unwrap_or("");
+        for v in item["versions"].as_array().unwrap() {
+            for r in v["resources"].as_array().unwrap() {
+                out.push(format!(
+                    "{group}/{}/{}",
+                    v["version"].as_str().unwrap(),
+                    r["resource"].as_str().unwrap()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn aggregated_discovery_follows_resources_as_they_come_and_go() {
+    let api = FakeApi::start();
+    let mut c = Client::connect(&api);
+    let (h, doc) = c.get_json("/apis", &[DISCOVERY_ACCEPT]);
+    assert_eq!(h.code, 200);
+    assert_eq!(
+        h.get("Content-Type"),
+        Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+    );
+    assert_eq!(
+        (h.get("Cache-Control"), h.get("Vary")),
+        (Some("public"), Some("Accept"))
+    );
+    assert_eq!(
+        (doc["kind"].as_str(), doc["apiVersion"].as_str()),
+        (
+            Some("APIGroupDiscoveryList"),
+            Some("apidiscovery.k8s.io/v2")
+        )
+    );
+    let apps = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "apps")
+        .unwrap();
+    let deploy = &apps["versions"][0]["resources"][0];
+    assert_eq!(
+        deploy,
+        &json!({
+            "resource": "deployments",
+            "responseKind": {"group": "", "version": "", "kind": "Deployment"},
+            "scope": "Namespaced",
+            "singularResource": "deployment",
+            "shortNames": ["deploy"],
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+        })
+    );
+    assert_eq!(apps["versions"][0]["freshness"], "Current");
+    assert!(!discovered(&doc).iter().any(|r| r.starts_with("/")));
+
+    // /api: the core group, one item without a name.
+    let (h, core) = c.get_json("/api", &[DISCOVERY_ACCEPT]);
+    assert_eq!(h.code, 200);
+    assert_eq!(core["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        core["items"][0]["metadata"],
+        json!({"creationTimestamp": null})
+    );
+    let core_res = discovered(&core);
+    assert!(core_res.contains(&"/v1/pods".to_string()), "{core_res:?}");
+    let nodes = core["items"][0]["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "nodes")
+        .unwrap();
+    assert_eq!(
+        (nodes["scope"].as_str(), &nodes["shortNames"]),
+        (Some("Cluster"), &json!(["no"]))
+    );
+
+    // An unchanged document: 304 for its Etag, no body.
+    let tag = h.get("Etag").unwrap().to_string();
+    c.send(
+        "/api",
+        &[DISCOVERY_ACCEPT, &format!("If-None-Match: {tag}")],
+    );
+    let h304 = c.head();
+    assert_eq!(
+        (h304.code, h304.get("Content-Length"), h304.get("Etag")),
+        (304, None, Some(tag.as_str()))
+    );
+
+    // A CRD established after start appears, with its short names and verbs; one deleted goes.
+    api.add_resource("example.com", "v1", "widgets", "Widget", true);
+    api.set_short_names("example.com/v1/widgets", &["wd"]);
+    api.add_resource("example.com", "v1", "gadgets", "Gadget", false);
+    api.set_verbs("example.com/v1/gadgets", &["get", "create"]);
+    let (_, doc) = c.get_json("/apis", &[DISCOVERY_ACCEPT]);
+    let all = discovered(&doc);
+    assert!(
+        all.contains(&"example.com/v1/widgets".to_string())
+            && all.contains(&"example.com/v1/gadgets".to_string()),
+        "{all:?}"
+    );
+    let ex = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "example.com")
+        .unwrap();
+    assert_eq!(
+        ex["versions"][0]["resources"][0]["shortNames"],
+        json!(["wd"])
+    );
+    assert_eq!(
+        ex["versions"][0]["resources"][1]["verbs"],
+        json!(["get", "create"])
+    );
+    assert_eq!(ex["versions"][0]["resources"][1]["scope"], "Cluster");
+    // The legacy per-version document says the same.
+    let (_, legacy) = c.get_json("/apis/example.com/v1", &[]);
+    assert_eq!(legacy["resources"][0]["shortNames"], json!(["wd"]));
+    assert_eq!(legacy["resources"][1]["verbs"], json!(["get", "create"]));
+
+    assert!(api.remove_resource("example.com/v1/gadgets"));
+    assert!(!api.remove_resource("example.com/v1/gadgets"));
+    let (_, doc) = c.get_json("/apis", &[DISCOVERY_ACCEPT]);
+    let all = discovered(&doc);
+    assert!(
+        all.contains(&"example.com/v1/widgets".to_string())
+            && !all.contains(&"example.com/v1/gadgets".to_string()),
+        "{all:?}"
+    );
+
+    // v2beta1, asked for first, answers as v2beta1.
+    let (h, doc) = c.get_json(
+        "/apis",
+        &["Accept: application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"],
+    );
+    assert_eq!(
+        (h.get("Content-Type"), doc["apiVersion"].as_str()),
+        (
+            Some("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"),
+            Some("apidiscovery.k8s.io/v2beta1")
+        )
+    );
+    // Plain JSON is the legacy document.
+    let (h, legacy) = c.get_json("/apis", &["Accept: application/json"]);
+    assert_eq!(
+        (h.get("Content-Type"), legacy["kind"].as_str()),
+        (Some("application/json"), Some("APIGroupList"))
+    );
+}
+
+#[test]
+fn a_server_without_aggregated_discovery_answers_the_legacy_documents() {
+    let api = FakeApi::start();
+    api.set_aggregated_discovery(false);
+    let mut c = Client::connect(&api);
+    let (h, v) = c.get_json("/apis", &[DISCOVERY_ACCEPT]);
+    assert_eq!(
+        (h.code, h.get("Content-Type"), v["kind"].as_str()),
+        (200, Some("application/json"), Some("APIGroupList"))
+    );
+    let (_, v) = c.get_json("/api", &[DISCOVERY_ACCEPT]);
+    assert_eq!(v["kind"], "APIVersions");
+    // Only the aggregated type, which this server does not have: 406.
+    let (h, st) = c.get_json(
+        "/apis",
+        &["Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"],
+    );
+    assert_eq!(
+        (h.code, st["reason"].as_str()),
+        (406, Some("NotAcceptable"))
+    );
+}
+
+#[test]
+fn a_removed_resource_deletes_its_objects_ends_its_watches_and_is_gone() {
+    let api = FakeApi::start();
+    api.add_resource("example.com", "v1", "widgets", "Widget", true);
+    api.apply("example.com/v1/widgets", FakeApi::object(Some("a"), "w1"));
+    api.apply("example.com/v1/widgets", FakeApi::object(Some("b"), "w2"));
+    let mut c = Client::connect(&api);
+    c.send(&format!("/apis/example.com/v1/widgets?{WATCH_LIST}"), &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["type"], "ADDED");
+    assert_eq!(c.event()["type"], "ADDED");
+    assert_eq!(c.event()["type"], "BOOKMARK");
+    assert!(api.wait_open_watches(1, T));
+    assert!(api.remove_resource("example.com/v1/widgets"));
+    let mut deleted = vec![c.event(), c.event()]
+        .into_iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["type"].as_str().unwrap(),
+                e["object"]["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect::<Vec<_>>();
+    deleted.sort();
+    assert_eq!(deleted, ["DELETED w1", "DELETED w2"]);
+    c.end();
+    assert!(api.wait_open_watches(0, T));
+    let (h, _) = get(&api, "/apis/example.com/v1/widgets");
+    assert_eq!(h.code, 404);
+    let (h, _) = get(&api, "/apis/example.com/v1");
+    assert_eq!(h.code, 404);
+    assert!(api.objects("example.com/v1/widgets").is_empty());
+    // Served again: empty.
+    api.add_resource("example.com", "v1", "widgets", "Widget", true);
+    let (h, list) = get(&api, "/apis/example.com/v1/widgets");
+    assert_eq!(
+        (h.code, list["items"].as_array().map(Vec::len)),
+        (200, Some(0))
+    );
+}
+
+#[test]
+fn verbs_a_resource_lacks_get_405() {
+    let api = FakeApi::start();
+    api.add_resource(
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "TokenReview",
+        false,
+    );
+    api.set_verbs("authentication.k8s.io/v1/tokenreviews", &["create"]);
+    for target in [
+        "/apis/authentication.k8s.io/v1/tokenreviews".to_string(),
+        format!("/apis/authentication.k8s.io/v1/tokenreviews?{WATCH_LIST}"),
+        "/apis/authentication.k8s.io/v1/tokenreviews/x".to_string(),
+    ] {
+        let (h, st) = get(&api, &target);
+        assert_eq!(
+            (h.code, st["reason"].as_str()),
+            (405, Some("MethodNotAllowed")),
+            "{target}"
+        );
+    }
+    api.set_verbs("authentication.k8s.io/v1/tokenreviews", &["list", "create"]);
+    let (h, _) = get(&api, "/apis/authentication.k8s.io/v1/tokenreviews");
+    assert_eq!(h.code, 200);
+    // Forbidden comes first, as authorization runs before the handler.
+    api.forbid("authentication.k8s.io/v1/tokenreviews", true);
+    let (h, _) = get(
+        &api,
+        &format!("/apis/authentication.k8s.io/v1/tokenreviews?{WATCH_LIST}"),
+    );
+    assert_eq!(h.code, 403);
+}
