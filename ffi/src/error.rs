@@ -29,13 +29,16 @@ impl Failure {
 impl From<tattler_core::Error> for Failure {
     fn from(e: tattler_core::Error) -> Failure {
         use tattler_core::Error;
+        if let Error::Checkpoint(m) = &e {
+            // The status says "invalid checkpoint" already.
+            return Failure::new(TATTLER_ERR_INVALID_CHECKPOINT, format!("checkpoint: {m}"));
+        }
         let status = match &e {
             Error::Config(_) => TATTLER_ERR_INVALID_CONFIG,
             Error::ReadFile { .. } | Error::Spawn(_) => TATTLER_ERR_IO,
             Error::Resource(_) => TATTLER_ERR_INVALID_RESOURCE,
             Error::Tls(_) => TATTLER_ERR_TLS,
             Error::Reentrant(_) => TATTLER_ERR_REENTRANT,
-            Error::Checkpoint(_) => TATTLER_ERR_INVALID_CHECKPOINT,
             _ => TATTLER_ERR_OTHER,
         };
         Failure::new(status, e.to_string())
