@@ -56,6 +56,16 @@ fn added(objects: &[String]) -> Vec<Vec<u8>> {
     objects.iter().map(|o| frame("ADDED", o)).collect()
 }
 
+/// A LIST body of the objects, each without its kind and apiVersion as a
+/// LIST's items come.
+fn listed(objects: &[String], rv: &str) -> Vec<u8> {
+    let items: Vec<String> = objects
+        .iter()
+        .map(|o| o.replace("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", ""))
+        .collect();
+    list_body(&items, rv)
+}
+
 // ---------------------------------------------------------------------------
 // Names reused
 
@@ -254,11 +264,7 @@ fn a_server_that_ignores_send_initial_events_and_ends_the_watch_gets_list_and_wa
         } else if path.contains("watch=true") {
             Reply::json(vec![], Then::Hang)
         } else {
-            let items: Vec<String> = objects
-                .iter()
-                .map(|o| o.replace("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", ""))
-                .collect();
-            Reply::json(vec![list_body(&items, "3")], Then::Close)
+            Reply::json(vec![listed(&objects, "3")], Then::Close)
         }
     });
     let r = Reader::open(fast(&s.url())).unwrap();
@@ -288,11 +294,7 @@ fn a_server_that_ignores_send_initial_events_and_goes_quiet_gets_list_and_watch(
                 Then::Hang,
             )
         } else {
-            let items: Vec<String> = objects
-                .iter()
-                .map(|o| o.replace("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", ""))
-                .collect();
-            Reply::json(vec![list_body(&items, "2")], Then::Close)
+            Reply::json(vec![listed(&objects, "2")], Then::Close)
         }
     });
     let mut c = fast(&s.url());
@@ -578,11 +580,7 @@ fn a_slow_consumer_costs_bounded_memory() {
             } else if path.contains("watch=true") {
                 Reply::json(vec![], Then::Hang)
             } else {
-                let items: Vec<String> = objects
-                    .iter()
-                    .map(|o| o.replace("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", ""))
-                    .collect();
-                Reply::json(vec![list_body(&items, "99")], Then::Close)
+                Reply::json(vec![listed(&objects, "99")], Then::Close)
             }
         });
         let out = std::process::Command::new(std::env::current_exe().unwrap())
