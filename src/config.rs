@@ -80,6 +80,19 @@ pub struct Backoff {
     pub reset_after: Duration,
 }
 
+impl Backoff {
+    /// The upper bound of the delay after `n` failures in a row:
+    /// `initial · 2^(n-1)`, at most `max`.
+    pub(crate) fn cap(&self, n: u32) -> Duration {
+        self.initial
+            .saturating_mul(
+                1u32.checked_shl(n.saturating_sub(1).min(20))
+                    .unwrap_or(u32::MAX),
+            )
+            .min(self.max)
+    }
+}
+
 impl Default for Backoff {
     fn default() -> Self {
         Backoff {

@@ -75,9 +75,15 @@ pub(crate) enum Next {
     /// The next request, at once.
     Go,
     /// The next request after a pause: full jitter over the backoff of
-    /// `failures` failures in a row, and never less than `at_least` (the
-    /// server's hint).
-    Pause { failures: u32, at_least: Duration },
+    /// `failures` failures in a row, never less than `at_least` (the
+    /// server's hint), and, when `syncs` > 0 (a full state follows `syncs`
+    /// others with no healthy watching in between), at least half of the
+    /// backoff of `syncs` (the request budget: see [`Machine::next`]).
+    Pause {
+        failures: u32,
+        at_least: Duration,
+        syncs: u32,
+    },
     /// The stream ends: failed for good with this error, or (`None`) a
     /// relist's replacement giving up.
     End(Option<ErrorInfo>),
@@ -128,6 +134,13 @@ pub(crate) struct Machine {
     /// Resumed from a checkpoint: the state is complete; once the resource
     /// is found, watch from the checkpoint's resourceVersion.
     pub resumed: bool,
+    /// Full states completed since the last healthy watching: the request
+    /// budget (each further full state waits longer).
+    streak: u32,
+    /// The server refused a watch from the resume point once (a damaged
+    /// checkpoint, a resourceVersion of another cluster): re-synced; a
+    /// second refusal before healthy watching ends the stream.
+    refused_watch: bool,
 }
 
 impl Machine {
@@ -144,6 +157,8 @@ impl Machine {
             reset_after,
             replacement: false,
             resumed: false,
+            streak: 0,
+            refused_watch: false,
         };
         if !needs_discovery {
             m.phase = m.sync_phase();
@@ -172,6 +187,7 @@ impl Machine {
             Next::Pause {
                 failures: self.failures,
                 at_least: at_least.unwrap_or(Duration::ZERO),
+                syncs: 0,
             }
         };
         Step {
@@ -191,9 +207,32 @@ impl Machine {
         }
     }
 
-    fn resync(&mut self) {
+    /// A new full state follows. The request budget: the first after
+    /// healthy watching goes at once; each further one waits (see `Pause`),
+    /// whatever the server answered, so no answer makes tattler sync faster
+    /// than its backoff.
+    fn resync(&mut self, step: &mut Step) {
         self.phase = self.sync_phase();
         self.fresh_sync = true;
+        step.resync = true;
+        if self.streak == 0 {
+            return;
+        }
+        step.next = match step.next {
+            Next::Go => Next::Pause {
+                failures: 0,
+                at_least: Duration::ZERO,
+                syncs: self.streak,
+            },
+            Next::Pause {
+                failures, at_least, ..
+            } => Next::Pause {
+                failures,
+                at_least,
+                syncs: self.streak,
+            },
+            ref end @ Next::End(_) => end.clone(),
+        };
     }
 
     /// A watch-list that could not complete; the second in a row falls back to
@@ -216,14 +255,25 @@ impl Machine {
     }
 
     /// Decides what follows a request that ended with `end`.
+    ///
+    /// The request budget: a watch (or a watch-list past its sync) that
+    /// lasted `reset_after` is healthy watching, and forgets both the
+    /// failures and the full states before it; without it, full states back
+    /// off as failures do. Only delivered entries are progress: a bookmark,
+    /// even one whose resourceVersion moves (or goes back), is not.
     pub(crate) fn next(&mut self, end: End, seen: Seen) -> Step {
         if seen.lasted >= self.reset_after {
             self.failures = 0;
+            if self.phase == Phase::Watch || seen.synced {
+                self.streak = 0;
+                self.refused_watch = false;
+            }
         }
         if seen.answered {
             self.reauthed = false;
         }
         if seen.synced {
+            self.streak = self.streak.saturating_add(1);
             self.incomplete = 0;
             self.list_once = false;
             self.fresh_sync = false;
@@ -259,12 +309,11 @@ impl Machine {
                     self.short += 1;
                     if self.short >= SHORT_WATCHES {
                         self.short = 0;
-                        self.resync();
                         let mut s = self.fail(
                             format!("{SHORT_WATCHES} watches in a row ended at once with nothing in them; re-syncing"),
                             None,
                         );
-                        s.resync = true;
+                        self.resync(&mut s);
                         s
                     } else {
                         self.fail("the watch ended at once with nothing in it".into(), None)
@@ -295,22 +344,20 @@ impl Machine {
             End::Expired => {
                 // History gone: a new full state. A second in a row waits.
                 let again = self.failures > 0 || self.syncing();
-                self.resync();
                 let mut s = if again {
                     self.fail("the resourceVersion expired again".into(), None)
                 } else {
                     Self::go(Some("the resourceVersion expired; re-syncing".into()))
                 };
-                s.resync = true;
+                self.resync(&mut s);
                 s
             }
             End::TooLarge(hint) => {
-                self.resync();
                 let mut s = self.fail(
                     "the resourceVersion is ahead of the server; re-syncing".into(),
                     hint,
                 );
-                s.resync = true;
+                self.resync(&mut s);
                 s
             }
             End::Rejected(info) if self.phase == Phase::WatchList => {
@@ -320,6 +367,20 @@ impl Machine {
                     "the server refuses watch-list ({} {}); using LIST + WATCH",
                     info.code, info.message
                 )))
+            }
+            End::Rejected(info) if self.phase == Phase::Watch && !self.refused_watch => {
+                // The resume point itself is refused (a damaged checkpoint):
+                // a full state, once.
+                self.refused_watch = true;
+                let mut s = self.fail(
+                    format!(
+                        "the server refuses the watch from this resourceVersion ({} {}); re-syncing",
+                        info.code, info.message
+                    ),
+                    None,
+                );
+                self.resync(&mut s);
+                s
             }
             End::Rejected(info) | End::Fatal(info) => Step {
                 next: Next::End(Some(info)),
@@ -387,7 +448,20 @@ mod tests {
     }
 
     fn pause(failures: u32, at_least: Duration) -> Next {
-        Next::Pause { failures, at_least }
+        Next::Pause {
+            failures,
+            at_least,
+            syncs: 0,
+        }
+    }
+
+    /// A pause that the request budget also sets: `syncs` full states before.
+    fn budget(failures: u32, syncs: u32) -> Next {
+        Next::Pause {
+            failures,
+            at_least: Duration::ZERO,
+            syncs,
+        }
     }
 
     /// Runs `ends` through a machine; the phase and `next` after each.
@@ -522,7 +596,8 @@ mod tests {
             ),
             [
                 (Phase::Watch, Next::Go, false),
-                (Phase::List, pause(3, Duration::ZERO), true)
+                // The sync just completed: the budget waits too.
+                (Phase::List, budget(3, 1), true)
             ]
         );
         // Quiet: at once, for good.
@@ -553,7 +628,7 @@ mod tests {
             ),
             [
                 (Phase::Watch, Next::Go, false),
-                (Phase::WatchList, pause(3, Duration::ZERO), true)
+                (Phase::WatchList, budget(3, 1), true)
             ]
         );
         assert!(!m.list_mode);
@@ -665,6 +740,103 @@ mod tests {
                 pause(1, Duration::ZERO),
                 pause(2, Duration::ZERO),
                 Next::End(None)
+            ]
+        );
+    }
+
+    #[test]
+    fn full_states_back_off_whatever_the_server_answers_until_healthy_watching() {
+        let synced = |ms| Seen {
+            synced: true,
+            ..seen(ms, true)
+        };
+        // A watch-list syncs; the watch from it is answered 410; again and again.
+        let mut m = Machine::new(false, false, 120 * S);
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.extend(run(
+                &mut m,
+                vec![(End::Ended, synced(50)), (End::Expired, seen(5, false))],
+            ));
+        }
+        assert_eq!(
+            got.iter().skip(1).step_by(2).cloned().collect::<Vec<_>>(),
+            [
+                (Phase::WatchList, budget(0, 1), true),
+                (Phase::WatchList, budget(0, 2), true),
+                (Phase::WatchList, budget(0, 3), true),
+                (Phase::WatchList, budget(0, 4), true),
+            ]
+        );
+        // The same, the 410 as an error event right after a bookmark; then a
+        // healthy watch (reset_after long) forgets the streak: at once again.
+        let mut m = Machine::new(false, false, 120 * S);
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Expired, synced(50)),
+                    (End::Expired, synced(50)),
+                    (End::Ended, synced(50)),
+                    (End::Expired, seen(121_000, false)),
+                ]
+            ),
+            [
+                (Phase::WatchList, budget(0, 1), true),
+                (Phase::WatchList, budget(0, 2), true),
+                (Phase::Watch, Next::Go, false),
+                (Phase::WatchList, Next::Go, true),
+            ]
+        );
+        // LIST + WATCH with every watch expired: the LISTs back off.
+        let mut m = machine(Phase::List);
+        m.list_mode = true;
+        assert_eq!(
+            run(
+                &mut m,
+                vec![
+                    (End::Listed, synced(5)),
+                    (End::Expired, seen(5, false)),
+                    (End::Listed, synced(5)),
+                    (End::Expired, seen(5, false)),
+                ]
+            ),
+            [
+                (Phase::Watch, Next::Go, false),
+                (Phase::List, budget(0, 1), true),
+                (Phase::Watch, Next::Go, false),
+                (Phase::List, budget(0, 2), true),
+            ]
+        );
+        // Watches with a bookmark each (not progress, whichever way its
+        // resourceVersion moves) that end at once: failures, then a re-sync
+        // that the budget also paces.
+        let mut m = Machine::new(false, false, 120 * S);
+        let quick = || (End::Ended, seen(5, false));
+        let got = run(
+            &mut m,
+            vec![(End::Ended, synced(50)), quick(), quick(), quick()],
+        );
+        assert_eq!(got[3], (Phase::WatchList, budget(3, 1), true));
+    }
+
+    #[test]
+    fn a_refused_resume_point_resyncs_once() {
+        let mut m = machine(Phase::Watch);
+        let refused = || (End::Rejected(info(400)), seen(5, false));
+        assert_eq!(
+            run(&mut m, vec![refused()]),
+            [(Phase::WatchList, pause(1, Duration::ZERO), true)]
+        );
+        let synced = Seen {
+            synced: true,
+            ..seen(50, true)
+        };
+        assert_eq!(
+            run(&mut m, vec![(End::Ended, synced), refused()]),
+            [
+                (Phase::Watch, Next::Go, false),
+                (Phase::Watch, Next::End(Some(info(400))), false)
             ]
         );
     }

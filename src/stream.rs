@@ -303,8 +303,12 @@ impl Stream {
                         log::info!("{name}: {why}");
                     }
                 }
-                Next::Pause { failures, at_least } => {
-                    let delay = self.backoff(failures).max(at_least);
+                Next::Pause {
+                    failures,
+                    at_least,
+                    syncs,
+                } => {
+                    let delay = self.backoff(failures).max(at_least).max(self.budget(syncs));
                     let why = step.why.unwrap_or_default();
                     // The stats first: whoever sees the log line sees them too.
                     *self.counters.last_error.lock() = Some(why.clone());
@@ -498,9 +502,10 @@ impl Stream {
         Err(answer::classify(code, status, hint, creds.reloadable()))
     }
 
+    /// Moves the resume point. Not progress by itself (see `Machine::next`):
+    /// only delivered entries are.
     pub(crate) fn set_rv(&mut self, rv: Rv) {
         if rv != self.rv {
-            self.seen.progressed = true;
             self.rv = rv;
         }
     }
@@ -521,16 +526,23 @@ impl Stream {
 
     /// Full jitter: uniform in 0..=min(max, initial * 2^(failures-1)).
     pub(crate) fn backoff(&mut self, failures: u32) -> Duration {
-        let b = &self.settings.backoff;
-        let cap = b
-            .initial
-            .saturating_mul(
-                1u32.checked_shl(failures.saturating_sub(1).min(20))
-                    .unwrap_or(u32::MAX),
-            )
-            .min(b.max);
+        let cap = self.settings.backoff.cap(failures);
         let ms = cap.as_millis().max(1) as u64;
         Duration::from_millis(self.random() % (ms + 1))
+    }
+
+    /// The request budget's wait before a full state that follows `syncs`
+    /// others without healthy watching: equal jitter, uniform in
+    /// cap/2..=cap of the backoff of `syncs` failures, so that the bound
+    /// holds whatever the draw (README: "Requests").
+    pub(crate) fn budget(&mut self, syncs: u32) -> Duration {
+        if syncs == 0 {
+            return Duration::ZERO;
+        }
+        let cap = self.settings.backoff.cap(syncs);
+        let half = cap / 2;
+        let ms = (cap - half).as_millis() as u64;
+        half + Duration::from_millis(self.random() % (ms + 1))
     }
 
     fn random(&mut self) -> u64 {
