@@ -302,20 +302,28 @@ pub(crate) fn gzip_all(data: &[u8]) -> Vec<u8> {
     gz.finish().unwrap_or_default()
 }
 
-/// Encodes a streamed body as HTTP/1.1 chunks, gzip-compressed (and flushed per chunk) if asked.
+/// Encodes a streamed body as HTTP/1.1 chunks, gzip-compressed if asked: one gzip stream
+/// flushed per chunk, or (`members`) each chunk a complete gzip member of its own, as
+/// Kubernetes 1.37's WatchListCompression writes them (a decoder must read on past the end
+/// of the first member).
 pub(crate) struct Chunker {
     gz: Option<GzEncoder<Vec<u8>>>,
+    members: bool,
 }
 
 impl Chunker {
-    pub(crate) fn new(gzip: bool) -> Chunker {
+    pub(crate) fn new(gzip: bool, members: bool) -> Chunker {
         Chunker {
-            gz: gzip.then(|| GzEncoder::new(Vec::new(), Compression::default())),
+            gz: (gzip && !members).then(|| GzEncoder::new(Vec::new(), Compression::default())),
+            members: gzip && members,
         }
     }
 
     /// The bytes that go on the wire inside one chunk for `data`.
     pub(crate) fn payload(&mut self, data: &[u8]) -> Vec<u8> {
+        if self.members {
+            return gzip_all(data);
+        }
         match &mut self.gz {
             None => data.to_vec(),
             Some(gz) => {
@@ -409,7 +417,7 @@ mod tests {
 
     #[test]
     fn chunks() {
-        let mut c = Chunker::new(false);
+        let mut c = Chunker::new(false, false);
         assert_eq!(Chunker::frame(&c.payload(b"{}\n")), b"3\r\n{}\n\r\n");
         assert_eq!(c.finish(), b"0\r\n\r\n");
     }

@@ -42,6 +42,7 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+pub use store::{Backup, InitialEvents, RequestRecord};
 use store::{ResourceDef, State};
 
 /// A failure to inject into the next request (list or watch) for a resource; see
@@ -77,6 +78,32 @@ pub enum Fault {
     /// 200, then one chunk that is not JSON (`this is not json\n`), then the normal stream.
     /// A list gets 200 with that as its whole body.
     Garbage,
+    /// As `Status`, but `Retry-After` is an HTTP date `after` from now (as a load balancer or
+    /// proxy sends it), and the body has no `retryAfterSeconds`.
+    StatusRetryDate {
+        /// HTTP status code and `Status.code`.
+        code: u16,
+        /// `Status.reason` (omitted when empty).
+        reason: String,
+        /// `Status.message` (omitted when empty).
+        message: String,
+        /// How far ahead the date is (whole seconds count; the date has no fraction).
+        after: Duration,
+    },
+    /// A watch gets 200, then one ERROR event with a `Status` of this code, reason and message
+    /// (e.g. 500 InternalError, as the apiserver sends when etcd fails mid-stream), then the
+    /// stream ends. A list gets HTTP `code` with that `Status`.
+    ErrorInStream {
+        /// `Status.code` (the HTTP status stays 200 on a watch).
+        code: u16,
+        /// `Status.reason` (omitted when empty).
+        reason: String,
+        /// `Status.message` (omitted when empty).
+        message: String,
+    },
+    /// A watch gets 200, one BOOKMARK at the current resourceVersion (no annotation, even on a
+    /// watch-list), and the stream ends at once. Lists and gets are served normally.
+    BookmarkOnly,
 }
 
 /// A running fake kube-apiserver. Dropping it stops the listener, shuts down every open
@@ -316,6 +343,51 @@ impl FakeApi {
         self.shared.state.lock().gzip = on;
     }
 
+    /// `true`: every resourceVersion the server hands out (objects, list metadata, bookmarks,
+    /// 410 and 504 messages) is an opaque string, `o` and the number in hex (`o1f`: not an
+    /// integer, and not ordered as a string), as from an aggregated or non-etcd server; the
+    /// `resourceVersion=` of requests is read in that form (and `0`). Switching rewrites the
+    /// stored objects and drops the history (a compaction): switch before clients connect.
+    /// Off by default.
+    pub fn set_opaque_rvs(&self, on: bool) {
+        self.shared.state.lock().set_opaque(on);
+    }
+
+    /// A resourceVersion number as this server serves it now (see [`FakeApi::set_opaque_rvs`]).
+    pub fn format_rv(&self, rv: u64) -> String {
+        self.shared.state.lock().rv_str(rv)
+    }
+
+    /// How watch-lists are answered (see [`InitialEvents`]): as the real server, as one that
+    /// ignores `sendInitialEvents`, or without the initial-events-end bookmark.
+    pub fn set_initial_events(&self, mode: InitialEvents) {
+        self.shared.state.lock().initial_events = mode;
+    }
+
+    /// `true`: requests with `Accept-Encoding: gzip` get gzip, and each watch event (each
+    /// chunk) is a complete gzip member of its own, as Kubernetes 1.37's WatchListCompression
+    /// sends them; lists are one member. Implies gzip; off by default.
+    pub fn set_gzip_members(&self, on: bool) {
+        self.shared.state.lock().gzip_members = on;
+    }
+
+    /// The store now (objects and revision), as an etcd snapshot holds it, for
+    /// [`FakeApi::restore`].
+    pub fn backup(&self) -> Backup {
+        self.shared.state.lock().backup()
+    }
+
+    /// An etcd restore from `backup` without `--bump-revision`: every resource's objects are
+    /// as they were at the backup (later creates gone, later deletes back, with their old
+    /// uids), the resourceVersion counter goes back to the backup's and later writes reuse
+    /// the revisions handed out since; the history is gone (watches from an older
+    /// resourceVersion get 410, from a newer one 504 ResourceVersionTooLarge) and every open
+    /// watch ends. Resources added after the backup come back empty.
+    pub fn restore(&self, backup: &Backup) {
+        self.shared.state.lock().restore(backup);
+        self.shared.cond.notify_all();
+    }
+
     /// Queues a fault for `res`; each request (list, watch or get) for it takes the oldest.
     ///
     /// # Panics
@@ -330,6 +402,12 @@ impl FakeApi {
     /// the target exactly as received), in arrival order.
     pub fn requests(&self) -> Vec<String> {
         self.shared.state.lock().requests.clone()
+    }
+
+    /// Every request so far with its arrival time, in arrival order; see
+    /// [`RequestRecord::is_full_sync`] to count full syncs.
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        self.shared.state.lock().log.clone()
     }
 
     /// Waits until at least `n` requests have arrived; false on timeout.

@@ -3,7 +3,7 @@
 use crate::http::{self, Chunker, ReadResult, Request};
 use crate::json::{self, Ctx};
 use crate::media::{self, Want};
-use crate::store::{self, Filter, ResourceDef, State, WatchMsg};
+use crate::store::{self, Filter, InitialEvents, ResourceDef, State, WatchMsg};
 use crate::util;
 use crate::Fault;
 use crossbeam_channel::{at, never, select, unbounded, Receiver, Sender};
@@ -186,6 +186,7 @@ fn conn_main(sh: Arc<Shared>, id: u64, stream: TcpStream) {
                     let resp = Resp {
                         audit: util::uuid(),
                         gzip: false,
+                        members: false,
                         pretty: false,
                         close: true,
                     };
@@ -207,6 +208,8 @@ fn conn_main(sh: Arc<Shared>, id: u64, stream: TcpStream) {
 struct Resp {
     audit: String,
     gzip: bool,
+    /// With `gzip`: each watch event its own gzip member.
+    members: bool,
     pretty: bool,
     close: bool,
 }
@@ -223,7 +226,7 @@ fn headers(
     code: u16,
     content_type: &str,
     gzipped: bool,
-    retry_after: Option<u32>,
+    retry_after: Option<String>,
     len: Len,
 ) -> Vec<(&'static str, String)> {
     let mut h = vec![
@@ -235,7 +238,7 @@ fn headers(
     }
     h.push(("Content-Type", content_type.to_string()));
     if let Some(s) = retry_after {
-        h.push(("Retry-After", s.to_string()));
+        h.push(("Retry-After", s));
     }
     if code == 403 || content_type != JSON {
         h.push(("X-Content-Type-Options", "nosniff".into()));
@@ -275,7 +278,7 @@ fn send_body(
     code: u16,
     content_type: &str,
     body: Vec<u8>,
-    retry_after: Option<u32>,
+    retry_after: Option<String>,
 ) -> Flow {
     let body = if r.gzip { http::gzip_all(&body) } else { body };
     let h = headers(
@@ -321,7 +324,13 @@ pub(crate) fn status_obj(
     Value::Object(m)
 }
 
-fn send_status_obj(conn: &Conn, r: &Resp, code: u16, v: &Value, retry_after: Option<u32>) -> Flow {
+fn send_status_obj(
+    conn: &Conn,
+    r: &Resp,
+    code: u16,
+    v: &Value,
+    retry_after: Option<String>,
+) -> Flow {
     send_body(
         conn,
         r,
@@ -339,7 +348,7 @@ fn send_status(
     reason: &str,
     message: &str,
     details: Option<Value>,
-    retry_after: Option<u32>,
+    retry_after: Option<String>,
 ) -> Flow {
     let v = status_obj(code, reason, message, details, json!({}));
     send_status_obj(conn, r, code, &v, retry_after)
@@ -361,7 +370,7 @@ fn bad_request(conn: &Conn, r: &Resp, message: &str) -> Flow {
     send_status(conn, r, 400, "BadRequest", message, None, None)
 }
 
-fn expired_status(rv: &str, oldest: u64) -> Value {
+fn expired_status(rv: &str, oldest: &str) -> Value {
     status_obj(
         410,
         "Expired",
@@ -371,7 +380,7 @@ fn expired_status(rv: &str, oldest: u64) -> Value {
     )
 }
 
-fn too_large_status(rv: &str, current: u64) -> Value {
+fn too_large_status(rv: &str, current: &str) -> Value {
     status_obj(
         504,
         "Timeout",
@@ -408,7 +417,7 @@ fn frame(typ: &str, obj_json: &str) -> Vec<u8> {
 /// A BOOKMARK's object: the kind's zero value with only a resourceVersion (and the
 /// initial-events-end annotation), or a bare `PartialObjectMetadata` for metadata-only watches
 /// (m-metadata-watchlist-pods).
-fn bookmark_json(def: &ResourceDef, rv: u64, initial_end: bool, meta: bool) -> String {
+fn bookmark_json(def: &ResourceDef, rv: &str, initial_end: bool, meta: bool) -> String {
     let (kind, api_version, extra) = if meta {
         (
             "PartialObjectMetadata".to_string(),
@@ -419,9 +428,10 @@ fn bookmark_json(def: &ResourceDef, rv: u64, initial_end: bool, meta: bool) -> S
         (def.kind.clone(), def.api_version(), def.bookmark_extra())
     };
     format!(
-        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{rv}\"{}}}{extra}}}",
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":{}{}}}{extra}}}",
         json::quote(&kind),
         json::quote(&api_version),
+        json::quote(rv),
         if initial_end {
             ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
         } else {
@@ -447,15 +457,24 @@ fn authorized(req: &Request, token: &str) -> bool {
 
 fn handle(sh: &Shared, conn: &mut Conn, req: &Request) -> Flow {
     log::debug!("fakeapi: {}", req.line());
-    let (gzip_on, token) = {
+    let (gzip_on, members, token) = {
         let mut st = sh.state.lock();
         st.requests.push(req.line());
+        st.log.push(store::RequestRecord {
+            at: Instant::now(),
+            line: req.line(),
+        });
         sh.cond.notify_all();
-        (st.gzip, st.token.clone())
+        (
+            st.gzip || st.gzip_members,
+            st.gzip_members,
+            st.token.clone(),
+        )
     };
     let mut resp = Resp {
         audit: util::uuid(),
         gzip: gzip_on && req.accepts_gzip(),
+        members,
         pretty: req.pretty_user_agent(),
         close: !req.keep_alive(),
     };
@@ -777,14 +796,15 @@ fn parse_int(v: &str) -> Result<i64, String> {
 }
 
 impl Opts {
-    fn parse(q: &[(String, String)]) -> Result<Opts, String> {
+    /// `opaque`: resourceVersions come back in the opaque form (`State::parse_rv`).
+    fn parse(q: &[(String, String)], opaque: bool) -> Result<Opts, String> {
         let rv = qget(q, "resourceVersion").unwrap_or("").to_string();
         let rv_num = if rv.is_empty() {
             None
         } else {
             Some(
-                rv.parse::<u64>()
-                    .map_err(|_| format!("invalid resource version: {}", json::quote(&rv)))?,
+                store::parse_rv(opaque, &rv)
+                    .ok_or_else(|| format!("invalid resource version: {}", json::quote(&rv)))?,
             )
         };
         Ok(Opts {
@@ -840,9 +860,14 @@ fn not_supported(field: &'static str, value: &str, supported: &[&str]) -> FieldE
 }
 
 /// apimachinery's `ValidateListOptions`.
-fn validate(o: &Opts, watchlist_enabled: bool) -> Vec<FieldErr> {
+/// `ignored`: the server knows neither `sendInitialEvents` nor `resourceVersionMatch` on a
+/// watch ([`InitialEvents::Ignored`]), so nothing about them is checked.
+fn validate(o: &Opts, watchlist_enabled: bool, ignored: bool) -> Vec<FieldErr> {
     let mut errs = Vec::new();
     let m = o.rv_match.as_str();
+    if o.watch && ignored {
+        return errs;
+    }
     if o.watch {
         if o.send_initial.is_some() {
             if m != "NotOlderThan" {
@@ -1062,7 +1087,11 @@ fn serve_resource(
     };
     let fault = st.faults.get_mut(&idx).and_then(VecDeque::pop_front);
     let watchlist = st.watchlist;
+    let ignored = st.initial_events == InitialEvents::Ignored;
+    let opaque = st.opaque;
     let cur = st.rv;
+    let cur_str = st.rv_str(cur);
+    let next_str = st.rv_str(cur + 1);
     drop(st);
 
     let rv_param = qget(query, "resourceVersion").unwrap_or("").to_string();
@@ -1076,26 +1105,52 @@ fn serve_resource(
             retry_after,
         }) => {
             let details = retry_after.map(|s| json!({"retryAfterSeconds": s}));
-            return send_status(conn, resp, code, &reason, &message, details, retry_after);
+            let header = retry_after.map(|s| s.to_string());
+            return send_status(conn, resp, code, &reason, &message, details, header);
         }
+        Some(Fault::StatusRetryDate {
+            code,
+            reason,
+            message,
+            after,
+        }) => {
+            let at = std::time::SystemTime::now() + after;
+            let header = Some(util::http_date(at));
+            return send_status(conn, resp, code, &reason, &message, None, header);
+        }
+        Some(Fault::ErrorInStream {
+            code,
+            reason,
+            message,
+        }) => {
+            let status = status_obj(code, &reason, &message, None, json!({}));
+            if watch {
+                return stream_error(conn, resp, &status);
+            }
+            return send_status_obj(conn, resp, code, &status, None);
+        }
+        Some(Fault::BookmarkOnly) if watch => {
+            return bookmark_only(conn, resp, &def, &cur_str, meta);
+        }
+        Some(Fault::BookmarkOnly) => {}
         Some(Fault::ExpiredInStream) => {
             if watch {
                 let rv = if rv_param.is_empty() {
-                    cur.to_string()
+                    cur_str.clone()
                 } else {
                     rv_param
                 };
-                return stream_error(conn, resp, &expired_status(&rv, cur));
+                return stream_error(conn, resp, &expired_status(&rv, &cur_str));
             }
             return send_status_obj(conn, resp, 410, &list_expired_status(), None);
         }
         Some(Fault::TooLargeInStream) => {
             let rv = if rv_param.is_empty() {
-                (cur + 1).to_string()
+                next_str
             } else {
                 rv_param
             };
-            let status = too_large_status(&rv, cur);
+            let status = too_large_status(&rv, &cur_str);
             if watch {
                 return stream_error(conn, resp, &status);
             }
@@ -1106,11 +1161,11 @@ fn serve_resource(
         Some(Fault::Garbage) => twist.garbage = true,
     }
 
-    let o = match Opts::parse(query) {
+    let o = match Opts::parse(query, opaque) {
         Ok(o) => o,
         Err(m) => return bad_request(conn, resp, &m),
     };
-    let errs = validate(&o, watchlist);
+    let errs = validate(&o, watchlist, ignored);
     if !errs.is_empty() {
         return send_status_obj(conn, resp, 422, &invalid_status(&errs), None);
     }
@@ -1292,8 +1347,9 @@ fn serve_list(
         start = Some(tok.start);
     } else if let Some(r) = o.rv_num {
         if r > cur {
+            let status = too_large_status(&o.rv, &st.rv_str(cur));
             drop(st);
-            return send_status_obj(conn, resp, 504, &too_large_status(&o.rv, cur), None);
+            return send_status_obj(conn, resp, 504, &status, None);
         }
         if o.rv_match == "Exact" {
             if r < compacted {
@@ -1322,7 +1378,7 @@ fn serve_list(
     } else {
         matching.len()
     };
-    let mut list_meta = json!({"resourceVersion": list_rv.to_string()});
+    let mut list_meta = json!({"resourceVersion": st.rv_str(list_rv)});
     if take < matching.len() {
         let token_rv = if at.is_some() || start.is_none() || o.cont.is_empty() {
             list_rv as i64
@@ -1408,8 +1464,19 @@ fn stall(sh: &Shared, conn: &mut Conn, resp: &Resp, watch_of: Option<usize>) -> 
 fn stream_error(conn: &Conn, resp: &Resp, status: &Value) -> Flow {
     let h = headers(resp, 200, JSON, resp.gzip, None, Len::Chunked);
     let mut out = http::head_bytes(200, &h);
-    let mut chunker = Chunker::new(resp.gzip);
+    let mut chunker = Chunker::new(resp.gzip, resp.members);
     let payload = chunker.payload(&frame("ERROR", &json::compact(status, Ctx::Top)));
+    out.extend_from_slice(&Chunker::frame(&payload));
+    out.extend_from_slice(&chunker.finish());
+    flow(resp, conn.send(&out))
+}
+
+/// 200, one BOOKMARK at `rv` (no annotation), end of stream.
+fn bookmark_only(conn: &Conn, resp: &Resp, def: &ResourceDef, rv: &str, meta: bool) -> Flow {
+    let h = headers(resp, 200, JSON, resp.gzip, None, Len::Chunked);
+    let mut out = http::head_bytes(200, &h);
+    let mut chunker = Chunker::new(resp.gzip, resp.members);
+    let payload = chunker.payload(&frame("BOOKMARK", &bookmark_json(def, rv, false, meta)));
     out.extend_from_slice(&Chunker::frame(&payload));
     out.extend_from_slice(&chunker.finish());
     flow(resp, conn.send(&out))
@@ -1484,20 +1551,29 @@ fn serve_watch(
     let guard = {
         let mut st = sh.state.lock();
         let cur = st.rv;
+        let cur_str = st.rv_str(cur);
         let res = &st.resources[idx];
+        let mode = st.initial_events;
+        // An Ignored server reads the request as if it had no sendInitialEvents.
+        let send_initial = match mode {
+            InitialEvents::Ignored => None,
+            _ => o.send_initial,
+        };
         let watch_list = st.watchlist
-            && (o.send_initial == Some(true) || (o.send_initial.is_none() && o.rv.is_empty()));
-        let legacy_initial = st.watchlist && o.send_initial.is_none() && o.rv == "0";
+            && mode != InitialEvents::Ignored
+            && (send_initial == Some(true) || (send_initial.is_none() && o.rv.is_empty()));
+        let legacy_initial = (st.watchlist && send_initial.is_none() && o.rv == "0")
+            || (mode == InitialEvents::Ignored && (o.rv.is_empty() || o.rv == "0"));
         if watch_list || legacy_initial {
             if o.rv_num.is_some_and(|r| r > cur) {
                 drop(st);
-                return stream_error(conn, resp, &too_large_status(&o.rv, cur));
+                return stream_error(conn, resp, &too_large_status(&o.rv, &cur_str));
             }
             for obj in res.objects.values().rev().filter(|v| filter.matches(v)) {
                 frames.push(frame("ADDED", &media::render(obj, meta)));
             }
-            if watch_list && o.bookmarks {
-                frames.push(frame("BOOKMARK", &bookmark_json(def, cur, true, meta)));
+            if watch_list && o.bookmarks && mode != InitialEvents::NoEndBookmark {
+                frames.push(frame("BOOKMARK", &bookmark_json(def, &cur_str, true, meta)));
             }
         } else {
             let from = match o.rv_num {
@@ -1505,13 +1581,13 @@ fn serve_watch(
                 Some(r) => r,
             };
             if from < res.compacted {
-                let oldest = res.compacted;
+                let oldest = st.rv_str(res.compacted);
                 drop(st);
-                return stream_error(conn, resp, &expired_status(&o.rv, oldest));
+                return stream_error(conn, resp, &expired_status(&o.rv, &oldest));
             }
             if from > cur {
                 drop(st);
-                return stream_error(conn, resp, &too_large_status(&o.rv, cur));
+                return stream_error(conn, resp, &too_large_status(&o.rv, &cur_str));
             }
             for ev in res.history.iter().filter(|e| e.rv > from) {
                 if let Some((t, obj)) = filter.transform(ev) {
@@ -1521,13 +1597,14 @@ fn serve_watch(
         }
         let id = st.register(idx, tx, o.bookmarks);
         sh.cond.notify_all();
-        WatchGuard { sh, id }
+        (WatchGuard { sh, id }, st.opaque)
     };
+    let (guard, opaque) = guard;
 
     let h = headers(resp, 200, JSON, resp.gzip, None, Len::Chunked);
     let mut out = Out {
         stream: &conn.stream,
-        chunker: Chunker::new(resp.gzip),
+        chunker: Chunker::new(resp.gzip, resp.members),
         cut_after: twist.cut_after,
         sent: 0,
     };
@@ -1561,7 +1638,8 @@ fn serve_watch(
                     }
                 }
                 Ok(WatchMsg::Bookmark(rv)) => {
-                    if o.bookmarks && !out.event(&frame("BOOKMARK", &bookmark_json(def, rv, false, meta))) {
+                    let rv = store::format_rv(opaque, rv);
+                    if o.bookmarks && !out.event(&frame("BOOKMARK", &bookmark_json(def, &rv, false, meta))) {
                         return Flow::Close;
                     }
                 }

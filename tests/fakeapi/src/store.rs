@@ -7,6 +7,7 @@ use crossbeam_channel::Sender;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Events kept per resource before the oldest tenth is dropped (an automatic compaction, so a
 /// long demo does not grow without bound; etcd compacts every 5 minutes too).
@@ -184,6 +185,98 @@ pub(crate) struct Resource {
     pub(crate) removed: bool,
 }
 
+/// How a watch-list (`sendInitialEvents=true`) is answered; see `FakeApi::set_initial_events`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum InitialEvents {
+    /// As the real server: the initial ADDED events, then the `k8s.io/initial-events-end`
+    /// BOOKMARK (when bookmarks were asked for), then live events.
+    #[default]
+    Normal,
+    /// As a server that does not know `sendInitialEvents` (and `resourceVersionMatch` on a
+    /// watch): the request is a legacy watch. Without a resourceVersion (or `0`) every object
+    /// comes as ADDED, then live events, and no initial-events-end bookmark ever; with one,
+    /// the events after it.
+    Ignored,
+    /// The initial ADDED events and live events, but never the initial-events-end bookmark
+    /// (as from a watch cache that cannot tell when its initial events are done).
+    NoEndBookmark,
+}
+
+/// The store as it was: what `FakeApi::backup` returns and `FakeApi::restore` puts back.
+#[derive(Clone, Debug)]
+pub struct Backup {
+    pub(crate) rv: u64,
+    /// Per resource slot, its objects.
+    pub(crate) objects: Vec<BTreeMap<String, Arc<Value>>>,
+}
+
+impl Backup {
+    /// The revision the backup was taken at (the resourceVersion counter it restores).
+    pub fn revision(&self) -> u64 {
+        self.rv
+    }
+}
+
+/// One request as it arrived; see `FakeApi::request_log`.
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    /// When it arrived.
+    pub at: Instant,
+    /// `METHOD target`, as `FakeApi::requests` has it.
+    pub line: String,
+}
+
+impl RequestRecord {
+    fn parsed(&self) -> Option<crate::http::Target> {
+        let target = self.line.split_once(' ')?.1;
+        crate::http::parse_target(target).ok()
+    }
+
+    fn query(&self, key: &str) -> Option<String> {
+        let (_, q) = self.parsed()?;
+        q.into_iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The collection asked for, named as the tests name it (`pods`,
+    /// `apps/v1/deployments`) and its namespace; `None` for discovery, gets of one object and
+    /// anything else.
+    pub fn collection(&self) -> Option<(String, Option<String>)> {
+        let (segs, _) = self.parsed()?;
+        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+        let (prefix, rest) = match segs.as_slice() {
+            ["api", "v1", rest @ ..] => (String::new(), rest),
+            ["apis", g, v, rest @ ..] => (format!("{g}/{v}/"), rest),
+            _ => return None,
+        };
+        match rest {
+            [r] => Some((format!("{prefix}{r}"), None)),
+            ["namespaces", ns, r] => Some((format!("{prefix}{r}"), Some(ns.to_string()))),
+            _ => None,
+        }
+    }
+
+    /// A watch (`watch=true`).
+    pub fn is_watch(&self) -> bool {
+        self.query("watch")
+            .is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
+    }
+
+    /// A request for the whole state of a collection: a watch-list (`sendInitialEvents=true`)
+    /// or a LIST without `continue` (a first page). Answered or not: it counts what the client
+    /// asked for.
+    pub fn is_full_sync(&self) -> bool {
+        if self.collection().is_none() || !self.line.starts_with("GET ") {
+            return false;
+        }
+        if self.is_watch() {
+            self.query("sendInitialEvents")
+                .is_some_and(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
+        } else {
+            self.query("continue").is_none_or(|c| c.is_empty())
+        }
+    }
+}
+
 /// Everything behind the one lock.
 pub(crate) struct State {
     pub(crate) resources: Vec<Resource>,
@@ -197,6 +290,13 @@ pub(crate) struct State {
     pub(crate) gzip: bool,
     pub(crate) faults: HashMap<usize, VecDeque<Fault>>,
     pub(crate) requests: Vec<String>,
+    /// The same requests with their arrival times.
+    pub(crate) log: Vec<RequestRecord>,
+    /// resourceVersions are served as opaque strings (`o` and the number in hex).
+    pub(crate) opaque: bool,
+    pub(crate) initial_events: InitialEvents,
+    /// Watch events each as their own gzip member (WatchListCompression).
+    pub(crate) gzip_members: bool,
     /// Whether `/api` and `/apis` answer the aggregated discovery media type (Kubernetes 1.27+).
     pub(crate) aggregated: bool,
 }
@@ -263,6 +363,10 @@ impl State {
             gzip: false,
             faults: HashMap::new(),
             requests: Vec::new(),
+            log: Vec::new(),
+            opaque: false,
+            initial_events: InitialEvents::Normal,
+            gzip_members: false,
             aggregated: true,
         };
         for (g, v, r, k, n) in BUILTIN {
@@ -387,7 +491,7 @@ impl State {
                 );
             }
         }
-        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        meta.insert("resourceVersion".into(), Value::String(self.rv_str(rv)));
         if obj.contains_key("spec") && def.kind != "Namespace" {
             let generation = match &prev {
                 None => 1,
@@ -436,7 +540,7 @@ impl State {
         let rv = self.rv;
         let mut obj = (*prev).clone();
         if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
-            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+            meta.insert("resourceVersion".into(), Value::String(self.rv_str(rv)));
         }
         self.record(
             idx,
@@ -464,6 +568,54 @@ impl State {
         for w in self.watchers.iter().filter(|w| w.res == idx) {
             let _ = w.tx.send(WatchMsg::Event(ev.clone()));
         }
+    }
+
+    /// A resourceVersion as served: the number, or with opaque rvs `o` and the number in hex
+    /// (never parseable as an integer, and not ordered as strings).
+    pub(crate) fn rv_str(&self, rv: u64) -> String {
+        format_rv(self.opaque, rv)
+    }
+
+    /// Switches the rv form. Every stored object is rewritten in the new form and the history
+    /// dropped (a compaction): resourceVersions of the old form mean nothing any more.
+    pub(crate) fn set_opaque(&mut self, on: bool) {
+        if self.opaque == on {
+            return;
+        }
+        self.opaque = on;
+        for r in &mut self.resources {
+            for obj in r.objects.values_mut() {
+                let mut o = (**obj).clone();
+                let old = o["metadata"]["resourceVersion"].as_str().unwrap_or("");
+                if let Some(n) = parse_rv(!on, old) {
+                    o["metadata"]["resourceVersion"] = Value::String(format_rv(on, n));
+                }
+                *obj = Arc::new(o);
+            }
+        }
+        self.compact();
+    }
+
+    /// The objects of every resource and the revision, as an etcd snapshot holds them.
+    pub(crate) fn backup(&self) -> Backup {
+        Backup {
+            rv: self.rv,
+            objects: self.resources.iter().map(|r| r.objects.clone()).collect(),
+        }
+    }
+
+    /// An etcd restore without `--bump-revision`: the objects as they were at the backup, the
+    /// revision counter back to the backup's (later writes reuse revisions handed out
+    /// since), the watch cache's history gone, every open watch ended.
+    pub(crate) fn restore(&mut self, b: &Backup) {
+        for (i, r) in self.resources.iter_mut().enumerate() {
+            r.objects = b.objects.get(i).cloned().unwrap_or_default();
+            r.history.clear();
+            r.compacted = b.rv;
+        }
+        self.rv = b.rv;
+        self.compacted = b.rv;
+        self.end_watches();
     }
 
     /// Drops all history: resourceVersions below the current one are gone.
@@ -522,6 +674,34 @@ impl State {
         for w in &self.watchers {
             let _ = w.tx.send(WatchMsg::End);
         }
+    }
+}
+
+/// See `State::rv_str`.
+pub(crate) fn format_rv(opaque: bool, rv: u64) -> String {
+    if opaque {
+        format!("o{rv:x}")
+    } else {
+        rv.to_string()
+    }
+}
+
+/// A resourceVersion a client sent back, in the form `format_rv` gives; `0` is the API's
+/// "any" in either form.
+pub(crate) fn parse_rv(opaque: bool, s: &str) -> Option<u64> {
+    if s == "0" {
+        return Some(0);
+    }
+    if opaque {
+        let hex = s.strip_prefix('o')?;
+        if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u64::from_str_radix(hex, 16).ok()
+    } else if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        s.parse().ok()
+    } else {
+        None
     }
 }
 

@@ -1599,3 +1599,341 @@ fn verbs_a_resource_lacks_get_405() {
     );
     assert_eq!(h.code, 403);
 }
+
+/// The raw (still chunked) bytes of one event, for exact comparisons.
+fn event_text(c: &mut Client) -> String {
+    String::from_utf8(c.chunk().expect("an event")).unwrap()
+}
+
+#[test]
+fn opaque_resource_versions_everywhere_and_read_back() {
+    let api = FakeApi::start();
+    api.set_opaque_rvs(true);
+    let rv = api.apply("configmaps", FakeApi::object(Some("a"), "c1"));
+    assert_eq!(rv, 2);
+    assert_eq!(api.format_rv(rv), "o2");
+    assert_eq!(
+        api.objects("configmaps")[0]["metadata"]["resourceVersion"],
+        "o2"
+    );
+    for i in 0..25 {
+        api.apply("configmaps", FakeApi::object(Some("a"), &format!("x{i}")));
+    }
+    // 27 = 0x1b: the form is not an integer and does not order as one would.
+    let (_, list) = get(&api, "/api/v1/configmaps?limit=1");
+    assert_eq!(list["metadata"]["resourceVersion"], "o1b");
+    assert_eq!(list["items"][0]["metadata"]["resourceVersion"], "o2");
+    let mut c = Client::connect(&api);
+    c.send(
+        &format!("/api/v1/configmaps?{WATCH_LIST}&resourceVersion=o2"),
+        &[],
+    );
+    assert_eq!(c.head().code, 200);
+    let mut last = Value::Null;
+    for _ in 0..26 {
+        last = c.event();
+        assert_eq!(last["type"], "ADDED");
+    }
+    assert_eq!(
+        event_text(&mut c),
+        "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"o1b\",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n"
+    );
+    assert!(last["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .starts_with('o'));
+    api.delete("configmaps", Some("a"), "c1");
+    let e = c.event();
+    assert_eq!(
+        (
+            e["type"].as_str(),
+            e["object"]["metadata"]["resourceVersion"].as_str()
+        ),
+        (Some("DELETED"), Some("o1c"))
+    );
+    api.send_bookmarks();
+    assert_eq!(
+        event_text(&mut c),
+        "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"o1c\"}}}\n"
+    );
+    drop(c);
+    // A watch from an opaque rv replays the history after it.
+    let mut c = Client::connect(&api);
+    c.send("/api/v1/configmaps?watch=true&resourceVersion=o1b", &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["object"]["metadata"]["resourceVersion"], "o1c");
+    drop(c);
+    // An integer is no resourceVersion of this server; "0" still is.
+    let (h, st) = get(&api, "/api/v1/configmaps?resourceVersion=27");
+    assert_eq!(
+        (h.code, st["message"].as_str()),
+        (400, Some("invalid resource version: \"27\""))
+    );
+    let (h, _) = get(&api, "/api/v1/configmaps?resourceVersion=0");
+    assert_eq!(h.code, 200);
+    // 410 messages carry the opaque form.
+    api.compact();
+    let mut c = Client::connect(&api);
+    c.send("/api/v1/configmaps?watch=true&resourceVersion=o2", &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(
+        c.event()["object"]["message"],
+        "too old resource version: o2 (o1c)"
+    );
+    c.end();
+    // Switching back rewrites the stored objects.
+    api.set_opaque_rvs(false);
+    assert_eq!(
+        api.get("configmaps", Some("a"), "x0").unwrap()["metadata"]["resourceVersion"],
+        "3"
+    );
+}
+
+#[test]
+fn restore_without_bump_takes_objects_and_revisions_back_and_ends_watches() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("a", "keep"));
+    api.apply("pods", FakeApi::pod("a", "gone-later"));
+    let uid = api.get("pods", Some("a"), "gone-later").unwrap()["metadata"]["uid"].clone();
+    let backup = api.backup();
+    assert_eq!(backup.revision(), 3);
+    api.delete("pods", Some("a"), "gone-later");
+    api.apply("pods", FakeApi::pod("a", "new"));
+    api.apply("configmaps", FakeApi::object(Some("b"), "c"));
+    assert_eq!(api.current_rv(), 6);
+    let mut c = Client::connect(&api);
+    c.send("/api/v1/pods?watch=true&resourceVersion=6", &[]);
+    assert_eq!(c.head().code, 200);
+    assert!(api.wait_open_watches(1, T));
+    api.restore(&backup);
+    c.end();
+    assert_eq!(api.current_rv(), 3);
+    let names: Vec<String> = api
+        .objects("pods")
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["gone-later", "keep"]);
+    assert_eq!(
+        api.get("pods", Some("a"), "gone-later").unwrap()["metadata"]["uid"],
+        uid
+    );
+    assert!(api.objects("configmaps").is_empty());
+    // The next write reuses a revision handed out before the restore.
+    assert_eq!(api.apply("pods", FakeApi::pod("a", "again")), 4);
+    // A watch from a revision the store no longer reached: 504 too large; from an older: 410.
+    let mut c = Client::connect(&api);
+    c.send("/api/v1/pods?watch=true&resourceVersion=6", &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["object"]["code"], 504);
+    c.end();
+    c.send("/api/v1/pods?watch=true&resourceVersion=2", &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["object"]["code"], 410);
+    c.end();
+}
+
+#[test]
+fn ignored_send_initial_events_is_a_legacy_watch() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("a", "p1"));
+    let rv = api.apply("pods", FakeApi::pod("a", "p2"));
+    api.set_initial_events(InitialEvents::Ignored);
+    let mut c = Client::connect(&api);
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    assert_eq!(c.head().code, 200);
+    let a = c.event();
+    let b = c.event();
+    assert_eq!(
+        (a["type"].as_str(), b["type"].as_str()),
+        (Some("ADDED"), Some("ADDED"))
+    );
+    // No initial-events-end bookmark: the next event is a live one.
+    api.apply("pods", FakeApi::pod("a", "p3"));
+    let e = c.event();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("p3"))
+    );
+    api.send_bookmarks();
+    let e = c.event();
+    assert_eq!(e["type"], "BOOKMARK");
+    assert!(e["object"]["metadata"].get("annotations").is_none());
+    drop(c);
+    // With a resourceVersion: the events after it, not the state.
+    let mut c = Client::connect(&api);
+    c.send(
+        &format!("/api/v1/pods?{WATCH_LIST}&resourceVersion={rv}"),
+        &[],
+    );
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["object"]["metadata"]["name"], "p3");
+    drop(c);
+    // No 422 for what such a server does not know.
+    let mut c = Client::connect(&api);
+    c.send("/api/v1/pods?watch=true&sendInitialEvents=true", &[]);
+    assert_eq!(c.head().code, 200);
+}
+
+#[test]
+fn no_end_bookmark_sends_the_initial_events_only() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("a", "p1"));
+    api.set_initial_events(InitialEvents::NoEndBookmark);
+    let mut c = Client::connect(&api);
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["object"]["metadata"]["name"], "p1");
+    api.apply("pods", FakeApi::pod("a", "p2"));
+    let e = c.event();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("p2"))
+    );
+    api.set_initial_events(InitialEvents::Normal);
+    drop(c);
+    let mut c = Client::connect(&api);
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    assert_eq!(c.head().code, 200);
+    c.event();
+    c.event();
+    assert_eq!(c.event()["type"], "BOOKMARK");
+}
+
+#[test]
+fn bookmark_only_error_in_stream_and_retry_after_dates() {
+    let api = FakeApi::start();
+    let rv = api.apply("pods", FakeApi::pod("a", "p1"));
+    api.push_fault("pods", Fault::BookmarkOnly);
+    api.push_fault(
+        "pods",
+        Fault::ErrorInStream {
+            code: 500,
+            reason: "InternalError".into(),
+            message: "etcdserver: leader changed".into(),
+        },
+    );
+    api.push_fault(
+        "pods",
+        Fault::StatusRetryDate {
+            code: 503,
+            reason: "ServiceUnavailable".into(),
+            message: "".into(),
+            after: Duration::from_secs(30),
+        },
+    );
+    let mut c = Client::connect(&api);
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(
+        event_text(&mut c),
+        format!("{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}},\"spec\":{{\"containers\":null}},\"status\":{{}}}}}}\n")
+    );
+    c.end();
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(
+        event_text(&mut c),
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"etcdserver: leader changed\",\"reason\":\"InternalError\",\"code\":500}}\n"
+    );
+    c.end();
+    let (h, st) = c.get_json("/api/v1/pods", &[]);
+    assert_eq!(h.code, 503);
+    assert!(st["details"].is_null());
+    let date = h.get("Retry-After").unwrap();
+    let want = util::http_date(std::time::SystemTime::now() + Duration::from_secs(30));
+    let later = util::http_date(std::time::SystemTime::now() + Duration::from_secs(31));
+    assert!(date == want || date == later || date.len() == 29, "{date}");
+    assert!(date.ends_with(" GMT"));
+    // Bookmark-only leaves lists alone.
+    api.push_fault("pods", Fault::BookmarkOnly);
+    let (h, st) = c.get_json("/api/v1/pods", &[]);
+    assert_eq!(
+        (h.code, st["items"].as_array().map(Vec::len)),
+        (200, Some(1))
+    );
+}
+
+#[test]
+fn gzip_members_one_per_event() {
+    let api = FakeApi::start();
+    api.set_gzip_members(true);
+    api.apply("pods", FakeApi::pod("a", "p"));
+    let mut c = Client::connect(&api);
+    c.send(
+        &format!("/api/v1/pods?{WATCH_LIST}"),
+        &["Accept-Encoding: gzip"],
+    );
+    let h = c.head();
+    assert_eq!((h.code, h.get("Content-Encoding")), (200, Some("gzip")));
+    let mut all = Vec::new();
+    let mut types = Vec::new();
+    for _ in 0..2 {
+        let chunk = c.chunk().unwrap();
+        // Each chunk is a whole gzip member: magic, and a plain GzDecoder reads it to its end.
+        assert_eq!(&chunk[..2], &[0x1f, 0x8b]);
+        let mut s = String::new();
+        flate2::read::GzDecoder::new(&chunk[..])
+            .read_to_string(&mut s)
+            .unwrap();
+        types.push(serde_json::from_str::<Value>(&s).unwrap()["type"].clone());
+        all.extend_from_slice(&chunk);
+    }
+    assert_eq!(types, ["ADDED", "BOOKMARK"]);
+    api.end_watches();
+    // No gzip trailer of a stream: just the terminating chunk.
+    c.end();
+    // A single-member decoder stops after the first event; a multi-member one reads both.
+    let mut first = String::new();
+    flate2::read::GzDecoder::new(&all[..])
+        .read_to_string(&mut first)
+        .unwrap();
+    assert_eq!(first.lines().count(), 1);
+    let mut both = String::new();
+    flate2::read::MultiGzDecoder::new(&all[..])
+        .read_to_string(&mut both)
+        .unwrap();
+    assert_eq!(both.lines().count(), 2);
+    // Without Accept-Encoding: plain.
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    let h = c.head();
+    assert!(h.get("Content-Encoding").is_none());
+    assert_eq!(c.event()["type"], "ADDED");
+}
+
+#[test]
+fn request_log_times_and_full_syncs() {
+    let api = FakeApi::start();
+    let t0 = Instant::now();
+    let mut c = Client::connect(&api);
+    c.get_json("/api/v1/namespaces/a/pods?limit=1", &[]);
+    c.get_json("/api/v1/namespaces/a/pods?limit=1&continue=x", &[]);
+    c.get_json("/apis/apps/v1/deployments", &[]);
+    c.get_json("/api/v1/namespaces/a/pods/p", &[]);
+    c.get_json("/api", &[]);
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    c.head();
+    c.chunk();
+    drop(c);
+    let mut c = Client::connect(&api);
+    c.send("/api/v1/pods?watch=true&resourceVersion=1", &[]);
+    c.head();
+    let log = api.request_log();
+    assert_eq!(log.len(), 7);
+    assert!(log.windows(2).all(|w| w[0].at <= w[1].at) && log[0].at >= t0);
+    let syncs: Vec<(String, Option<String>)> = log
+        .iter()
+        .filter(|r| r.is_full_sync())
+        .map(|r| r.collection().unwrap())
+        .collect();
+    assert_eq!(
+        syncs,
+        [
+            ("pods".to_string(), Some("a".to_string())),
+            ("apps/v1/deployments".to_string(), None),
+            ("pods".to_string(), None),
+        ]
+    );
+    assert!(log[6].is_watch() && !log[6].is_full_sync());
+    assert_eq!(log[3].collection(), None);
+}

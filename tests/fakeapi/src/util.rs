@@ -105,11 +105,19 @@ pub(crate) fn rfc3339_now() -> String {
 
 /// Now as an HTTP `Date` header value (IMF-fixdate).
 pub(crate) fn http_date_now() -> String {
+    http_date(SystemTime::now())
+}
+
+/// A time as an HTTP date (IMF-fixdate, as `Date` and `Retry-After` carry it).
+pub(crate) fn http_date(at: SystemTime) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let s = now_secs();
+    let s = at
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
     let days = s.div_euclid(86_400);
     let (y, mo, d) = civil_from_days(days);
     let t = s.rem_euclid(86_400);
