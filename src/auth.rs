@@ -361,7 +361,16 @@ impl Credentials {
                             }
                         },
                     },
-                    _ => return self.fetch_now(&mut st),
+                    _ => {
+                        let mut warning = None;
+                        let result = self.fetch_now(&mut st, &mut warning);
+                        // Logged without the lock: a log callback may call back in.
+                        drop(st);
+                        if let Some(w) = warning {
+                            log::warn!("{w}");
+                        }
+                        return result;
+                    }
                 }
             };
             if !wait(&flight.done, stops) {
@@ -447,8 +456,13 @@ impl Credentials {
         Ok(flight)
     }
 
-    /// Static credentials and token files: quick, under the lock.
-    fn fetch_now(&self, st: &mut State) -> Result<Current, CredentialError> {
+    /// Static credentials and token files: quick, under the lock; what to
+    /// log goes to `warning`, for the caller to log once the lock is released.
+    fn fetch_now(
+        &self,
+        st: &mut State,
+        warning: &mut Option<String>,
+    ) -> Result<Current, CredentialError> {
         match &*self.auth {
             Auth::None => st.store(None, None),
             Auth::Token(t) => st.store(Some(format!("Bearer {}", t.expose())), None),
@@ -466,7 +480,7 @@ impl Credentials {
                 }
                 Err(e) if st.have && st.header.is_some() => {
                     // client-go: "Unable to rotate token"; the last one goes on.
-                    log::warn!("{e}; using the token read before");
+                    *warning = Some(format!("{e}; using the token read before"));
                     st.invalid = false;
                     st.due = Some(Instant::now() + TOKEN_FILE_RETRY);
                 }

@@ -141,8 +141,10 @@ pub struct Config {
     /// it never drops an entry. Default 1024.
     pub channel_capacity: usize,
     /// A stream that receives no byte (bookmarks included) for this long is
-    /// taken as dead and reconnected. Default 5 minutes; the server sends a
-    /// bookmark about once a minute.
+    /// taken as dead and reconnected. Default 150 s: the server bookmarks a
+    /// watch about once a minute, so a dead peer is noticed within about two
+    /// bookmark intervals (TCP keepalive probes, every connection's, usually
+    /// notice it sooner).
     pub idle_timeout: Duration,
     /// Limit on establishing a TCP connection. Default 5 s. A thread in the
     /// middle of a connect finishes it before [`Reader::close`](crate::Reader::close)
@@ -209,7 +211,7 @@ impl Config {
             source: "explicit".into(),
             resources: Vec::new(),
             channel_capacity: 1024,
-            idle_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(150),
             connect_timeout: Duration::from_secs(5),
             initial_events_timeout: Duration::from_secs(30),
             max_buffered_bytes: 64 << 20,

@@ -1,16 +1,17 @@
 //! Delivery: decoded events judged against the tracker and sent, in order,
-//! under the tracker's lock; the end of a full state (inferred deletes, then
+//! in the resource's turn; the end of a full state (inferred deletes, then
 //! Synced); and the Error entries of pieces that are skipped.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::decode::{DecodeError, EventType, ObjectMeta};
 use crate::machine::End;
-use crate::state::{Tracker, Vanished, Verdict};
-use crate::stream::{Role, Stream};
+use crate::lifecycle::Completed;
+use crate::state::{Vanished, Verdict};
+use crate::stream::{Role, Shared, Stream};
 use crate::{Change, Entry, ErrorInfo};
 
 /// At most this many object events, or this many bytes of objects, are
@@ -36,17 +37,34 @@ pub(crate) struct Decoded {
     pub object: Option<Vec<u8>>,
 }
 
+/// How long an initial object may wait in a batch for others to join it
+/// (live ones never wait): a server that trickles its initial state still
+/// has its entries flow.
+const INITIAL_WAIT: Duration = Duration::from_millis(100);
+
 /// Decoded events waiting to be judged and sent, bounded in count and bytes.
 #[derive(Default)]
 pub(crate) struct Batch {
     items: Vec<Decoded>,
     bytes: usize,
+    /// When the first of `items` came.
+    since: Option<Instant>,
 }
 
 impl Batch {
     pub(crate) fn push(&mut self, d: Decoded) {
+        if self.items.is_empty() {
+            self.since = Some(Instant::now());
+        }
         self.bytes += d.object.as_ref().map_or(0, Vec::len);
         self.items.push(d);
+    }
+
+    /// Whether a batch that is not full goes now, the next frame not being
+    /// buffered yet: at once once synced; during a full state, once its first
+    /// object has waited `INITIAL_WAIT` (a burst fills batches long before).
+    pub(crate) fn due(&self, synced: bool) -> bool {
+        synced || self.since.is_some_and(|t| t.elapsed() >= INITIAL_WAIT)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -60,8 +78,9 @@ impl Batch {
 
 impl Stream {
     /// Judges and sends a batch of decoded object events, in order; `Some`
-    /// ends the connection. The tracker stays locked over the batch, as over
-    /// each send: another stream of the resource cannot slip in between.
+    /// ends the connection. The stream holds the resource's turn over the
+    /// batch (another stream of the resource cannot slip in between) and its
+    /// book only while judging, never across a send.
     pub(crate) fn deliver(&mut self, batch: &mut Batch, initial: bool) -> Option<End> {
         if batch.is_empty() {
             return None;
@@ -72,12 +91,12 @@ impl Stream {
         // between this batch's entries.
         let budget = self.out.budget.clone();
         let _burst = budget.sending();
-        let mut tracker = shared.tracker.lock();
+        let turn = shared.turn.lock();
         let mut items = std::mem::take(&mut batch.items).into_iter();
         let mut end = None;
         for d in items.by_ref() {
             let rv = d.meta.resource_version.clone();
-            if !self.judge(&mut tracker, d, initial) {
+            if !self.judge(&shared, d, initial) {
                 end = Some(End::Stopped);
                 break;
             }
@@ -93,18 +112,13 @@ impl Stream {
         let mut v: Vec<Decoded> = items.collect();
         v.clear();
         batch.items = v;
-        drop(tracker);
+        drop(turn);
         self.publish_rv();
         end
     }
 
     /// Judges one event and sends what it calls for; false when stopping.
-    fn judge(&mut self, tracker: &mut Tracker, d: Decoded, initial: bool) -> bool {
-        if self.synced && tracker.owner() != self.id {
-            // Replaced by a relist: its stream delivers these changes.
-            self.superseded = true;
-            return true;
-        }
+    fn judge(&mut self, shared: &Shared, d: Decoded, initial: bool) -> bool {
         if self.resource.kind.is_empty() && !self.spec.metadata_only {
             if let Some(k) = &d.meta.kind {
                 let mut r = (*self.resource).clone();
@@ -119,7 +133,14 @@ impl Stream {
             EventType::Deleted
         };
         loop {
-            let change = match tracker.observe(kind, &d.meta, initial && !self.synced) {
+            let mut book = shared.book.lock();
+            if !book.life.current(self.id) || (self.synced && !book.life.live(self.id)) {
+                // Replaced by a relist: its stream delivers these changes.
+                self.superseded = true;
+                return true;
+            }
+            let table = &mut book.table;
+            let change = match table.observe(kind, &d.meta, initial && !self.synced) {
                 Verdict::Deliver(c) => c,
                 Verdict::Stale => {
                     self.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
@@ -128,8 +149,9 @@ impl Stream {
                 Verdict::Duplicate => return true,
                 Verdict::Displaced(v) => {
                     // Another object held the name: its Delete comes first.
+                    drop(book);
                     if !self.out.send(self.inferred_delete(v), &self.stop) {
-                        tracker.undo_last();
+                        shared.book.lock().table.undo_last();
                         return false;
                     }
                     continue;
@@ -137,18 +159,18 @@ impl Stream {
             };
             self.counters
                 .objects
-                .store(tracker.len() as u64, Ordering::Relaxed);
+                .store(table.len() as u64, Ordering::Relaxed);
             // A Delete of an object not delivered is tattler's own, at the
             // version the consumer has.
             let inferred = d.object.is_none() && d.kind != EventType::Deleted;
-            let resource_version = match tracker.removed_version() {
+            let resource_version = match table.removed_version() {
                 Some(rv) if inferred => rv,
                 _ => d.meta.resource_version,
             };
             let entry = Entry {
                 change,
                 resource: self.resource.clone(),
-                namespace: tracker.namespace_arc(d.meta.namespace.as_deref()),
+                namespace: table.namespace_arc(d.meta.namespace.as_deref()),
                 // Owned strings move in without a copy.
                 name: d.meta.name.into_owned().into_boxed_str(),
                 uid: d.meta.uid.into_owned().into_boxed_str(),
@@ -157,8 +179,9 @@ impl Stream {
                 object: d.object,
                 error: None,
             };
+            drop(book);
             if !self.out.send(entry, &self.stop) {
-                tracker.undo_last();
+                shared.book.lock().table.undo_last();
                 return false;
             }
             self.seen.progressed = true;
@@ -180,43 +203,68 @@ impl Stream {
         }
     }
 
-    /// Completes a (re-)sync: inferred deletes, then Synced. False when stopping.
+    /// Completes a (re-)sync: inferred deletes, then the lifecycle's
+    /// verdict, then Synced. False when stopping or retired.
     pub(crate) fn finish_sync(&mut self) -> bool {
         if self.stop.is_set() {
             return false;
         }
         let shared = self.shared.clone();
-        let mut tracker = shared.tracker.lock();
-        tracker.set_owner(self.id);
-        let mut gone = tracker.end_sync(&self.rv).into_iter();
+        let turn = shared.turn.lock();
+        let ended = {
+            let mut book = shared.book.lock();
+            if !book.life.current(self.id) {
+                self.superseded = true;
+                return false;
+            }
+            book.table.end_sync(&self.rv)
+        };
+        let gone = ended.gone;
         let vanished = gone.len();
+        let mut gone = gone.into_iter();
         while let Some(v) = gone.next() {
             let back = v.clone();
             if !self.out.send(self.inferred_delete(v), &self.stop) {
                 // Not delivered: the state must still hold these objects.
+                let mut book = shared.book.lock();
                 for v in std::iter::once(back).chain(gone) {
-                    tracker.restore(v);
+                    book.table.restore(v);
                 }
                 return false;
             }
         }
+        // Only now, with every delete sent, is the state complete here: a
+        // checkpoint cannot export it before.
+        let (completed, objects) = {
+            let mut book = shared.book.lock();
+            let completed = book.life.complete(self.id, &self.rv);
+            (completed, book.table.len())
+        };
+        if completed == Completed::Retired {
+            self.superseded = true;
+            return false;
+        }
         self.synced = true;
         self.seen.synced = true;
         self.seen.progressed = true;
-        let objects = tracker.len();
         // The stats say so before the consumer can see Synced.
         *self.counters.last_error.lock() = None;
         *self.counters.synced_at.lock() = Some(SystemTime::now());
-        self.counters.synced.store(true, Ordering::Relaxed);
         self.counters
             .objects
             .store(objects as u64, Ordering::Relaxed);
-        self.publish_rv();
         let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv.clone());
         if self.pass_gate() && !self.out.send(entry, &self.stop) {
             return false;
         }
-        drop(tracker);
+        drop(turn);
+        if ended.went_back {
+            log::warn!(
+                "{}: the full state at resourceVersion {} is older than the last one (an etcd restore?); it is the truth from now on",
+                self.spec.gvr(),
+                self.rv
+            );
+        }
         if vanished > 0 {
             log::info!(
                 "{}: {vanished} objects vanished since the last sync",
@@ -228,14 +276,36 @@ impl Stream {
             self.spec.gvr(),
             self.rv
         );
-        if let Role::Replacement(done) = &self.role {
-            // The reader swaps this stream in (it may already have gone
-            // away); from now on this is the resource's stream.
-            let _ = done.try_send(());
+        if completed == Completed::Promoted {
+            if let Role::Replacement(done) = &self.role {
+                // The reader swaps this stream in (it may already have gone
+                // away); from now on this is the resource's stream.
+                let _ = done.try_send(());
+            }
             self.role = Role::Primary;
             self.machine.replacement = false;
         }
         true
+    }
+
+    /// A resumed resource has replayed what changed while it was stopped:
+    /// its state is the server's as of now, and its Synced goes out. False
+    /// when stopping.
+    pub(crate) fn caught_up(&mut self) -> bool {
+        if self.catch_up.take().is_none() {
+            return true;
+        }
+        *self.counters.last_error.lock() = None;
+        *self.counters.synced_at.lock() = Some(SystemTime::now());
+        self.publish_rv();
+        log::info!(
+            "{}: resumed and caught up at resourceVersion {}",
+            self.spec.gvr(),
+            self.rv
+        );
+        let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv.clone());
+        let _turn = self.shared.turn.lock();
+        !self.pass_gate() || self.out.send(entry, &self.stop)
     }
 
     /// Reports a piece that cannot be delivered (an Error entry of its own,

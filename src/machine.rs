@@ -67,6 +67,8 @@ pub(crate) struct Seen {
     pub progressed: bool,
     /// A full state was completed on it (the bookmark came, the LIST ended).
     pub synced: bool,
+    /// Bookmarks without the initial-events-end annotation before it.
+    pub plain_bookmarks: u32,
 }
 
 /// What to do next.
@@ -443,7 +445,7 @@ mod tests {
             lasted: Duration::from_millis(lasted_ms),
             answered: true,
             progressed,
-            synced: false,
+            ..Seen::default()
         }
     }
 

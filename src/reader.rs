@@ -1,7 +1,6 @@
 //! The reader: owns the stream threads, fans their entries into one bounded
 //! channel, and stops them.
 
-use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -12,9 +11,10 @@ use parking_lot::Mutex;
 
 use crate::channel::{Budget, Out, Stop};
 use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings, SyncGate};
+use crate::threads::{self, on_tattler_thread};
 use crate::transport::{AgentSlot, Transport};
 use crate::{
-    Closed, Config, Entry, Error, ErrorInfo, NextTimeoutError, ResourceSpec, TryNextError,
+    Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError,
 };
 
 /// Streams the chosen resources: their full state, then every change.
@@ -54,22 +54,6 @@ struct ReaderShared {
     discovery_interval: Duration,
 }
 
-thread_local! {
-    /// Set on every thread tattler starts (streams, the relist timer): the
-    /// log callback runs there, and a call that waits for tattler's threads
-    /// would wait for itself.
-    static TATTLER_THREAD: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the calling thread is one of tattler's own (the log callback runs there).
-pub(crate) fn on_tattler_thread() -> bool {
-    TATTLER_THREAD.with(Cell::get)
-}
-
-fn mark_tattler_thread() {
-    TATTLER_THREAD.with(|t| t.set(true));
-}
-
 struct Inner {
     closing_tx: Option<Sender<()>>,
     streams: Vec<StreamHandle>,
@@ -81,6 +65,8 @@ struct Inner {
     look_now: Option<Sender<()>>,
     /// The discovery thread's HTTP agent, shut down by stop.
     probe_slot: Option<Arc<AgentSlot>>,
+    /// Short-lived threads (an owed Synced's send), joined by close.
+    helpers: Vec<JoinHandle<()>>,
 }
 
 /// Which streams a change of the watch set is about.
@@ -101,6 +87,18 @@ struct Starter {
 }
 
 impl Starter {
+    /// Where the reader's own threads report a panic.
+    fn report(&self) -> threads::Report {
+        threads::Report {
+            resource: threads::reader_resource(),
+            out: self.out.clone(),
+            stop: Stop {
+                all: self.closing.clone(),
+                own: crossbeam_channel::never(),
+            },
+        }
+    }
+
     /// Starts a stream thread for `spec` over the resource's shared state.
     fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
         self.spawn_from(h, role, None)
@@ -130,7 +128,7 @@ impl Starter {
             resume,
             gate: h.gate.clone(),
         });
-        let thread = spawn(&h.spec, stream, self.out.tx.clone()).map_err(Error::Spawn)?;
+        let thread = spawn(&h.spec, stream).map_err(Error::Spawn)?;
         Ok(Thread {
             slot,
             stop_tx: Some(stop_tx),
@@ -168,23 +166,31 @@ impl Starter {
         &self,
         spec: &ResourceSpec,
         resume: Option<&crate::checkpoint::ResourceState>,
-        gate: Option<Arc<SyncGate>>,
+        gate: Option<(Arc<SyncGate>, u64)>,
     ) -> Result<StreamHandle, Error> {
+        // A part taken while the resource was not synced has no resume
+        // point: the new reader re-syncs against its objects.
+        let resume_at = resume
+            .map(|part| part.resource_version.clone())
+            .filter(|rv| !rv.as_str().is_empty());
+        let member = gate.as_ref().map_or(0, |(_, m)| *m);
         let mut h = StreamHandle {
             spec: spec.clone(),
             found: false,
-            gate,
-            shared: Arc::new(Shared::default()),
+            gate: gate.map(|(g, _)| g),
+            shared: Arc::new(Shared::new(member, resume_at.clone())),
             counters: Arc::new(Counters::default()),
             running: Thread::default(),
             pending: None,
         };
-        let resume_at = resume.map(|part| {
-            let mut t = h.shared.tracker.lock();
-            t.import(&part.objects, &part.resource_version);
-            h.counters.objects.store(t.len() as u64, Ordering::Relaxed);
-            part.resource_version.clone()
-        });
+        if let Some(part) = resume {
+            let mut book = h.shared.book.lock();
+            book.table
+                .import(&part.objects, &part.resource_version);
+            h.counters
+                .objects
+                .store(book.table.len() as u64, Ordering::Relaxed);
+        }
         h.running = self.spawn_from(&h, Role::Primary, resume_at)?;
         Ok(h)
     }
@@ -238,6 +244,10 @@ impl Thread {
 impl StreamHandle {
     fn snapshot(&self) -> StreamStats {
         let c = &self.counters;
+        let (synced, resource_version) = {
+            let book = self.shared.book.lock();
+            (book.life.synced(), book.life.resource_version().clone())
+        };
         StreamStats {
             resource: c.resolved.lock().clone().unwrap_or_else(|| self.spec.gvr()),
             events: c.events.load(Ordering::Relaxed),
@@ -247,9 +257,9 @@ impl StreamHandle {
             relists: c.relists.load(Ordering::Relaxed),
             stale_drops: c.stale_drops.load(Ordering::Relaxed),
             skipped: c.skipped.load(Ordering::Relaxed),
-            resource_version: c.resource_version.lock().as_str().to_string(),
+            resource_version: resource_version.as_str().to_string(),
             objects: c.objects.load(Ordering::Relaxed),
-            synced: c.synced.load(Ordering::Relaxed),
+            synced,
             synced_at: *c.synced_at.lock(),
             list_fallback: c.list_fallback.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
@@ -381,6 +391,7 @@ impl Reader {
                     wildcards: Vec::new(),
                     look_now: None,
                     probe_slot: None,
+                    helpers: Vec::new(),
                 }),
                 control: Mutex::new(()),
                 discovery_interval: config.discovery_interval,
@@ -402,13 +413,12 @@ impl Reader {
         reader.set_wildcards(wildcards)?;
         if let Some(interval) = config.relist_interval {
             let shared = reader.shared.clone();
-            let t = std::thread::Builder::new()
-                .name("tattler-relist".into())
-                .spawn(move || {
-                    mark_tattler_thread();
-                    relist_timer(&shared, &closing, interval)
-                })
-                .map_err(Error::Spawn)?;
+            let report = reader.shared.inner.lock().start.as_ref().map(Starter::report);
+            let report = report.ok_or_else(|| Error::Config("the reader is stopped".into()))?;
+            let t = threads::spawn("tattler-relist".into(), report, move || {
+                relist_timer(&shared, &closing, interval)
+            })
+            .map_err(Error::Spawn)?;
             *reader.timer.lock() = Some(t);
         }
         Ok(reader)
@@ -581,20 +591,18 @@ impl Reader {
         let Some((probe, slot, own_stop)) = inner.start.as_ref().map(Starter::probe) else {
             return Err(Error::Config("the reader is stopped".into()));
         };
+        let report = inner.start.as_ref().map(Starter::report);
+        let report = report.ok_or_else(|| Error::Config("the reader is stopped".into()))?;
         let (poke, look_now) = bounded(1);
         inner.look_now = Some(poke);
         inner.probe_slot = Some(slot);
         drop(inner);
         let (shared, closing) = (self.shared.clone(), self.closing.clone());
-        let t = std::thread::Builder::new()
-            .name("tattler-discovery".into())
-            .stack_size(STREAM_STACK)
-            .spawn(move || {
-                mark_tattler_thread();
-                let _own_stop = own_stop;
-                explore(&shared, &closing, &look_now, probe)
-            })
-            .map_err(Error::Spawn)?;
+        let t = threads::spawn("tattler-discovery".into(), report, move || {
+            let _own_stop = own_stop;
+            explore(&shared, &closing, &look_now, probe)
+        })
+        .map_err(Error::Spawn)?;
         *self.explorer.lock() = Some(t);
         Ok(())
     }
@@ -642,24 +650,22 @@ impl Reader {
     /// hold changes still waiting in the channel, which a resumed reader
     /// would then not deliver.
     pub fn checkpoint(&self) -> crate::Checkpoint {
-        let streams: Vec<(ResourceSpec, Arc<Shared>, Arc<Counters>)> = {
+        let streams: Vec<(ResourceSpec, Arc<Shared>)> = {
             let inner = self.shared.inner.lock();
             inner
                 .streams
                 .iter()
-                .map(|h| (h.spec.clone(), h.shared.clone(), h.counters.clone()))
+                .map(|h| (h.spec.clone(), h.shared.clone()))
                 .collect()
         };
         let mut resources = Vec::new();
-        for (spec, shared, counters) in streams {
-            if !counters.synced.load(Ordering::Relaxed) {
-                continue;
-            }
-            let resource_version = counters.resource_version.lock().clone();
-            if resource_version.as_str().is_empty() {
-                continue;
-            }
-            let objects = shared.tracker.lock().export();
+        for (spec, shared) in streams {
+            let book = shared.book.lock();
+            // Not synced now (a re-sync, a first sync under way): no resume
+            // point; a reader resumed from it re-syncs against the objects.
+            let resource_version = book.life.resume_point().cloned().unwrap_or_default();
+            let objects = book.table.export();
+            drop(book);
             resources.push(crate::checkpoint::ResourceState {
                 spec,
                 resource_version,
@@ -832,9 +838,18 @@ impl Drop for Reader {
                 let _ = t.join();
             }
         }
-        let mut streams = std::mem::take(&mut self.shared.inner.lock().streams);
+        let (mut streams, helpers) = {
+            let mut inner = self.shared.inner.lock();
+            (
+                std::mem::take(&mut inner.streams),
+                std::mem::take(&mut inner.helpers),
+            )
+        };
         for s in &mut streams {
             s.join();
+        }
+        for t in helpers {
+            let _ = t.join();
         }
     }
 }
@@ -864,6 +879,7 @@ fn reconcile(
 ) -> Result<bool, Error> {
     let stopped = || Error::Config("the reader is stopped".into());
     let _control = shared.control.lock();
+    let mut result_spawn = Ok(());
     let ours = |h: &StreamHandle| h.found == (scope == Scope::Found);
     // Signal what goes or restarts and take its threads, under the lock;
     // join them without it.
@@ -906,7 +922,32 @@ fn reconcile(
     let Some(start) = inner.start.as_ref() else {
         return Err(stopped());
     };
-    let mut result = Ok(changed);
+    // A namespace removed while the resource's other namespaces waited for
+    // it: their Synced goes now, from a thread of its own (the caller may be
+    // the consumer, and the channel full).
+    inner.helpers.retain(|t| !t.is_finished());
+    for h in &gone {
+        let Some(gate) = &h.gate else { continue };
+        if !gate.leave(h.shared.member) {
+            continue;
+        }
+        let resource = Arc::new(crate::Resource {
+            group: h.spec.group.clone(),
+            version: h.spec.version.clone(),
+            resource: h.spec.resource.clone(),
+            kind: h.spec.kind.clone(),
+        });
+        let report = start.report();
+        let (out, stop) = (report.out.clone(), report.stop.clone());
+        let entry = Entry::marker(crate::Change::Synced, resource, crate::rv::Rv::empty());
+        match threads::spawn("tattler-synced".into(), report, move || {
+            out.send(entry, &stop);
+        }) {
+            Ok(t) => inner.helpers.push(t),
+            Err(e) => result_spawn = Err(Error::Spawn(e)),
+        }
+    }
+    let mut result = result_spawn.map(|()| changed);
     if force {
         // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
         for h in inner.streams.iter_mut().filter(|h| ours(h)) {
@@ -935,6 +976,11 @@ fn reconcile(
             .iter()
             .find(|s| same_resource(&s.spec, spec))
             .and_then(|s| s.gate.clone())
+            .map(|g| {
+                let m = new_member();
+                g.join(m);
+                (g, m)
+            })
             .or(gate);
         match start.start_from(spec, None, gate) {
             Ok(mut h) => {
@@ -1078,10 +1124,9 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
             return true;
         };
-        let c = &h.counters;
         if h.pending.is_some()
-            || !c.synced.load(Ordering::Relaxed)
-            || c.failed.load(Ordering::Relaxed)
+            || !h.shared.book.lock().life.synced()
+            || h.counters.failed.load(Ordering::Relaxed)
         {
             return true;
         }
@@ -1144,10 +1189,16 @@ fn same_resource(a: &ResourceSpec, b: &ResourceSpec) -> bool {
     crate::checkpoint::same_scope(a, &b)
 }
 
+/// A key for one resource's part in a [`SyncGate`].
+fn new_member() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// For each spec, the gate it shares with the same resource's other
-/// namespaces, when there are several.
-fn sync_gates(specs: &[ResourceSpec]) -> Vec<Option<Arc<SyncGate>>> {
-    let mut gates: Vec<Option<Arc<SyncGate>>> = vec![None; specs.len()];
+/// namespaces, when there are several, and its key there.
+fn sync_gates(specs: &[ResourceSpec]) -> Vec<Option<(Arc<SyncGate>, u64)>> {
+    let mut gates: Vec<Option<(Arc<SyncGate>, u64)>> = vec![None; specs.len()];
     for i in 0..specs.len() {
         if gates[i].is_some() {
             continue;
@@ -1156,9 +1207,10 @@ fn sync_gates(specs: &[ResourceSpec]) -> Vec<Option<Arc<SyncGate>>> {
             .filter(|&j| same_resource(&specs[i], &specs[j]))
             .collect();
         if group.len() > 1 {
-            let gate = SyncGate::new(group.len());
-            for j in group {
-                gates[j] = Some(gate.clone());
+            let members: Vec<u64> = group.iter().map(|_| new_member()).collect();
+            let gate = SyncGate::new(&members);
+            for (j, m) in group.into_iter().zip(members) {
+                gates[j] = Some((gate.clone(), m));
             }
         }
     }
@@ -1176,52 +1228,19 @@ fn dedup(specs: &[ResourceSpec]) -> Vec<ResourceSpec> {
     out
 }
 
-/// A stream thread's stack. tattler's own use of it is small and bounded
-/// (decoding is iterative: no input can make it recurse); most of it is for
-/// the caller's code that runs there, the log callback and the transform.
-/// (Rust's default for a spawned thread is the same 2 MiB.)
-pub(crate) const STREAM_STACK: usize = 2 << 20;
-
 /// Starts a stream's thread; a panic in it becomes an Error entry.
-fn spawn(
-    spec: &ResourceSpec,
-    stream: Stream,
-    out: Sender<Entry>,
-) -> std::io::Result<JoinHandle<()>> {
+fn spawn(spec: &ResourceSpec, stream: Stream) -> std::io::Result<JoinHandle<()>> {
     let what = match (&spec.lookup, spec.resource.is_empty()) {
         (_, false) => spec.resource.clone(),
         (Some(name), true) => name.clone(),
         (None, true) => spec.kind.to_lowercase(),
     };
-    let name = format!("tattler-watch-{what}");
-    let resource = Arc::new(crate::Resource {
-        group: spec.group.clone(),
-        version: spec.version.clone(),
-        resource: spec.resource.clone(),
-        kind: spec.kind.clone(),
-    });
-    std::thread::Builder::new()
-        .name(name)
-        .stack_size(STREAM_STACK)
-        .spawn(move || {
-            mark_tattler_thread();
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stream.run()));
-            if let Err(panic) = result {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                log::error!("{}: stream thread panicked: {what}", resource.resource);
-                let info = ErrorInfo {
-                    code: 0,
-                    reason: "InternalError".into(),
-                    message: format!("stream thread panicked: {what}"),
-                    ended: true,
-                };
-                let _ = out.try_send(Entry::failure(resource, info));
-            }
-        })
+    let report = threads::Report {
+        resource: stream.resource.clone(),
+        out: stream.out.clone(),
+        stop: stream.stop.clone(),
+    };
+    threads::spawn(format!("tattler-watch-{what}"), report, move || stream.run())
 }
 
 #[cfg(test)]

@@ -238,6 +238,15 @@ pub(crate) struct Vanished {
     pub resource_version: Rv,
 }
 
+/// What ending a full state found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct SyncEnd {
+    /// The objects it lacks, forgotten now: each gets an inferred Delete.
+    pub gone: Vec<Vanished>,
+    /// Its resourceVersion is below the last full state's.
+    pub went_back: bool,
+}
+
 /// Dedupe state of one resource stream.
 pub(crate) struct Tracker {
     objects: HashTable<Slot>,
@@ -246,6 +255,12 @@ pub(crate) struct Tracker {
     namespaces: Vec<Arc<str>>,
     namespace_ids: HashMap<Arc<str>, u16>,
     in_sync: bool,
+    /// The full state being read overlaps another stream's live events (a
+    /// relist): its objects are judged by resourceVersion against what those
+    /// delivered. Otherwise (a first sync, a re-sync) it is authoritative:
+    /// the server's object replaces the one held whatever the order of
+    /// their resourceVersions, as after an etcd restore they may go back.
+    overlapped: bool,
     /// Objects deleted while a sync is in progress, with the deletion's
     /// resourceVersion: a relist's snapshot, and its live events up to the
     /// deletion, may still hold them and must not bring them back. Emptied
@@ -258,10 +273,6 @@ pub(crate) struct Tracker {
     /// not hold cannot show up with an older or equal version (such an event
     /// comes from a stream the snapshot superseded, during a relist swap).
     floor: RvKey,
-    /// The stream whose live events count (see [`Tracker::owner`]).
-    owner: u64,
-    /// The stream delivering a full state now, 0 for none: one at a time.
-    syncer: u64,
     /// How to take back the last delivered verdict, should its entry not be
     /// sent after all (the stream was stopped while the send waited).
     last: Option<Undo>,
@@ -295,11 +306,10 @@ impl Default for Tracker {
             namespaces: Vec::new(),
             namespace_ids: HashMap::new(),
             in_sync: false,
+            overlapped: false,
             tombstones: HashMap::new(),
             tombstones_below: RvKey::default(),
             floor: RvKey::default(),
-            owner: 0,
-            syncer: 0,
             last: None,
         }
     }
@@ -314,51 +324,33 @@ fn place_hash(hasher: &RandomState, namespace: Option<&str>, name: &str) -> u64 
 }
 
 impl Tracker {
-    /// The stream whose live events are delivered. A relist's replacement
-    /// takes over when its snapshot is complete: from then on it delivers
-    /// every change after the snapshot, in order, and the stream it replaces
-    /// (still reading, about to be stopped) could only repeat them, or bring
-    /// back an object already deleted.
-    pub(crate) fn owner(&self) -> u64 {
-        self.owner
+    /// Ends an attempt at a full state that will not complete (its stream
+    /// ended or gave it up): a later attempt starts afresh.
+    pub(crate) fn abandon_sync(&mut self) {
+        self.in_sync = false;
     }
 
-    /// Makes `stream` the one whose live events are delivered.
-    pub(crate) fn set_owner(&mut self, stream: u64) {
-        self.owner = stream;
-    }
-
-    /// Lets `stream` deliver a full state, unless another stream is (a relist
-    /// racing a re-sync): only one full state at a time can be reconciled.
-    /// `fresh`: a new full state; else another attempt at the current one
-    /// (after a cut): what it already delivered is not sent again.
-    pub(crate) fn claim_sync(&mut self, stream: u64, fresh: bool) -> bool {
-        if self.syncer != 0 && self.syncer != stream {
-            return false;
-        }
-        let fresh = fresh || !self.in_sync || self.syncer != stream;
-        self.syncer = stream;
-        self.begin_sync(fresh);
-        true
-    }
-
-    /// `stream` ends without completing its full state.
-    pub(crate) fn release_sync(&mut self, stream: u64) {
-        if self.syncer == stream {
-            self.syncer = 0;
-            self.in_sync = false;
-        }
+    /// Whether an attempt at a full state is open.
+    pub(crate) fn in_sync(&self) -> bool {
+        self.in_sync
     }
 
     /// Starts an attempt at a full state: nothing is seen in it yet; in a
     /// `fresh` one, nothing delivered either. One pass over the objects, as
     /// the attempt itself is.
-    fn begin_sync(&mut self, fresh: bool) {
+    /// `overlapped`: another stream's live events go on meanwhile (a relist).
+    pub(crate) fn begin_sync(&mut self, fresh: bool, overlapped: bool) {
         for s in self.objects.iter_mut() {
             s.seen = false;
             s.sent &= !fresh;
         }
+        if fresh {
+            // Tombstones guard the previous relist's swap, long over.
+            self.tombstones.clear();
+            self.tombstones_below = RvKey::default();
+        }
         self.in_sync = true;
+        self.overlapped = overlapped;
     }
 
     /// The id of the namespace `ns`, interning it; `None` when the table is full.
@@ -410,24 +402,26 @@ impl Tracker {
         if !initial
             && !self.in_sync
             && !self.tombstones.is_empty()
-            && matches!(
-                rv.order(self.tombstones_below),
-                Some(Ordering::Greater) | None
-            )
+            && rv.order(self.tombstones_below) == Some(Ordering::Greater)
         {
             // The live stream (the owner, after the sync) has passed every
-            // delete a tombstone remembers (or, with opaque versions, has
-            // moved on: no order to wait for).
+            // delete a tombstone remembers. (Opaque versions have no order:
+            // their tombstones stay until the next full state begins.)
             self.tombstones.clear();
             self.tombstones_below = RvKey::default();
         }
         let uid = Uid::of(&meta.uid);
         let uid_key = uid.key();
         if let Some(&gone) = self.tombstones.get(&uid_key) {
-            if matches!(rv.order(gone), Some(Ordering::Less | Ordering::Equal)) {
+            // A uid is never used again: a snapshot read before its deletion,
+            // or a late event, cannot bring it back. Only a newer version
+            // (integers) can, which no server sends.
+            if in_sync || rv.order(gone) != Some(Ordering::Greater) {
                 return Verdict::Stale;
             }
         }
+        // Inside an authoritative full state, the server's object is the truth.
+        let truth = in_sync && !self.overlapped;
         let ns = meta.namespace.as_deref();
         let ns_id = match ns {
             Some(n) => self.namespace_id(n).unwrap_or(NS_IN_RECORD),
@@ -446,7 +440,7 @@ impl Tracker {
         let same_uid = found.is_some_and(|s| self.records.get(s.at).uid == uid);
         match (kind, found) {
             (EventType::Deleted, Some(s)) if same_uid => {
-                if rv.order(s.rv) == Some(Ordering::Less) {
+                if rv.order(s.rv) == Some(Ordering::Less) && !truth {
                     return Verdict::Stale;
                 }
                 self.remove(hash, s);
@@ -471,7 +465,7 @@ impl Tracker {
                 // Another object holds the name. An event newer than it says
                 // that object is gone; an older one is a late event about an
                 // earlier object of this name.
-                if matches!(rv.order(s.rv), Some(Ordering::Less | Ordering::Equal)) {
+                if matches!(rv.order(s.rv), Some(Ordering::Less | Ordering::Equal)) && !truth {
                     return Verdict::Stale;
                 }
                 let v = self.vanished(&s);
@@ -511,7 +505,7 @@ impl Tracker {
             }
             (_, Some(s)) => {
                 let verdict = match rv.order(s.rv) {
-                    Some(Ordering::Less) => Verdict::Stale,
+                    Some(Ordering::Less) if !truth => Verdict::Stale,
                     Some(Ordering::Equal) if in_sync && !s.sent => {
                         Verdict::Deliver(Change::Snapshot)
                     }
@@ -625,20 +619,28 @@ impl Tracker {
     /// Ends a full state taken at `snapshot_rv`: every object not seen in it
     /// is gone — unless a live event newer than the snapshot vouched for it.
     /// Returns them (and forgets them), in no particular order.
-    pub(crate) fn end_sync(&mut self, snapshot_rv: &Rv) -> Vec<Vanished> {
+    ///
+    /// An authoritative full state (not overlapped by another stream's live
+    /// events) is the truth at its resourceVersion: every object it lacks is
+    /// gone, and its resourceVersion is the new floor even when lower than
+    /// the old one (`went_back`: an etcd restore, a rebuilt cluster).
+    pub(crate) fn end_sync(&mut self, snapshot_rv: &Rv) -> SyncEnd {
         if let Some(Undo::Removed { slot, .. }) = self.last.take() {
             self.records.release(slot.at);
         }
         self.in_sync = false;
-        self.syncer = 0;
         let snapshot = snapshot_rv.key();
-        if snapshot.order(self.floor) != Some(Ordering::Less) {
+        let overlapped = std::mem::take(&mut self.overlapped);
+        let went_back = snapshot.order(self.floor) == Some(Ordering::Less);
+        if !went_back || !overlapped {
             self.floor = snapshot;
         }
         let gone: Vec<Slot> = self
             .objects
             .iter()
-            .filter(|s| !s.seen && s.rv.order(snapshot) != Some(Ordering::Greater))
+            .filter(|s| {
+                !s.seen && (!overlapped || s.rv.order(snapshot) != Some(Ordering::Greater))
+            })
             .copied()
             .collect();
         let mut out = Vec::with_capacity(gone.len());
@@ -650,7 +652,10 @@ impl Tracker {
             out.push(v);
         }
         self.compact();
-        out
+        SyncEnd {
+            gone: out,
+            went_back: went_back && !overlapped,
+        }
     }
 
     /// Every object held, for a checkpoint.
@@ -846,6 +851,9 @@ mod tests {
     const U1: &str = "6f824e9e-b6ca-474e-abfe-1335f933eeb9";
     const U2: &str = "00000000-0000-0000-0000-000000000002";
     const U3: &str = "00000000-0000-0000-0000-000000000003";
+    const U4: &str = "00000000-0000-0000-0000-000000000004";
+    const U5: &str = "00000000-0000-0000-0000-000000000005";
+    const U6: &str = "00000000-0000-0000-0000-000000000006";
 
     fn vanished(ns: &str, name: &str, uid: &str, rv: &str) -> Vanished {
         Vanished {
@@ -859,14 +867,14 @@ mod tests {
     /// A tracker with the first sync of `objects` done at `rv`.
     fn synced(objects: &[(&str, &str, &str, &str)], rv: &str) -> Tracker {
         let mut t = Tracker::default();
-        assert!(t.claim_sync(1, true));
+        t.begin_sync(true, false);
         for (ns, name, uid, v) in objects {
             assert_eq!(
                 t.observe(Added, &meta(ns, name, uid, v), true),
                 Verdict::Deliver(Add)
             );
         }
-        assert!(t.end_sync(&Rv::new(rv)).is_empty());
+        assert!(t.end_sync(&Rv::new(rv)).gone.is_empty());
         t
     }
 
@@ -970,7 +978,7 @@ mod tests {
         );
         // In a re-sync: the old one goes before the new one comes, and is not
         // deleted again at the end.
-        assert!(t.claim_sync(1, true));
+        t.begin_sync(true, false);
         assert_eq!(
             t.observe(Added, &meta("a", "p1", U3, "40"), true),
             Verdict::Displaced(vanished("a", "p1", U2, "15"))
@@ -985,7 +993,7 @@ mod tests {
             t.observe(Added, &meta("a", "p1", U3, "40"), true),
             Verdict::Deliver(Add)
         );
-        assert_eq!(t.end_sync(&Rv::new("40")), vec![]);
+        assert_eq!(t.end_sync(&Rv::new("40")).gone, vec![]);
         assert_eq!(t.len(), 1);
         // A DELETED of a newer object of the name: the one held is gone too.
         assert_eq!(
@@ -1009,7 +1017,7 @@ mod tests {
             ],
             "100",
         );
-        assert!(t.claim_sync(1, true));
+        t.begin_sync(true, false);
         assert_eq!(
             t.observe(Added, &meta("a", "keep", U1, "10"), true),
             Verdict::Deliver(Snapshot)
@@ -1019,40 +1027,35 @@ mod tests {
             Verdict::Deliver(Update)
         );
         assert_eq!(
-            t.end_sync(&Rv::new("100")),
+            t.end_sync(&Rv::new("100")).gone,
             vec![vanished("a", "gone", U2, "11")]
         );
         assert_eq!(t.len(), 2);
         // Attempts at one full state interrupted any number of times lose
         // nothing, and what an attempt delivered is not sent again.
-        assert!(t.claim_sync(1, true));
+        t.begin_sync(true, false);
         assert_eq!(
             t.observe(Added, &meta("a", "keep", U1, "10"), true),
             Verdict::Deliver(Snapshot)
         );
         for _ in 0..1000 {
-            assert!(t.claim_sync(1, false));
+            t.begin_sync(false, false);
         }
         assert_eq!(
             t.observe(Added, &meta("a", "keep", U1, "10"), true),
             Verdict::Duplicate
         );
-        let gone = t.end_sync(&Rv::new("100"));
+        let gone = t.end_sync(&Rv::new("100")).gone;
         assert_eq!(gone, vec![vanished("", "odd", "odd uid", "20")]);
         // Fresh syncs as many times: still nothing kept that is gone.
         for _ in 0..300 {
-            assert!(t.claim_sync(1, true));
+            t.begin_sync(true, false);
         }
         assert_eq!(
-            t.end_sync(&Rv::new("100")),
+            t.end_sync(&Rv::new("100")).gone,
             vec![vanished("a", "keep", U1, "10")]
         );
         assert_eq!(t.len(), 0);
-        // One sync at a time.
-        assert!(t.claim_sync(7, true));
-        assert!(!t.claim_sync(8, true));
-        t.release_sync(7);
-        assert!(t.claim_sync(8, true));
     }
 
     #[test]
@@ -1060,7 +1063,7 @@ mod tests {
         let mut t = synced(&[("a", "p1", U1, "10"), ("a", "p2", U2, "11")], "11");
         // A relist's snapshot is taken at rv 20; meanwhile the live stream
         // deletes p2 (rv 21) and adds p3 (rv 22) before the snapshot arrives.
-        assert!(t.claim_sync(2, true));
+        t.begin_sync(true, true);
         assert_eq!(
             t.observe(Deleted, &meta("a", "p2", U2, "21"), false),
             Verdict::Deliver(Delete)
@@ -1079,7 +1082,7 @@ mod tests {
             "no resurrection"
         );
         assert_eq!(
-            t.end_sync(&Rv::new("20")),
+            t.end_sync(&Rv::new("20")).gone,
             vec![],
             "p3 is newer than the snapshot: not deleted"
         );
@@ -1089,11 +1092,88 @@ mod tests {
             t.observe(Modified, &meta("a", "p1", U1, "30"), false),
             Verdict::Deliver(Update)
         );
-        assert!(t.claim_sync(2, true));
+        t.begin_sync(true, false);
         assert_eq!(
             t.observe(Added, &meta("a", "p2", U2, "31"), true),
             Verdict::Deliver(Add)
         );
+    }
+
+    #[test]
+    fn a_full_state_is_the_truth_whatever_the_order_of_versions() {
+        // Synced at 100; then an etcd restore: the new full state is at 30.
+        let mut t = synced(
+            &[
+                ("a", "p1", U1, "90"),
+                ("a", "p3", U3, "95"),
+                ("a", "p4", U4, "96"),
+            ],
+            "100",
+        );
+        t.begin_sync(true, false);
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U1, "20"), true),
+            Verdict::Deliver(Update),
+            "older, yet the server's"
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p2", U2, "21"), true),
+            Verdict::Deliver(Add)
+        );
+        // Another uid under an old name: the server's object.
+        let v = t.observe(Added, &meta("a", "p4", U5, "22"), true);
+        assert!(matches!(v, Verdict::Displaced(_)), "{v:?}");
+        assert_eq!(
+            t.observe(Added, &meta("a", "p4", U5, "22"), true),
+            Verdict::Deliver(Add)
+        );
+        let end = t.end_sync(&Rv::new("30"));
+        assert_eq!(end.gone, vec![vanished("a", "p3", U3, "95")]);
+        assert!(end.went_back);
+        // Live events after it are new, not stale.
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p2", U2, "31"), false),
+            Verdict::Deliver(Delete)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p5", U6, "32"), false),
+            Verdict::Deliver(Add)
+        );
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "33"), false),
+            Verdict::Deliver(Update)
+        );
+    }
+
+    #[test]
+    fn opaque_versions_never_bring_back_an_object_deleted_during_a_relist() {
+        let mut t = synced(&[("a", "p1", U1, "x1"), ("a", "p2", U2, "x2")], "s1");
+        t.begin_sync(true, true);
+        // The primary's live stream deletes p2 while the snapshot is read.
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p2", U2, "x3"), false),
+            Verdict::Deliver(Delete)
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p2", U2, "x2"), true),
+            Verdict::Stale,
+            "the snapshot was read before the delete"
+        );
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U1, "x1"), true),
+            Verdict::Deliver(Snapshot)
+        );
+        assert_eq!(t.end_sync(&Rv::new("s2")).gone, vec![]);
+        // The replacement's live events from before the delete: still gone.
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p2", U2, "x2b"), false),
+            Verdict::Stale
+        );
+        assert_eq!(
+            t.observe(Deleted, &meta("a", "p2", U2, "x3"), false),
+            Verdict::Stale
+        );
+        assert_eq!(t.len(), 1);
     }
 
     #[test]
@@ -1121,12 +1201,12 @@ mod tests {
             t.observe(Added, &meta("a", "p3", U3, "1"), false),
             Verdict::Deliver(Add)
         );
-        assert!(t.claim_sync(1, true));
+        t.begin_sync(true, false);
         assert_eq!(
             t.observe(Added, &meta("a", "p2", U2, "10"), true),
             Verdict::Deliver(Snapshot)
         );
-        let mut gone = t.end_sync(&Rv::new("list-2"));
+        let mut gone = t.end_sync(&Rv::new("list-2")).gone;
         gone.sort_by(|a, b| a.name.cmp(&b.name));
         // The opaque text survives in the record.
         assert_eq!(
@@ -1138,7 +1218,7 @@ mod tests {
     #[test]
     fn records_survive_compaction_and_long_names_work() {
         let mut t = Tracker::default();
-        assert!(t.claim_sync(1, true));
+        t.begin_sync(true, false);
         let uid = |i: u32| format!("00000000-0000-0000-0000-{i:012}");
         let long = "x".repeat(2000);
         let name = |i: u32| {
@@ -1160,7 +1240,7 @@ mod tests {
                 Verdict::Deliver(Add)
             );
         }
-        t.end_sync(&Rv::new("100000"));
+        t.end_sync(&Rv::new("100000")).gone;
         let before = t.records.written;
         for i in (0..20_000u32).filter(|i| i % 3 != 0) {
             let rv = if i % 100 == 3 {
@@ -1180,8 +1260,8 @@ mod tests {
             "compacted: {before} -> {}",
             t.records.written
         );
-        assert!(t.claim_sync(1, true));
-        let mut gone = t.end_sync(&Rv::new("300000"));
+        t.begin_sync(true, false);
+        let mut gone = t.end_sync(&Rv::new("300000")).gone;
         gone.sort_by_key(|v| v.uid.clone());
         assert_eq!(gone.len(), 6667);
         for (v, i) in gone.iter().zip((0..20_000u32).filter(|i| i % 3 == 0)) {

@@ -15,6 +15,7 @@ use crate::config::Backoff;
 use crate::machine::{End, Machine, Next, Phase, Seen};
 use crate::rv::Rv;
 use crate::scrub::Edits;
+use crate::lifecycle::{Claim, Gate, Lifecycle};
 use crate::state::Tracker;
 use crate::transport::{AgentSlot, Transport};
 use crate::{answer, decode, Entry, ErrorInfo, Resource, ResourceSpec};
@@ -30,7 +31,8 @@ pub(crate) struct StreamSettings {
     pub gzip: bool,
 }
 
-/// Live counters of one stream, read by [`crate::Reader::stats`].
+/// Live counters of one stream, read by [`crate::Reader::stats`]. Whether
+/// the resource is synced and where it resumes are its [`Lifecycle`]'s.
 #[derive(Default)]
 pub(crate) struct Counters {
     pub events: AtomicU64,
@@ -41,11 +43,8 @@ pub(crate) struct Counters {
     pub stale_drops: AtomicU64,
     pub skipped: AtomicU64,
     pub objects: AtomicU64,
-    pub synced: AtomicBool,
     pub list_fallback: AtomicBool,
     pub failed: AtomicBool,
-    /// The last resourceVersion seen; written once a batch, not per event.
-    pub resource_version: Mutex<Rv>,
     /// When the last full state completed.
     pub synced_at: Mutex<Option<SystemTime>>,
     /// Why the stream last had to retry or give up; cleared by a completed sync.
@@ -54,37 +53,82 @@ pub(crate) struct Counters {
     pub resolved: Mutex<Option<String>>,
 }
 
+/// One resource's state: its lifecycle and the per-object table, under one
+/// lock so that a verdict and the ownership it depends on cannot drift
+/// apart. Never held across a send, a join or a log call.
+#[derive(Default)]
+pub(crate) struct Book {
+    pub life: Lifecycle,
+    pub table: Tracker,
+}
+
 /// State one resource's streams share: the primary, and during a relist its
-/// replacement. Entries are judged and sent under the tracker's lock, so the
-/// two cannot reorder or double an object's changes.
+/// replacement.
 #[derive(Default)]
 pub(crate) struct Shared {
-    /// One full state at a time (Tracker::claim_sync).
-    pub tracker: Mutex<Tracker>,
+    pub book: Mutex<Book>,
+    /// The turn to deliver: a stream holds it while it judges and sends a
+    /// batch, so that two streams of one resource cannot reorder or double
+    /// an object's changes. The one lock held across a send: only stream
+    /// threads take it (never a caller's thread, so `checkpoint()` or
+    /// `stats()` on the consumer's thread cannot wait for a full channel),
+    /// and the send it waits for honours stop.
+    pub turn: Mutex<()>,
     /// Pieces already reported as skipped (hashes), so that a relist or a
     /// re-sync does not report an unchanged bad object again. Bounded.
     pub reported: Mutex<std::collections::HashSet<u64>>,
+    /// This resource's key in its [`SyncGate`], when it has one.
+    pub member: u64,
+}
+
+impl Shared {
+    /// A resource's shared state, resumed at `resume` when given.
+    pub(crate) fn new(member: u64, resume: Option<Rv>) -> Shared {
+        let mut book = Book::default();
+        if let Some(rv) = resume {
+            book.life = Lifecycle::resumed(rv);
+        }
+        Shared {
+            book: Mutex::new(book),
+            member,
+            ..Shared::default()
+        }
+    }
 }
 
 /// One resource watched in several namespaces (one stream each) reaches the
-/// consumer as one resource: its first Synced comes once every namespace's
-/// stream has delivered its initial state, or failed for good.
+/// consumer as one resource: see [`Gate`].
 pub(crate) struct SyncGate {
-    waiting: Mutex<usize>,
+    gate: Mutex<Gate>,
 }
 
 impl SyncGate {
-    pub(crate) fn new(members: usize) -> Arc<SyncGate> {
+    pub(crate) fn new(members: &[u64]) -> Arc<SyncGate> {
+        let mut gate = Gate::default();
+        for m in members {
+            gate.join(*m);
+        }
         Arc::new(SyncGate {
-            waiting: Mutex::new(members),
+            gate: Mutex::new(gate),
         })
     }
 
-    /// One member is done: whether the resource's Synced goes out now.
-    fn arrive(&self) -> bool {
-        let mut w = self.waiting.lock();
-        *w = w.saturating_sub(1);
-        *w == 0
+    pub(crate) fn join(&self, member: u64) {
+        self.gate.lock().join(member);
+    }
+
+    fn begin(&self, member: u64) {
+        self.gate.lock().begin(member);
+    }
+
+    fn finish(&self, member: u64) -> bool {
+        self.gate.lock().finish(member)
+    }
+
+    /// A member is gone; true when the resource's Synced, held back for it,
+    /// is now to be sent (by the caller).
+    pub(crate) fn leave(&self, member: u64) -> bool {
+        self.gate.lock().leave(member)
     }
 }
 
@@ -137,12 +181,22 @@ pub(crate) struct Stream {
     /// `Value` after them (a transform, an event filter).
     pub(crate) edits: Edits,
     pub(crate) needs_value: bool,
-    /// Unique among a reader's streams; see `Tracker::owner`.
+    /// Unique among a reader's streams; its name in the [`Lifecycle`].
     pub(crate) id: u64,
-    /// Another stream owns the live events now: this one ends.
+    /// The lifecycle retired this stream (another owns the resource): it ends.
     pub(crate) superseded: bool,
+    /// Resumed from a checkpoint and not caught up yet: the resource's
+    /// Synced waits until the watch has replayed what changed while stopped.
+    pub(crate) catch_up: Option<CatchUp>,
     gate: Option<Arc<SyncGate>>,
     rng: u64,
+}
+
+/// Catching up after a resume (watch.rs): the server's resourceVersion when
+/// the resume started, once asked for.
+#[derive(Debug, Default)]
+pub(crate) struct CatchUp {
+    pub target: Option<Rv>,
 }
 
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
@@ -189,13 +243,20 @@ impl Stream {
         );
         machine.replacement = matches!(init.role, Role::Replacement(_));
         let resumed = init.resume.is_some();
-        let replacement = matches!(init.role, Role::Replacement(_));
         if resumed {
             machine.resumed = true;
             if !spec.needs_discovery() {
                 machine.phase = Phase::Watch;
             }
         }
+        let id = NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed);
+        // Known to the lifecycle before its thread runs: a relist started
+        // right after cannot overtake it.
+        init.shared
+            .book
+            .lock()
+            .life
+            .join(id, matches!(init.role, Role::Replacement(_)));
         Stream {
             edits: shaping.edits(&resource),
             needs_value: shaping.needs_value(&resource),
@@ -213,10 +274,10 @@ impl Stream {
             rv: init.resume.unwrap_or_default(),
             synced: resumed,
             seen: Seen::default(),
-            id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             superseded: false,
-            // A relist's sync is not the resource's first.
-            gate: init.gate.filter(|_| !replacement),
+            catch_up: resumed.then(CatchUp::default),
+            gate: init.gate,
             rng,
         }
     }
@@ -225,47 +286,27 @@ impl Stream {
         matches!(self.role, Role::Replacement(_))
     }
 
-    /// Whether this stream's Synced goes out: always, but for the first
-    /// sync of a resource in several namespaces, which waits for the others
-    /// (the last of them sends it).
-    pub(crate) fn pass_gate(&mut self) -> bool {
-        match self.gate.take() {
-            Some(g) => g.arrive(),
-            None => true,
-        }
+    /// Whether the resource's Synced goes out now that this stream has
+    /// completed a full state: always, unless the resource is watched in
+    /// several namespaces and another of them is still syncing (the last
+    /// to finish sends it).
+    pub(crate) fn pass_gate(&self) -> bool {
+        self.gate
+            .as_ref()
+            .is_none_or(|g| g.finish(self.shared.member))
     }
 
-    /// Runs until stopped or failed for good.
+    /// Runs until stopped, retired or failed for good.
     pub(crate) fn run(mut self) {
         self.run_loop();
-        self.shared.tracker.lock().release_sync(self.id);
+        let mut book = self.shared.book.lock();
+        if book.life.syncing(self.id) {
+            book.table.abandon_sync();
+        }
+        book.life.release(self.id);
     }
 
     fn run_loop(&mut self) {
-        if !self.is_replacement() {
-            // A (re)started primary delivers from now on; a replacement waits
-            // for its snapshot (finish_sync).
-            self.shared.tracker.lock().set_owner(self.id);
-        }
-        if self.machine.resumed && self.synced {
-            // The restored state is complete as of the checkpoint.
-            *self.counters.synced_at.lock() = Some(SystemTime::now());
-            self.counters.synced.store(true, Ordering::Relaxed);
-            self.publish_rv();
-            let entry = Entry::marker(
-                crate::Change::Synced,
-                self.resource.clone(),
-                self.rv.clone(),
-            );
-            if self.pass_gate() && !self.out.send(entry, &self.stop) {
-                return;
-            }
-            log::info!(
-                "{}: resumed at resourceVersion {}",
-                self.spec.gvr(),
-                self.rv
-            );
-        }
         loop {
             if self.stop.is_set() {
                 return;
@@ -293,7 +334,7 @@ impl Stream {
             }
             if step.resync {
                 self.synced = false;
-                self.counters.synced.store(false, Ordering::Relaxed);
+                self.catch_up = None;
                 self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
             }
             let name = self.spec.gvr();
@@ -336,38 +377,53 @@ impl Stream {
         }
     }
 
-    /// Starts (or, after a failed attempt, retries) a full state. While
-    /// another stream of this resource delivers one (a relist's
-    /// replacement), a primary waits: once the replacement has synced it owns
-    /// the resource and this stream ends; if it gives up, this one syncs. A
-    /// replacement never waits for a primary.
+    /// Starts (or, after a failed attempt, retries) a full state, as the
+    /// [`Lifecycle`] allows: while a relist's replacement delivers one, a
+    /// primary waits (once the replacement has synced, this stream is retired
+    /// and ends; if it gives up, this one syncs); a replacement never waits
+    /// for a primary.
     pub(crate) fn claim_sync(&mut self) -> bool {
-        let fresh = self.machine.fresh_sync;
         let mut logged = false;
         loop {
-            let owned = {
-                let mut t = self.shared.tracker.lock();
-                if t.claim_sync(self.id, fresh) {
+            let claim = {
+                let mut book = self.shared.book.lock();
+                let was_synced = book.life.synced();
+                let claim = book.life.claim_sync(self.id);
+                if let Claim::Granted { continuing } = claim {
+                    let fresh = self.machine.fresh_sync || !continuing || !book.table.in_sync();
+                    let overlapped = !book.life.live(self.id);
+                    book.table.begin_sync(fresh, overlapped);
                     self.machine.fresh_sync = false;
-                    return true;
                 }
-                !self.is_replacement() && t.owner() == self.id
+                if was_synced && !book.life.synced() {
+                    // The primary re-syncs: its namespace's state is incomplete.
+                    if let Some(g) = &self.gate {
+                        g.begin(self.shared.member);
+                    }
+                }
+                claim
             };
-            if !owned {
-                log::info!(
-                    "{}: another stream is syncing this resource; this one ends",
-                    self.spec.gvr()
-                );
-                self.superseded = true;
-                return false;
+            match claim {
+                Claim::Granted { .. } => return true,
+                Claim::Retire => {
+                    log::info!(
+                        "{}: another stream is syncing this resource; this one ends",
+                        self.spec.gvr()
+                    );
+                    self.superseded = true;
+                    return false;
+                }
+                Claim::Wait if !logged => {
+                    log::info!(
+                        "{}: a relist is syncing this resource; waiting for it",
+                        self.spec.gvr()
+                    );
+                    logged = true;
+                }
+                Claim::Wait => {}
             }
-            if !logged {
-                log::info!(
-                    "{}: a relist is syncing this resource; waiting for it",
-                    self.spec.gvr()
-                );
-                logged = true;
-            }
+            // The relist ends within its own bounds (it gives up after a few
+            // failures); a stop wakes this wait at once.
             if self.stop.sleep(Duration::from_millis(100)) {
                 return false;
             }
@@ -397,7 +453,11 @@ impl Stream {
         *self.counters.last_error.lock() =
             Some(format!("{} {}: {}", info.code, info.reason, info.message));
         let entry = Entry::failure(self.resource.clone(), info);
-        if self.out.send(entry, &self.stop) && self.gate.is_some() && self.pass_gate() {
+        let owed = self
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.leave(self.shared.member));
+        if self.out.send(entry, &self.stop) && owed {
             // The last of the resource's namespaces to finish: the others are
             // synced, and the resource's Synced was theirs to wait for.
             let synced = Entry::marker(
@@ -510,12 +570,10 @@ impl Stream {
         }
     }
 
-    /// Publishes the resume point to the stats (once a batch, not per event).
+    /// Tells the lifecycle where this stream is (once a batch, not per
+    /// event): the resource's resume point when it is the primary.
     pub(crate) fn publish_rv(&self) {
-        let mut c = self.counters.resource_version.lock();
-        if *c != self.rv {
-            *c = self.rv.clone();
-        }
+        self.shared.book.lock().life.advance(self.id, &self.rv);
     }
 
     /// A random watch timeout in 290..=600 s, so that streams do not all

@@ -19,10 +19,11 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
+use crate::keepalive::KeepAliveTcp;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{
     Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
-    TcpConnector, Transport as Wire, TransportAdapter,
+    Transport as Wire, TransportAdapter,
 };
 use ureq::Agent;
 
@@ -130,7 +131,7 @@ impl Transport {
             .timeout_per_read(Some(self.idle_timeout))
             .build();
         let Some(tls) = &self.tls else {
-            let connector = ().chain(TcpConnector::default());
+            let connector = ().chain(KeepAliveTcp);
             return Ok(Agent::with_parts(
                 http,
                 connector,
@@ -154,7 +155,7 @@ impl Transport {
         };
         let connector =
             ().chain(ConnectProxyConnector::default())
-                .chain(TcpConnector::default())
+                .chain(KeepAliveTcp)
                 .chain(TlsConnector {
                     config: Arc::new(client),
                     name: tls.name.clone(),

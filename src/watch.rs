@@ -5,11 +5,12 @@
 
 use std::io::Read;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::decode::{self, Event};
 use crate::deliver::{Batch, Decoded};
-use crate::frames::{FrameError, FrameReader};
+use crate::frames::{FrameError, FrameReader, ListError, ListReader};
+use crate::rv::Rv;
 use crate::machine::End;
 use crate::request;
 use crate::shape::Shaped;
@@ -32,15 +33,84 @@ impl Stream {
         self.read_watch(&path, Some(quiet))
     }
 
-    /// Live changes from the resume point.
+    /// Live changes from the resume point. Resumed from a checkpoint, the
+    /// watch first replays what changed while tattler was stopped: the
+    /// resource's Synced waits until it has reached the server's
+    /// resourceVersion of when the resume started, or until the replay is
+    /// over (the connection silent for `CATCH_UP_QUIET`: the server sends
+    /// its history at once).
     pub(crate) fn watch_live(&mut self) -> End {
+        let mut short_reads = None;
+        if let Some(c) = &self.catch_up {
+            if c.target.is_none() && self.rv.number().is_some() {
+                match self.probe_version() {
+                    Ok(target) => {
+                        if let Some(c) = &mut self.catch_up {
+                            c.target = Some(target);
+                        }
+                    }
+                    Err(end) => return end,
+                }
+            }
+            if !self.check_caught_up() {
+                return End::Stopped;
+            }
+            if self.catch_up.is_some() {
+                short_reads = Some(CATCH_UP_QUIET);
+            }
+        }
         let timeout = self.timeout_secs();
         let path = request::watch_from(&self.spec, self.rv.as_str(), timeout);
-        self.read_watch(&path, None)
+        self.read_watch(&path, short_reads)
+    }
+
+    /// The server's resourceVersion now: a LIST of at most one object (no
+    /// selectors, so the server stops at the first), its metadata's.
+    fn probe_version(&mut self) -> Result<Rv, End> {
+        let path = format!("{}?limit=1", request::collection_path(&self.spec));
+        let resp = self.get(&path, Asking::List, None)?;
+        let body = self.body(resp)?;
+        let mut items = ListReader::new(body, self.settings.max_frame_bytes);
+        loop {
+            match items.next_item() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) if self.stop.is_set() => return Err(End::Stopped),
+                Err(ListError::Io(e)) => {
+                    return Err(End::Broke(format!("reading a list page failed: {e}")))
+                }
+                Err(ListError::Invalid(m)) => {
+                    return Err(End::Retry(format!("bad list page: {m}"), None))
+                }
+            }
+        }
+        let rv = items
+            .meta()
+            .map(|m| m.resource_version.clone())
+            .unwrap_or_default();
+        decode::checked_rv(rv.as_str())
+            .map_err(|m| End::Retry(format!("bad list page: {m}"), None))
+    }
+
+    /// Sends a resumed resource's Synced once its watch has reached the
+    /// target; false when stopping.
+    fn check_caught_up(&mut self) -> bool {
+        let reached = match self.catch_up.as_ref().and_then(|c| c.target.as_ref()) {
+            Some(t) => matches!(
+                self.rv.key().order(t.key()),
+                Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+            ),
+            None => false,
+        };
+        !reached || self.caught_up()
     }
 
     fn read_watch(&mut self, path: &str, short_reads: Option<Duration>) -> End {
         let initial = !self.synced;
+        // A watch-list's initial events have a total limit too: a server that
+        // ignores sendInitialEvents but keeps sending never goes quiet.
+        let deadline = (initial && self.machine.phase == crate::machine::Phase::WatchList)
+            .then(|| Instant::now() + self.settings.initial_events_timeout * INITIAL_EVENTS_TOTAL);
         let resp = match self.get(path, Asking::Objects, short_reads) {
             Ok(r) => r,
             Err(end) => return end,
@@ -58,10 +128,17 @@ impl Stream {
                 .bytes
                 .fetch_add(frames.bytes - counted, Ordering::Relaxed);
             counted = frames.bytes;
-            if batch.full() || (!batch.is_empty() && self.synced && !frames.buffered()) {
+            if batch.full() || (!batch.is_empty() && !frames.buffered() && batch.due(self.synced))
+            {
                 if let Some(end) = self.deliver(&mut batch, initial) {
                     break end;
                 }
+                if !self.check_caught_up() {
+                    break End::Stopped;
+                }
+            }
+            if deadline.is_some_and(|d| !self.synced && Instant::now() >= d) {
+                break self.ignored_initial_events("no initial-events-end bookmark in time");
             }
             let frame = match frames.next_frame() {
                 Ok(Some(f)) => f,
@@ -72,6 +149,17 @@ impl Stream {
                     // one), between frames, says "no bookmark is coming".
                     let quiet = short_reads
                         .filter(|t| *t < self.settings.idle_timeout && !frames.partial());
+                    if quiet.is_some() && self.catch_up.is_some() {
+                        // The replay after a resume is over.
+                        if let Some(end) = self.deliver(&mut batch, initial) {
+                            break end;
+                        }
+                        break if self.caught_up() {
+                            End::Ended
+                        } else {
+                            End::Stopped
+                        };
+                    }
                     break match quiet {
                         // The watch-list's connection, quiet after its sync: resume.
                         Some(_) if self.synced => End::Ended,
@@ -151,6 +239,16 @@ impl Stream {
                 object,
                 edited,
             } => {
+                if initial && !self.synced && kind != decode::EventType::Added {
+                    // A watch-list's initial events are all ADDED: this is
+                    // a plain watch.
+                    if let Some(end) = self.deliver(batch, initial) {
+                        return Err(end);
+                    }
+                    return Err(
+                        self.ignored_initial_events("a change before the initial-events-end bookmark")
+                    );
+                }
                 let bytes = edited.unwrap_or_else(|| frame[object.0..object.1].to_vec());
                 let object = self.shaped(bytes, &meta, batch, initial)?;
                 let mut meta = meta.into_owned();
@@ -170,10 +268,19 @@ impl Stream {
                 if self.synced {
                     self.set_rv(resource_version);
                     self.publish_rv();
+                    if !self.check_caught_up() {
+                        return Err(End::Stopped);
+                    }
                 } else if initial_events_end {
                     self.set_rv(resource_version);
                     if !self.finish_sync() {
                         return Err(End::Stopped);
+                    }
+                } else {
+                    self.seen.plain_bookmarks += 1;
+                    if self.seen.plain_bookmarks > PLAIN_BOOKMARKS {
+                        return Err(self
+                            .ignored_initial_events("bookmarks without the initial-events-end one"));
                     }
                 }
                 Ok(false)
@@ -209,8 +316,10 @@ impl Stream {
         let reader = resp.into_body().into_reader();
         match encoding.as_deref() {
             None | Some("" | "identity") => Ok(Box::new(reader)),
+            // Any number of members: a 1.37 apiserver (WatchListCompression)
+            // gzips each event of a watch-list as a member of its own.
             Some("gzip") if self.settings.gzip => {
-                Ok(Box::new(flate2::read::GzDecoder::new(reader)))
+                Ok(Box::new(flate2::read::MultiGzDecoder::new(reader)))
             }
             Some(other) => {
                 let shown: String = other.chars().take(32).collect();
@@ -256,6 +365,24 @@ impl Stream {
                 None
             }
         })
+    }
+}
+
+/// How long a resumed watch must be silent to have replayed its history.
+const CATCH_UP_QUIET: Duration = Duration::from_secs(1);
+/// A watch-list's initial events end within this many initial_events_timeouts.
+const INITIAL_EVENTS_TOTAL: u32 = 10;
+/// Periodic bookmarks before the initial-events-end one that a real
+/// watch-list may carry (the server bookmarks about once a minute); more,
+/// and the server ignores sendInitialEvents.
+const PLAIN_BOOKMARKS: u32 = 2;
+
+impl Stream {
+    /// The watch-list was answered as a plain watch (`why`): the state goes
+    /// on by LIST.
+    fn ignored_initial_events(&self, why: &str) -> End {
+        log::info!("{}: {why}: the server ignores sendInitialEvents", self.spec.gvr());
+        End::Quiet
     }
 }
 
