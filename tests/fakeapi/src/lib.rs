@@ -101,8 +101,12 @@ pub enum Fault {
         /// `Status.message` (omitted when empty).
         message: String,
     },
-    /// A watch gets 200, one BOOKMARK at the current resourceVersion (no annotation, even on a
-    /// watch-list), and the stream ends at once. Lists and gets are served normally.
+    /// A watch gets 200, a BOOKMARK (no annotation) and the end of the stream at once, and
+    /// nothing a real server would not say: a watch from resourceVersion R gets the events
+    /// after R it is owed (usually none), then the BOOKMARK at the current resourceVersion; a
+    /// watch-list (or a watch without resourceVersion) gets none of the state, only a BOOKMARK
+    /// at the resourceVersion it asked for, or nothing when it asked for none. Lists and gets
+    /// are served normally.
     BookmarkOnly,
 }
 
@@ -396,6 +400,11 @@ impl FakeApi {
         let mut st = self.shared.state.lock();
         let idx = resolve_or_panic(&st, res);
         st.faults.entry(idx).or_default().push_back(fault);
+    }
+
+    /// Drops every queued fault of every resource (those already being served go on).
+    pub fn clear_faults(&self) {
+        self.shared.state.lock().faults.clear();
     }
 
     /// Every request so far, as `METHOD target` (e.g. `GET /api/v1/pods?watch=true&...`,

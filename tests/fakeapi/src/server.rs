@@ -969,6 +969,8 @@ fn invalid_status(errs: &[FieldErr]) -> Value {
 struct Twist {
     cut_after: Option<usize>,
     garbage: bool,
+    /// A watch sends what `Fault::BookmarkOnly` says, then ends.
+    bookmark_only: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1129,10 +1131,7 @@ fn serve_resource(
             }
             return send_status_obj(conn, resp, code, &status, None);
         }
-        Some(Fault::BookmarkOnly) if watch => {
-            return bookmark_only(conn, resp, &def, &cur_str, meta);
-        }
-        Some(Fault::BookmarkOnly) => {}
+        Some(Fault::BookmarkOnly) => twist.bookmark_only = watch,
         Some(Fault::ExpiredInStream) => {
             if watch {
                 let rv = if rv_param.is_empty() {
@@ -1471,17 +1470,6 @@ fn stream_error(conn: &Conn, resp: &Resp, status: &Value) -> Flow {
     flow(resp, conn.send(&out))
 }
 
-/// 200, one BOOKMARK at `rv` (no annotation), end of stream.
-fn bookmark_only(conn: &Conn, resp: &Resp, def: &ResourceDef, rv: &str, meta: bool) -> Flow {
-    let h = headers(resp, 200, JSON, resp.gzip, None, Len::Chunked);
-    let mut out = http::head_bytes(200, &h);
-    let mut chunker = Chunker::new(resp.gzip, resp.members);
-    let payload = chunker.payload(&frame("BOOKMARK", &bookmark_json(def, rv, false, meta)));
-    out.extend_from_slice(&Chunker::frame(&payload));
-    out.extend_from_slice(&chunker.finish());
-    flow(resp, conn.send(&out))
-}
-
 /// Writes a watch body, applying CutAfter.
 struct Out<'a> {
     stream: &'a TcpStream,
@@ -1575,6 +1563,13 @@ fn serve_watch(
             if watch_list && o.bookmarks && mode != InitialEvents::NoEndBookmark {
                 frames.push(frame("BOOKMARK", &bookmark_json(def, &cur_str, true, meta)));
             }
+            if twist.bookmark_only {
+                // Nothing of the state: at most a bookmark where the client already was.
+                frames.clear();
+                if o.rv_num.is_some_and(|r| r > 0) {
+                    frames.push(frame("BOOKMARK", &bookmark_json(def, &o.rv, false, meta)));
+                }
+            }
         } else {
             let from = match o.rv_num {
                 None | Some(0) => cur,
@@ -1593,6 +1588,13 @@ fn serve_watch(
                 if let Some((t, obj)) = filter.transform(ev) {
                     frames.push(frame(t, &media::render(&obj, meta)));
                 }
+            }
+            if twist.bookmark_only {
+                // Truthful: every event up to the bookmark's rv went out first.
+                frames.push(frame(
+                    "BOOKMARK",
+                    &bookmark_json(def, &cur_str, false, meta),
+                ));
             }
         }
         let id = st.register(idx, tx, o.bookmarks);
@@ -1620,6 +1622,11 @@ fn serve_watch(
         }
     }
     drop(frames);
+    if twist.bookmark_only {
+        drop(guard);
+        let ok = out.finish();
+        return flow(resp, ok);
+    }
     let deadline = match o
         .timeout
         .and_then(|s| Instant::now().checked_add(Duration::from_secs(s)))

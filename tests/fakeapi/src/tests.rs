@@ -1804,7 +1804,6 @@ fn no_end_bookmark_sends_the_initial_events_only() {
 fn bookmark_only_error_in_stream_and_retry_after_dates() {
     let api = FakeApi::start();
     let rv = api.apply("pods", FakeApi::pod("a", "p1"));
-    api.push_fault("pods", Fault::BookmarkOnly);
     api.push_fault(
         "pods",
         Fault::ErrorInStream {
@@ -1827,13 +1826,6 @@ fn bookmark_only_error_in_stream_and_retry_after_dates() {
     assert_eq!(c.head().code, 200);
     assert_eq!(
         event_text(&mut c),
-        format!("{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}},\"spec\":{{\"containers\":null}},\"status\":{{}}}}}}\n")
-    );
-    c.end();
-    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
-    assert_eq!(c.head().code, 200);
-    assert_eq!(
-        event_text(&mut c),
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"etcdserver: leader changed\",\"reason\":\"InternalError\",\"code\":500}}\n"
     );
     c.end();
@@ -1845,6 +1837,32 @@ fn bookmark_only_error_in_stream_and_retry_after_dates() {
     let later = util::http_date(std::time::SystemTime::now() + Duration::from_secs(31));
     assert!(date == want || date == later || date.len() == 29, "{date}");
     assert!(date.ends_with(" GMT"));
+    for _ in 0..3 {
+        api.push_fault("pods", Fault::BookmarkOnly);
+    }
+    // A watch from an rv: the events owed, then the bookmark at the current rv.
+    c.send(
+        &format!(
+            "/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion={}",
+            rv - 1
+        ),
+        &[],
+    );
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["object"]["metadata"]["name"], "p1");
+    assert_eq!(
+        event_text(&mut c),
+        format!("{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}},\"spec\":{{\"containers\":null}},\"status\":{{}}}}}}\n")
+    );
+    c.end();
+    // A watch-list: none of the state; a bookmark where the client was, or nothing.
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}&resourceVersion=1"), &[]);
+    assert_eq!(c.head().code, 200);
+    assert_eq!(c.event()["object"]["metadata"]["resourceVersion"], "1");
+    c.end();
+    c.send(&format!("/api/v1/pods?{WATCH_LIST}"), &[]);
+    assert_eq!(c.head().code, 200);
+    c.end();
     // Bookmark-only leaves lists alone.
     api.push_fault("pods", Fault::BookmarkOnly);
     let (h, st) = c.get_json("/api/v1/pods", &[]);
