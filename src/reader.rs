@@ -971,17 +971,16 @@ fn reconcile(
     // another namespace of a resource already in several joins its gate.
     let gates = sync_gates(&fresh);
     for (spec, gate) in fresh.iter().zip(gates) {
-        let gate = inner
-            .streams
-            .iter()
-            .find(|s| same_resource(&s.spec, spec))
-            .and_then(|s| s.gate.clone())
-            .map(|g| {
-                let m = new_member();
-                g.join(m);
-                (g, m)
-            })
-            .or(gate);
+        let gate = gate.or_else(|| {
+            let g = inner
+                .streams
+                .iter()
+                .find(|s| same_resource(&s.spec, spec))
+                .and_then(|s| s.gate.clone())?;
+            let m = new_member();
+            g.join(m);
+            Some((g, m))
+        });
         match start.start_from(spec, None, gate) {
             Ok(mut h) => {
                 h.found = scope == Scope::Found;
