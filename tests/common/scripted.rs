@@ -26,6 +26,15 @@ pub struct Reply {
     /// Written one HTTP chunk each.
     pub chunks: Vec<Vec<u8>>,
     pub then: Then,
+    /// Chunks the test writes later, after `chunks` (see [`Taps`]).
+    pub feed: Option<Feed>,
+}
+
+/// The receiving end of a [`Tap`]: what the serving thread writes while the
+/// answer is open.
+pub struct Feed {
+    rx: crossbeam_channel::Receiver<Vec<u8>>,
+    open: Arc<AtomicBool>,
 }
 
 impl Reply {
@@ -36,6 +45,7 @@ impl Reply {
             headers: vec![("Content-Type".into(), "application/json".into())],
             chunks,
             then,
+            feed: None,
         }
     }
 
@@ -216,6 +226,14 @@ fn serve(
             return;
         }
     }
+    if let Some(feed) = reply.feed {
+        let gone = run_feed(&s, &feed, stop);
+        feed.open.store(false, Ordering::SeqCst);
+        if gone {
+            let _ = s.shutdown(Shutdown::Both);
+            return;
+        }
+    }
     match reply.then {
         Then::Close => {
             let _ = w.write_all(b"0\r\n\r\n");
@@ -261,4 +279,153 @@ pub fn list_body(items: &[String], rv: &str) -> Vec<u8> {
 /// A uid for test object `i`.
 pub fn uid(i: u32) -> String {
     format!("00000000-0000-4000-8000-{i:012}")
+}
+
+/// Writes what the test sends on the feed, one chunk each, until the test
+/// ends the tap (false) or the client goes away or the server stops (true).
+fn run_feed(s: &TcpStream, feed: &Feed, stop: &AtomicBool) -> bool {
+    use crossbeam_channel::RecvTimeoutError;
+    let _ = s.set_read_timeout(Some(Duration::from_millis(1)));
+    let mut w = s;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return true;
+        }
+        match feed.rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(c) => {
+                let mut out = format!("{:x}\r\n", c.len()).into_bytes();
+                out.extend_from_slice(&c);
+                out.extend_from_slice(b"\r\n");
+                if w.write_all(&out).is_err() {
+                    return true;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return false,
+            Err(RecvTimeoutError::Timeout) => {
+                let mut b = [0u8; 1];
+                match s.peek(&mut b) {
+                    Ok(0) => return true,
+                    Ok(_) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(_) => return true,
+                }
+            }
+        }
+    }
+}
+
+/// The sending end of one answer's feed.
+struct Tap {
+    n: usize,
+    path: String,
+    tx: Option<crossbeam_channel::Sender<Vec<u8>>>,
+    open: Arc<AtomicBool>,
+}
+
+/// Answers the test writes to while they are open: a watch that stays open
+/// and gets an event when the test says, or an initial state sent slowly.
+/// A tap is open until the test ends it or the client hangs up.
+#[derive(Clone, Default)]
+pub struct Taps(Arc<(Mutex<Vec<Tap>>, std::sync::Condvar)>);
+
+impl Taps {
+    pub fn new() -> Taps {
+        Taps::default()
+    }
+
+    /// `reply` for request `n` (of `path`), with a feed the test writes to
+    /// by `n`; when the test ends it, the answer ends as `reply.then` says.
+    pub fn reply(&self, n: usize, path: &str, mut reply: Reply) -> Reply {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let open = Arc::new(AtomicBool::new(true));
+        reply.feed = Some(Feed {
+            rx,
+            open: open.clone(),
+        });
+        let (taps, cond) = &*self.0;
+        taps.lock().unwrap().push(Tap {
+            n,
+            path: path.to_string(),
+            tx: Some(tx),
+            open,
+        });
+        cond.notify_all();
+        reply
+    }
+
+    /// Writes `chunk` on request `n`'s answer; false if it is not open.
+    pub fn send(&self, n: usize, chunk: Vec<u8>) -> bool {
+        let taps = self.0 .0.lock().unwrap();
+        match taps.iter().find(|t| t.n == n) {
+            Some(Tap {
+                tx: Some(tx), open, ..
+            }) if open.load(Ordering::SeqCst) => tx.send(chunk).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Writes `chunk` on every open answer; the requests it went to.
+    pub fn send_open(&self, chunk: &[u8]) -> Vec<usize> {
+        let taps = self.0 .0.lock().unwrap();
+        taps.iter()
+            .filter(|t| t.open.load(Ordering::SeqCst))
+            .filter(|t| {
+                t.tx.as_ref()
+                    .is_some_and(|tx| tx.send(chunk.to_vec()).is_ok())
+            })
+            .map(|t| t.n)
+            .collect()
+    }
+
+    /// Ends request `n`'s feed: its answer ends as its `then` says.
+    pub fn end(&self, n: usize) {
+        let mut taps = self.0 .0.lock().unwrap();
+        for t in taps.iter_mut().filter(|t| t.n == n) {
+            t.tx = None;
+        }
+    }
+
+    /// The requests whose answers are open now (not ended, client there), with their paths.
+    pub fn open(&self) -> Vec<(usize, String)> {
+        let taps = self.0 .0.lock().unwrap();
+        taps.iter()
+            .filter(|t| t.tx.is_some() && t.open.load(Ordering::SeqCst))
+            .map(|t| (t.n, t.path.clone()))
+            .collect()
+    }
+
+    /// Waits until request `n` has a tap; false after `limit`.
+    pub fn wait(&self, n: usize, limit: Duration) -> bool {
+        self.wait_for(limit, |taps| taps.iter().any(|t| t.n == n))
+    }
+
+    /// Waits until exactly `count` answers are open; false after `limit`.
+    pub fn wait_open(&self, count: usize, limit: Duration) -> bool {
+        self.wait_for(limit, |taps| {
+            taps.iter()
+                .filter(|t| t.tx.is_some() && t.open.load(Ordering::SeqCst))
+                .count()
+                == count
+        })
+    }
+
+    fn wait_for(&self, limit: Duration, done: impl Fn(&[Tap]) -> bool) -> bool {
+        let deadline = Instant::now() + limit;
+        let (taps, cond) = &*self.0;
+        let mut g = taps.lock().unwrap();
+        while !done(&g) {
+            let now = Instant::now();
+            if now > deadline {
+                return false;
+            }
+            // Open flags change without a notification: look again soon.
+            let wait = (deadline - now).min(Duration::from_millis(10));
+            g = cond.wait_timeout(g, wait).unwrap().0;
+        }
+        true
+    }
 }
