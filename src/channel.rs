@@ -66,8 +66,9 @@ impl Drop for Burst<'_> {
     }
 }
 
-/// How often a stream waiting for room looks at stop.
-const STOP_POLL: Duration = Duration::from_millis(50);
+/// How often a stream waiting for room looks at stop by itself: a stop
+/// wakes it at once ([`Budget::wake`]); this is only the backstop.
+const STOP_POLL: Duration = Duration::from_secs(1);
 
 impl Budget {
     pub(crate) fn new(limit: usize) -> Budget {
@@ -132,6 +133,14 @@ impl Budget {
             return;
         }
         self.used.fetch_sub(n, Ordering::AcqRel);
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            let _g = self.lock.lock();
+            self.room.notify_all();
+        }
+    }
+
+    /// Wakes every stream waiting for room, to look at its stop.
+    pub(crate) fn wake(&self) {
         if self.waiting.load(Ordering::Acquire) > 0 {
             let _g = self.lock.lock();
             self.room.notify_all();

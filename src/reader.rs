@@ -543,6 +543,8 @@ impl Reader {
         if let Some(slot) = &inner.probe_slot {
             slot.shutdown();
         }
+        drop(inner);
+        self.budget.wake();
     }
 
     /// Changes the set of resources streamed, while entries flow.
@@ -908,6 +910,10 @@ fn reconcile(
                 restarting.extend(h.pending.take());
             }
         }
+        // Streams blocked on a full channel look at their stop now.
+        if let Some(start) = &inner.start {
+            start.out.budget.wake();
+        }
         inner.streams = keep;
         (gone, restarting, changed)
     };
@@ -1170,6 +1176,9 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         }
     };
     finished.signal();
+    if let Some(start) = &shared.inner.lock().start {
+        start.out.budget.wake();
+    }
     finished.join();
     if !synced {
         log::warn!(
