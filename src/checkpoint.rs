@@ -147,7 +147,13 @@ impl Checkpoint {
             spec.label_selector = r.label_selector;
             spec.field_selector = r.field_selector;
             spec.metadata_only = r.metadata_only;
-            let resource_version = checked_rv(&r.resource_version, &what)?;
+            // Empty: taken while the resource was not synced; a reader
+            // resumed from it re-syncs against the objects.
+            let resource_version = if r.resource_version.is_empty() {
+                Rv::empty()
+            } else {
+                checked_rv(&r.resource_version, &what)?
+            };
             let mut objects = Vec::with_capacity(r.objects.len());
             for (j, [ns, name, uid, rv]) in r.objects.into_iter().enumerate() {
                 let what = format!("{what}.objects[{j}]");
@@ -224,6 +230,12 @@ mod tests {
         };
         let back = Checkpoint::from_bytes(&cp.to_bytes()).unwrap();
         assert_eq!(back.resources[0].objects, cp.resources[0].objects);
+        // Taken during a re-sync: no resume point, the objects kept.
+        let mut resyncing = cp.clone();
+        resyncing.resources[0].resource_version = Rv::empty();
+        let back = Checkpoint::from_bytes(&resyncing.to_bytes()).unwrap();
+        assert_eq!(back.resources[0].resource_version, Rv::empty());
+        assert_eq!(back.resources[0].objects, cp.resources[0].objects);
         assert!(back.part(&spec).is_some());
         assert!(
             back.part(&ResourceSpec::parse("pods").unwrap().remove(0))
@@ -234,7 +246,7 @@ mod tests {
         for (bad, want) in [
             (&b"nope"[..], "not a tattler checkpoint (line 1, column"),
             (br#"{"tattler_checkpoint":9,"resources":[]}"#, "version 9"),
-            (br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"","objects":[]}]}"#, "resources[0]"),
+            (br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"1","objects":[["","n","u",""]]}]}"#, "resources[0].objects[0]"),
             (br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"1","objects":[["","","u","1"]]}]}"#, "resources[0].objects[0]"),
         ] {
             let e = Checkpoint::from_bytes(bad).unwrap_err().to_string();

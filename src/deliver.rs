@@ -297,7 +297,11 @@ impl Stream {
         }
         *self.counters.last_error.lock() = None;
         *self.counters.synced_at.lock() = Some(SystemTime::now());
-        self.publish_rv();
+        {
+            let mut book = self.shared.book.lock();
+            book.life.advance(self.id, &self.rv);
+            book.life.caught_up(self.id);
+        }
         log::info!(
             "{}: resumed and caught up at resourceVersion {}",
             self.spec.gvr(),

@@ -53,6 +53,10 @@ pub(crate) struct Lifecycle {
     /// The stream whose full state is open in the tracker.
     syncer: StreamId,
     synced: bool,
+    /// Resumed from a checkpoint and not caught up yet: the state is complete
+    /// as of the checkpoint (a checkpoint may export it) but not as of now
+    /// (the resource is not reported synced, its Synced has not gone out).
+    catching_up: bool,
     /// Where the consumer's state is complete: the primary's last
     /// resourceVersion once synced; what a checkpoint exports.
     resume: Rv,
@@ -64,8 +68,16 @@ impl Lifecycle {
     pub(crate) fn resumed(rv: Rv) -> Lifecycle {
         Lifecycle {
             synced: true,
+            catching_up: true,
             resume: rv,
             ..Lifecycle::default()
+        }
+    }
+
+    /// The resumed primary has replayed what changed while stopped.
+    pub(crate) fn caught_up(&mut self, id: StreamId) {
+        if id == self.primary {
+            self.catching_up = false;
         }
     }
 
@@ -100,6 +112,7 @@ impl Lifecycle {
         if id == self.primary {
             // Its live events stopped: the consumer's state is not complete.
             self.synced = false;
+            self.catching_up = false;
         }
         if self.syncer == 0 || self.syncer == id {
             let continuing = self.syncer == id;
@@ -158,10 +171,11 @@ impl Lifecycle {
         id != 0 && self.syncer == id
     }
 
-    /// Whether the consumer's state is complete (the last full state was,
-    /// and the primary's live events are flowing).
+    /// Whether the consumer's state is complete as of now (the last full
+    /// state was, the primary's live events are flowing, and a resumed one
+    /// has caught up).
     pub(crate) fn synced(&self) -> bool {
-        self.synced
+        self.synced && !self.catching_up
     }
 
     /// What a checkpoint exports: the resume point when the state is
@@ -269,8 +283,11 @@ mod tests {
         let mut l = Lifecycle::resumed(rv(7));
         l.join(P, false);
         assert_eq!(l.resume_point(), Some(&rv(7)));
+        assert!(!l.synced(), "not as of now until caught up");
         l.advance(P, &rv(9));
         assert_eq!(l.resume_point(), Some(&rv(9)));
+        l.caught_up(P);
+        assert!(l.synced());
         assert_eq!(l.claim_sync(P), Claim::Granted { continuing: false });
         assert_eq!(l.resume_point(), None);
     }
