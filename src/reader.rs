@@ -973,10 +973,11 @@ fn reconcile(
         })
         .cloned()
         .collect();
+    let inherited = hand_over(&gone, &fresh);
     // Several namespaces of one new resource share a gate (one Synced);
     // another namespace of a resource already in several joins its gate.
     let gates = sync_gates(&fresh);
-    for (spec, gate) in fresh.iter().zip(gates) {
+    for ((spec, gate), part) in fresh.iter().zip(gates).zip(inherited) {
         let gate = gate.or_else(|| {
             let g = inner
                 .streams
@@ -987,7 +988,7 @@ fn reconcile(
             g.join(m);
             Some((g, m))
         });
-        match start.start_from(spec, None, gate) {
+        match start.start_from(spec, part.as_ref(), gate) {
             Ok(mut h) => {
                 h.found = scope == Scope::Found;
                 inner.streams.push(h);
@@ -1009,6 +1010,49 @@ fn reconcile(
         )
     });
     result
+}
+
+/// What the consumer holds of removed streams, handed to new streams of the
+/// same resource (a scope changed: other namespaces, other selectors): each
+/// new one re-syncs against the objects in its namespace, and the first takes
+/// the rest too, so that its first full state deletes what no new scope
+/// holds. A consumer keyed by resource, namespace and name so never keeps an
+/// object the new scopes lack, nor misses a delete made during the change.
+/// A resource removed with no new scope gets nothing: the consumer removed it.
+fn hand_over(
+    gone: &[StreamHandle],
+    fresh: &[ResourceSpec],
+) -> Vec<Option<crate::checkpoint::ResourceState>> {
+    let same = |a: &ResourceSpec, b: &ResourceSpec| {
+        (&a.group, &a.version, &a.resource, &a.lookup) == (&b.group, &b.version, &b.resource, &b.lookup)
+    };
+    let mut parts: Vec<Option<crate::checkpoint::ResourceState>> = vec![None; fresh.len()];
+    for g in gone {
+        let Some(first) = fresh.iter().position(|f| same(f, &g.spec)) else {
+            continue;
+        };
+        let held = g.shared.book.lock().table.export();
+        for o in held {
+            let at = fresh
+                .iter()
+                .position(|f| {
+                    same(f, &g.spec)
+                        && f.namespace
+                            .as_ref()
+                            .is_none_or(|ns| o.namespace.as_ref() == Some(ns))
+                })
+                .unwrap_or(first);
+            parts[at]
+                .get_or_insert_with(|| crate::checkpoint::ResourceState {
+                    spec: fresh[at].clone(),
+                    resource_version: crate::rv::Rv::empty(),
+                    objects: Vec::new(),
+                })
+                .objects
+                .push(o);
+        }
+    }
+    parts
 }
 
 /// The discovery thread: every `discovery_interval` (and when the wildcards

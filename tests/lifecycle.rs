@@ -816,3 +816,38 @@ fn several_namespaces_added_later_are_synced_once_too() {
     assert_eq!(got[2], "Synced configmaps", "{got:?}");
     assert_quiet(&r, Duration::from_millis(300));
 }
+
+/// A resource's scope changed (all namespaces to two of them): the new
+/// streams re-sync against what the consumer holds, so nothing outside the
+/// new scope is kept and no delete made meanwhile is lost.
+#[test]
+fn a_scope_change_hands_the_consumers_objects_to_the_new_streams() {
+    let _w = Watchdog::new("scope_change", Duration::from_secs(30));
+    let api = FakeApi::start();
+    for ns in ["a", "b", "c"] {
+        pod(&api, ns, "p1");
+    }
+    pod(&api, "a", "p2");
+    let r = open(&api, &["pods"]);
+    assert_eq!(until_synced(&r).len(), 5);
+    // Deleted while the scope changes: no stream of the new scope sees it.
+    api.delete("pods", Some("a"), "p2");
+    let pods = ResourceSpec::parse("pods").unwrap().remove(0);
+    let specs = [pods.clone().in_namespace("a"), pods.in_namespace("b")];
+    assert!(r.set_resources(&specs, false).unwrap());
+    let mut got = until_synced(&r);
+    got.sort();
+    // The old stream may have delivered the delete before it stopped.
+    got.retain(|g| g != "Delete a/p2");
+    let p2 = if got.contains(&"Delete(inferred) a/p2".to_string()) { 1 } else { 0 };
+    assert_eq!(got.len(), 4 + p2, "{got:?}");
+    for want in [
+        "Delete(inferred) c/p1",
+        "Snapshot a/p1",
+        "Snapshot b/p1",
+        "Synced pods",
+    ] {
+        assert!(got.iter().any(|g| g == want), "{want}: {got:?}");
+    }
+    assert_quiet(&r, Duration::from_millis(300));
+}
