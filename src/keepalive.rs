@@ -72,7 +72,8 @@ impl<In: Wire> Connector<In> for KeepAliveTcp {
         // Agent::shutdown (a stop) shuts the socket down through this handle,
         // which the transport keeps alive for as long as the connection.
         let handle = Arc::new(stream.try_clone()?);
-        let weak = Arc::downgrade(&handle) as std::sync::Weak<dyn ureq::unversioned::transport::ShutdownHandle>;
+        let weak = Arc::downgrade(&handle)
+            as std::sync::Weak<dyn ureq::unversioned::transport::ShutdownHandle>;
         (details.register_shutdown)(weak)?;
         let buffers = LazyBuffers::new(
             details.config.input_buffer_size(),

@@ -27,43 +27,33 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod answer;
 mod auth;
-mod channel;
 mod checkpoint;
 mod config;
 mod config_json;
 mod decode;
-mod deliver;
-mod discovery;
+mod delivery;
 mod entry;
 mod error;
 mod exec;
 mod frames;
 mod keepalive;
 mod kubeconfig;
-mod lifecycle;
-mod list;
-mod machine;
-mod reader;
 mod request;
 mod resource;
 mod rv;
 mod scrub;
 mod shape;
-mod state;
 mod stream;
-mod threads;
 mod transport;
 mod util;
-mod watch;
 
 pub use auth::{Auth, ClientIdentity, ExecConfig};
 pub use checkpoint::Checkpoint;
 pub use config::{Backoff, Config, ProxyConfig, Token};
+pub use delivery::reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use entry::{Change, Entry, ErrorInfo, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
-pub use reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use resource::ResourceSpec;
 pub use shape::{Shaping, Transform, REDACTED};
 

@@ -9,13 +9,11 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
-use crate::channel::{Budget, Out, Stop};
+use crate::delivery::channel::{Budget, Out, Stop};
+use crate::delivery::threads::{self, on_tattler_thread};
 use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings, SyncGate};
-use crate::threads::{self, on_tattler_thread};
 use crate::transport::{AgentSlot, Transport};
-use crate::{
-    Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError,
-};
+use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
 
 /// Streams the chosen resources: their full state, then every change.
 ///
@@ -185,8 +183,7 @@ impl Starter {
         };
         if let Some(part) = resume {
             let mut book = h.shared.book.lock();
-            book.table
-                .import(&part.objects, &part.resource_version);
+            book.table.import(&part.objects, &part.resource_version);
             h.counters
                 .objects
                 .store(book.table.len() as u64, Ordering::Relaxed);
@@ -413,7 +410,13 @@ impl Reader {
         reader.set_wildcards(wildcards)?;
         if let Some(interval) = config.relist_interval {
             let shared = reader.shared.clone();
-            let report = reader.shared.inner.lock().start.as_ref().map(Starter::report);
+            let report = reader
+                .shared
+                .inner
+                .lock()
+                .start
+                .as_ref()
+                .map(Starter::report);
             let report = report.ok_or_else(|| Error::Config("the reader is stopped".into()))?;
             let t = threads::spawn("tattler-relist".into(), report, move || {
                 relist_timer(&shared, &closing, interval)
@@ -493,7 +496,7 @@ impl Reader {
             }
             let now = std::time::Instant::now();
             match deadline {
-                None => deadline = Some(now + crate::channel::BURST_WAIT),
+                None => deadline = Some(now + crate::delivery::channel::BURST_WAIT),
                 Some(d) if now >= d => break,
                 Some(_) => {}
             }
@@ -1024,7 +1027,8 @@ fn hand_over(
     fresh: &[ResourceSpec],
 ) -> Vec<Option<crate::checkpoint::ResourceState>> {
     let same = |a: &ResourceSpec, b: &ResourceSpec| {
-        (&a.group, &a.version, &a.resource, &a.lookup) == (&b.group, &b.version, &b.resource, &b.lookup)
+        (&a.group, &a.version, &a.resource, &a.lookup)
+            == (&b.group, &b.version, &b.resource, &b.lookup)
     };
     let mut parts: Vec<Option<crate::checkpoint::ResourceState>> = vec![None; fresh.len()];
     for g in gone {
@@ -1086,7 +1090,7 @@ fn explore(
                     }
                     shared.discovery_interval
                 }
-                Err(crate::machine::End::Stopped) => return,
+                Err(crate::stream::machine::End::Stopped) => return,
                 Err(end) => {
                     failures = failures.saturating_add(1);
                     let wait = probe.backoff(failures);
@@ -1106,7 +1110,10 @@ fn explore(
 /// The specs the wildcards stand for: every served resource that can be
 /// listed and watched, in each group's preferred version, with the
 /// wildcard's scope (namespace, selectors, metadata-only).
-fn expand(wildcards: &[ResourceSpec], served: &[crate::discovery::Served]) -> Vec<ResourceSpec> {
+fn expand(
+    wildcards: &[ResourceSpec],
+    served: &[crate::stream::discovery::Served],
+) -> Vec<ResourceSpec> {
     let mut out: Vec<ResourceSpec> = Vec::new();
     let mut seen: Vec<(String, String)> = Vec::new();
     for s in served {
@@ -1161,7 +1168,7 @@ fn relist_all(shared: &ReaderShared, closing: &Receiver<()>) -> bool {
 /// One relist; false when the reader is stopping.
 ///
 /// The wait for the replacement's sync is bounded by the replacement itself:
-/// it gives up after a few failures in a row (watch.rs), which ends this wait.
+/// it gives up after a few failures in a row (`stream::machine`), which ends this wait.
 fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
     let (done_tx, done) = bounded(1);
     let started = {
@@ -1292,7 +1299,9 @@ fn spawn(spec: &ResourceSpec, stream: Stream) -> std::io::Result<JoinHandle<()>>
         out: stream.out.clone(),
         stop: stream.stop.clone(),
     };
-    threads::spawn(format!("tattler-watch-{what}"), report, move || stream.run())
+    threads::spawn(format!("tattler-watch-{what}"), report, move || {
+        stream.run()
+    })
 }
 
 #[cfg(test)]

@@ -8,12 +8,12 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::decode::{self, Event};
-use crate::deliver::{Batch, Decoded};
 use crate::frames::{FrameError, FrameReader, ListError, ListReader};
-use crate::rv::Rv;
-use crate::machine::End;
 use crate::request;
+use crate::rv::Rv;
 use crate::shape::Shaped;
+use crate::stream::machine::End;
+use crate::stream::sink::{Batch, Decoded};
 use crate::stream::{Asking, Stream};
 
 impl Stream {
@@ -88,8 +88,7 @@ impl Stream {
             .meta()
             .map(|m| m.resource_version.clone())
             .unwrap_or_default();
-        decode::checked_rv(rv.as_str())
-            .map_err(|m| End::Retry(format!("bad list page: {m}"), None))
+        decode::checked_rv(rv.as_str()).map_err(|m| End::Retry(format!("bad list page: {m}"), None))
     }
 
     /// Sends a resumed resource's Synced once its watch has reached the
@@ -109,7 +108,7 @@ impl Stream {
         let initial = !self.synced;
         // A watch-list's initial events have a total limit too: a server that
         // ignores sendInitialEvents but keeps sending never goes quiet.
-        let deadline = (initial && self.machine.phase == crate::machine::Phase::WatchList)
+        let deadline = (initial && self.machine.phase == crate::stream::machine::Phase::WatchList)
             .then(|| Instant::now() + self.settings.initial_events_timeout * INITIAL_EVENTS_TOTAL);
         let resp = match self.get(path, Asking::Objects, short_reads) {
             Ok(r) => r,
@@ -128,8 +127,7 @@ impl Stream {
                 .bytes
                 .fetch_add(frames.bytes - counted, Ordering::Relaxed);
             counted = frames.bytes;
-            if batch.full() || (!batch.is_empty() && !frames.buffered() && batch.due(self.synced))
-            {
+            if batch.full() || (!batch.is_empty() && !frames.buffered() && batch.due(self.synced)) {
                 if let Some(end) = self.deliver(&mut batch, initial) {
                     break end;
                 }
@@ -245,9 +243,9 @@ impl Stream {
                     if let Some(end) = self.deliver(batch, initial) {
                         return Err(end);
                     }
-                    return Err(
-                        self.ignored_initial_events("a change before the initial-events-end bookmark")
-                    );
+                    return Err(self.ignored_initial_events(
+                        "a change before the initial-events-end bookmark",
+                    ));
                 }
                 let bytes = edited.unwrap_or_else(|| frame[object.0..object.1].to_vec());
                 let object = self.shaped(bytes, &meta, batch, initial)?;
@@ -279,8 +277,9 @@ impl Stream {
                 } else {
                     self.seen.plain_bookmarks += 1;
                     if self.seen.plain_bookmarks > PLAIN_BOOKMARKS {
-                        return Err(self
-                            .ignored_initial_events("bookmarks without the initial-events-end one"));
+                        return Err(self.ignored_initial_events(
+                            "bookmarks without the initial-events-end one",
+                        ));
                     }
                 }
                 Ok(false)
@@ -297,7 +296,7 @@ impl Stream {
                     410 => End::Expired,
                     504 if s.rv_too_large => End::TooLarge(hint),
                     _ if initial && !self.synced => End::InitialError(why),
-                    _ => End::Retry(why, hint.map(|h| h.min(crate::answer::MAX_HINT))),
+                    _ => End::Retry(why, hint.map(|h| h.min(crate::stream::answer::MAX_HINT))),
                 })
             }
         }
@@ -381,7 +380,10 @@ impl Stream {
     /// The watch-list was answered as a plain watch (`why`): the state goes
     /// on by LIST.
     fn ignored_initial_events(&self, why: &str) -> End {
-        log::info!("{}: {why}: the server ignores sendInitialEvents", self.spec.gvr());
+        log::info!(
+            "{}: {why}: the server ignores sendInitialEvents",
+            self.spec.gvr()
+        );
         End::Quiet
     }
 }

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::channel::{Out, Stop};
+use crate::delivery::channel::{Out, Stop};
 use crate::{Entry, ErrorInfo, Resource};
 
 /// A thread's stack. tattler's own use of it is small and bounded (decoding

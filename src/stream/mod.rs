@@ -1,6 +1,16 @@
-//! One resource stream on one OS thread: it asks the machine (machine.rs)
-//! what to request, makes the request (discovery.rs, watch.rs, list.rs,
-//! answer.rs), delivers what comes (deliver.rs), and asks again.
+//! One resource stream on one OS thread: it asks the machine (`machine`)
+//! what to request, makes the request (`discovery`, `watch`, `list`, with
+//! `answer` reading what the server said), hands what comes to the sink
+//! (`sink`: batches judged against the resource's table and sent), and asks
+//! again. Who owns the resource is its lifecycle's to say
+//! (`crate::delivery::lifecycle`), never the stream's.
+
+pub(crate) mod answer;
+pub(crate) mod discovery;
+mod list;
+pub(crate) mod machine;
+pub(crate) mod sink;
+mod watch;
 
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,15 +20,15 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::Mutex;
 
 use crate::auth::CredentialError;
-use crate::channel::{Out, Stop};
 use crate::config::Backoff;
-use crate::machine::{End, Machine, Next, Phase, Seen};
+use crate::delivery::channel::{Out, Stop};
+use crate::delivery::lifecycle::{Claim, Gate, Lifecycle};
+use crate::delivery::table::Tracker;
 use crate::rv::Rv;
 use crate::scrub::Edits;
-use crate::lifecycle::{Claim, Gate, Lifecycle};
-use crate::state::Tracker;
+use crate::stream::machine::{End, Machine, Next, Phase, Seen};
 use crate::transport::{AgentSlot, Transport};
-use crate::{answer, decode, Entry, ErrorInfo, Resource, ResourceSpec};
+use crate::{decode, Entry, ErrorInfo, Resource, ResourceSpec};
 
 /// Settings a stream needs, shared by all streams of a reader.
 pub(crate) struct StreamSettings {
@@ -192,7 +202,7 @@ pub(crate) struct Stream {
     rng: u64,
 }
 
-/// Catching up after a resume (watch.rs): the server's resourceVersion when
+/// Catching up after a resume (`watch`): the server's resourceVersion when
 /// the resume started, once asked for.
 #[derive(Debug, Default)]
 pub(crate) struct CatchUp {

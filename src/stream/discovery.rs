@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::decode::DecodeError;
-use crate::machine::End;
+use crate::stream::machine::End;
 use crate::stream::{Asking, Stream};
 use crate::ErrorInfo;
 
@@ -359,8 +359,8 @@ impl Stream {
 mod tests {
     use super::*;
 
-    const AGG: &[u8] = include_bytes!("../tests/wire/g-apis-aggregated.json");
-    const CORE: &[u8] = include_bytes!("../tests/wire/g-api-v1.json");
+    const AGG: &[u8] = include_bytes!("../../tests/wire/g-apis-aggregated.json");
+    const CORE: &[u8] = include_bytes!("../../tests/wire/g-api-v1.json");
 
     fn served() -> Vec<Served> {
         let mut all = parse_resource_list("", "v1", CORE).unwrap();

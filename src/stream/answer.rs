@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::decode::Status;
-use crate::machine::End;
+use crate::stream::machine::End;
 use crate::ErrorInfo;
 
 /// A server's hint is followed up to this long (a later one would park a

@@ -6,10 +6,10 @@
 use std::sync::atomic::Ordering;
 
 use crate::decode::{self, DecodeError, EventType};
-use crate::deliver::{Batch, Decoded};
 use crate::frames::{ListError, ListItem, ListReader};
-use crate::machine::End;
 use crate::request;
+use crate::stream::machine::End;
+use crate::stream::sink::{Batch, Decoded};
 use crate::stream::{Asking, Stream};
 
 impl Stream {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::decode::{DecodeError, EventType, ObjectMeta};
-use crate::machine::End;
-use crate::lifecycle::Completed;
-use crate::state::{Vanished, Verdict};
+use crate::delivery::lifecycle::Completed;
+use crate::delivery::table::{Vanished, Verdict};
+use crate::stream::machine::End;
 use crate::stream::{Role, Shared, Stream};
 use crate::{Change, Entry, ErrorInfo};
 
