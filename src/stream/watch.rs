@@ -42,7 +42,7 @@ impl Stream {
     pub(crate) fn watch_live(&mut self) -> End {
         let mut short_reads = None;
         if let Some(c) = &self.catch_up {
-            if c.target.is_none() && self.rv.number().is_some() {
+            if c.target.is_none() {
                 match self.probe_version() {
                     Ok(target) => {
                         if let Some(c) = &mut self.catch_up {
@@ -94,11 +94,15 @@ impl Stream {
     /// Sends a resumed resource's Synced once its watch has reached the
     /// target; false when stopping.
     fn check_caught_up(&mut self) -> bool {
+        // Opaque versions have no order: only the target itself says so.
         let reached = match self.catch_up.as_ref().and_then(|c| c.target.as_ref()) {
-            Some(t) => matches!(
-                self.rv.key().order(t.key()),
-                Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
-            ),
+            Some(t) => {
+                self.rv == *t
+                    || matches!(
+                        self.rv.key().order(t.key()),
+                        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+                    )
+            }
             None => false,
         };
         !reached || self.caught_up()
