@@ -839,7 +839,11 @@ fn a_scope_change_hands_the_consumers_objects_to_the_new_streams() {
     got.sort();
     // The old stream may have delivered the delete before it stopped.
     got.retain(|g| g != "Delete a/p2");
-    let p2 = if got.contains(&"Delete(inferred) a/p2".to_string()) { 1 } else { 0 };
+    let p2 = if got.contains(&"Delete(inferred) a/p2".to_string()) {
+        1
+    } else {
+        0
+    };
     assert_eq!(got.len(), 4 + p2, "{got:?}");
     for want in [
         "Delete(inferred) c/p1",
