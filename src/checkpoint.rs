@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::rv::{self, Rv};
+use crate::wire::rv::{self, Rv};
 use crate::{Error, ResourceSpec};
 
 /// The format's version, in the document.

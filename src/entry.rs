@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::rv::Rv;
+use crate::wire::rv::Rv;
 
 /// The kind of change an [`Entry`] reports.
 ///

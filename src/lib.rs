@@ -31,22 +31,18 @@ mod auth;
 mod checkpoint;
 mod config;
 mod config_json;
-mod decode;
 mod delivery;
 mod entry;
 mod error;
 mod exec;
-mod frames;
 mod keepalive;
 mod kubeconfig;
-mod request;
+mod objects;
 mod resource;
-mod rv;
-mod scrub;
-mod shape;
 mod stream;
 mod transport;
 mod util;
+mod wire;
 
 pub use auth::{Auth, ClientIdentity, ExecConfig};
 pub use checkpoint::Checkpoint;
@@ -54,14 +50,14 @@ pub use config::{Backoff, Config, ProxyConfig, Token};
 pub use delivery::reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use entry::{Change, Entry, ErrorInfo, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
+pub use objects::shape::{Shaping, Transform, REDACTED};
 pub use resource::ResourceSpec;
-pub use shape::{Shaping, Transform, REDACTED};
 
 /// Entry points for the fuzz targets in `fuzz/`; not part of the API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod __fuzz {
-    use crate::scrub::Edits;
+    use crate::objects::scrub::Edits;
 
     const ALL: Edits = Edits {
         scrub: true,
@@ -82,13 +78,13 @@ pub mod __fuzz {
     /// Splits `body` into frames (arriving `chunk` bytes at a time) and
     /// decodes each one, as a stream does.
     pub fn frames(body: &[u8], chunk: usize, max_frame: usize) {
-        let mut r = crate::frames::FrameReader::new(Trickle(body, chunk), max_frame.max(1));
+        let mut r = crate::wire::frames::FrameReader::new(Trickle(body, chunk), max_frame.max(1));
         loop {
             match r.next_frame() {
                 Ok(Some(frame)) => {
-                    let _ = crate::decode::event(frame, Edits::NONE);
+                    let _ = crate::wire::decode::event(frame, Edits::NONE);
                 }
-                Err(crate::frames::FrameError::TooLarge(_)) => {}
+                Err(crate::wire::frames::FrameError::TooLarge(_)) => {}
                 Ok(None) | Err(_) => break,
             }
         }
@@ -96,17 +92,17 @@ pub mod __fuzz {
 
     /// Decodes one watch frame.
     pub fn event(frame: &[u8]) {
-        let _ = crate::decode::event(frame, ALL);
+        let _ = crate::wire::decode::event(frame, ALL);
     }
 
     /// Reads a LIST body (arriving `chunk` bytes at a time) item by item,
     /// and each item's metadata.
     pub fn list(body: &[u8], chunk: usize) {
-        let mut r = crate::frames::ListReader::new(Trickle(body, chunk), 1 << 16);
+        let mut r = crate::wire::frames::ListReader::new(Trickle(body, chunk), 1 << 16);
         while let Ok(Some(item)) = r.next_item() {
-            if let crate::frames::ListItem::Item(b) = item {
+            if let crate::wire::frames::ListItem::Item(b) = item {
                 if let Ok(text) = std::str::from_utf8(b) {
-                    let _ = crate::decode::object_walk(text, ALL);
+                    let _ = crate::wire::decode::object_walk(text, ALL);
                 }
             }
         }
@@ -119,7 +115,7 @@ pub mod __fuzz {
         if std::str::from_utf8(obj).is_err() {
             return;
         }
-        if let Ok(Some(out)) = crate::scrub::edit(obj, ALL) {
+        if let Ok(Some(out)) = crate::objects::scrub::edit(obj, ALL) {
             if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&out) {
                 assert!(
                     e.to_string().contains("recursion"),
@@ -133,7 +129,7 @@ pub mod __fuzz {
     /// says), with `tail` inside: the walk must neither recurse nor accept
     /// more than its limit, whatever the shape.
     pub fn depth(shape: &[u8], depth: usize, tail: &[u8]) {
-        let depth = depth % (2 * crate::scrub::MAX_DEPTH);
+        let depth = depth % (2 * crate::objects::scrub::MAX_DEPTH);
         let mut obj = b"{\"spec\":".to_vec();
         let mut close = Vec::with_capacity(depth);
         for i in 0..depth {
@@ -152,15 +148,15 @@ pub mod __fuzz {
         obj.push(b'}');
         let result = std::thread::Builder::new()
             .stack_size(64 << 10)
-            .spawn(move || crate::scrub::walk(&obj, ALL).0)
+            .spawn(move || crate::objects::scrub::walk(&obj, ALL).0)
             .expect("a thread")
             .join()
             .expect("no stack overflow");
-        if depth + 1 > crate::scrub::MAX_DEPTH
+        if depth + 1 > crate::objects::scrub::MAX_DEPTH
             && tail.iter().all(|b| b.is_ascii_digit())
             && !tail.is_empty()
         {
-            assert_eq!(result.err(), Some(crate::scrub::Bad::TooDeep));
+            assert_eq!(result.err(), Some(crate::objects::scrub::Bad::TooDeep));
         }
     }
 

@@ -106,7 +106,7 @@ impl Starter {
         &self,
         h: &StreamHandle,
         role: Role,
-        resume: Option<crate::rv::Rv>,
+        resume: Option<crate::wire::rv::Rv>,
     ) -> Result<Thread, Error> {
         let slot = Arc::new(AgentSlot::default());
         let (stop_tx, own) = bounded(0);
@@ -948,7 +948,11 @@ fn reconcile(
         });
         let report = start.report();
         let (out, stop) = (report.out.clone(), report.stop.clone());
-        let entry = Entry::marker(crate::Change::Synced, resource, crate::rv::Rv::empty());
+        let entry = Entry::marker(
+            crate::Change::Synced,
+            resource,
+            crate::wire::rv::Rv::empty(),
+        );
         match threads::spawn("tattler-synced".into(), report, move || {
             out.send(entry, &stop);
         }) {
@@ -1049,7 +1053,7 @@ fn hand_over(
             parts[at]
                 .get_or_insert_with(|| crate::checkpoint::ResourceState {
                     spec: fresh[at].clone(),
-                    resource_version: crate::rv::Rv::empty(),
+                    resource_version: crate::wire::rv::Rv::empty(),
                     objects: Vec::new(),
                 })
                 .objects

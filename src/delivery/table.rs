@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use crate::decode::{EventType, ObjectMeta};
-use crate::rv::{Rv, RvKey};
+use crate::wire::decode::{EventType, ObjectMeta};
+use crate::wire::rv::{Rv, RvKey};
 use crate::Change;
 
 /// `Slot::namespace` of a cluster-scoped object.

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::decode::Status;
 use crate::stream::machine::End;
+use crate::wire::decode::Status;
 use crate::ErrorInfo;
 
 /// A server's hint is followed up to this long (a later one would park a

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::decode::DecodeError;
 use crate::stream::machine::End;
 use crate::stream::{Asking, Stream};
+use crate::wire::decode::DecodeError;
 use crate::ErrorInfo;
 
 /// The largest discovery document read.

@@ -5,12 +5,12 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::decode::{self, DecodeError, EventType};
-use crate::frames::{ListError, ListItem, ListReader};
-use crate::request;
 use crate::stream::machine::End;
 use crate::stream::sink::{Batch, Decoded};
 use crate::stream::{Asking, Stream};
+use crate::wire::decode::{self, DecodeError, EventType};
+use crate::wire::frames::{ListError, ListItem, ListReader};
+use crate::wire::request;
 
 impl Stream {
     pub(crate) fn list(&mut self) -> End {

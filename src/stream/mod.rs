@@ -24,11 +24,12 @@ use crate::config::Backoff;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::lifecycle::{Claim, Gate, Lifecycle};
 use crate::delivery::table::Tracker;
-use crate::rv::Rv;
-use crate::scrub::Edits;
+use crate::objects::scrub::Edits;
 use crate::stream::machine::{End, Machine, Next, Phase, Seen};
 use crate::transport::{AgentSlot, Transport};
-use crate::{decode, Entry, ErrorInfo, Resource, ResourceSpec};
+use crate::wire::decode;
+use crate::wire::rv::Rv;
+use crate::{Entry, ErrorInfo, Resource, ResourceSpec};
 
 /// Settings a stream needs, shared by all streams of a reader.
 pub(crate) struct StreamSettings {

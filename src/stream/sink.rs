@@ -7,11 +7,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::decode::{DecodeError, EventType, ObjectMeta};
 use crate::delivery::lifecycle::Completed;
 use crate::delivery::table::{Vanished, Verdict};
 use crate::stream::machine::End;
 use crate::stream::{Role, Shared, Stream};
+use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::{Change, Entry, ErrorInfo};
 
 /// At most this many object events, or this many bytes of objects, are

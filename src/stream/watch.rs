@@ -7,14 +7,14 @@ use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::decode::{self, Event};
-use crate::frames::{FrameError, FrameReader, ListError, ListReader};
-use crate::request;
-use crate::rv::Rv;
-use crate::shape::Shaped;
+use crate::objects::shape::Shaped;
 use crate::stream::machine::End;
 use crate::stream::sink::{Batch, Decoded};
 use crate::stream::{Asking, Stream};
+use crate::wire::decode::{self, Event};
+use crate::wire::frames::{FrameError, FrameReader, ListError, ListReader};
+use crate::wire::request;
+use crate::wire::rv::Rv;
 
 impl Stream {
     /// The full state by watch-list; the same connection goes on with live

@@ -6,8 +6,8 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::rv::{self, Rv};
-use crate::scrub::{self, Bad, Edits, Found};
+use crate::objects::scrub::{self, Bad, Edits, Found};
+use crate::wire::rv::{self, Rv};
 
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,14 +382,14 @@ pub(crate) fn status(body: &[u8]) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frames::{FrameError, FrameReader};
+    use crate::wire::frames::{FrameError, FrameReader};
 
-    const WATCHLIST: &[u8] = include_bytes!("../tests/wire/a-watchlist-pods.body.jsonl");
-    const EMPTY: &[u8] = include_bytes!("../tests/wire/b-watchlist-empty.body.jsonl");
-    const EXPIRED: &[u8] = include_bytes!("../tests/wire/c1-watch-rv1.body.jsonl");
-    const TOO_LARGE: &[u8] = include_bytes!("../tests/wire/i-watchlist-future-rv.body.jsonl");
-    const PAGE1: &[u8] = include_bytes!("../tests/wire/d-list-page1.json");
-    const FORBIDDEN: &[u8] = include_bytes!("../tests/wire/f-403-nobody-watchlist.json");
+    const WATCHLIST: &[u8] = include_bytes!("../../tests/wire/a-watchlist-pods.body.jsonl");
+    const EMPTY: &[u8] = include_bytes!("../../tests/wire/b-watchlist-empty.body.jsonl");
+    const EXPIRED: &[u8] = include_bytes!("../../tests/wire/c1-watch-rv1.body.jsonl");
+    const TOO_LARGE: &[u8] = include_bytes!("../../tests/wire/i-watchlist-future-rv.body.jsonl");
+    const PAGE1: &[u8] = include_bytes!("../../tests/wire/d-list-page1.json");
+    const FORBIDDEN: &[u8] = include_bytes!("../../tests/wire/f-403-nobody-watchlist.json");
 
     fn lines(body: &[u8]) -> Vec<Vec<u8>> {
         let mut r = FrameReader::new(body, 1 << 20);
@@ -650,8 +650,8 @@ mod tests {
 
     #[test]
     fn list_items_decode_to_metadata() {
-        let mut r = crate::frames::ListReader::new(PAGE1, 1 << 20);
-        let Ok(Some(crate::frames::ListItem::Item(first))) = r.next_item() else {
+        let mut r = crate::wire::frames::ListReader::new(PAGE1, 1 << 20);
+        let Ok(Some(crate::wire::frames::ListItem::Item(first))) = r.next_item() else {
             panic!()
         };
         let m = object_meta(std::str::from_utf8(first).unwrap()).unwrap();

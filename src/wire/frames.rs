@@ -6,7 +6,7 @@ use std::io::{self, Read};
 
 use serde::Deserialize;
 
-use crate::rv::Rv;
+use crate::wire::rv::Rv;
 
 /// Errors of the frame reader.
 #[derive(Debug)]
@@ -565,7 +565,7 @@ mod tests {
         }
     }
 
-    const PAGE1: &[u8] = include_bytes!("../tests/wire/d-list-page1.json");
+    const PAGE1: &[u8] = include_bytes!("../../tests/wire/d-list-page1.json");
 
     fn frames(body: &[u8], max: usize, chunk: usize) -> Vec<Result<Vec<u8>, String>> {
         let mut r = FrameReader::new(Trickle(body, chunk), max);

@@ -1656,7 +1656,7 @@ mod tests {
 
     #[test]
     fn real_pods_lose_their_env_values_and_managed_fields() {
-        let body = include_str!("../tests/wire/a-watchlist-pods.body.jsonl");
+        let body = include_str!("../../tests/wire/a-watchlist-pods.body.jsonl");
         let both = Edits {
             drop_managed_fields: true,
             ..SCRUB

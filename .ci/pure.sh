@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# wire/ and objects/ decide, they do not act: no network, files, threads,
+# clock or log outside their tests. A grep is enough to keep it so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bad=0
+for f in src/wire/*.rs src/objects/*.rs; do
+  # Only the code before the file's tests.
+  hits=$(awk '/^#\[cfg\(test\)\]/{exit} {print FILENAME":"FNR": "$0}' "$f" |
+    grep -E 'std::(net|fs|thread|process)|ureq::|Instant::now|SystemTime::now|log::(trace|debug|info|warn|error)!' || true)
+  if [[ -n "$hits" ]]; then
+    echo "pure.sh: $f does I/O, reads the clock or logs:" >&2
+    echo "$hits" >&2
+    bad=1
+  fi
+done
+exit $bad
