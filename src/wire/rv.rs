@@ -107,7 +107,7 @@ impl RvKey {
         (self.0 & OPAQUE == 0).then_some(self.0)
     }
 
-    /// As [`Rv::order`]: known for two integers, or for equal keys.
+    /// The order of two resourceVersions: known for two integers, or for equal keys.
     pub(crate) fn order(self, other: RvKey) -> Option<Ordering> {
         match (self.number(), other.number()) {
             (Some(a), Some(b)) => Some(a.cmp(&b)),
