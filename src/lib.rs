@@ -1,10 +1,6 @@
 //! tattler streams the full state of chosen Kubernetes objects, and then every
-//! change to them, out of a kube-apiserver.
-//!
-//! The design in three lines: one OS thread per resource runs a raw HTTP
-//! watch-list stream (`?watch=true&sendInitialEvents=true`), decoding frames as
-//! they arrive; a small per-object state dedupes and reconciles re-syncs; a
-//! bounded crossbeam channel carries [`Entry`] values to a blocking API.
+//! change to them, out of a kube-apiserver: a blocking, thread-based library
+//! (no async runtime) with a C ABI beside it (the `tattler-ffi` crate).
 //!
 //! ```no_run
 //! use tattler::{Change, Config, Reader};
@@ -24,6 +20,80 @@
 //! }
 //! # Ok::<(), tattler::Error>(())
 //! ```
+//!
+//! # Design
+//!
+//! One OS thread per resource (per namespace, when a resource is watched in
+//! several) runs a raw HTTP watch-list stream
+//! (`?watch=true&sendInitialEvents=true`), decoding frames as they arrive; a
+//! small per-object table (namespace/name, uid, resourceVersion: no object is
+//! kept) dedupes and reconciles full states; one bounded crossbeam channel
+//! carries [`Entry`] values to the blocking API of [`Reader`]. Each
+//! resource's lifecycle (which stream owns it, whether it is synced, where it
+//! resumes) has one owner, a pure state machine; each stream's course (what to
+//! request next, and when) another. Servers without watch-list get paged LIST
+//! + WATCH with the same entries.
+//!
+//! # Receiving
+//!
+//! Per resource: the initial objects as [`Change::Add`], [`Change::Synced`],
+//! then live `Add`/`Update`/`Delete`; after a re-sync or relist,
+//! `Snapshot`/`Update`/`Add` for what is there, inferred `Delete` for what is
+//! gone, then `Synced` again, once per resource however many namespaces it
+//! spans. [`Reader::next`] blocks; [`Reader::next_timeout`] returns
+//! [`NextTimeoutError::Timeout`] when nothing came in time (or
+//! [`Reader::wake`] was called) and [`NextTimeoutError::Closed`] once the
+//! reader is stopped and drained; [`Reader::try_next`] never blocks. A slow
+//! consumer slows the streams down; no entry is ever dropped.
+//!
+//! # Threads
+//!
+//! `Reader` is `Send + Sync`. [`Reader::stop`] and [`Reader::wake`] may be
+//! called from any thread at any time; [`Reader::close`] (or drop) stops and
+//! joins every thread tattler started. Calls that wait for tattler's own
+//! threads ([`Reader::set_resources`], [`Reader::relist`]) refuse to run on
+//! them (from a log callback). Every thread is named `tattler-…`, and a panic
+//! in one becomes an `Error` entry (reason `InternalError`). No lock tattler
+//! holds is held across a log call, a join or a child process; the one held
+//! across a send (a resource's turn to deliver) is only ever taken by its
+//! stream threads, and the send honours stop.
+//!
+//! # Errors
+//!
+//! [`Reader::open`] fails only on what can be judged without the network
+//! ([`Error`]). Everything the server says arrives later: retries (with
+//! backoff, see [`Backoff`]), and [`Change::Error`] entries whose
+//! [`ErrorInfo::ended`] says whether the resource failed for good (403, a
+//! request the server rejects) or one piece was skipped (an object too deep,
+//! not JSON, over `max_frame_bytes`).
+//!
+//! # What it costs
+//!
+//! - Memory: per object about 70 bytes of table; in flight, at most
+//!   `max_buffered_bytes` of objects in the channel, one frame
+//!   (`max_frame_bytes`) and a batch of 1 MiB per stream.
+//! - The apiserver: per resource, full states back off whatever the server
+//!   answers (the first at once; each further one without healthy watching in
+//!   between waits at least half of `0.8 s · 2^(n-1)`, up to 30 s), and a
+//!   resume from a [`Checkpoint`] asks for one object, not the whole state.
+//!
+//! # Logging
+//!
+//! Through the `log` crate, under the `tattler::…` targets (`tattler::stream`
+//! for a stream's retries and re-syncs, `tattler::stream::sink` for syncs,
+//! `tattler::delivery::reader` for the reader). Tokens, keys, proxy
+//! credentials, exec output and scrubbed values never reach a log line, an
+//! error or `Debug` output.
+//!
+//! # Words
+//!
+//! | tattler | meaning | client-go |
+//! |---|---|---|
+//! | full state | every object of a resource at one resourceVersion (a watch-list's initial events, or a paged LIST) | list |
+//! | re-sync | a new full state a stream needs (410 Expired, a resourceVersion too large, watches that end at once), reconciled against what the consumer holds | relist after a watch error |
+//! | relist | a periodic fresh full state by a second stream, swapped in once complete ([`Config::relist_interval`]) | `ListAndWatch` again |
+//! | `Snapshot` | an object unchanged since the consumer got it, seen again in a full state | — (client-go's *resync* replays its cache: not this) |
+//! | inferred `Delete` | an object the last full state lacks | `DeletedFinalStateUnknown` |
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
