@@ -23,8 +23,9 @@ pub enum Change {
     /// This resource's full state has been delivered (after the first sync and
     /// after every re-sync); every later entry is a live change.
     Synced = 5,
-    /// This resource failed for good (see [`Entry::error`]); it stops
-    /// streaming, the other resources go on.
+    /// Something failed (see [`Entry::error`]): with [`ErrorInfo::ended`],
+    /// this resource failed for good and stops streaming (the others go on);
+    /// without it, one object or frame was skipped and the stream reads on.
     Error = 6,
 }
 

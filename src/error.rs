@@ -30,6 +30,8 @@ pub enum Error {
     /// This call waits for tattler's threads, and was made on one of them
     /// (from a log callback): it would wait for itself. Names the call.
     Reentrant(&'static str),
+    /// The reader was stopped or closed: it starts no stream any more.
+    Stopped,
 }
 
 impl fmt::Display for Error {
@@ -45,6 +47,7 @@ impl fmt::Display for Error {
                 f,
                 "{call} cannot be called on a tattler thread (from a log callback): it waits for those threads"
             ),
+            Error::Stopped => f.write_str("the reader is stopped"),
         }
     }
 }

@@ -488,7 +488,7 @@ pub unsafe extern "C" fn tattler_set_resources(
                 }
                 Ok(TATTLER_OK)
             }
-            Err(_) if h.reader.is_stopped() => Ok(TATTLER_CLOSED),
+            Err(tattler_core::Error::Stopped) => Ok(TATTLER_CLOSED),
             Err(e) => Err(e.into()),
         }
     };

@@ -417,7 +417,7 @@ impl Reader {
                 .start
                 .as_ref()
                 .map(Starter::report);
-            let report = report.ok_or_else(|| Error::Config("the reader is stopped".into()))?;
+            let report = report.ok_or_else(|| Error::Stopped)?;
             let t = threads::spawn("tattler-relist".into(), report, move || {
                 relist_timer(&shared, &closing, interval)
             })
@@ -594,10 +594,10 @@ impl Reader {
             return Ok(());
         }
         let Some((probe, slot, own_stop)) = inner.start.as_ref().map(Starter::probe) else {
-            return Err(Error::Config("the reader is stopped".into()));
+            return Err(Error::Stopped);
         };
         let report = inner.start.as_ref().map(Starter::report);
-        let report = report.ok_or_else(|| Error::Config("the reader is stopped".into()))?;
+        let report = report.ok_or_else(|| Error::Stopped)?;
         let (poke, look_now) = bounded(1);
         inner.look_now = Some(poke);
         inner.probe_slot = Some(slot);
@@ -882,7 +882,7 @@ fn reconcile(
     scope: Scope,
     force: bool,
 ) -> Result<bool, Error> {
-    let stopped = || Error::Config("the reader is stopped".into());
+    let stopped = || Error::Stopped;
     let _control = shared.control.lock();
     let mut result_spawn = Ok(());
     let ours = |h: &StreamHandle| h.found == (scope == Scope::Found);
