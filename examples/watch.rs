@@ -316,7 +316,9 @@ fn print_entries(
             // has answered: more streams than the named ones.
             let stats = reader.stats();
             let found = !wildcard || stats.len() > named;
-            if found && stats.iter().all(|s| s.synced || s.failed) {
+            // A named resource that failed is not done: its Error entry,
+            // on its way, ends the run with 1.
+            if found && stats.iter().all(|s| s.synced || (wildcard && s.failed)) {
                 return Ok(ExitCode::SUCCESS);
             }
         }
