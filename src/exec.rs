@@ -128,7 +128,7 @@ fn parse(exec: &ExecConfig, what: &str, stdout: &[u8]) -> Result<ExecOutput, Run
         ));
     }
     let expires = match status.expiration_timestamp {
-        Some(ts) => Some(crate::util::parse_rfc3339(&ts).ok_or_else(|| {
+        Some(ts) => Some(crate::wire::dates::parse_rfc3339(&ts).ok_or_else(|| {
             failed(
                 format!("{what}: its expirationTimestamp is not an RFC 3339 time"),
                 true,

@@ -1,7 +1,7 @@
 //! An HTTP answer that is not 200, turned into how the request ended: by its
 //! status, the server's `Status` body and its hint of when to come back.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use crate::stream::machine::End;
 use crate::wire::decode::Status;
@@ -18,66 +18,12 @@ pub(crate) fn retry_after(header: Option<&str>, now: SystemTime) -> Option<Durat
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs).min(MAX_HINT));
     }
-    let at = http_date(v)?;
+    let at = crate::wire::dates::http_date(v)?;
     Some(
         at.duration_since(now)
             .unwrap_or(Duration::ZERO)
             .min(MAX_HINT),
     )
-}
-
-/// `Sun, 06 Nov 1994 08:49:37 GMT`.
-fn http_date(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    if b.len() != 29 || &b[3..5] != b", " || &b[25..] != b" GMT" {
-        return None;
-    }
-    const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    if !DAYS.contains(&&s[..3]) || b[7] != b' ' || b[11] != b' ' || b[16] != b' ' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    let day = num(5..7)?;
-    let month = MONTHS.iter().position(|m| *m == &s[8..11])? as i64 + 1;
-    let year = num(12..16)?;
-    if b[19] != b':' || b[22] != b':' {
-        return None;
-    }
-    let (h, m, sec) = (num(17..19)?, num(20..22)?, num(23..25)?);
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let month_days = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
-    if !(1..=month_days[month as usize - 1]).contains(&day) || h > 23 || m > 59 || sec > 60 {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
-    let secs = u64::try_from(days * 86_400 + h * 3600 + m * 60 + sec).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 /// How a request answered with `code` ended. `status` is the body's Status
@@ -114,6 +60,7 @@ pub(crate) fn classify(code: u16, status: Status, hint: Option<Duration>, reload
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn retry_after_in_seconds_or_as_a_date_bounded() {

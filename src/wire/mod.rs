@@ -1,9 +1,10 @@
 //! The apiserver's bytes, both ways, and nothing else: request URLs
 //! (`request`), bodies split as they arrive into watch frames and LIST items
 //! (`frames`), frames and objects decoded into events and metadata, Status
-//! bodies (`decode`), resourceVersions (`rv`). Pure: no I/O beyond reading
+//! bodies (`decode`), resourceVersions (`rv`), dates (`dates`). Pure: no I/O beyond reading
 //! from a given `Read`, no clock, no log (`.ci/pure.sh` checks).
 
+pub(crate) mod dates;
 pub(crate) mod decode;
 pub(crate) mod frames;
 pub(crate) mod request;
