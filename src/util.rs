@@ -1,7 +1,6 @@
 //! Small pure helpers: kubeconfig base64, RFC 3339 timestamps, and the
 //! JSON string scan the scrubber uses.
 
-
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use base64::engine::DecodePaddingMode;
 use base64::Engine;
@@ -71,7 +70,6 @@ mod tests {
         }
         assert_eq!(base64_encode(b"user:pass"), "dXNlcjpwYXNz");
     }
-
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;

@@ -1097,7 +1097,7 @@ fn explore(
                 Err(crate::stream::machine::End::Stopped) => return,
                 Err(end) => {
                     failures = failures.saturating_add(1);
-                    let wait = probe.backoff(failures);
+                    let wait = probe.jitter.backoff(failures);
                     log::warn!("discovery failed ({end:?}); looking again in {wait:?}");
                     wait
                 }

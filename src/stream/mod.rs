@@ -6,6 +6,7 @@
 //! (`crate::delivery::lifecycle`), never the stream's.
 
 pub(crate) mod answer;
+mod backoff;
 pub(crate) mod discovery;
 mod list;
 pub(crate) mod machine;
@@ -19,6 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
+pub(crate) use self::backoff::Jitter;
 use crate::auth::CredentialError;
 use crate::config::Backoff;
 use crate::delivery::channel::{Out, Stop};
@@ -200,7 +202,8 @@ pub(crate) struct Stream {
     /// Synced waits until the watch has replayed what changed while stopped.
     pub(crate) catch_up: Option<CatchUp>,
     gate: Option<Arc<SyncGate>>,
-    rng: u64,
+    /// Jitter for the backoff, the request budget and watch timeouts.
+    pub(crate) jitter: Jitter,
 }
 
 /// Catching up after a resume (`watch`): the server's resourceVersion when
@@ -245,7 +248,7 @@ impl Stream {
             },
             kind: spec.kind.clone(),
         });
-        let rng = seed(&spec.gvr());
+        let jitter = Jitter::new(&spec.gvr(), init.settings.backoff.clone());
         let shaping = &init.settings.shaping;
         let mut machine = Machine::new(
             spec.needs_discovery(),
@@ -289,7 +292,7 @@ impl Stream {
             superseded: false,
             catch_up: resumed.then(CatchUp::default),
             gate: init.gate,
-            rng,
+            jitter,
         }
     }
 
@@ -360,7 +363,11 @@ impl Stream {
                     at_least,
                     syncs,
                 } => {
-                    let delay = self.backoff(failures).max(at_least).max(self.budget(syncs));
+                    let delay = self
+                        .jitter
+                        .backoff(failures)
+                        .max(at_least)
+                        .max(self.jitter.budget(syncs));
                     let why = step.why.unwrap_or_default();
                     // The stats first: whoever sees the log line sees them too.
                     *self.counters.last_error.lock() = Some(why.clone());
@@ -586,48 +593,4 @@ impl Stream {
     pub(crate) fn publish_rv(&self) {
         self.shared.book.lock().life.advance(self.id, &self.rv);
     }
-
-    /// A random watch timeout in 290..=600 s, so that streams do not all
-    /// reconnect at once.
-    pub(crate) fn timeout_secs(&mut self) -> u32 {
-        290 + (self.random() % 311) as u32
-    }
-
-    /// Full jitter: uniform in 0..=min(max, initial * 2^(failures-1)).
-    pub(crate) fn backoff(&mut self, failures: u32) -> Duration {
-        let cap = self.settings.backoff.cap(failures);
-        let ms = cap.as_millis().max(1) as u64;
-        Duration::from_millis(self.random() % (ms + 1))
-    }
-
-    /// The request budget's wait before a full state that follows `syncs`
-    /// others without healthy watching: equal jitter, uniform in
-    /// cap/2..=cap of the backoff of `syncs` failures, so that the bound
-    /// holds whatever the draw (README: "Requests").
-    pub(crate) fn budget(&mut self, syncs: u32) -> Duration {
-        if syncs == 0 {
-            return Duration::ZERO;
-        }
-        let cap = self.settings.backoff.cap(syncs);
-        let half = cap / 2;
-        let ms = (cap - half).as_millis() as u64;
-        half + Duration::from_millis(self.random() % (ms + 1))
-    }
-
-    fn random(&mut self) -> u64 {
-        // xorshift64*: plenty for jitter, no dependency.
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
-fn seed(name: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    name.hash(&mut h);
-    SystemTime::now().hash(&mut h);
-    std::thread::current().id().hash(&mut h);
-    h.finish() | 1
 }

@@ -24,7 +24,7 @@ impl Stream {
         if !self.claim_sync() {
             return End::Stopped;
         }
-        let timeout = self.timeout_secs();
+        let timeout = self.jitter.timeout_secs();
         let path = request::watch_list(&self.spec, None, timeout);
         let quiet = self
             .settings
@@ -59,7 +59,7 @@ impl Stream {
                 short_reads = Some(CATCH_UP_QUIET);
             }
         }
-        let timeout = self.timeout_secs();
+        let timeout = self.jitter.timeout_secs();
         let path = request::watch_from(&self.spec, self.rv.as_str(), timeout);
         self.read_watch(&path, short_reads)
     }
