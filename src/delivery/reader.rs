@@ -417,7 +417,7 @@ impl Reader {
                 .start
                 .as_ref()
                 .map(Starter::report);
-            let report = report.ok_or_else(|| Error::Stopped)?;
+            let report = report.ok_or(Error::Stopped)?;
             let t = threads::spawn("tattler-relist".into(), report, move || {
                 relist_timer(&shared, &closing, interval)
             })
@@ -597,7 +597,7 @@ impl Reader {
             return Err(Error::Stopped);
         };
         let report = inner.start.as_ref().map(Starter::report);
-        let report = report.ok_or_else(|| Error::Stopped)?;
+        let report = report.ok_or(Error::Stopped)?;
         let (poke, look_now) = bounded(1);
         inner.look_now = Some(poke);
         inner.probe_slot = Some(slot);
