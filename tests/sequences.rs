@@ -1294,12 +1294,18 @@ struct Host {
     reader: Mutex<Option<Arc<Reader>>>,
     calls: AtomicUsize,
     stops: AtomicUsize,
+    /// A reader the logger owns alone, dropped (closed) from inside the log
+    /// call on the token file's warning.
+    owned: Mutex<Option<Reader>>,
+    closed: AtomicUsize,
 }
 
 static HOST: Host = Host {
     reader: Mutex::new(None),
     calls: AtomicUsize::new(0),
     stops: AtomicUsize::new(0),
+    owned: Mutex::new(None),
+    closed: AtomicUsize::new(0),
 };
 
 thread_local! {
@@ -1314,6 +1320,19 @@ impl log::Log for Host {
     fn log(&self, record: &log::Record) {
         if IN_LOG.with(|c| c.replace(true)) {
             return;
+        }
+        if record
+            .args()
+            .to_string()
+            .contains("using the token read before")
+        {
+            // The log callback closes the reader: it joins the other streams,
+            // which must not be waiting for a lock this thread holds.
+            let owned = self.owned.lock().unwrap().take();
+            if let Some(r) = owned {
+                drop(r);
+                self.closed.fetch_add(1, Ordering::SeqCst);
+            }
         }
         let thread = std::thread::current();
         let ours = thread.name().unwrap_or("").contains("configmaps")
@@ -1411,4 +1430,45 @@ fn a_logger_that_calls_into_the_reader_never_hangs_close() {
         let closed = within(Duration::from_secs(10), move || r.close());
         assert!(closed.is_some(), "{case}: close() hung");
     }
+}
+
+/// The token file's warning ("using the token read before") was logged with
+/// the credentials lock held: a log callback that closed the reader then
+/// waited forever for the streams parked on that lock.
+#[test]
+fn a_log_callback_that_closes_the_reader_on_a_credentials_warning_returns() {
+    let _w = Watchdog::new("close_in_log", Duration::from_secs(60));
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        log::set_logger(&HOST).expect("the only logger in this binary");
+        log::set_max_level(log::LevelFilter::Debug);
+    });
+    let dir = std::env::temp_dir().join(format!("tattler-seq-token-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token = dir.join("token");
+    std::fs::write(&token, "secret-token\n").unwrap();
+    let path = token.clone();
+    // Every request is refused as unauthorized, and the token file goes away
+    // with the first: each stream reloads its credentials at once, and the
+    // file can no longer be read.
+    let s = Scripted::start(move |_, _| {
+        let _ = std::fs::remove_file(&path);
+        Reply::status(401, "Unauthorized", &[])
+    });
+    let mut c = fast(&s.url()).token_file(token.to_str().unwrap()).unwrap();
+    c.resources = ResourceSpec::parse("pods").unwrap();
+    c.resources.extend(ResourceSpec::parse("nodes").unwrap());
+    c.resources.extend(ResourceSpec::parse("services").unwrap());
+    let closed = HOST.closed.load(Ordering::SeqCst);
+    *HOST.owned.lock().unwrap() = Some(Reader::open(c).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while HOST.closed.load(Ordering::SeqCst) == closed && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        HOST.closed.load(Ordering::SeqCst) > closed,
+        "no credentials warning came, or the close from the log callback hung; requests {:?}",
+        s.requests()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
