@@ -1358,14 +1358,19 @@ impl log::Log for Host {
     fn flush(&self) {}
 }
 
-#[test]
-fn a_logger_that_calls_into_the_reader_never_hangs_close() {
-    let _w = Watchdog::new("reentrant_logger", Duration::from_secs(60));
+/// Installs `HOST` as the binary's logger, once for all the tests that use it.
+fn install_host() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         log::set_logger(&HOST).expect("the only logger in this binary");
         log::set_max_level(log::LevelFilter::Debug);
     });
+}
+
+#[test]
+fn a_logger_that_calls_into_the_reader_never_hangs_close() {
+    let _w = Watchdog::new("reentrant_logger", Duration::from_secs(60));
+    install_host();
     let cm = |name: &str, i: u32, rv: u32| {
         format!(
             "{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"name\":\"{name}\",\"namespace\":\"a\",\"uid\":\"{}\",\"resourceVersion\":\"{rv}\"}},\"data\":{{}}}}",
@@ -1438,11 +1443,7 @@ fn a_logger_that_calls_into_the_reader_never_hangs_close() {
 #[test]
 fn a_log_callback_that_closes_the_reader_on_a_credentials_warning_returns() {
     let _w = Watchdog::new("close_in_log", Duration::from_secs(60));
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        log::set_logger(&HOST).expect("the only logger in this binary");
-        log::set_max_level(log::LevelFilter::Debug);
-    });
+    install_host();
     let dir = std::env::temp_dir().join(format!("tattler-seq-token-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let token = dir.join("token");
