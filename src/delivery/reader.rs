@@ -9,6 +9,10 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
+use super::relist::{relist_all, relist_timer};
+use super::stats::StreamStats;
+use super::watchset::{dedup, reconcile, sync_gates};
+use super::wildcard::explore;
 use crate::delivery::channel::{Budget, Out, Stop};
 use crate::delivery::threads::{self, on_tattler_thread};
 use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings, SyncGate};
@@ -25,14 +29,14 @@ use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNex
 /// while another calls [`stop`](Self::stop).
 pub struct Reader {
     info: ReaderInfo,
-    rx: Receiver<Entry>,
-    budget: Arc<Budget>,
+    pub(super) rx: Receiver<Entry>,
+    pub(super) budget: Arc<Budget>,
     /// Disconnects when the reader stops.
     closing: Receiver<()>,
     /// [`wake`](Self::wake) leaves a token here; a waiting `next_timeout` takes it.
     wake_tx: Sender<()>,
     wake_rx: Receiver<()>,
-    shared: Arc<ReaderShared>,
+    pub(super) shared: Arc<ReaderShared>,
     /// The relist timer, when `relist_interval` is set.
     timer: Mutex<Option<JoinHandle<()>>>,
     /// The discovery thread, once there are wildcards (`"*"`).
@@ -40,36 +44,36 @@ pub struct Reader {
 }
 
 /// What the reader, its relist timer and its calls share.
-struct ReaderShared {
+pub(super) struct ReaderShared {
     /// Held only for short sections that neither wait, join nor log, so that
     /// `stats()` and `stop()` never wait long, whatever else is going on.
-    inner: Mutex<Inner>,
+    pub(super) inner: Mutex<Inner>,
     /// Serialises the calls that stop and start threads (`set_resources`, a
     /// relist's swap, the discovery thread's changes). Held across joins; no
     /// other call needs it.
-    control: Mutex<()>,
+    pub(super) control: Mutex<()>,
     /// How often the discovery thread looks for the wildcards' resources.
-    discovery_interval: Duration,
+    pub(super) discovery_interval: Duration,
 }
 
-struct Inner {
-    closing_tx: Option<Sender<()>>,
-    streams: Vec<StreamHandle>,
+pub(super) struct Inner {
+    pub(super) closing_tx: Option<Sender<()>>,
+    pub(super) streams: Vec<StreamHandle>,
     /// What a new stream needs; `None` once stopped.
-    start: Option<Starter>,
+    pub(super) start: Option<Starter>,
     /// `"*"`-like specs: their resources are found by the discovery thread.
-    wildcards: Vec<ResourceSpec>,
+    pub(super) wildcards: Vec<ResourceSpec>,
     /// Tells the discovery thread to look now (the wildcards changed).
-    look_now: Option<Sender<()>>,
+    pub(super) look_now: Option<Sender<()>>,
     /// The discovery thread's HTTP agent, shut down by stop.
-    probe_slot: Option<Arc<AgentSlot>>,
+    pub(super) probe_slot: Option<Arc<AgentSlot>>,
     /// Short-lived threads (an owed Synced's send), joined by close.
-    helpers: Vec<JoinHandle<()>>,
+    pub(super) helpers: Vec<JoinHandle<()>>,
 }
 
 /// Which streams a change of the watch set is about.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Scope {
+pub(super) enum Scope {
     /// The ones the caller named.
     Named,
     /// The ones discovery found for the wildcards.
@@ -77,16 +81,16 @@ enum Scope {
 }
 
 /// Everything needed to start one more stream thread.
-struct Starter {
-    transport: Arc<Transport>,
-    settings: Arc<StreamSettings>,
-    out: Out,
-    closing: Receiver<()>,
+pub(super) struct Starter {
+    pub(super) transport: Arc<Transport>,
+    pub(super) settings: Arc<StreamSettings>,
+    pub(super) out: Out,
+    pub(super) closing: Receiver<()>,
 }
 
 impl Starter {
     /// Where the reader's own threads report a panic.
-    fn report(&self) -> threads::Report {
+    pub(super) fn report(&self) -> threads::Report {
         threads::Report {
             resource: threads::reader_resource(),
             out: self.out.clone(),
@@ -98,11 +102,11 @@ impl Starter {
     }
 
     /// Starts a stream thread for `spec` over the resource's shared state.
-    fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
+    pub(super) fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
         self.spawn_from(h, role, None)
     }
 
-    fn spawn_from(
+    pub(super) fn spawn_from(
         &self,
         h: &StreamHandle,
         role: Role,
@@ -137,7 +141,7 @@ impl Starter {
     /// A stream object the discovery thread asks discovery with (it is
     /// never run), the slot that stop shuts down, and its own stop's sender
     /// (held by the thread).
-    fn probe(&self) -> (Stream, Arc<AgentSlot>, Sender<()>) {
+    pub(super) fn probe(&self) -> (Stream, Arc<AgentSlot>, Sender<()>) {
         let (own_tx, own) = bounded::<()>(0);
         let slot = Arc::new(AgentSlot::default());
         let stream = Stream::new(StreamInit {
@@ -160,7 +164,7 @@ impl Starter {
     }
 
     /// Starts a resource, from its part of a checkpoint when there is one.
-    fn start_from(
+    pub(super) fn start_from(
         &self,
         spec: &ResourceSpec,
         resume: Option<&crate::checkpoint::ResourceState>,
@@ -195,36 +199,36 @@ impl Starter {
 
 /// One resource: its shared state, its running stream thread and, during a
 /// relist, the replacement being synced.
-struct StreamHandle {
-    spec: ResourceSpec,
+pub(super) struct StreamHandle {
+    pub(super) spec: ResourceSpec,
     /// Found by discovery for a wildcard (rather than named by the caller).
-    found: bool,
+    pub(super) found: bool,
     /// Shared with the resource's streams in other namespaces.
-    gate: Option<Arc<SyncGate>>,
-    shared: Arc<Shared>,
-    counters: Arc<Counters>,
-    running: Thread,
-    pending: Option<Thread>,
+    pub(super) gate: Option<Arc<SyncGate>>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) counters: Arc<Counters>,
+    pub(super) running: Thread,
+    pub(super) pending: Option<Thread>,
 }
 
 /// A stream thread and what stops it.
 #[derive(Default)]
-struct Thread {
-    slot: Arc<AgentSlot>,
-    stop_tx: Option<Sender<()>>,
-    join: Option<JoinHandle<()>>,
+pub(super) struct Thread {
+    pub(super) slot: Arc<AgentSlot>,
+    pub(super) stop_tx: Option<Sender<()>>,
+    pub(super) join: Option<JoinHandle<()>>,
 }
 
 impl Thread {
     /// Signals the thread to stop and unblocks its socket; does not wait.
-    fn signal(&mut self) {
+    pub(super) fn signal(&mut self) {
         self.stop_tx = None;
         self.slot.shutdown();
     }
 
     /// Waits for the thread to end; a no-op on the thread itself (a close
     /// from the log callback), which ends on its own once the callback returns.
-    fn join(&mut self) {
+    pub(super) fn join(&mut self) {
         if let Some(t) = self.join.take() {
             if t.thread().id() != std::thread::current().id() {
                 // Panics are caught inside the thread; a join error cannot carry one.
@@ -233,90 +237,25 @@ impl Thread {
         }
     }
 
-    fn id(&self) -> Option<std::thread::ThreadId> {
+    pub(super) fn id(&self) -> Option<std::thread::ThreadId> {
         self.join.as_ref().map(|j| j.thread().id())
     }
 }
 
 impl StreamHandle {
-    fn snapshot(&self) -> StreamStats {
-        let c = &self.counters;
-        let (synced, resource_version) = {
-            let book = self.shared.book.lock();
-            (book.life.synced(), book.life.resource_version().clone())
-        };
-        StreamStats {
-            resource: c.resolved.lock().clone().unwrap_or_else(|| self.spec.gvr()),
-            events: c.events.load(Ordering::Relaxed),
-            bytes: c.bytes.load(Ordering::Relaxed),
-            reconnects: c.reconnects.load(Ordering::Relaxed),
-            resyncs: c.resyncs.load(Ordering::Relaxed),
-            relists: c.relists.load(Ordering::Relaxed),
-            stale_drops: c.stale_drops.load(Ordering::Relaxed),
-            skipped: c.skipped.load(Ordering::Relaxed),
-            resource_version: resource_version.as_str().to_string(),
-            objects: c.objects.load(Ordering::Relaxed),
-            synced,
-            synced_at: *c.synced_at.lock(),
-            list_fallback: c.list_fallback.load(Ordering::Relaxed),
-            failed: c.failed.load(Ordering::Relaxed),
-            last_error: c.last_error.lock().clone(),
-        }
-    }
-
-    fn signal(&mut self) {
+    pub(super) fn signal(&mut self) {
         self.running.signal();
         if let Some(p) = &mut self.pending {
             p.signal();
         }
     }
 
-    fn join(&mut self) {
+    pub(super) fn join(&mut self) {
         self.running.join();
         if let Some(p) = &mut self.pending {
             p.join();
         }
     }
-}
-
-/// A snapshot of one resource stream's counters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StreamStats {
-    /// The resource, as `group/version/resource` (`v1/pods` for core).
-    pub resource: String,
-    /// Watch events and LIST items received.
-    pub events: u64,
-    /// Body bytes received (after gzip decoding).
-    pub bytes: u64,
-    /// Connections re-made after a failure.
-    pub reconnects: u64,
-    /// Full re-syncs (410 Expired, resourceVersion too large, watches that
-    /// end at once).
-    pub resyncs: u64,
-    /// Relist swaps completed (see `relist_interval`).
-    pub relists: u64,
-    /// Events dropped as older than what was already delivered.
-    pub stale_drops: u64,
-    /// Objects and frames skipped because they could not be delivered (each
-    /// reported by an Error entry).
-    pub skipped: u64,
-    /// The last resourceVersion seen, as the server sent it.
-    pub resource_version: String,
-    /// Objects currently tracked.
-    pub objects: u64,
-    /// The initial state (or the latest re-sync) is complete.
-    pub synced: bool,
-    /// When the last full state completed.
-    pub synced_at: Option<std::time::SystemTime>,
-    /// The server cannot do watch-list (it refused it, or never ended its
-    /// initial events); this resource uses paged LIST + WATCH.
-    pub list_fallback: bool,
-    /// The stream failed for good and sent an Error entry.
-    pub failed: bool,
-    /// Why the stream last retried or gave up (a refused connection, a
-    /// failing exec plugin, a 503…); `None` once a sync completes.
-    pub last_error: Option<String>,
 }
 
 /// Where a reader streams from.
@@ -687,153 +626,6 @@ impl Reader {
     }
 }
 
-impl Reader {
-    /// The counters in the Prometheus text exposition format (version
-    /// 0.0.4), ready to serve on an agent's `/metrics`: per stream (labels
-    /// `resource`, and `namespace`, `label_selector`, `field_selector`,
-    /// `metadata_only` where set) events, bytes, reconnects, re-syncs,
-    /// relists, stale drops, skipped pieces, objects tracked, synced, failed,
-    /// LIST fallback and seconds since the last full state; for the reader,
-    /// entries and bytes waiting in the channel.
-    pub fn metrics_text(&self) -> String {
-        use std::fmt::Write;
-        let now = std::time::SystemTime::now();
-        let streams: Vec<(String, StreamStats)> = {
-            let inner = self.shared.inner.lock();
-            inner
-                .streams
-                .iter()
-                .map(|h| {
-                    let stats = h.snapshot();
-                    (metric_labels(&stats.resource, &h.spec), stats)
-                })
-                .collect()
-        };
-        type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
-        let per_stream: [(&str, &str, &str, Get); 12] = [
-            (
-                "events_total",
-                "counter",
-                "Watch events and LIST items received.",
-                |s, _| Some(s.events as f64),
-            ),
-            (
-                "received_bytes_total",
-                "counter",
-                "Body bytes received (after decompression).",
-                |s, _| Some(s.bytes as f64),
-            ),
-            (
-                "reconnects_total",
-                "counter",
-                "Requests made again after a failure.",
-                |s, _| Some(s.reconnects as f64),
-            ),
-            (
-                "resyncs_total",
-                "counter",
-                "Full re-syncs (history expired, resourceVersion too large, empty watches).",
-                |s, _| Some(s.resyncs as f64),
-            ),
-            (
-                "relists_total",
-                "counter",
-                "Relist swaps completed.",
-                |s, _| Some(s.relists as f64),
-            ),
-            (
-                "stale_drops_total",
-                "counter",
-                "Events dropped as older than what was delivered.",
-                |s, _| Some(s.stale_drops as f64),
-            ),
-            (
-                "skipped_total",
-                "counter",
-                "Objects and frames skipped, each reported by an Error entry.",
-                |s, _| Some(s.skipped as f64),
-            ),
-            (
-                "objects",
-                "gauge",
-                "Objects tracked (the consumer's state).",
-                |s, _| Some(s.objects as f64),
-            ),
-            (
-                "synced",
-                "gauge",
-                "1 when the last full state is complete.",
-                |s, _| Some(u8::from(s.synced).into()),
-            ),
-            (
-                "failed",
-                "gauge",
-                "1 when the stream failed for good.",
-                |s, _| Some(u8::from(s.failed).into()),
-            ),
-            (
-                "list_fallback",
-                "gauge",
-                "1 when the resource is read by LIST + WATCH.",
-                |s, _| Some(u8::from(s.list_fallback).into()),
-            ),
-            (
-                "seconds_since_sync",
-                "gauge",
-                "Seconds since the last full state completed.",
-                |s, now| {
-                    s.synced_at
-                        .map(|t| now.duration_since(t).unwrap_or_default().as_secs_f64())
-                },
-            ),
-        ];
-        let mut out = String::new();
-        for (name, kind, help, get) in per_stream {
-            let _ = writeln!(
-                out,
-                "# HELP tattler_{name} {help}\n# TYPE tattler_{name} {kind}"
-            );
-            for (labels, s) in &streams {
-                if let Some(v) = get(s, now) {
-                    let _ = writeln!(out, "tattler_{name}{{{labels}}} {v}");
-                }
-            }
-        }
-        let _ = writeln!(
-            out,
-            "# HELP tattler_channel_entries Entries waiting for the consumer.\n# TYPE tattler_channel_entries gauge\ntattler_channel_entries {}",
-            self.rx.len()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP tattler_channel_bytes Bytes of objects waiting for the consumer.\n# TYPE tattler_channel_bytes gauge\ntattler_channel_bytes {}",
-            self.budget.used()
-        );
-        out
-    }
-}
-
-/// A stream's labels: `resource="v1/pods"`, and its scope where set.
-fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
-    let esc = |v: &str| {
-        v.replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('\n', "\\n")
-    };
-    let mut l = format!("resource=\"{}\"", esc(resource));
-    for (k, v) in [
-        ("namespace", spec.namespace.as_deref()),
-        ("label_selector", spec.label_selector.as_deref()),
-        ("field_selector", spec.field_selector.as_deref()),
-        ("metadata_only", spec.metadata_only.then_some("true")),
-    ] {
-        if let Some(v) = v {
-            l.push_str(&format!(",{k}=\"{}\"", esc(v)));
-        }
-    }
-    l
-}
-
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop();
@@ -872,427 +664,8 @@ impl Iterator for Iter<'_> {
     }
 }
 
-/// Makes the streams of `scope` the ones of `wanted`: starts the new, stops
-/// and joins the gone (without the lock), restarts all with `force`; the
-/// other scope's streams are left alone (and a found one that the caller
-/// names is not started twice). Whether anything changed.
-fn reconcile(
-    shared: &ReaderShared,
-    wanted: &[ResourceSpec],
-    scope: Scope,
-    force: bool,
-) -> Result<bool, Error> {
-    let stopped = || Error::Stopped;
-    let _control = shared.control.lock();
-    let mut result_spawn = Ok(());
-    let ours = |h: &StreamHandle| h.found == (scope == Scope::Found);
-    // Signal what goes or restarts and take its threads, under the lock;
-    // join them without it.
-    let (mut gone, mut restarting, changed) = {
-        let mut inner = shared.inner.lock();
-        if inner.start.is_none() {
-            return Err(stopped());
-        }
-        let (keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
-            .streams
-            .drain(..)
-            .partition(|s| !ours(s) || wanted.contains(&s.spec));
-        let mut keep = keep;
-        let present = keep.iter().filter(|s| ours(s)).count();
-        let changed = force || !gone.is_empty() || wanted.len() != present;
-        for s in &mut gone {
-            s.signal();
-        }
-        let mut restarting = Vec::new();
-        if force {
-            // The old threads end before new ones start: two streams
-            // syncing one resource's state at once would confuse it.
-            for h in keep.iter_mut().filter(|h| ours(h)) {
-                h.signal();
-                restarting.push(std::mem::take(&mut h.running));
-                restarting.extend(h.pending.take());
-            }
-        }
-        // Streams blocked on a full channel look at their stop now.
-        if let Some(start) = &inner.start {
-            start.out.budget.wake();
-        }
-        inner.streams = keep;
-        (gone, restarting, changed)
-    };
-    for s in &mut gone {
-        s.join();
-    }
-    for t in &mut restarting {
-        t.join();
-    }
-    let mut guard = shared.inner.lock();
-    let inner = &mut *guard;
-    let Some(start) = inner.start.as_ref() else {
-        return Err(stopped());
-    };
-    // A namespace removed while the resource's other namespaces waited for
-    // it: their Synced goes now, from a thread of its own (the caller may be
-    // the consumer, and the channel full).
-    inner.helpers.retain(|t| !t.is_finished());
-    for h in &gone {
-        let Some(gate) = &h.gate else { continue };
-        if !gate.leave(h.shared.member) {
-            continue;
-        }
-        let resource = Arc::new(crate::Resource {
-            group: h.spec.group.clone(),
-            version: h.spec.version.clone(),
-            resource: h.spec.resource.clone(),
-            kind: h.spec.kind.clone(),
-        });
-        let report = start.report();
-        let (out, stop) = (report.out.clone(), report.stop.clone());
-        let entry = Entry::marker(
-            crate::Change::Synced,
-            resource,
-            crate::wire::rv::Rv::empty(),
-        );
-        match threads::spawn("tattler-synced".into(), report, move || {
-            out.send(entry, &stop);
-        }) {
-            Ok(t) => inner.helpers.push(t),
-            Err(e) => result_spawn = Err(Error::Spawn(e)),
-        }
-    }
-    let mut result = result_spawn.map(|()| changed);
-    if force {
-        // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
-        for h in inner.streams.iter_mut().filter(|h| ours(h)) {
-            match start.spawn(h, Role::Primary) {
-                Ok(t) => h.running = t,
-                Err(e) => result = Err(e),
-            }
-        }
-    }
-    let fresh: Vec<ResourceSpec> = wanted
-        .iter()
-        .filter(|spec| {
-            !inner.streams.iter().any(|s| {
-                (ours(s) && &s.spec == *spec)
-                    || (scope == Scope::Found && crate::checkpoint::same_scope(&s.spec, spec))
-            })
-        })
-        .cloned()
-        .collect();
-    let inherited = hand_over(&gone, &fresh);
-    // Several namespaces of one new resource share a gate (one Synced);
-    // another namespace of a resource already in several joins its gate.
-    let gates = sync_gates(&fresh);
-    for ((spec, gate), part) in fresh.iter().zip(gates).zip(inherited) {
-        let gate = gate.or_else(|| {
-            let g = inner
-                .streams
-                .iter()
-                .find(|s| same_resource(&s.spec, spec))
-                .and_then(|s| s.gate.clone())?;
-            let m = new_member();
-            g.join(m);
-            Some((g, m))
-        });
-        match start.start_from(spec, part.as_ref(), gate) {
-            Ok(mut h) => {
-                h.found = scope == Scope::Found;
-                inner.streams.push(h);
-            }
-            Err(e) => {
-                result = Err(e);
-                break;
-            }
-        }
-    }
-    // The caller's order for stats(), the found ones after.
-    inner.streams.sort_by_key(|s| {
-        (
-            s.found,
-            wanted
-                .iter()
-                .position(|w| w == &s.spec)
-                .unwrap_or(usize::MAX),
-        )
-    });
-    result
-}
-
-/// What the consumer holds of removed streams, handed to new streams of the
-/// same resource (a scope changed: other namespaces, other selectors): each
-/// new one re-syncs against the objects in its namespace, and the first takes
-/// the rest too, so that its first full state deletes what no new scope
-/// holds. A consumer keyed by resource, namespace and name so never keeps an
-/// object the new scopes lack, nor misses a delete made during the change.
-/// A resource removed with no new scope gets nothing: the consumer removed it.
-fn hand_over(
-    gone: &[StreamHandle],
-    fresh: &[ResourceSpec],
-) -> Vec<Option<crate::checkpoint::ResourceState>> {
-    let same = |a: &ResourceSpec, b: &ResourceSpec| {
-        (&a.group, &a.version, &a.resource, &a.lookup)
-            == (&b.group, &b.version, &b.resource, &b.lookup)
-    };
-    let mut parts: Vec<Option<crate::checkpoint::ResourceState>> = vec![None; fresh.len()];
-    for g in gone {
-        let Some(first) = fresh.iter().position(|f| same(f, &g.spec)) else {
-            continue;
-        };
-        let held = g.shared.book.lock().table.export();
-        for o in held {
-            let at = fresh
-                .iter()
-                .position(|f| {
-                    same(f, &g.spec)
-                        && f.namespace
-                            .as_ref()
-                            .is_none_or(|ns| o.namespace.as_ref() == Some(ns))
-                })
-                .unwrap_or(first);
-            parts[at]
-                .get_or_insert_with(|| crate::checkpoint::ResourceState {
-                    spec: fresh[at].clone(),
-                    resource_version: crate::wire::rv::Rv::empty(),
-                    objects: Vec::new(),
-                })
-                .objects
-                .push(o);
-        }
-    }
-    parts
-}
-
-/// The discovery thread: every `discovery_interval` (and when the wildcards
-/// change), finds the resources the wildcards stand for and makes them the
-/// found streams: a CRD established later gets a stream, one deleted loses
-/// it. A failing discovery is retried with backoff.
-fn explore(
-    shared: &ReaderShared,
-    closing: &Receiver<()>,
-    look_now: &Receiver<()>,
-    mut probe: Stream,
-) {
-    let mut failures = 0u32;
-    loop {
-        let wildcards = shared.inner.lock().wildcards.clone();
-        let wait = if wildcards.is_empty() {
-            let _ = reconcile(shared, &[], Scope::Found, false);
-            shared.discovery_interval
-        } else {
-            match probe.served() {
-                Ok(served) => {
-                    failures = 0;
-                    let found = expand(&wildcards, &served);
-                    log::debug!(
-                        "discovery: {} resources for {} wildcards",
-                        found.len(),
-                        wildcards.len()
-                    );
-                    if let Err(e) = reconcile(shared, &found, Scope::Found, false) {
-                        log::warn!("discovery: cannot change the watch set: {e}");
-                    }
-                    shared.discovery_interval
-                }
-                Err(crate::stream::machine::End::Stopped) => return,
-                Err(end) => {
-                    failures = failures.saturating_add(1);
-                    let wait = probe.jitter.backoff(failures);
-                    log::warn!("discovery failed ({end:?}); looking again in {wait:?}");
-                    wait
-                }
-            }
-        };
-        select! {
-            recv(closing) -> _ => return,
-            recv(look_now) -> _ => {}
-            default(wait) => {}
-        }
-    }
-}
-
-/// The specs the wildcards stand for: every served resource that can be
-/// listed and watched, in each group's preferred version, with the
-/// wildcard's scope (namespace, selectors, metadata-only).
-fn expand(
-    wildcards: &[ResourceSpec],
-    served: &[crate::stream::discovery::Served],
-) -> Vec<ResourceSpec> {
-    let mut out: Vec<ResourceSpec> = Vec::new();
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for s in served {
-        if !s.watchable() || seen.iter().any(|(g, r)| *g == s.group && *r == s.resource) {
-            continue;
-        }
-        seen.push((s.group.clone(), s.resource.clone()));
-        for w in wildcards.iter().filter(|w| w.wildcard_takes(&s.group)) {
-            let mut spec =
-                ResourceSpec::new(&s.group, &s.version, &s.resource, &s.kind, s.namespaced);
-            if let Some(ns) = &w.namespace {
-                spec = spec.in_namespace(ns);
-            }
-            spec.label_selector.clone_from(&w.label_selector);
-            spec.field_selector.clone_from(&w.field_selector);
-            spec.metadata_only = w.metadata_only;
-            if !out.contains(&spec) {
-                out.push(spec);
-            }
-        }
-    }
-    out
-}
-
-/// Every `interval`, relists each synced resource in turn: a replacement
-/// stream syncs while the running one goes on, then takes its place. One
-/// relist at a time, to spare the apiserver.
-fn relist_timer(shared: &ReaderShared, closing: &Receiver<()>, interval: Duration) {
-    loop {
-        select! {
-            recv(closing) -> _ => return,
-            default(interval) => {}
-        }
-        if !relist_all(shared, closing) {
-            return;
-        }
-    }
-}
-
-/// Relists every resource in turn; false when the reader is stopping.
-fn relist_all(shared: &ReaderShared, closing: &Receiver<()>) -> bool {
-    let specs: Vec<ResourceSpec> = shared
-        .inner
-        .lock()
-        .streams
-        .iter()
-        .map(|s| s.spec.clone())
-        .collect();
-    specs.iter().all(|spec| relist(shared, closing, spec))
-}
-
-/// One relist; false when the reader is stopping.
-///
-/// The wait for the replacement's sync is bounded by the replacement itself:
-/// it gives up after a few failures in a row (`stream::machine`), which ends this wait.
-fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
-    let (done_tx, done) = bounded(1);
-    let started = {
-        let mut g = shared.inner.lock();
-        let g = &mut *g;
-        let Some(start) = g.start.as_ref() else {
-            return false;
-        };
-        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
-            return true;
-        };
-        if h.pending.is_some()
-            || !h.shared.book.lock().life.synced()
-            || h.counters.failed.load(Ordering::Relaxed)
-        {
-            return true;
-        }
-        start.spawn(h, Role::Replacement(done_tx)).map(|t| {
-            let id = t.id();
-            h.pending = Some(t);
-            id
-        })
-    };
-    let thread = match started {
-        Ok(id) => id,
-        Err(e) => {
-            log::warn!("{}: cannot start a relist: {e}", spec.gvr());
-            return true;
-        }
-    };
-    log::info!("{}: relisting", spec.gvr());
-    // Synced, or the replacement ended without syncing (dropping the sender).
-    let synced = select! {
-        recv(done) -> r => r.is_ok(),
-        recv(closing) -> _ => return false,
-    };
-    let _control = shared.control.lock();
-    let mut finished = {
-        let mut g = shared.inner.lock();
-        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
-            return true;
-        };
-        // Still ours: set_resources may have stopped it and started another.
-        if h.pending.as_ref().and_then(Thread::id) != thread {
-            return true;
-        }
-        let Some(new) = h.pending.take() else {
-            return true;
-        };
-        if synced {
-            h.counters.relists.fetch_add(1, Ordering::Relaxed);
-            std::mem::replace(&mut h.running, new)
-        } else {
-            // The running stream goes on (it may re-sync itself meanwhile).
-            new
-        }
-    };
-    finished.signal();
-    if let Some(start) = &shared.inner.lock().start {
-        start.out.budget.wake();
-    }
-    finished.join();
-    if !synced {
-        log::warn!(
-            "{}: the relist did not complete; the running stream goes on",
-            spec.gvr()
-        );
-    }
-    true
-}
-
-/// Whether two specs are one resource to the consumer: the same but for
-/// the namespace.
-fn same_resource(a: &ResourceSpec, b: &ResourceSpec) -> bool {
-    let mut b = b.clone();
-    b.namespace.clone_from(&a.namespace);
-    crate::checkpoint::same_scope(a, &b)
-}
-
-/// A key for one resource's part in a [`SyncGate`].
-fn new_member() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// For each spec, the gate it shares with the same resource's other
-/// namespaces, when there are several, and its key there.
-fn sync_gates(specs: &[ResourceSpec]) -> Vec<Option<(Arc<SyncGate>, u64)>> {
-    let mut gates: Vec<Option<(Arc<SyncGate>, u64)>> = vec![None; specs.len()];
-    for i in 0..specs.len() {
-        if gates[i].is_some() {
-            continue;
-        }
-        let group: Vec<usize> = (i..specs.len())
-            .filter(|&j| same_resource(&specs[i], &specs[j]))
-            .collect();
-        if group.len() > 1 {
-            let members: Vec<u64> = group.iter().map(|_| new_member()).collect();
-            let gate = SyncGate::new(&members);
-            for (j, m) in group.into_iter().zip(members) {
-                gates[j] = Some((gate.clone(), m));
-            }
-        }
-    }
-    gates
-}
-
-/// The specs without repeats, in their first order.
-fn dedup(specs: &[ResourceSpec]) -> Vec<ResourceSpec> {
-    let mut out: Vec<ResourceSpec> = Vec::with_capacity(specs.len());
-    for s in specs {
-        if !out.contains(s) {
-            out.push(s.clone());
-        }
-    }
-    out
-}
-
 /// Starts a stream's thread; a panic in it becomes an Error entry.
-fn spawn(spec: &ResourceSpec, stream: Stream) -> std::io::Result<JoinHandle<()>> {
+pub(super) fn spawn(spec: &ResourceSpec, stream: Stream) -> std::io::Result<JoinHandle<()>> {
     let what = match (&spec.lookup, spec.resource.is_empty()) {
         (_, false) => spec.resource.clone(),
         (Some(name), true) => name.clone(),
@@ -1306,23 +679,4 @@ fn spawn(spec: &ResourceSpec, stream: Stream) -> std::io::Result<JoinHandle<()>>
     threads::spawn(format!("tattler-watch-{what}"), report, move || {
         stream.run()
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metric_labels_are_escaped() {
-        let spec = ResourceSpec::parse("pods")
-            .unwrap()
-            .remove(0)
-            .in_namespace("a")
-            .with_field_selector("x=\"q\\\n")
-            .metadata_only();
-        assert_eq!(
-            metric_labels(&spec.gvr(), &spec),
-            r#"resource="v1/pods",namespace="a",field_selector="x=\"q\\\n",metadata_only="true""#
-        );
-    }
 }

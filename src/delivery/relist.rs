@@ -1,0 +1,113 @@
+//! Relists: every `relist_interval` (or on `Reader::relist`), a fresh stream
+//! per resource syncs while the running one goes on, then takes its place.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crossbeam_channel::{bounded, select, Receiver};
+
+use super::reader::{ReaderShared, Thread};
+use crate::stream::Role;
+use crate::ResourceSpec;
+
+/// Every `interval`, relists each synced resource in turn: a replacement
+/// stream syncs while the running one goes on, then takes its place. One
+/// relist at a time, to spare the apiserver.
+pub(super) fn relist_timer(shared: &ReaderShared, closing: &Receiver<()>, interval: Duration) {
+    loop {
+        select! {
+            recv(closing) -> _ => return,
+            default(interval) => {}
+        }
+        if !relist_all(shared, closing) {
+            return;
+        }
+    }
+}
+
+/// Relists every resource in turn; false when the reader is stopping.
+pub(super) fn relist_all(shared: &ReaderShared, closing: &Receiver<()>) -> bool {
+    let specs: Vec<ResourceSpec> = shared
+        .inner
+        .lock()
+        .streams
+        .iter()
+        .map(|s| s.spec.clone())
+        .collect();
+    specs.iter().all(|spec| relist(shared, closing, spec))
+}
+
+/// One relist; false when the reader is stopping.
+///
+/// The wait for the replacement's sync is bounded by the replacement itself:
+/// it gives up after a few failures in a row (`stream::machine`), which ends this wait.
+fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
+    let (done_tx, done) = bounded(1);
+    let started = {
+        let mut g = shared.inner.lock();
+        let g = &mut *g;
+        let Some(start) = g.start.as_ref() else {
+            return false;
+        };
+        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
+            return true;
+        };
+        if h.pending.is_some()
+            || !h.shared.book.lock().life.synced()
+            || h.counters.failed.load(Ordering::Relaxed)
+        {
+            return true;
+        }
+        start.spawn(h, Role::Replacement(done_tx)).map(|t| {
+            let id = t.id();
+            h.pending = Some(t);
+            id
+        })
+    };
+    let thread = match started {
+        Ok(id) => id,
+        Err(e) => {
+            log::warn!("{}: cannot start a relist: {e}", spec.gvr());
+            return true;
+        }
+    };
+    log::info!("{}: relisting", spec.gvr());
+    // Synced, or the replacement ended without syncing (dropping the sender).
+    let synced = select! {
+        recv(done) -> r => r.is_ok(),
+        recv(closing) -> _ => return false,
+    };
+    let _control = shared.control.lock();
+    let mut finished = {
+        let mut g = shared.inner.lock();
+        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
+            return true;
+        };
+        // Still ours: set_resources may have stopped it and started another.
+        if h.pending.as_ref().and_then(Thread::id) != thread {
+            return true;
+        }
+        let Some(new) = h.pending.take() else {
+            return true;
+        };
+        if synced {
+            h.counters.relists.fetch_add(1, Ordering::Relaxed);
+            std::mem::replace(&mut h.running, new)
+        } else {
+            // The running stream goes on (it may re-sync itself meanwhile).
+            new
+        }
+    };
+    finished.signal();
+    if let Some(start) = &shared.inner.lock().start {
+        start.out.budget.wake();
+    }
+    finished.join();
+    if !synced {
+        log::warn!(
+            "{}: the relist did not complete; the running stream goes on",
+            spec.gvr()
+        );
+    }
+    true
+}

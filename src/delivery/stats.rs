@@ -1,0 +1,240 @@
+//! What a reader says about its streams: per-stream counters
+//! ([`StreamStats`]) and the Prometheus text of them.
+
+use std::sync::atomic::Ordering;
+
+use super::reader::StreamHandle;
+use crate::{Reader, ResourceSpec};
+
+/// A snapshot of one resource stream's counters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamStats {
+    /// The resource, as `group/version/resource` (`v1/pods` for core).
+    pub resource: String,
+    /// Watch events and LIST items received.
+    pub events: u64,
+    /// Body bytes received (after gzip decoding).
+    pub bytes: u64,
+    /// Connections re-made after a failure.
+    pub reconnects: u64,
+    /// Full re-syncs (410 Expired, resourceVersion too large, watches that
+    /// end at once).
+    pub resyncs: u64,
+    /// Relist swaps completed (see `relist_interval`).
+    pub relists: u64,
+    /// Events dropped as older than what was already delivered.
+    pub stale_drops: u64,
+    /// Objects and frames skipped because they could not be delivered (each
+    /// reported by an Error entry).
+    pub skipped: u64,
+    /// The last resourceVersion seen, as the server sent it.
+    pub resource_version: String,
+    /// Objects currently tracked.
+    pub objects: u64,
+    /// The initial state (or the latest re-sync) is complete.
+    pub synced: bool,
+    /// When the last full state completed.
+    pub synced_at: Option<std::time::SystemTime>,
+    /// The server cannot do watch-list (it refused it, or never ended its
+    /// initial events); this resource uses paged LIST + WATCH.
+    pub list_fallback: bool,
+    /// The stream failed for good and sent an Error entry.
+    pub failed: bool,
+    /// Why the stream last retried or gave up (a refused connection, a
+    /// failing exec plugin, a 503…); `None` once a sync completes.
+    pub last_error: Option<String>,
+}
+
+impl Reader {
+    /// The counters in the Prometheus text exposition format (version
+    /// 0.0.4), ready to serve on an agent's `/metrics`: per stream (labels
+    /// `resource`, and `namespace`, `label_selector`, `field_selector`,
+    /// `metadata_only` where set) events, bytes, reconnects, re-syncs,
+    /// relists, stale drops, skipped pieces, objects tracked, synced, failed,
+    /// LIST fallback and seconds since the last full state; for the reader,
+    /// entries and bytes waiting in the channel.
+    pub fn metrics_text(&self) -> String {
+        use std::fmt::Write;
+        let now = std::time::SystemTime::now();
+        let streams: Vec<(String, StreamStats)> = {
+            let inner = self.shared.inner.lock();
+            inner
+                .streams
+                .iter()
+                .map(|h| {
+                    let stats = h.snapshot();
+                    (metric_labels(&stats.resource, &h.spec), stats)
+                })
+                .collect()
+        };
+        type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
+        let per_stream: [(&str, &str, &str, Get); 12] = [
+            (
+                "events_total",
+                "counter",
+                "Watch events and LIST items received.",
+                |s, _| Some(s.events as f64),
+            ),
+            (
+                "received_bytes_total",
+                "counter",
+                "Body bytes received (after decompression).",
+                |s, _| Some(s.bytes as f64),
+            ),
+            (
+                "reconnects_total",
+                "counter",
+                "Requests made again after a failure.",
+                |s, _| Some(s.reconnects as f64),
+            ),
+            (
+                "resyncs_total",
+                "counter",
+                "Full re-syncs (history expired, resourceVersion too large, empty watches).",
+                |s, _| Some(s.resyncs as f64),
+            ),
+            (
+                "relists_total",
+                "counter",
+                "Relist swaps completed.",
+                |s, _| Some(s.relists as f64),
+            ),
+            (
+                "stale_drops_total",
+                "counter",
+                "Events dropped as older than what was delivered.",
+                |s, _| Some(s.stale_drops as f64),
+            ),
+            (
+                "skipped_total",
+                "counter",
+                "Objects and frames skipped, each reported by an Error entry.",
+                |s, _| Some(s.skipped as f64),
+            ),
+            (
+                "objects",
+                "gauge",
+                "Objects tracked (the consumer's state).",
+                |s, _| Some(s.objects as f64),
+            ),
+            (
+                "synced",
+                "gauge",
+                "1 when the last full state is complete.",
+                |s, _| Some(u8::from(s.synced).into()),
+            ),
+            (
+                "failed",
+                "gauge",
+                "1 when the stream failed for good.",
+                |s, _| Some(u8::from(s.failed).into()),
+            ),
+            (
+                "list_fallback",
+                "gauge",
+                "1 when the resource is read by LIST + WATCH.",
+                |s, _| Some(u8::from(s.list_fallback).into()),
+            ),
+            (
+                "seconds_since_sync",
+                "gauge",
+                "Seconds since the last full state completed.",
+                |s, now| {
+                    s.synced_at
+                        .map(|t| now.duration_since(t).unwrap_or_default().as_secs_f64())
+                },
+            ),
+        ];
+        let mut out = String::new();
+        for (name, kind, help, get) in per_stream {
+            let _ = writeln!(
+                out,
+                "# HELP tattler_{name} {help}\n# TYPE tattler_{name} {kind}"
+            );
+            for (labels, s) in &streams {
+                if let Some(v) = get(s, now) {
+                    let _ = writeln!(out, "tattler_{name}{{{labels}}} {v}");
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tattler_channel_entries Entries waiting for the consumer.\n# TYPE tattler_channel_entries gauge\ntattler_channel_entries {}",
+            self.rx.len()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP tattler_channel_bytes Bytes of objects waiting for the consumer.\n# TYPE tattler_channel_bytes gauge\ntattler_channel_bytes {}",
+            self.budget.used()
+        );
+        out
+    }
+}
+
+/// A stream's labels: `resource="v1/pods"`, and its scope where set.
+fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
+    let esc = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    let mut l = format!("resource=\"{}\"", esc(resource));
+    for (k, v) in [
+        ("namespace", spec.namespace.as_deref()),
+        ("label_selector", spec.label_selector.as_deref()),
+        ("field_selector", spec.field_selector.as_deref()),
+        ("metadata_only", spec.metadata_only.then_some("true")),
+    ] {
+        if let Some(v) = v {
+            l.push_str(&format!(",{k}=\"{}\"", esc(v)));
+        }
+    }
+    l
+}
+
+impl StreamHandle {
+    pub(super) fn snapshot(&self) -> StreamStats {
+        let c = &self.counters;
+        let (synced, resource_version) = {
+            let book = self.shared.book.lock();
+            (book.life.synced(), book.life.resource_version().clone())
+        };
+        StreamStats {
+            resource: c.resolved.lock().clone().unwrap_or_else(|| self.spec.gvr()),
+            events: c.events.load(Ordering::Relaxed),
+            bytes: c.bytes.load(Ordering::Relaxed),
+            reconnects: c.reconnects.load(Ordering::Relaxed),
+            resyncs: c.resyncs.load(Ordering::Relaxed),
+            relists: c.relists.load(Ordering::Relaxed),
+            stale_drops: c.stale_drops.load(Ordering::Relaxed),
+            skipped: c.skipped.load(Ordering::Relaxed),
+            resource_version: resource_version.as_str().to_string(),
+            objects: c.objects.load(Ordering::Relaxed),
+            synced,
+            synced_at: *c.synced_at.lock(),
+            list_fallback: c.list_fallback.load(Ordering::Relaxed),
+            failed: c.failed.load(Ordering::Relaxed),
+            last_error: c.last_error.lock().clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_labels_are_escaped() {
+        let spec = ResourceSpec::parse("pods")
+            .unwrap()
+            .remove(0)
+            .in_namespace("a")
+            .with_field_selector("x=\"q\\\n")
+            .metadata_only();
+        assert_eq!(
+            metric_labels(&spec.gvr(), &spec),
+            r#"resource="v1/pods",namespace="a",field_selector="x=\"q\\\n",metadata_only="true""#
+        );
+    }
+}

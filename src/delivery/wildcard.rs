@@ -1,0 +1,88 @@
+//! `"*"` and `"*.group"`: the discovery thread finds the resources the
+//! wildcards stand for and makes them the found streams, as CRDs come and go.
+
+use crossbeam_channel::{select, Receiver};
+
+use super::reader::{ReaderShared, Scope};
+use super::watchset::reconcile;
+use crate::stream::Stream;
+use crate::ResourceSpec;
+
+/// The discovery thread: every `discovery_interval` (and when the wildcards
+/// change), finds the resources the wildcards stand for and makes them the
+/// found streams: a CRD established later gets a stream, one deleted loses
+/// it. A failing discovery is retried with backoff.
+pub(super) fn explore(
+    shared: &ReaderShared,
+    closing: &Receiver<()>,
+    look_now: &Receiver<()>,
+    mut probe: Stream,
+) {
+    let mut failures = 0u32;
+    loop {
+        let wildcards = shared.inner.lock().wildcards.clone();
+        let wait = if wildcards.is_empty() {
+            let _ = reconcile(shared, &[], Scope::Found, false);
+            shared.discovery_interval
+        } else {
+            match probe.served() {
+                Ok(served) => {
+                    failures = 0;
+                    let found = expand(&wildcards, &served);
+                    log::debug!(
+                        "discovery: {} resources for {} wildcards",
+                        found.len(),
+                        wildcards.len()
+                    );
+                    if let Err(e) = reconcile(shared, &found, Scope::Found, false) {
+                        log::warn!("discovery: cannot change the watch set: {e}");
+                    }
+                    shared.discovery_interval
+                }
+                Err(crate::stream::machine::End::Stopped) => return,
+                Err(end) => {
+                    failures = failures.saturating_add(1);
+                    let wait = probe.jitter.backoff(failures);
+                    log::warn!("discovery failed ({end:?}); looking again in {wait:?}");
+                    wait
+                }
+            }
+        };
+        select! {
+            recv(closing) -> _ => return,
+            recv(look_now) -> _ => {}
+            default(wait) => {}
+        }
+    }
+}
+
+/// The specs the wildcards stand for: every served resource that can be
+/// listed and watched, in each group's preferred version, with the
+/// wildcard's scope (namespace, selectors, metadata-only).
+fn expand(
+    wildcards: &[ResourceSpec],
+    served: &[crate::stream::discovery::Served],
+) -> Vec<ResourceSpec> {
+    let mut out: Vec<ResourceSpec> = Vec::new();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for s in served {
+        if !s.watchable() || seen.iter().any(|(g, r)| *g == s.group && *r == s.resource) {
+            continue;
+        }
+        seen.push((s.group.clone(), s.resource.clone()));
+        for w in wildcards.iter().filter(|w| w.wildcard_takes(&s.group)) {
+            let mut spec =
+                ResourceSpec::new(&s.group, &s.version, &s.resource, &s.kind, s.namespaced);
+            if let Some(ns) = &w.namespace {
+                spec = spec.in_namespace(ns);
+            }
+            spec.label_selector.clone_from(&w.label_selector);
+            spec.field_selector.clone_from(&w.field_selector);
+            spec.metadata_only = w.metadata_only;
+            if !out.contains(&spec) {
+                out.push(spec);
+            }
+        }
+    }
+    out
+}
