@@ -98,6 +98,7 @@ const EXEC_API_VERSIONS: [&str; 2] = [
 
 impl ExecConfig {
     /// A plugin run as `command args…` speaking `client.authentication.k8s.io/v1`.
+    #[must_use]
     pub fn new(command: &str, args: &[&str]) -> Self {
         ExecConfig {
             api_version: "client.authentication.k8s.io/v1".into(),

@@ -16,6 +16,7 @@ pub struct Token(String);
 
 impl Token {
     /// Wraps a token; surrounding white space (a token file's newline) is dropped.
+    #[must_use]
     pub fn new(token: &str) -> Self {
         Token(token.trim().to_string())
     }
@@ -198,6 +199,7 @@ pub struct Config {
 
 impl Config {
     /// A configuration for `server` with every other field at its default.
+    #[must_use]
     pub fn new(server: &str) -> Self {
         Config {
             server: server.to_string(),
@@ -241,6 +243,7 @@ impl Config {
     }
 
     /// Authenticates with a fixed bearer token.
+    #[must_use]
     pub fn token(mut self, token: &str) -> Self {
         self.auth = Auth::Token(Token::new(token));
         self

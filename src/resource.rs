@@ -225,6 +225,7 @@ const SETS: &[(&str, &[&str])] = &[(
 
 impl ResourceSpec {
     /// A spec for any resource. `kind` may be empty (learned from the objects).
+    #[must_use]
     pub fn new(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool) -> Self {
         ResourceSpec {
             group: group.to_string(),
@@ -406,6 +407,7 @@ impl ResourceSpec {
     }
 
     /// This spec narrowed to one namespace (ignored when cluster-scoped).
+    #[must_use]
     pub fn in_namespace(mut self, namespace: &str) -> Self {
         if self.namespaced {
             self.namespace = Some(namespace.to_string());
@@ -414,12 +416,14 @@ impl ResourceSpec {
     }
 
     /// This spec with a label selector.
+    #[must_use]
     pub fn with_label_selector(mut self, selector: &str) -> Self {
         self.label_selector = Some(selector.to_string());
         self
     }
 
     /// This spec streaming only metadata (see [`metadata_only`](Self::metadata_only)).
+    #[must_use]
     pub fn metadata_only(mut self) -> Self {
         self.metadata_only = true;
         self
@@ -457,6 +461,7 @@ impl ResourceSpec {
     }
 
     /// This spec with a field selector.
+    #[must_use]
     pub fn with_field_selector(mut self, selector: &str) -> Self {
         self.field_selector = Some(selector.to_string());
         self

@@ -351,14 +351,14 @@ fn run_seed(seed: u64, skip: &[&str]) -> Result<Report, String> {
             "watch-set" => {
                 // Drop configmaps from the watch set, or bring them back.
                 if watching_cms {
-                    r.set_resources(&specs(&["pods"]), false)
+                    r.set_resources(&specs(&["pods"]))
                         .map_err(|e| format!("set_resources: {e}"))?;
                     let (ack_tx, ack) = bounded(1);
                     ctl_tx.send(Ctl::Forget("configmaps", ack_tx)).unwrap();
                     ack.recv_timeout(Duration::from_secs(10))
                         .map_err(|_| "the consumer did not drain".to_string())?;
                 } else {
-                    r.set_resources(&specs(&RESOURCES), false)
+                    r.set_resources(&specs(&RESOURCES))
                         .map_err(|e| format!("set_resources: {e}"))?;
                 }
                 watching_cms = !watching_cms;
@@ -366,7 +366,7 @@ fn run_seed(seed: u64, skip: &[&str]) -> Result<Report, String> {
             }
             "restart" => {
                 let names: &[&str] = if watching_cms { &RESOURCES } else { &["pods"] };
-                r.set_resources(&specs(names), true)
+                r.restart_resources(&specs(names))
                     .map_err(|e| format!("set_resources(force): {e}"))?;
                 rep.restarts += 1;
             }
@@ -380,7 +380,7 @@ fn run_seed(seed: u64, skip: &[&str]) -> Result<Report, String> {
     proxy.set_mix(None, 0);
     proxy.cut_all();
     if !watching_cms {
-        r.set_resources(&specs(&RESOURCES), false)
+        r.set_resources(&specs(&RESOURCES))
             .map_err(|e| format!("set_resources: {e}"))?;
     }
     let deadline = Instant::now() + Duration::from_secs(25);
@@ -638,7 +638,7 @@ fn a_forced_restart_at_the_end_of_a_sync_neither_doubles_nor_deletes_objects() {
             apply(&mut model, next(&r));
         }
         std::thread::sleep(Duration::from_millis(50));
-        r.set_resources(&pods, true).unwrap();
+        r.restart_resources(&pods).unwrap();
         std::thread::sleep(Duration::from_millis(50));
         let deadline = Instant::now() + Duration::from_secs(10);
         while model.differs(&api, "pods", "pods").is_some() || model.tally.synced == 0 {

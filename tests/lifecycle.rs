@@ -274,10 +274,10 @@ fn the_watch_set_changes_while_entries_flow() {
     let pods = ResourceSpec::parse("pods").unwrap();
     let nodes = ResourceSpec::parse("nodes").unwrap();
     let both: Vec<ResourceSpec> = pods.iter().chain(&nodes).cloned().collect();
-    assert!(r.set_resources(&both, false).unwrap());
+    assert!(r.set_resources(&both).unwrap());
     assert_eq!(until_synced(&r), ["Add n1", "Synced nodes"]);
     assert!(
-        !r.set_resources(&both, false).unwrap(),
+        !r.set_resources(&both).unwrap(),
         "unchanged set: nothing happens"
     );
     let pod_requests = || {
@@ -290,19 +290,19 @@ fn the_watch_set_changes_while_entries_flow() {
     pod(&api, "a", "p2");
     assert_eq!(take(&r, 1), ["Add a/p2"]);
 
-    assert!(r.set_resources(&nodes, false).unwrap());
+    assert!(r.set_resources(&nodes).unwrap());
     assert!(api.wait_open_watches(1, Duration::from_secs(10)));
     pod(&api, "a", "p3");
     api.apply("nodes", FakeApi::object(None, "n2"));
     assert_eq!(take(&r, 1), ["Add n2"], "pods stopped");
     assert_eq!(r.stats().len(), 1);
 
-    assert!(r.set_resources(&nodes, true).unwrap(), "force restarts");
+    assert!(r.restart_resources(&nodes).unwrap(), "force restarts");
     assert_eq!(
         until_synced(&r),
         ["Snapshot n1", "Snapshot n2", "Synced nodes"]
     );
-    assert!(r.set_resources(&[], false).is_err());
+    assert!(r.set_resources(&[]).is_err());
 }
 
 #[test]
@@ -455,7 +455,7 @@ fn calls_from_a_stream_thread_neither_deadlock_nor_join_themselves() {
                 return true;
             }
             let reader = slot.lock().take().expect("the reader is there");
-            let set = reader.set_resources(&ResourceSpec::parse("pods").unwrap(), true);
+            let set = reader.restart_resources(&ResourceSpec::parse("pods").unwrap());
             let relist = reader.relist();
             let stats = reader.stats().len();
             let _ = said_tx.send((set.map_err(|e| e.to_string()), relist, stats));
@@ -722,7 +722,7 @@ fn wildcards_follow_what_discovery_finds() {
     );
     // The wildcard goes: so do its streams; the named one stays.
     assert!(r
-        .set_resources(&ResourceSpec::parse("pods").unwrap(), false)
+        .set_resources(&ResourceSpec::parse("pods").unwrap())
         .unwrap());
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while r.stats().len() > 1 {
@@ -811,7 +811,7 @@ fn several_namespaces_added_later_are_synced_once_too() {
         false,
     )
     .unwrap();
-    assert!(r.set_resources(&specs, false).unwrap());
+    assert!(r.set_resources(&specs).unwrap());
     let got = take(&r, 3);
     assert_eq!(got[2], "Synced configmaps", "{got:?}");
     assert_quiet(&r, Duration::from_millis(300));
@@ -834,7 +834,7 @@ fn a_scope_change_hands_the_consumers_objects_to_the_new_streams() {
     api.delete("pods", Some("a"), "p2");
     let pods = ResourceSpec::parse("pods").unwrap().remove(0);
     let specs = [pods.clone().in_namespace("a"), pods.in_namespace("b")];
-    assert!(r.set_resources(&specs, false).unwrap());
+    assert!(r.set_resources(&specs).unwrap());
     let mut got = until_synced(&r);
     got.sort();
     // The old stream may have delivered the delete before it stopped.

@@ -457,7 +457,7 @@ fn a_crd_created_after_start_is_picked_up_by_set_resources() {
     });
     let mut specs = ResourceSpec::parse("namespaces").unwrap();
     specs.extend(ResourceSpec::parse("example.com/v1 Widget").unwrap());
-    assert!(r.set_resources(&specs, false).unwrap());
+    assert!(r.set_resources(&specs).unwrap());
     // The kind is not served yet: discovery is retried until it is.
     crd_with_widgets(&c, &["w1"]);
     let seen = consume(&r, &mut views, |v| {

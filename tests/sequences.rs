@@ -838,7 +838,7 @@ fn removing_a_namespace_whose_sync_is_pending_lets_the_resource_sync() {
     let r = Reader::open(two_namespaces(&s.url())).unwrap();
     assert_eq!(take(&r, 1), ["Add a/pa"]);
     assert_quiet(&r, Duration::from_millis(500));
-    assert!(r.set_resources(&[pods_in("a")], false).unwrap());
+    assert!(r.set_resources(&[pods_in("a")]).unwrap());
     let e = r
         .next_timeout(Duration::from_secs(5))
         .map(|e| show(&e))
@@ -877,7 +877,7 @@ fn a_checkpoint_taken_while_the_channel_is_full_returns() {
     assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
     // The live changes fill the channel; the stream waits for the consumer.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while r.receiver().len() < 2 {
+    while r.receiver_without_byte_budget().len() < 2 {
         assert!(Instant::now() < deadline, "the channel never filled");
         std::thread::sleep(Duration::from_millis(5));
     }

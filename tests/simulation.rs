@@ -556,7 +556,7 @@ impl Run {
         }
         *self.shared.set.lock() = set.clone();
         self.reader()
-            .set_resources(&specs_of(&set), false)
+            .set_resources(&specs_of(&set))
             .map_err(|e| format!("set_resources: {e}"))?;
         let (ack_tx, ack) = bounded(1);
         self.ctl
@@ -989,7 +989,7 @@ fn step_op(
             let specs = specs_of(&run.shared.set.lock());
             op("set_resources(same, force)".into());
             run.reader()
-                .set_resources(&specs, true)
+                .restart_resources(&specs)
                 .map_err(|e| format!("set_resources(force): {e}"))?;
         }
         "reopen" => {

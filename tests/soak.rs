@@ -219,7 +219,7 @@ fn sustained_churn_with_reconnects_keeps_memory_and_threads_flat_and_loses_nothi
     let tally = model.lock().tally.clone();
     let errors = model.lock().errors.clone();
     let counts = proxy.counts();
-    Arc::try_unwrap(r).ok().expect("all clones dropped").close();
+    Arc::try_unwrap(r).expect("all clones dropped").close();
     let after_close = tattler_threads_after_close();
 
     eprintln!("soak: {secs} s, {ops} operations, {cuts} connections cut by time, {relists} relists, {compactions} compactions");

@@ -480,7 +480,12 @@ pub unsafe extern "C" fn tattler_set_resources(
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
         let json = unsafe { cast::str_arg(resources_json, "resources_json") }?;
         let specs = parse_resources(json, &h.scope)?;
-        match h.reader.set_resources(&specs, force) {
+        let set = if force {
+            h.reader.restart_resources(&specs)
+        } else {
+            h.reader.set_resources(&specs)
+        };
+        match set {
             Ok(c) => {
                 if !changed.is_null() {
                     // SAFETY: non-NULL and writable, by the caller's promise.

@@ -462,11 +462,12 @@ impl Reader {
     }
 
     /// The channel itself, for `crossbeam_channel::select!` over several
-    /// sources. It disconnects once the reader is stopped and every stream
-    /// thread has ended. Entries taken from it directly do not give back
-    /// their room in `max_buffered_bytes`, so asking for the receiver turns
-    /// that bound off for this reader (`channel_capacity` still holds).
-    pub fn receiver(&self) -> &Receiver<Entry> {
+    /// sources, at the price the name says: entries taken from it directly
+    /// do not give back their room in `max_buffered_bytes`, so asking for it
+    /// turns that bound off for this reader (`channel_capacity` still
+    /// holds). It disconnects once the reader is stopped and every stream
+    /// thread has ended.
+    pub fn receiver_without_byte_budget(&self) -> &Receiver<Entry> {
         self.budget.turn_off();
         &self.rx
     }
@@ -493,14 +494,35 @@ impl Reader {
     ///
     /// Streams for added resources start (with a full initial sync), streams
     /// for removed ones stop and are joined, the others keep running without a
-    /// reconnect. With `force`, every stream is restarted. Returns whether
-    /// anything changed; an unchanged set without `force` does nothing.
-    /// Wildcards (`"*"`, `"*.apps"`) in the list replace the reader's: the
-    /// streams discovery finds for them follow at once.
+    /// reconnect. A resource whose scope changed (other namespaces or
+    /// selectors) hands what the consumer holds to its new streams, which
+    /// re-sync against it. Returns whether anything changed; an unchanged set
+    /// does nothing. Wildcards (`"*"`, `"*.apps"`) in the list replace the
+    /// reader's: the streams discovery finds for them follow at once.
     ///
     /// [`Error::Reentrant`] when called on one of tattler's own threads (from
-    /// a log callback): it would have to wait for that very thread.
-    pub fn set_resources(&self, resources: &[ResourceSpec], force: bool) -> Result<bool, Error> {
+    /// a log callback): it would have to wait for that very thread;
+    /// [`Error::Stopped`] once the reader is stopped.
+    ///
+    /// ```no_run
+    /// # let reader: tattler::Reader = unimplemented!();
+    /// use tattler::ResourceSpec;
+    /// let pods = ResourceSpec::parse("pods")?.remove(0);
+    /// reader.set_resources(&[pods.clone().in_namespace("a"), pods.in_namespace("b")])?;
+    /// # Ok::<(), tattler::Error>(())
+    /// ```
+    pub fn set_resources(&self, resources: &[ResourceSpec]) -> Result<bool, Error> {
+        self.change_resources(resources, false)
+    }
+
+    /// As [`set_resources`](Self::set_resources), and every stream of the
+    /// set restarts, changed or not: each re-syncs against what the consumer
+    /// holds (`Snapshot`s, not a second `Add`). Returns true.
+    pub fn restart_resources(&self, resources: &[ResourceSpec]) -> Result<bool, Error> {
+        self.change_resources(resources, true)
+    }
+
+    fn change_resources(&self, resources: &[ResourceSpec], restart: bool) -> Result<bool, Error> {
         if on_tattler_thread() {
             return Err(Error::Reentrant("set_resources"));
         }
@@ -510,7 +532,7 @@ impl Reader {
         if named.is_empty() && wildcards.is_empty() {
             return Err(Error::Config("resources: nothing to watch".into()));
         }
-        let changed = reconcile(&self.shared, &named, Scope::Named, force)?;
+        let changed = reconcile(&self.shared, &named, Scope::Named, restart)?;
         let wildcards_changed = self.shared.inner.lock().wildcards != wildcards;
         self.set_wildcards(wildcards)?;
         Ok(changed || wildcards_changed)
@@ -648,6 +670,18 @@ impl Drop for Reader {
         for t in helpers {
             let _ = t.join();
         }
+    }
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let streams = self.shared.inner.lock().streams.len();
+        f.debug_struct("Reader")
+            .field("server", &crate::config::redact_userinfo(&self.info.server))
+            .field("source", &self.info.source)
+            .field("streams", &streams)
+            .field("stopped", &self.is_stopped())
+            .finish_non_exhaustive()
     }
 }
 
