@@ -159,11 +159,11 @@ impl Entry {
         self.resource_version.as_str()
     }
 
-    /// [`resource_version_str`](Self::resource_version_str) as an integer,
-    /// or 0 when it is not one (aggregated and non-etcd servers may send any
-    /// string).
-    pub fn resource_version(&self) -> u64 {
-        self.resource_version.number().unwrap_or(0)
+    /// [`resource_version_str`](Self::resource_version_str) as an integer;
+    /// `None` when it is not one (aggregated and non-etcd servers may send
+    /// any string) or there is none (an `Error` entry).
+    pub fn resource_version(&self) -> Option<u64> {
+        self.resource_version.number()
     }
 
     /// The object's JSON exactly as the server sent it (re-serialised only

@@ -176,7 +176,7 @@ fn consume(
             e.namespace().unwrap_or(""),
             e.name(),
             e.uid(),
-            e.resource_version(),
+            e.resource_version().unwrap_or(0),
             if e.inferred() { " inferred" } else { "" }
         ));
         let mut m = model.lock();

@@ -129,14 +129,23 @@ fn apply(state: &mut HashMap<String, (String, u64)>, e: &Entry) {
     match e.change() {
         Change::Add => {
             assert!(!state.contains_key(e.uid()), "duplicate Add for {key}");
-            state.insert(e.uid().to_string(), (key, e.resource_version()));
+            state.insert(
+                e.uid().to_string(),
+                (key, e.resource_version().unwrap_or(0)),
+            );
         }
         Change::Update | Change::Snapshot => {
             let old = state
                 .get(e.uid())
                 .unwrap_or_else(|| panic!("{:?} for unknown {key}", e.change()));
-            assert!(e.resource_version() >= old.1, "{key} went back in time");
-            state.insert(e.uid().to_string(), (key, e.resource_version()));
+            assert!(
+                e.resource_version().unwrap_or(0) >= old.1,
+                "{key} went back in time"
+            );
+            state.insert(
+                e.uid().to_string(),
+                (key, e.resource_version().unwrap_or(0)),
+            );
         }
         Change::Delete => {
             assert!(state.remove(e.uid()).is_some(), "Delete for unknown {key}");
@@ -204,7 +213,7 @@ fn relists_racing_creates_updates_and_deletes_converge() {
                 "{} {} {} {}",
                 show(&e),
                 e.uid(),
-                e.resource_version(),
+                e.resource_version().unwrap_or(0),
                 e.inferred()
             ));
             apply(&mut state, &e);
@@ -221,7 +230,7 @@ fn relists_racing_creates_updates_and_deletes_converge() {
                     "{} {} {} {}",
                     show(&e),
                     e.uid(),
-                    e.resource_version(),
+                    e.resource_version().unwrap_or(0),
                     e.inferred()
                 ));
                 apply(&mut state, &e)

@@ -61,7 +61,7 @@ impl View {
                     "duplicate Add for {key}"
                 );
                 self.objects
-                    .insert(e.uid().into(), (key, e.resource_version()));
+                    .insert(e.uid().into(), (key, e.resource_version().unwrap_or(0)));
             }
             Change::Update | Change::Snapshot => {
                 assert!(
@@ -70,7 +70,7 @@ impl View {
                     e.change()
                 );
                 self.objects
-                    .insert(e.uid().into(), (key, e.resource_version()));
+                    .insert(e.uid().into(), (key, e.resource_version().unwrap_or(0)));
             }
             Change::Delete => {
                 assert!(
@@ -267,7 +267,7 @@ fn the_bookmark_ends_the_initial_state_and_env_values_are_scrubbed() {
     assert!(!text.contains("hunter2"));
     let synced = r.next_timeout(Duration::from_secs(30)).unwrap();
     assert_eq!(synced.change(), Change::Synced);
-    assert!(synced.resource_version() >= e.resource_version());
+    assert!(synced.resource_version().unwrap_or(0) >= e.resource_version().unwrap_or(0));
     assert!(!r.stats()[0].list_fallback);
 }
 

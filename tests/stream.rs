@@ -36,7 +36,7 @@ fn initial_state_then_live_changes() {
     let rv = pod(&api, "a", "p1");
     let e = next(&r);
     assert_eq!(
-        (show(&e), e.resource_version()),
+        (show(&e), e.resource_version().unwrap_or(0)),
         ("Update a/p1".to_string(), rv)
     );
     let mut sent = api.get("pods", Some("a"), "p1").unwrap();
@@ -56,7 +56,7 @@ fn initial_state_then_live_changes() {
     let rv = api.delete("pods", Some("b"), "p3").unwrap();
     let e = next(&r);
     assert_eq!(
-        (show(&e), e.resource_version(), e.inferred()),
+        (show(&e), e.resource_version().unwrap_or(0), e.inferred()),
         ("Delete b/p3".into(), rv, false)
     );
     pod(&api, "b", "p4");

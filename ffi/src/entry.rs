@@ -309,7 +309,9 @@ pub unsafe extern "C" fn tattler_entry_uid(e: *const tattler_entry) -> *const c_
 pub unsafe extern "C" fn tattler_entry_resource_version(e: *const tattler_entry) -> u64 {
     // SAFETY: the caller's promise, passed on.
     let e = unsafe { get(e) };
-    guard_value(0, || e.map_or(0, |e| e.entry.resource_version()))
+    guard_value(0, || {
+        e.map_or(0, |e| e.entry.resource_version().unwrap_or(0))
+    })
 }
 
 /// The object's resourceVersion as the server sent it. On a Delete: the

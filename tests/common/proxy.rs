@@ -1029,7 +1029,7 @@ impl Model {
                 "{} {res} {key} uid={} rv={}{}",
                 e.change(),
                 e.uid(),
-                e.resource_version(),
+                e.resource_version().unwrap_or(0),
                 if e.inferred() { " inferred" } else { "" }
             ));
         }
@@ -1038,7 +1038,7 @@ impl Model {
                 "{m}: {} {res} {key} uid={} rv={}",
                 e.change(),
                 e.uid(),
-                e.resource_version()
+                e.resource_version().unwrap_or(0)
             )
         };
         if let Some(obj) = e.object() {
@@ -1086,7 +1086,7 @@ impl Model {
                     e.uid().into(),
                     Seen {
                         key,
-                        rv: e.resource_version(),
+                        rv: e.resource_version().unwrap_or(0),
                     },
                 );
             }
@@ -1100,18 +1100,22 @@ impl Model {
                 let Some(old) = state.get_mut(e.uid()) else {
                     return Err(what("change for an unknown uid"));
                 };
-                if snapshot && ordered && e.resource_version() != old.rv {
+                if snapshot && ordered && e.resource_version().unwrap_or(0) != old.rv {
                     return Err(what(&format!(
                         "Snapshot at another version than {}",
                         old.rv
                     )));
                 }
-                if !snapshot && ordered && old.rv != 0 && e.resource_version() <= old.rv {
+                if !snapshot
+                    && ordered
+                    && old.rv != 0
+                    && e.resource_version().unwrap_or(0) <= old.rv
+                {
                     return Err(what(&format!("stale Update: already at {}", old.rv)));
                 }
                 *old = Seen {
                     key,
-                    rv: e.resource_version(),
+                    rv: e.resource_version().unwrap_or(0),
                 };
             }
             Change::Delete => {
@@ -1124,8 +1128,8 @@ impl Model {
                 };
                 if ordered
                     && old.rv != 0
-                    && (e.resource_version() < old.rv
-                        || (e.inferred() && e.resource_version() != old.rv))
+                    && (e.resource_version().unwrap_or(0) < old.rv
+                        || (e.inferred() && e.resource_version().unwrap_or(0) != old.rv))
                 {
                     return Err(what(&format!("Delete at a version before {}", old.rv)));
                 }
