@@ -64,16 +64,76 @@ pub struct Resource {
     pub kind: String,
 }
 
+/// Why an Error entry came, as a value to match on. [`ErrorInfo::reason`]
+/// is its stable text (what C and Go see), or the server's own reason when
+/// the server said why ([`Reason::Server`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The server answered with a failure; its `Status.reason` (`Forbidden`,
+    /// `Unauthorized`, `BadRequest`…, or `HTTP <code>` when it gave none) is
+    /// in [`ErrorInfo::reason`], its status in [`ErrorInfo::code`].
+    Server,
+    /// A frame or LIST item over `max_frame_bytes`: skipped.
+    FrameTooLarge,
+    /// An object nested deeper than the apiserver's own limit: skipped.
+    ObjectTooDeep,
+    /// An object that is not JSON, or has no name or uid: skipped.
+    InvalidObject,
+    /// A frame that is not a watch event: skipped.
+    InvalidFrame,
+    /// The caller's transform failed on an object: skipped.
+    TransformFailed,
+    /// Discovery knows no resource of that name (yet): looked for again.
+    NotFound,
+    /// The resource cannot be listed and watched (its verbs): ended.
+    MethodNotAllowed,
+    /// The credentials could not be had (an exec plugin, a token file): ended.
+    Credentials,
+    /// The client certificate an exec plugin gave cannot be used: ended.
+    TlsIdentity,
+    /// A thread of tattler's panicked; the text says which.
+    InternalError,
+}
+
+impl Reason {
+    /// The stable text: the variant's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Server => "Server",
+            Reason::FrameTooLarge => "FrameTooLarge",
+            Reason::ObjectTooDeep => "ObjectTooDeep",
+            Reason::InvalidObject => "InvalidObject",
+            Reason::InvalidFrame => "InvalidFrame",
+            Reason::TransformFailed => "TransformFailed",
+            Reason::NotFound => "NotFound",
+            Reason::MethodNotAllowed => "MethodNotAllowed",
+            Reason::Credentials => "Credentials",
+            Reason::TlsIdentity => "TlsIdentity",
+            Reason::InternalError => "InternalError",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What an Error entry reports: a resource that failed for good, or one
 /// object (or frame) that could not be delivered and was skipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ErrorInfo {
     /// The HTTP status (401, 403, 404, …), or 0 when the failure was not an
     /// HTTP answer (an object over a limit, a panic caught in the stream).
     pub code: u16,
-    /// The server's `reason` (`Forbidden`), or tattler's own: `FrameTooLarge`,
-    /// `ObjectTooDeep`, `InvalidObject`, `InvalidFrame`, `TransformFailed`,
-    /// `InternalError`.
+    /// Why, as a value.
+    pub kind: Reason,
+    /// Why, as text: the server's `reason` (`Forbidden`) when
+    /// [`kind`](Self::kind) is [`Reason::Server`], else the kind's own
+    /// ([`Reason::as_str`]).
     pub reason: String,
     /// The server's message, or tattler's description of the failure. It
     /// never quotes an object's values.
@@ -99,6 +159,30 @@ pub struct Entry {
     pub(crate) object: Option<Vec<u8>>,
     pub(crate) inferred: bool,
     pub(crate) error: Option<Box<ErrorInfo>>,
+}
+
+impl ErrorInfo {
+    /// tattler's own judgement.
+    pub(crate) fn ours(kind: Reason, code: u16, message: String, ended: bool) -> ErrorInfo {
+        ErrorInfo {
+            code,
+            kind,
+            reason: kind.as_str().to_string(),
+            message,
+            ended,
+        }
+    }
+
+    /// The server's answer: its status, reason and message; the resource ends.
+    pub(crate) fn server(code: u16, reason: String, message: String) -> ErrorInfo {
+        ErrorInfo {
+            code,
+            kind: Reason::Server,
+            reason,
+            message,
+            ended: true,
+        }
+    }
 }
 
 impl Entry {

@@ -119,7 +119,7 @@ pub use checkpoint::Checkpoint;
 pub use config::{Backoff, Config, ProxyConfig, Token};
 pub use delivery::reader::{Iter, Reader, ReaderInfo};
 pub use delivery::stats::StreamStats;
-pub use entry::{Change, Entry, ErrorInfo, Resource};
+pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use objects::shape::{Shaping, Transform, REDACTED};
 pub use resource::ResourceSpec;

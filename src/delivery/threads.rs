@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::delivery::channel::{Out, Stop};
-use crate::{Entry, ErrorInfo, Resource};
+use crate::{Entry, ErrorInfo, Reason, Resource};
 
 /// A thread's stack. tattler's own use of it is small and bounded (decoding
 /// is iterative: no input can make it recurse); most of it is for the
@@ -54,12 +54,12 @@ pub(crate) fn spawn(
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".into());
                 log::error!("{name}: the thread panicked: {what}");
-                let info = ErrorInfo {
-                    code: 0,
-                    reason: "InternalError".into(),
-                    message: format!("{name} panicked: {what}"),
-                    ended: true,
-                };
+                let info = ErrorInfo::ours(
+                    Reason::InternalError,
+                    0,
+                    format!("{name} panicked: {what}"),
+                    true,
+                );
                 report
                     .out
                     .send(Entry::failure(report.resource, info), &report.stop);

@@ -34,16 +34,12 @@ pub(crate) fn classify(code: u16, status: Status, hint: Option<Duration>, reload
         .retry_after_secs
         .map(|s| Duration::from_secs(u64::from(s)));
     let hint = hint.max(body_hint).map(|h| h.min(MAX_HINT));
-    let info = ErrorInfo {
-        code,
-        reason: if status.reason.is_empty() {
-            format!("HTTP {code}")
-        } else {
-            status.reason.clone()
-        },
-        message: status.message.clone(),
-        ended: true,
+    let reason = if status.reason.is_empty() {
+        format!("HTTP {code}")
+    } else {
+        status.reason.clone()
     };
+    let info = ErrorInfo::server(code, reason, status.message.clone());
     match code {
         410 => End::Expired,
         400 | 422 => End::Rejected(info),

@@ -271,7 +271,7 @@ impl Stream {
             // Reported once; looked for again (a CRD may be on its way).
             self.skip(
                 DecodeError {
-                    reason: "NotFound",
+                    reason: crate::Reason::NotFound,
                     message: format!(
                         "the server has no resource named {name:?} (yet); looking again"
                     ),
@@ -284,15 +284,15 @@ impl Stream {
             return End::Retry(format!("the server has no resource named {name:?}"), None);
         };
         if !found.watchable() {
-            return End::Fatal(ErrorInfo {
-                code: 405,
-                reason: "MethodNotAllowed".into(),
-                message: format!(
+            return End::Fatal(ErrorInfo::ours(
+                crate::Reason::MethodNotAllowed,
+                405,
+                format!(
                     "{name:?} is {}/{}/{}, which cannot be listed and watched (verbs {:?})",
                     found.group, found.version, found.resource, found.verbs
                 ),
-                ended: true,
-            });
+                true,
+            ));
         }
         self.spec.group = found.group;
         self.spec.version = found.version;

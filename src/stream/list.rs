@@ -40,7 +40,7 @@ impl Stream {
                 let item = match items.next_item() {
                     Ok(Some(ListItem::Item(b))) => self.list_item(b),
                     Ok(Some(ListItem::TooLarge(n))) => Err(DecodeError {
-                        reason: "FrameTooLarge",
+                        reason: crate::Reason::FrameTooLarge,
                         message: format!(
                             "a list item of {n} bytes exceeds max_frame_bytes ({max}); skipped"
                         ),

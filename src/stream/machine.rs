@@ -432,12 +432,7 @@ mod tests {
     }
 
     fn info(code: u16) -> ErrorInfo {
-        ErrorInfo {
-            code,
-            reason: "R".into(),
-            message: "m".into(),
-            ended: true,
-        }
+        ErrorInfo::server(code, "R".into(), "m".into())
     }
 
     fn seen(lasted_ms: u64, progressed: bool) -> Seen {

@@ -31,7 +31,7 @@ use crate::stream::machine::{End, Machine, Next, Phase, Seen};
 use crate::transport::{AgentSlot, Transport};
 use crate::wire::decode;
 use crate::wire::rv::Rv;
-use crate::{Entry, ErrorInfo, Resource, ResourceSpec};
+use crate::{Entry, ErrorInfo, Reason, Resource, ResourceSpec};
 
 /// Settings a stream needs, shared by all streams of a reader.
 pub(crate) struct StreamSettings {
@@ -505,12 +505,12 @@ impl Stream {
                 message,
                 fatal: true,
             }) => {
-                return Err(End::Fatal(ErrorInfo {
-                    code: 0,
-                    reason: "Credentials".into(),
+                return Err(End::Fatal(ErrorInfo::ours(
+                    Reason::Credentials,
+                    0,
                     message,
-                    ended: true,
-                }))
+                    true,
+                )))
             }
             Err(e) => return Err(End::Retry(format!("credentials: {e}"), None)),
         };
@@ -518,12 +518,7 @@ impl Stream {
             None => return Err(End::Stopped),
             Some(Ok(a)) => a,
             Some(Err(e)) => {
-                return Err(End::Fatal(ErrorInfo {
-                    code: 0,
-                    reason: "TlsIdentity".into(),
-                    message: e,
-                    ended: true,
-                }))
+                return Err(End::Fatal(ErrorInfo::ours(Reason::TlsIdentity, 0, e, true)))
             }
         };
         let url = format!("{}{}", self.transport.base, path);

@@ -339,12 +339,7 @@ impl Stream {
             log::warn!("{}: {what}{}", self.spec.gvr(), e.message);
             let mut entry = Entry::failure(
                 self.resource.clone(),
-                ErrorInfo {
-                    code: 0,
-                    reason: e.reason.to_string(),
-                    message: e.message,
-                    ended: false,
-                },
+                ErrorInfo::ours(e.reason, 0, e.message, false),
             );
             entry.namespace = e.namespace.map(Arc::from);
             entry.name = e.name.unwrap_or_default().into_boxed_str();

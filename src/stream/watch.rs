@@ -191,7 +191,7 @@ impl Stream {
                     let limit = self.settings.max_frame_bytes;
                     self.skip(
                         decode::DecodeError {
-                            reason: "FrameTooLarge",
+                            reason: crate::Reason::FrameTooLarge,
                             message: format!(
                             "a watch frame of {n} bytes exceeds max_frame_bytes ({limit}); skipped"
                         ),
@@ -357,7 +357,7 @@ impl Stream {
                 }
                 self.skip(
                     decode::DecodeError {
-                        reason: "TransformFailed",
+                        reason: crate::Reason::TransformFailed,
                         message: format!("the object {why}; skipped"),
                         namespace: meta.namespace.as_deref().map(String::from),
                         name: Some(meta.name.to_string()),

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::objects::scrub::{self, Bad, Edits, Found};
 use crate::wire::rv::{self, Rv};
+use crate::Reason;
 
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +81,7 @@ pub(crate) enum Event<'a> {
 /// namespace and name when they could be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DecodeError {
-    pub reason: &'static str,
+    pub reason: Reason,
     pub message: String,
     pub namespace: Option<String>,
     pub name: Option<String>,
@@ -90,7 +91,7 @@ pub(crate) struct DecodeError {
 }
 
 impl DecodeError {
-    fn new(reason: &'static str, message: impl Into<String>) -> DecodeError {
+    fn new(reason: Reason, message: impl Into<String>) -> DecodeError {
         DecodeError {
             reason,
             message: message.into(),
@@ -102,11 +103,11 @@ impl DecodeError {
 }
 
 /// The reasons of [`DecodeError`]: a frame that is not a watch event.
-pub(crate) const INVALID_FRAME: &str = "InvalidFrame";
+pub(crate) const INVALID_FRAME: Reason = Reason::InvalidFrame;
 /// An object that is not JSON, or lacks what every object has.
-pub(crate) const INVALID_OBJECT: &str = "InvalidObject";
+pub(crate) const INVALID_OBJECT: Reason = Reason::InvalidObject;
 /// An object nested deeper than the walker's limit.
-pub(crate) const OBJECT_TOO_DEEP: &str = "ObjectTooDeep";
+pub(crate) const OBJECT_TOO_DEEP: Reason = Reason::ObjectTooDeep;
 
 /// The longest name, namespace and uid accepted. Kubernetes names are at most
 /// 253 bytes (a few kinds allow any path segment); these bounds only keep a
