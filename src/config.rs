@@ -1,74 +1,15 @@
 //! How to reach the cluster and what to stream from it.
 
-use std::fmt;
 use std::time::Duration;
 
-use crate::auth::{Auth, ClientIdentity};
+use crate::access::auth::Auth;
+use crate::access::proxy::ProxyConfig;
+use crate::access::secret::{ClientIdentity, Token};
 use crate::{Error, ResourceSpec};
 
 /// client-go's refusal of a CA together with `insecure-skip-tls-verify`.
 pub(crate) const INSECURE_WITH_CA: &str =
     "insecure-skip-tls-verify together with a certificate authority is not allowed (client-go: \"specifying a root certificates file with the insecure flag is not allowed\"); drop one";
-
-/// A bearer token. Its `Debug` output never shows the value.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
-
-impl Token {
-    /// Wraps a token; surrounding white space (a token file's newline) is dropped.
-    #[must_use]
-    pub fn new(token: &str) -> Self {
-        Token(token.trim().to_string())
-    }
-
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Token([redacted])")
-    }
-}
-
-/// Which HTTP proxy requests go through.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub enum ProxyConfig {
-    /// For an https server `HTTPS_PROXY`, for http `HTTP_PROXY`, else
-    /// `ALL_PROXY` (lower-case names too), skipped for hosts matching
-    /// `NO_PROXY` (hosts, domain suffixes, CIDR ranges, `*`).
-    #[default]
-    FromEnv,
-    /// Never a proxy.
-    None,
-    /// This HTTP CONNECT proxy (`http://[user:password@]host:port`), as
-    /// kubeconfig `proxy-url`. SOCKS proxies are not supported.
-    Url(String),
-}
-
-impl fmt::Debug for ProxyConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ProxyConfig::FromEnv => f.write_str("FromEnv"),
-            ProxyConfig::None => f.write_str("None"),
-            ProxyConfig::Url(u) => f.debug_tuple("Url").field(&redact_userinfo(u)).finish(),
-        }
-    }
-}
-
-/// A URL with any `user:password@` replaced by `[redacted]@`.
-pub(crate) fn redact_userinfo(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((s, r)) => (format!("{s}://"), r),
-        None => (String::new(), url),
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}[redacted]{}", &rest[at..]),
-        None => url.to_string(),
-    }
-}
 
 /// Retry pacing for a failing stream: exponential with full jitter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,49 +199,6 @@ impl Config {
         Ok(self)
     }
 
-    /// Reads kubeconfig the way kubectl does: `path`, else `$KUBECONFIG`
-    /// (several files merged, the first file winning for each name), else
-    /// `~/.kube/config`; then `context`, else the current context.
-    pub fn from_kubeconfig(path: Option<&str>, context: Option<&str>) -> Result<Config, Error> {
-        let config = match path {
-            Some(p) => crate::kubeconfig::load(&[p.into()], context, false)?,
-            None => crate::kubeconfig::load(&crate::kubeconfig::default_paths(), context, true)?,
-        };
-        log::info!("cluster access from {}", config.source);
-        Ok(config)
-    }
-
-    /// The configuration of a pod's service account: `KUBERNETES_SERVICE_HOST`
-    /// and `_PORT`, and the token (re-read as it rotates), CA and namespace
-    /// under `/var/run/secrets/kubernetes.io/serviceaccount/`.
-    pub fn in_cluster() -> Result<Config, Error> {
-        Self::in_cluster_at(crate::kubeconfig::SERVICE_ACCOUNT_DIR)
-    }
-
-    /// [`in_cluster`](Self::in_cluster) with the service-account files in `dir`.
-    pub fn in_cluster_at(dir: &str) -> Result<Config, Error> {
-        let config = crate::kubeconfig::in_cluster(std::path::Path::new(dir))?;
-        log::info!("cluster access from {}", config.source);
-        Ok(config)
-    }
-
-    /// What kubectl and client-go would use: kubeconfig (`$KUBECONFIG` or
-    /// `~/.kube/config`) when there is one, else the in-cluster service account.
-    pub fn infer() -> Result<Config, Error> {
-        let paths = crate::kubeconfig::default_paths();
-        if paths.iter().any(|p| p.exists()) {
-            return Self::from_kubeconfig(None, None);
-        }
-        Self::in_cluster().map_err(|e| {
-            let looked: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            let why = match e {
-                Error::Config(m) => m,
-                other => other.to_string(),
-            };
-            Error::Config(format!("no kubeconfig ({}) and {why}", looked.join(", ")))
-        })
-    }
-
     /// Checks what can be checked without the network.
     pub(crate) fn validate(&self) -> Result<ServerUrl, Error> {
         if self.resources.is_empty() {
@@ -341,7 +239,9 @@ impl Config {
             return Err(Error::Config("backoff: need 0 < initial <= max".into()));
         }
         match &self.auth {
-            Auth::Token(t) if t.0.is_empty() || t.0.bytes().any(|b| b.is_ascii_control()) => {
+            Auth::Token(t)
+                if t.expose().is_empty() || t.expose().bytes().any(|b| b.is_ascii_control()) =>
+            {
                 return Err(Error::Config(
                     "token is empty or has control characters".into(),
                 ));
@@ -366,7 +266,7 @@ pub(crate) struct ServerUrl {
 
 impl ServerUrl {
     pub(crate) fn parse(server: &str) -> Result<ServerUrl, Error> {
-        let shown = redact_userinfo(server);
+        let shown = crate::access::secret::redact_userinfo(server);
         let bad = |why: &str| Error::Config(format!("server {shown:?}: {why}"));
         let uri: ureq::http::Uri = server.parse().map_err(|_| bad("not a URL"))?;
         let https = match uri.scheme_str() {
@@ -454,10 +354,10 @@ mod tests {
     #[test]
     fn proxy_credentials_are_redacted() {
         assert_eq!(
-            redact_userinfo("http://u:p@h:3128/x"),
+            crate::access::secret::redact_userinfo("http://u:p@h:3128/x"),
             "http://[redacted]@h:3128/x"
         );
-        assert_eq!(redact_userinfo("h:3128"), "h:3128");
+        assert_eq!(crate::access::secret::redact_userinfo("h:3128"), "h:3128");
         let d = format!(
             "{:?}",
             ProxyConfig::Url("http://u:s3cr3t@proxy:3128".into())

@@ -97,26 +97,24 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod auth;
+mod access;
 mod checkpoint;
 mod config;
 mod config_json;
 mod delivery;
 mod entry;
 mod error;
-mod exec;
-mod keepalive;
-mod kubeconfig;
 mod objects;
 mod resource;
 mod stream;
-mod transport;
 mod util;
 mod wire;
 
-pub use auth::{Auth, ClientIdentity, ExecConfig};
+pub use access::auth::{Auth, ExecConfig};
+pub use access::proxy::ProxyConfig;
+pub use access::secret::{ClientIdentity, Token};
 pub use checkpoint::Checkpoint;
-pub use config::{Backoff, Config, ProxyConfig, Token};
+pub use config::{Backoff, Config};
 pub use delivery::reader::{Iter, Reader, ReaderInfo};
 pub use delivery::stats::StreamStats;
 pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};

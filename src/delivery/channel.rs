@@ -41,7 +41,7 @@ pub(crate) struct Budget {
     limit: usize,
     used: AtomicUsize,
     waiting: AtomicUsize,
-    /// Taking the raw receiver ([`crate::Reader::receiver`]) turns the budget
+    /// Taking the raw receiver ([`crate::Reader::receiver_without_byte_budget`]) turns the budget
     /// off: entries taken from it give no room back.
     off: AtomicBool,
     lock: Mutex<()>,

@@ -13,10 +13,10 @@ use super::relist::{relist_all, relist_timer};
 use super::stats::StreamStats;
 use super::watchset::{dedup, reconcile, sync_gates};
 use super::wildcard::explore;
+use crate::access::transport::{AgentSlot, Transport};
 use crate::delivery::channel::{Budget, Out, Stop};
 use crate::delivery::threads::{self, on_tattler_thread};
 use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings, SyncGate};
-use crate::transport::{AgentSlot, Transport};
 use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
 
 /// Streams the chosen resources: their full state, then every change.
@@ -677,7 +677,10 @@ impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let streams = self.shared.inner.lock().streams.len();
         f.debug_struct("Reader")
-            .field("server", &crate::config::redact_userinfo(&self.info.server))
+            .field(
+                "server",
+                &crate::access::secret::redact_userinfo(&self.info.server),
+            )
             .field("source", &self.info.source)
             .field("streams", &streams)
             .field("stopped", &self.is_stopped())

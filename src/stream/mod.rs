@@ -21,14 +21,14 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::Mutex;
 
 pub(crate) use self::backoff::Jitter;
-use crate::auth::CredentialError;
+use crate::access::credentials::CredentialError;
+use crate::access::transport::{AgentSlot, Transport};
 use crate::config::Backoff;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::lifecycle::{Claim, Gate, Lifecycle};
 use crate::delivery::table::Tracker;
 use crate::objects::scrub::Edits;
 use crate::stream::machine::{End, Machine, Next, Phase, Seen};
-use crate::transport::{AgentSlot, Transport};
 use crate::wire::decode;
 use crate::wire::rv::Rv;
 use crate::{Entry, ErrorInfo, Reason, Resource, ResourceSpec};

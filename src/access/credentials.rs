@@ -8,7 +8,6 @@
 //! failing plugin over and over; one that cannot heal (the command is missing,
 //! its output is unusable), or that keeps failing, is final.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -17,171 +16,11 @@ use std::time::{Duration, Instant, SystemTime};
 use crossbeam_channel::{bounded, Receiver, Select, Sender};
 use parking_lot::Mutex;
 
-use crate::exec::{ExecOutput, RunError};
-use crate::util::{base64_decode, base64_encode};
+use crate::access::auth::{Auth, ExecConfig};
+use crate::access::exec::{ExecOutput, RunError};
+use crate::access::secret::ClientIdentity;
+use crate::util::base64_encode;
 use crate::Token;
-
-/// How requests authenticate.
-// One per configuration: the size of the Exec variant costs nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Auth {
-    /// No credentials (a client certificate may still be set).
-    #[default]
-    None,
-    /// A fixed bearer token.
-    Token(Token),
-    /// A bearer token read from a file, re-read at least once a minute (projected
-    /// service-account tokens rotate) and at once after a 401. A failed re-read
-    /// keeps the last token read, as client-go does.
-    TokenFile(PathBuf),
-    /// HTTP basic authentication.
-    Basic {
-        /// The user name.
-        username: String,
-        /// The password (never logged).
-        password: Token,
-    },
-    /// A kubeconfig exec credential plugin.
-    Exec(ExecConfig),
-}
-
-/// An exec credential plugin, as kubeconfig's `users[].user.exec` describes it.
-/// Its `Debug` output leaves out the values of `args` and `env` (they may be
-/// secrets, such as kubelogin's `--oidc-client-secret=…`).
-#[derive(Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ExecConfig {
-    /// `client.authentication.k8s.io/v1` or `…/v1beta1`.
-    pub api_version: String,
-    /// The program to run.
-    pub command: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Extra environment variables (the process's own are passed on too).
-    pub env: Vec<(String, String)>,
-    /// kubeconfig's `interactiveMode`: `Never` or `IfAvailable` (a library has
-    /// no terminal, so the plugin is never interactive); `Always` is refused.
-    pub interactive_mode: String,
-    /// kubeconfig's `installHint`: shown when the command is not found.
-    pub install_hint: Option<String>,
-    /// Where relative commands are looked up (the kubeconfig's folder).
-    pub base_dir: Option<PathBuf>,
-    /// The cluster's server, CA and exec extension, passed to the plugin when
-    /// it asks (`provideClusterInfo: true`), in client-go's form.
-    pub cluster_info: Option<serde_json::Value>,
-    /// A run that takes longer is killed, with every process it started.
-    /// Default 60 s.
-    pub timeout: Duration,
-}
-
-impl std::fmt::Debug for ExecConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let env: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
-        f.debug_struct("ExecConfig")
-            .field("api_version", &self.api_version)
-            .field("command", &self.command)
-            .field("args", &format_args!("[{} hidden]", self.args.len()))
-            .field("env_names", &env)
-            .field("interactive_mode", &self.interactive_mode)
-            .field("timeout", &self.timeout)
-            .finish()
-    }
-}
-
-/// The apiVersions of ExecCredential that client-go (and tattler) speak.
-const EXEC_API_VERSIONS: [&str; 2] = [
-    "client.authentication.k8s.io/v1",
-    "client.authentication.k8s.io/v1beta1",
-];
-
-impl ExecConfig {
-    /// A plugin run as `command args…` speaking `client.authentication.k8s.io/v1`.
-    #[must_use]
-    pub fn new(command: &str, args: &[&str]) -> Self {
-        ExecConfig {
-            api_version: "client.authentication.k8s.io/v1".into(),
-            command: command.into(),
-            args: args.iter().map(|a| a.to_string()).collect(),
-            env: Vec::new(),
-            interactive_mode: "Never".into(),
-            install_hint: None,
-            base_dir: None,
-            cluster_info: None,
-            timeout: Duration::from_secs(60),
-        }
-    }
-
-    /// client-go's checks of an exec block, and the interactive mode as a
-    /// library (no terminal) meets it.
-    pub(crate) fn check(&self) -> Result<(), String> {
-        if self.command.is_empty() {
-            return Err("exec: a command is required".into());
-        }
-        if !EXEC_API_VERSIONS.contains(&self.api_version.as_str()) {
-            return Err(format!(
-                "exec plugin {:?}: invalid apiVersion {:?} (want {})",
-                self.command,
-                self.api_version,
-                EXEC_API_VERSIONS.join(" or ")
-            ));
-        }
-        if self
-            .env
-            .iter()
-            .any(|(k, _)| k.is_empty() || k.contains('='))
-        {
-            return Err(format!(
-                "exec plugin {:?}: an env entry has no name",
-                self.command
-            ));
-        }
-        match self.interactive_mode.as_str() {
-            "Never" | "IfAvailable" => {}
-            "" => {
-                return Err(format!(
-                    "exec plugin {:?}: interactiveMode must be specified for {}",
-                    self.command, self.api_version
-                ))
-            }
-            "Always" => {
-                return Err(format!(
-                    "exec plugin {:?}: interactiveMode Always needs a terminal on standard input; a library has none",
-                    self.command
-                ))
-            }
-            other => {
-                return Err(format!(
-                    "exec plugin {:?}: invalid interactiveMode {other:?} (Never, IfAvailable or Always)",
-                    self.command
-                ))
-            }
-        }
-        if self.timeout.is_zero() {
-            return Err(format!(
-                "exec plugin {:?}: the timeout must be above zero",
-                self.command
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// A client certificate and key, PEM.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ClientIdentity {
-    /// The certificate chain, PEM.
-    pub cert_pem: Vec<u8>,
-    /// The private key (RSA, EC or PKCS#8), PEM. Never logged.
-    pub key_pem: Vec<u8>,
-}
-
-impl std::fmt::Debug for ClientIdentity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientIdentity { cert_pem: .., key_pem: [redacted] }")
-    }
-}
 
 /// Token files are re-read at least this often, as client-go does.
 const TOKEN_FILE_REFRESH: Duration = Duration::from_secs(60);
@@ -420,7 +259,7 @@ impl Credentials {
             .name("tattler-exec".into())
             .spawn(move || {
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    crate::exec::run(&exec, &cancel)
+                    crate::access::exec::run(&exec, &cancel)
                 }))
                 .unwrap_or_else(|_| {
                     Err(RunError::Failed {
@@ -495,7 +334,7 @@ impl Credentials {
 }
 
 fn read_token_file(path: &std::path::Path) -> Result<Token, String> {
-    let data = crate::kubeconfig::read_bounded(path, MAX_TOKEN_FILE_BYTES)
+    let data = crate::access::files::read_bounded(path, MAX_TOKEN_FILE_BYTES)
         .map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
     let text = String::from_utf8(data)
         .map_err(|_| format!("token file {} is not UTF-8", path.display()))?;
@@ -543,11 +382,6 @@ fn join(flight: &Flight) {
     }
 }
 
-/// Decodes a kubeconfig `*-data` field, naming it on failure.
-pub(crate) fn decode_data(field: &str, value: &str) -> Result<Vec<u8>, String> {
-    base64_decode(value).map_err(|e| format!("{field}: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,49 +402,6 @@ mod tests {
             c.current(&[]).unwrap().header.as_deref(),
             Some("Bearer abc")
         );
-    }
-
-    #[test]
-    fn exec_config_debug_hides_args_and_env_values() {
-        let mut e = ExecConfig::new("kubelogin", &["get-token", "--oidc-client-secret=s3cr3t-a"]);
-        e.env.push(("AWS_SECRET".into(), "s3cr3t-e".into()));
-        let d = format!("{:?}", Auth::Exec(e));
-        assert!(!d.contains("s3cr3t") && !d.contains("get-token"), "{d}");
-        assert!(
-            d.contains("kubelogin") && d.contains("[2 hidden]") && d.contains("AWS_SECRET"),
-            "{d}"
-        );
-    }
-
-    #[test]
-    fn exec_checks_follow_client_go() {
-        let check = |f: &dyn Fn(&mut ExecConfig)| {
-            let mut e = ExecConfig::new("p", &[]);
-            f(&mut e);
-            e.check()
-        };
-        assert!(check(&|_| {}).is_ok());
-        assert!(check(&|e| e.interactive_mode = "IfAvailable".into()).is_ok());
-        assert!(
-            check(&|e| e.api_version = "client.authentication.k8s.io/v1alpha1".into())
-                .unwrap_err()
-                .contains("invalid apiVersion")
-        );
-        assert!(check(&|e| e.interactive_mode = String::new())
-            .unwrap_err()
-            .contains("interactiveMode must be specified"));
-        assert!(check(&|e| e.interactive_mode = "Always".into())
-            .unwrap_err()
-            .contains("needs a terminal"));
-        assert!(check(&|e| e.interactive_mode = "Sometimes".into())
-            .unwrap_err()
-            .contains("invalid interactiveMode"));
-        assert!(check(&|e| e.env.push((String::new(), "v".into())))
-            .unwrap_err()
-            .contains("no name"));
-        assert!(check(&|e| e.command.clear())
-            .unwrap_err()
-            .contains("command"));
     }
 
     #[test]

@@ -14,7 +14,8 @@ use std::time::SystemTime;
 
 use serde::Deserialize;
 
-use crate::auth::{ClientIdentity, ExecConfig};
+use crate::access::auth::ExecConfig;
+use crate::access::secret::ClientIdentity;
 
 /// An ExecCredential larger than this is refused (one holding a certificate
 /// chain is a few KiB).
@@ -113,7 +114,7 @@ fn parse(exec: &ExecConfig, what: &str, stdout: &[u8]) -> Result<ExecOutput, Run
             cert_pem: cert.into_bytes(),
             key_pem: key.into_bytes(),
         };
-        crate::transport::check_identity(&id, &format!("the client certificate from {what}"))
+        crate::access::pem::check_identity(&id, &format!("the client certificate from {what}"))
             .map_err(|e| failed(e, true))?;
         Some(id)
     };

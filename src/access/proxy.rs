@@ -1,0 +1,266 @@
+//! Which proxy a request goes through: the configured one, or the
+//! environment's (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`) unless `NO_PROXY`
+//! says otherwise, with Go's httpproxy rules.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use super::secret::redact_userinfo;
+use crate::Error;
+
+/// Which HTTP proxy requests go through.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub enum ProxyConfig {
+    /// For an https server `HTTPS_PROXY`, for http `HTTP_PROXY`, else
+    /// `ALL_PROXY` (lower-case names too), skipped for hosts matching
+    /// `NO_PROXY` (hosts, domain suffixes, CIDR ranges, `*`).
+    #[default]
+    FromEnv,
+    /// Never a proxy.
+    None,
+    /// This HTTP CONNECT proxy (`http://[user:password@]host:port`), as
+    /// kubeconfig `proxy-url`. SOCKS proxies are not supported.
+    Url(String),
+}
+
+impl fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProxyConfig::FromEnv => f.write_str("FromEnv"),
+            ProxyConfig::None => f.write_str("None"),
+            ProxyConfig::Url(u) => f.debug_tuple("Url").field(&redact_userinfo(u)).finish(),
+        }
+    }
+}
+
+/// A proxy URL; errors name `what` and never show the URL's credentials.
+fn http_proxy(what: &str, u: &str) -> Result<ureq::Proxy, Error> {
+    let shown = crate::access::secret::redact_userinfo(u);
+    let u = if u.contains("://") {
+        u.to_string()
+    } else {
+        format!("http://{u}")
+    };
+    if !(u.starts_with("http://") || u.starts_with("https://")) {
+        return Err(Error::Config(format!(
+            "{what} {shown:?}: only http:// and https:// proxies are supported"
+        )));
+    }
+    ureq::Proxy::new(&u).map_err(|_| Error::Config(format!("{what} {shown:?}: not a proxy URL")))
+}
+
+/// The proxy for an https server at `host:port` (bare host, no brackets).
+pub(crate) fn proxy(
+    setting: &ProxyConfig,
+    host: &str,
+    port: u16,
+) -> Result<Option<ureq::Proxy>, Error> {
+    let loopback = host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    match setting {
+        ProxyConfig::None => Ok(None),
+        _ if loopback => Ok(None),
+        ProxyConfig::Url(u) => http_proxy("proxy-url", u).map(Some),
+        ProxyConfig::FromEnv => {
+            let var = |names: &[&str]| {
+                names
+                    .iter()
+                    .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+            };
+            let no_proxy = var(&["NO_PROXY", "no_proxy"]).unwrap_or_default();
+            if !use_proxy(host, port, &no_proxy) {
+                return Ok(None);
+            }
+            // HTTPS_PROXY as Go reads it; ALL_PROXY (curl's) after it.
+            match var(&["HTTPS_PROXY", "https_proxy"]).or_else(|| var(&["ALL_PROXY", "all_proxy"]))
+            {
+                Some(u) => http_proxy("the proxy from the environment", &u).map(Some),
+                None => Ok(None),
+            }
+        }
+    }
+}
+
+/// Whether a request to `host:port` goes through the proxy under a
+/// `NO_PROXY` list, by Go's rules (`golang.org/x/net/http/httpproxy`, which
+/// kubectl uses): never for `localhost` or a loopback IP; `*` exempts all;
+/// IPs and CIDRs match IP hosts only; `foo.com` matches it and its
+/// subdomains, `.foo.com` and `*.foo.com` subdomains only; a `:port` on an
+/// entry must equal the request's. Names are compared in ASCII (no IDNA).
+pub(crate) fn use_proxy(host: &str, port: u16, no_proxy: &str) -> bool {
+    let host = host.trim().to_ascii_lowercase();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return true;
+    }
+    if host == "localhost" {
+        return false;
+    }
+    let ip: Option<IpAddr> = host.parse().ok();
+    if ip.is_some_and(|ip| ip.is_loopback()) {
+        return false;
+    }
+    let port = port.to_string();
+    for entry in no_proxy.split(',') {
+        let p = entry.trim().to_ascii_lowercase();
+        if p.is_empty() {
+            continue;
+        }
+        if p == "*" {
+            return false;
+        }
+        if let Some((net, bits)) = parse_cidr(&p) {
+            if ip.is_some_and(|ip| cidr_contains(net, bits, ip)) {
+                return false;
+            }
+            continue;
+        }
+        let (phost, pport) = match split_host_port(&p) {
+            Some(("", _)) => continue,
+            Some((h, pp)) => (h.trim_start_matches('[').trim_end_matches(']'), pp),
+            None => (p.as_str(), ""),
+        };
+        if let Ok(pip) = phost.parse::<IpAddr>() {
+            if ip == Some(pip) && (pport.is_empty() || pport == port) {
+                return false;
+            }
+            continue;
+        }
+        if phost.is_empty() || ip.is_some() {
+            continue;
+        }
+        let phost = phost
+            .strip_prefix('*')
+            .filter(|h| h.starts_with('.'))
+            .unwrap_or(phost);
+        let (suffix, match_host) = match phost.strip_prefix('.') {
+            Some(_) => (phost.to_string(), false),
+            None => (format!(".{phost}"), true),
+        };
+        if (host.ends_with(&suffix) || (match_host && host == &suffix[1..]))
+            && (pport.is_empty() || pport == port)
+        {
+            return false;
+        }
+    }
+    true
+}
+
+/// Go's `net.SplitHostPort` for a NO_PROXY entry: `host:port` or
+/// `[v6]:port`; `None` when there is no port.
+fn split_host_port(s: &str) -> Option<(&str, &str)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']')?;
+        let port = after.strip_prefix(':')?;
+        return Some((h, port));
+    }
+    let (h, port) = s.rsplit_once(':')?;
+    if h.contains(':') {
+        return None; // a bare IPv6 address: too many colons
+    }
+    Some((h, port))
+}
+
+/// An IPv4 or IPv6 CIDR (`10.0.0.0/8`, `fd00::/8`), as Go's `net.ParseCIDR`.
+fn parse_cidr(s: &str) -> Option<(IpAddr, u32)> {
+    let (net, bits) = s.split_once('/')?;
+    if bits.is_empty() || !bits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let net: IpAddr = net.parse().ok()?;
+    let bits: u32 = bits.parse().ok()?;
+    let max = if net.is_ipv4() { 32 } else { 128 };
+    (bits <= max).then_some((net, bits))
+}
+
+fn cidr_contains(net: IpAddr, bits: u32, ip: IpAddr) -> bool {
+    match (net, ip) {
+        (IpAddr::V4(n), IpAddr::V4(i)) => {
+            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+            u32::from(n) & mask == u32::from(i) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(i)) => {
+            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+            u128::from(n) & mask == u128::from(i) & mask
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `UseProxyTests` of golang.org/x/net/http/httpproxy/proxy_test.go,
+    /// every host at port 80 as there.
+    const GO_NO_PROXY: &str = "foobar.com, .barbaz.net, *.wildcard.io, 192.168.1.1, 192.168.1.2:81, 192.168.1.3:80, 10.0.0.0/30, 2001:db8::52:0:1, [2001:db8::52:0:2]:443, [2001:db8::52:0:3]:80, 2002:db8:a::45/64";
+    const GO_USE_PROXY: &[(&str, bool)] = &[
+        ("localhost", false),
+        ("127.0.0.1", false),
+        ("127.0.0.2", false),
+        ("[::1]", false),
+        ("[::2]", true),
+        ("192.168.1.1", false),
+        ("192.168.1.2", true),
+        ("192.168.1.3", false),
+        ("192.168.1.4", true),
+        ("10.0.0.2", false),
+        ("[2001:db8::52:0:1]", false),
+        ("[2001:db8::52:0:2]", true),
+        ("[2001:db8::52:0:3]", false),
+        ("[2002:db8:a::123]", false),
+        ("[fe80::424b:c8be:1643:a1b6]", true),
+        ("barbaz.net", true),
+        ("www.barbaz.net", false),
+        ("foobar.com", false),
+        ("www.foobar.com", false),
+        ("foofoobar.com", true),
+        ("baz.com", true),
+        ("localhost.net", true),
+        ("local.localhost", true),
+        ("barbarbaz.net", true),
+        ("wildcard.io", true),
+        ("nested.wildcard.io", false),
+        ("awildcard.io", true),
+    ];
+
+    #[test]
+    fn no_proxy_follows_go_httpproxy() {
+        for (host, want) in GO_USE_PROXY {
+            assert_eq!(
+                use_proxy(host, 80, GO_NO_PROXY),
+                *want,
+                "TestUseProxy {host}"
+            );
+            // TestAllNoProxy
+            assert!(!use_proxy(host, 80, "*"), "TestAllNoProxy {host}");
+        }
+        // TestInvalidNoProxy: a malformed entry is ignored, not a panic.
+        assert!(use_proxy("example.com", 80, ":1"));
+        // The NO_PROXY cases of TestProxyForURL (request to port 80).
+        for (no_proxy, host, want) in [
+            ("example.com", "example.com", false),
+            (".example.com", "example.com", true),
+            ("ample.com", "example.com", true),
+            ("example.com", "foo.example.com", false),
+            (".foo.com", "example.com", true),
+        ] {
+            assert_eq!(use_proxy(host, 80, no_proxy), want, "{no_proxy} {host}");
+        }
+        // Ports: an entry's port must match; case and spaces do not matter.
+        assert!(!use_proxy("api.example.com", 6443, " EXAMPLE.com:6443 "));
+        assert!(use_proxy("api.example.com", 443, "example.com:6443"));
+        assert!(!use_proxy(
+            "kubernetes.default.svc",
+            443,
+            "svc:443,.cluster.local"
+        ));
+        assert!(use_proxy("kubernetes.default.svc", 443, "svc:6443"));
+        assert!(!use_proxy("kubernetes.default.svc", 443, ".svc"));
+        assert!(use_proxy("svc", 443, ".svc"));
+        assert!(!use_proxy("svc", 443, "svc"));
+        assert!(use_proxy("10.0.0.9", 443, "10.0.0.0/30"));
+        assert!(!use_proxy("10.96.0.1", 443, "10.0.0.0/8"));
+        assert!(use_proxy("10.96.0.1", 443, "fd00::/8"));
+        assert!(use_proxy("anything", 443, ""));
+    }
+}
