@@ -33,8 +33,9 @@ pub struct ResourceSpec {
     pub metadata_only: bool,
     /// A name the stream resolves through discovery, as kubectl would (a
     /// short name, a singular, a kind, `resource.group`), when group,
-    /// version and resource are not known yet.
-    pub lookup: Option<String>,
+    /// version and resource are not known yet. Set by
+    /// [`parse`](Self::parse); an internal encoding, not an API.
+    pub(crate) lookup: Option<String>,
 }
 
 /// kubectl's short names and singulars of the built-in resources (the fast
@@ -429,7 +430,9 @@ impl ResourceSpec {
         self
     }
 
-    /// Reads a JSON array of resources, as the configuration's `resources`:
+    /// The C ABI's and Go's encoding of a resource list, not an API for Rust
+    /// callers (who build specs with [`parse`](Self::parse) and the
+    /// builders). Reads a JSON array of resources, as the configuration's `resources`:
     /// each item a name (as [`parse`](Self::parse) reads it; names take the
     /// given namespace and selectors) or an object
     /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
@@ -437,6 +440,18 @@ impl ResourceSpec {
     /// (an object takes only its own fields; several namespaces give one
     /// spec, and one stream, each). Names take `metadata_only` too. Errors
     /// name the item and key.
+    /// The resource's name until discovery resolves it: the plural when
+    /// known, else the name as given, else the kind (for entries, thread
+    /// names and logs).
+    pub(crate) fn shown_name(&self) -> String {
+        match (&self.lookup, self.resource.is_empty()) {
+            (_, false) => self.resource.clone(),
+            (Some(name), true) => name.clone(),
+            (None, true) => self.kind.to_lowercase(),
+        }
+    }
+
+    #[doc(hidden)]
     pub fn list_from_json(
         json: &str,
         namespace: Option<&str>,

@@ -703,11 +703,7 @@ impl Iterator for Iter<'_> {
 
 /// Starts a stream's thread; a panic in it becomes an Error entry.
 pub(super) fn spawn(spec: &ResourceSpec, stream: Stream) -> std::io::Result<JoinHandle<()>> {
-    let what = match (&spec.lookup, spec.resource.is_empty()) {
-        (_, false) => spec.resource.clone(),
-        (Some(name), true) => name.clone(),
-        (None, true) => spec.kind.to_lowercase(),
-    };
+    let what = spec.shown_name();
     let report = threads::Report {
         resource: stream.resource.clone(),
         out: stream.out.clone(),

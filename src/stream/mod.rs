@@ -242,10 +242,7 @@ impl Stream {
             group: spec.group.clone(),
             version: spec.version.clone(),
             // Until discovery resolves it, the name as given.
-            resource: match (&spec.lookup, spec.resource.is_empty()) {
-                (Some(name), true) => name.clone(),
-                _ => spec.resource.clone(),
-            },
+            resource: spec.shown_name(),
             kind: spec.kind.clone(),
         });
         let jitter = Jitter::new(&spec.gvr(), init.settings.backoff.clone());
