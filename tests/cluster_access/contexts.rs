@@ -1,0 +1,75 @@
+//! Contexts.
+
+use super::*;
+
+#[test]
+fn current_context_or_a_named_one_with_its_namespace() {
+    let _w = Watchdog::new("contexts", LIMIT);
+    capture_log();
+    let (a, b) = (Cluster::start(), Cluster::start());
+    a.api.require_token(Some("tok-ctx-a-1111"));
+    b.api.require_token(Some("tok-ctx-b-2222"));
+    let dir = TempDir::new("contexts");
+    let path = dir.write(
+        "config",
+        format!(
+            "apiVersion: v1
+kind: Config
+current-context: alpha
+clusters:
+- name: ca
+  cluster:
+    server: {}
+    certificate-authority-data: {}
+- name: cb
+  cluster:
+    server: {}
+    certificate-authority-data: {}
+users:
+- name: ua
+  user:
+    token: tok-ctx-a-1111
+- name: ub
+  user:
+    token: tok-ctx-b-2222
+contexts:
+- name: alpha
+  context:
+    cluster: ca
+    user: ua
+    namespace: ns-alpha
+- name: beta
+  context:
+    cluster: cb
+    user: ub
+    namespace: ns-beta
+",
+            q(&a.url()),
+            a.ca_data(),
+            q(&b.url()),
+            b.ca_data()
+        ),
+    );
+    let current = load(&path, None);
+    assert_eq!(
+        (current.server.as_str(), current.namespace.as_deref()),
+        (a.url().as_str(), Some("ns-alpha"))
+    );
+    assert!(current.source.contains("\"alpha\""), "{}", current.source);
+    let r = streams_one_pod(&a.api, quick(current, &["pods"]));
+    drop(r);
+    let named = load(&path, Some("beta"));
+    assert_eq!(
+        (named.server.as_str(), named.namespace.as_deref()),
+        (b.url().as_str(), Some("ns-beta"))
+    );
+    assert!(named.source.contains("\"beta\""), "{}", named.source);
+    let before = a.api.requests().len();
+    let r = streams_one_pod(&b.api, quick(named, &["pods"]));
+    drop(r);
+    assert_eq!(a.api.requests().len(), before);
+    assert_eq!(
+        b.front.header_values("authorization"),
+        ["Bearer tok-ctx-b-2222"]
+    );
+}
