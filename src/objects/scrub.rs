@@ -7,18 +7,15 @@
 //! nesting costs a little heap, bounded by [`MAX_DEPTH`], never stack, so no
 //! object can overflow a thread's stack however deep it is.
 //!
-//! What is redacted (each value, whatever its JSON type, becomes `"REDACTED"`;
-//! `null` stays):
-//! - `value` of every item of an `env` list of every item of a `containers`,
-//!   `initContainers` or `ephemeralContainers` list, at any depth: pods, pod
-//!   templates of workloads, PodTemplates, ControllerRevisions, custom
-//!   resources embedding pod specs;
-//! - for Secrets, every value of top-level `data` and `stringData` (keys stay);
-//! - the same inside the `kubectl.kubernetes.io/last-applied-configuration`
-//!   annotation, which holds the object as last applied; an annotation that
-//!   cannot be read as JSON (or is too deep) is redacted whole.
+//! What is redacted is the policy's (`super::policy`): each such value,
+//! whatever its JSON type, becomes `"REDACTED"` (`null` stays), inside the
+//! last-applied annotation too (which, when it cannot be read as JSON or is
+//! too deep, is redacted whole).
 //!
-//! Keys are compared after unescaping (`"\u0065nv"` is `env`).
+//! Keys are compared after unescaping (`"\u0065nv"` is `env`). Where a value
+//! sits, and so what is done with it, is the policy's (`super::policy`).
+
+use super::policy::{is_container_list, item, member, State};
 
 /// The deepest nesting accepted, objects and arrays counted alike. The
 /// apiserver stores objects up to 10,000 levels deep; an object nested deeper
@@ -28,7 +25,7 @@ pub(crate) const MAX_DEPTH: usize = 10_000;
 /// What replaces a redacted value, as JSON.
 const REDACTED_JSON: &[u8] = b"\"REDACTED\"";
 
-const LAST_APPLIED: &[u8] = b"kubectl.kubernetes.io/last-applied-configuration";
+pub(crate) const LAST_APPLIED: &[u8] = b"kubectl.kubernetes.io/last-applied-configuration";
 
 /// What to change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +44,7 @@ impl Edits {
         drop_managed_fields: false,
     };
 
-    fn any_redaction(self) -> bool {
+    pub(crate) fn any_redaction(self) -> bool {
         self.scrub || self.secret_data
     }
 }
@@ -96,93 +93,6 @@ pub(crate) fn envelope(frame: &[u8]) -> Result<(Option<Span>, Option<Span>), Bad
     let mut w = Walker::<false>::new(frame, Edits::NONE, State::Envelope);
     w.run()?;
     Ok((w.envelope_type, w.envelope_object))
-}
-
-/// Where a value sits, which decides what is done with it. Computed for a
-/// member from its object's state and key ([`member`]), for an array item
-/// from the array's ([`item`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Nothing to do here or below, except find container lists.
-    Plain,
-    /// Inside a value being redacted or removed: nothing at all to do.
-    Skip,
-    /// The object itself.
-    Root,
-    Metadata,
-    Annotations,
-    /// A `containers`-like list, and each container in it.
-    Containers,
-    /// A container's `env` list, and each variable in it.
-    Env,
-    /// A Secret's `data` or `stringData`.
-    SecretData,
-    Kind,
-    Name,
-    Namespace,
-    Uid,
-    ResourceVersion,
-    LastApplied,
-    /// Replaced by `"REDACTED"` (unless null).
-    Redact,
-    /// `metadata.managedFields`: the member is removed.
-    Managed,
-    /// A watch event; its `type` and `object`.
-    Envelope,
-    EventType,
-    EventObject,
-}
-
-#[inline(always)]
-fn is_container_list(key: &[u8]) -> bool {
-    matches!(
-        key,
-        b"containers" | b"initContainers" | b"ephemeralContainers"
-    )
-}
-
-/// The state of the member `key` of an object in state `parent`.
-fn member(parent: State, key: &[u8], e: Edits, inner: bool) -> State {
-    use State::*;
-    match parent {
-        Skip | Redact | Managed | EventObject => return Skip,
-        Envelope => {
-            return match key {
-                b"type" => EventType,
-                b"object" => EventObject,
-                _ => Skip,
-            }
-        }
-        _ => {}
-    }
-    match (parent, key) {
-        (Env, b"value") | (SecretData, _) => return Redact,
-        _ if e.scrub && is_container_list(key) => return Containers,
-        _ => {}
-    }
-    match (parent, key) {
-        (Root, b"metadata") => Metadata,
-        (Root, b"kind") => Kind,
-        (Root, b"data" | b"stringData") if e.secret_data => SecretData,
-        (Metadata, b"name") => Name,
-        (Metadata, b"namespace") => Namespace,
-        (Metadata, b"uid") => Uid,
-        (Metadata, b"resourceVersion") => ResourceVersion,
-        (Metadata, b"managedFields") if e.drop_managed_fields => Managed,
-        (Metadata, b"annotations") => Annotations,
-        (Annotations, LAST_APPLIED) if !inner && e.any_redaction() => LastApplied,
-        (Containers, b"env") => Env,
-        _ => Plain,
-    }
-}
-
-/// The state of an array's items.
-fn item(array: State) -> State {
-    match array {
-        State::Containers | State::Env => array,
-        State::Skip | State::Redact | State::Managed | State::EventObject => State::Skip,
-        _ => State::Plain,
-    }
 }
 
 /// An open object or array.
