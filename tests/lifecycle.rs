@@ -864,3 +864,33 @@ fn a_scope_change_hands_the_consumers_objects_to_the_new_streams() {
     }
     assert_quiet(&r, Duration::from_millis(300));
 }
+
+/// A relist of a resource whose resourceVersions are opaque is the running
+/// stream's own re-sync: with no order, a second stream's snapshot could not
+/// be judged against the live events delivered meanwhile.
+#[test]
+fn an_opaque_resource_is_relisted_by_a_resync_of_its_own() {
+    let _w = Watchdog::new("opaque_relist", Duration::from_secs(30));
+    let api = FakeApi::start();
+    api.set_opaque_rvs(true);
+    let r = synced_pods(&api, 2);
+    let before = requests(&api).len();
+    let relist = relist_in_background(&r);
+    assert_eq!(
+        until_synced(&r),
+        ["Snapshot a/p1", "Snapshot a/p2", "Synced pods"]
+    );
+    assert!(relist.join().unwrap());
+    let after: Vec<String> = requests(&api).split_off(before);
+    let watch_lists = after
+        .iter()
+        .filter(|q| q.contains("sendInitialEvents=true"))
+        .count();
+    assert_eq!(watch_lists, 1, "{after:#?}");
+    assert!(api.wait_open_watches(1, Duration::from_secs(10)));
+    pod(&api, "a", "p3");
+    assert_eq!(take(&r, 1), ["Add a/p3"]);
+    assert_quiet(&r, Duration::from_millis(300));
+    let s = &r.stats()[0];
+    assert_eq!((s.relists, s.objects, s.synced), (1, 3, true));
+}

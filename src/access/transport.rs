@@ -445,6 +445,15 @@ impl AgentSlot {
         }
     }
 
+    /// Ends the current connections (a read blocked on one fails at once);
+    /// the next request makes a new agent.
+    pub(crate) fn interrupt(&self) {
+        let agent = self.state.lock().agent.take();
+        if let Some((a, _)) = agent {
+            a.shutdown();
+        }
+    }
+
     /// Shuts the agent down: reads blocked on its sockets fail at once.
     pub(crate) fn shutdown(&self) {
         let mut st = self.state.lock();

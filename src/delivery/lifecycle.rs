@@ -60,6 +60,12 @@ pub(crate) struct Lifecycle {
     /// Where the consumer's state is complete: the primary's last
     /// resourceVersion once synced; what a checkpoint exports.
     resume: Rv,
+    /// Full states completed, by any stream.
+    completed: u64,
+    /// The primary is to re-sync (a relist of a resource whose
+    /// resourceVersions are opaque: without an order, a snapshot read while
+    /// another stream delivers live events cannot be judged against them).
+    resync_wanted: bool,
 }
 
 impl Lifecycle {
@@ -139,6 +145,7 @@ impl Lifecycle {
         }
         self.synced = true;
         self.resume = rv.clone();
+        self.completed += 1;
         if id == self.replacement {
             self.primary = id;
             self.replacement = 0;
@@ -183,6 +190,33 @@ impl Lifecycle {
     /// against the objects held).
     pub(crate) fn resume_point(&self) -> Option<&Rv> {
         (self.synced && !self.resume.as_str().is_empty()).then_some(&self.resume)
+    }
+
+    /// Whether the resource's resourceVersions are opaque (not integers):
+    /// a relist is then the primary's own re-sync ([`want_resync`](Self::want_resync)).
+    pub(crate) fn opaque(&self) -> bool {
+        !self.resume.as_str().is_empty() && self.resume.number().is_none()
+    }
+
+    /// Asks the primary for a new full state of its own; the count of full
+    /// states completed so far, to wait for the next.
+    pub(crate) fn want_resync(&mut self) -> u64 {
+        self.resync_wanted = true;
+        self.completed
+    }
+
+    /// Whether `id`, the primary, is to re-sync now (the request is taken).
+    pub(crate) fn take_resync(&mut self, id: StreamId) -> bool {
+        let take = self.resync_wanted && self.live(id);
+        if take {
+            self.resync_wanted = false;
+        }
+        take
+    }
+
+    /// Full states completed so far.
+    pub(crate) fn completed(&self) -> u64 {
+        self.completed
     }
 
     /// The resume point, whatever the state (for the stats).
@@ -276,6 +310,23 @@ mod tests {
         assert_eq!(l.claim_sync(P), Claim::Retire);
         assert_eq!(l.complete(Q, &rv(5)), Completed::Synced);
         assert_eq!(l.resume_point(), Some(&rv(5)));
+    }
+
+    #[test]
+    fn an_opaque_resource_is_relisted_by_its_primary() {
+        let mut l = Lifecycle::default();
+        l.join(P, false);
+        assert_eq!(l.claim_sync(P), Claim::Granted { continuing: false });
+        assert_eq!(l.complete(P, &Rv::new("opaque-1")), Completed::Synced);
+        assert!(l.opaque());
+        let before = l.want_resync();
+        assert!(!l.take_resync(Q), "only the primary");
+        assert!(l.take_resync(P));
+        assert!(!l.take_resync(P), "once");
+        assert_eq!(l.claim_sync(P), Claim::Granted { continuing: false });
+        assert_eq!(l.complete(P, &Rv::new("opaque-2")), Completed::Synced);
+        assert_eq!(l.completed(), before + 1);
+        assert!(!synced_primary().opaque());
     }
 
     #[test]

@@ -58,11 +58,29 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         {
             return true;
         }
-        start.spawn(h, Role::Replacement(done_tx)).map(|t| {
-            let id = t.id();
-            h.pending = Some(t);
-            id
-        })
+        let opaque = {
+            let mut book = h.shared.book.lock();
+            book.life.opaque().then(|| book.life.want_resync())
+        };
+        if let Some(before) = opaque {
+            // No order to judge a second stream's snapshot by: the running
+            // stream re-syncs itself, its connection ended for it.
+            h.running.slot.interrupt();
+            Err((h.shared.clone(), h.counters.clone(), before))
+        } else {
+            Ok(start.spawn(h, Role::Replacement(done_tx)).map(|t| {
+                let id = t.id();
+                h.pending = Some(t);
+                id
+            }))
+        }
+    };
+    let started = match started {
+        Ok(s) => s,
+        // Waited for without the lock.
+        Err((shared_h, counters, before)) => {
+            return relist_by_resync(closing, spec, &shared_h, &counters, before)
+        }
     };
     let thread = match started {
         Ok(id) => id,
@@ -110,4 +128,31 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         );
     }
     true
+}
+
+/// Waits for the re-sync a relist of an opaque resource asked its stream
+/// for; false when the reader is stopping.
+fn relist_by_resync(
+    closing: &Receiver<()>,
+    spec: &ResourceSpec,
+    shared: &crate::stream::Shared,
+    counters: &crate::stream::Counters,
+    before: u64,
+) -> bool {
+    log::info!("{}: relisting", spec.gvr());
+    loop {
+        if shared.book.lock().life.completed() > before {
+            counters.relists.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        if counters.failed.load(Ordering::Relaxed) {
+            return true;
+        }
+        // The stream's full state is paced by its own backoff; a stop ends
+        // this wait at once.
+        select! {
+            recv(closing) -> _ => return false,
+            default(Duration::from_millis(50)) => {}
+        }
+    }
 }

@@ -237,6 +237,13 @@ impl Machine {
         };
     }
 
+    /// A new full state the reader asked for (a relist by this stream
+    /// itself): at once; the relist interval paces it.
+    pub(crate) fn force_resync(&mut self) {
+        self.phase = self.sync_phase();
+        self.fresh_sync = true;
+    }
+
     /// A watch-list that could not complete; the second in a row falls back to
     /// LIST: for good when the server answered but never finished (`sticky`),
     /// for this full state only when connections broke.

@@ -322,6 +322,7 @@ impl Stream {
             if self.stop.is_set() {
                 return;
             }
+            self.relist_by_resync();
             let started = Instant::now();
             self.seen = Seen::default();
             let end = match self.machine.phase {
@@ -332,6 +333,10 @@ impl Stream {
             };
             if self.superseded {
                 return;
+            }
+            if self.relist_by_resync() {
+                // The connection was ended for it: no failure of the server's.
+                continue;
             }
             self.seen.lasted = started.elapsed();
             let was_list_mode = self.machine.list_mode;
@@ -390,6 +395,22 @@ impl Stream {
                 }
             }
         }
+    }
+
+    /// A relist the reader asked this stream for (opaque resourceVersions):
+    /// the next request is a new full state. Whether one was asked for.
+    fn relist_by_resync(&mut self) -> bool {
+        if !self.shared.book.lock().life.take_resync(self.id) {
+            return false;
+        }
+        log::info!(
+            "{}: relisting by a re-sync of its own (opaque resourceVersions)",
+            self.spec.gvr()
+        );
+        self.machine.force_resync();
+        self.synced = false;
+        self.catch_up = None;
+        true
     }
 
     /// Starts (or, after a failed attempt, retries) a full state, as the
