@@ -48,6 +48,11 @@ pub(crate) struct Budget {
     room: Condvar,
     /// Streams in the middle of sending a batch ([`Budget::sending`]).
     bursts: AtomicUsize,
+    /// The reader was stopped: no entry enters the channel any more.
+    closed: AtomicBool,
+    /// Sends between their look at `closed` and their end: once none is,
+    /// after a stop, the channel holds every entry there will ever be.
+    inflight: AtomicUsize,
 }
 
 /// How long a reader that finds the channel empty keeps looking (instead of
@@ -80,6 +85,25 @@ impl Budget {
             lock: Mutex::new(()),
             room: Condvar::new(),
             bursts: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            inflight: AtomicUsize::new(0),
+        }
+    }
+
+    /// The reader stops: sends that have not begun fail, and those waiting
+    /// for room look at their stop now.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// After [`close`](Self::close): waits until no send is between its look
+    /// at `closed` and its end (each is quick, or wakes on the stop), so that
+    /// a reader that then finds the channel empty has every entry that was
+    /// sent, and a checkpoint taken then matches what the consumer got.
+    pub(crate) fn settle(&self) {
+        while self.inflight.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
         }
     }
 
@@ -174,6 +198,13 @@ pub(crate) struct Out {
 impl Out {
     /// Blocks until the entry is queued (true) or a stop comes (false).
     pub(crate) fn send(&self, entry: Entry, stop: &Stop) -> bool {
+        self.budget.inflight.fetch_add(1, Ordering::SeqCst);
+        let sent = !self.budget.closed.load(Ordering::SeqCst) && self.send_open(entry, stop);
+        self.budget.inflight.fetch_sub(1, Ordering::SeqCst);
+        sent
+    }
+
+    fn send_open(&self, entry: Entry, stop: &Stop) -> bool {
         let n = charge(&entry);
         if !self.budget.take(n, stop) {
             return false;
@@ -199,5 +230,49 @@ impl Out {
             give_back(&self.budget);
         }
         sent
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::rv::Rv;
+    use crate::Change;
+
+    fn entry() -> Entry {
+        Entry::marker(
+            Change::Synced,
+            crate::delivery::threads::reader_resource(),
+            Rv::empty(),
+        )
+    }
+
+    #[test]
+    fn once_closed_nothing_enters_and_settle_waits_for_sends_under_way() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let (closing_tx, closing) = crossbeam_channel::bounded::<()>(0);
+        let out = Out {
+            tx,
+            budget: std::sync::Arc::new(Budget::new(1 << 20)),
+        };
+        let stop = Stop {
+            all: closing,
+            own: crossbeam_channel::never(),
+        };
+        assert!(out.send(entry(), &stop));
+        // The channel is full: a send waits, and a stop ends it unsent.
+        let waiting = {
+            let (out, stop) = (out.clone(), stop.clone());
+            std::thread::spawn(move || out.send(entry(), &stop))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        out.budget.close();
+        drop(closing_tx);
+        out.budget.settle();
+        assert!(!waiting.join().unwrap(), "a stop ends a waiting send");
+        // Room again, yet a closed channel takes nothing new.
+        assert!(rx.try_recv().is_ok());
+        assert!(!out.send(entry(), &stop));
+        assert!(rx.try_recv().is_err());
     }
 }

@@ -376,9 +376,16 @@ impl Reader {
         }
         let e = select! {
             recv(self.rx) -> e => e.map_err(|_| Closed),
-            recv(self.closing) -> _ => self.rx.try_recv().map_err(|_| Closed),
+            recv(self.closing) -> _ => self.after_stop().ok_or(Closed),
         };
         e.map(|e| self.taken(e))
+    }
+
+    /// Once stopped: an entry still in the channel, when the sends under way
+    /// have ended; `None` means there will be none.
+    fn after_stop(&self) -> Option<Entry> {
+        self.budget.settle();
+        self.rx.try_recv().ok()
     }
 
     /// An entry out of the channel: its bytes no longer count.
@@ -398,7 +405,7 @@ impl Reader {
         }
         let e = select! {
             recv(self.rx) -> e => e.map_err(|_| NextTimeoutError::Closed),
-            recv(self.closing) -> _ => self.rx.try_recv().map_err(|_| NextTimeoutError::Closed),
+            recv(self.closing) -> _ => self.after_stop().ok_or(NextTimeoutError::Closed),
             recv(self.wake_rx) -> _ => Err(NextTimeoutError::Timeout),
             default(timeout) => Err(NextTimeoutError::Timeout),
         };
@@ -451,7 +458,10 @@ impl Reader {
         match self.rx.try_recv() {
             Ok(e) => Ok(self.taken(e)),
             Err(TryRecvError::Disconnected) => Err(TryNextError::Closed),
-            Err(TryRecvError::Empty) if self.is_stopped() => Err(TryNextError::Closed),
+            Err(TryRecvError::Empty) if self.is_stopped() => self
+                .after_stop()
+                .map(|e| self.taken(e))
+                .ok_or(TryNextError::Closed),
             Err(TryRecvError::Empty) => Err(TryNextError::Empty),
         }
     }
@@ -477,6 +487,8 @@ impl Reader {
     /// thread, any number of times. [`close`](Self::close) (or drop) still
     /// joins the threads.
     pub fn stop(&self) {
+        // First: no entry enters the channel from now on (Budget::settle).
+        self.budget.close();
         let mut inner = self.shared.inner.lock();
         inner.closing_tx = None;
         inner.start = None;
@@ -487,7 +499,6 @@ impl Reader {
             slot.shutdown();
         }
         drop(inner);
-        self.budget.wake();
     }
 
     /// Changes the set of resources streamed, while entries flow.
