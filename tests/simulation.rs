@@ -1337,3 +1337,11 @@ fn seed_5_scope_change_loses_deletes() {
 fn seed_7_etcd_restore_without_bump() {
     regression(7);
 }
+
+/// A stream could still queue an entry after stop, once the consumer's drain
+/// had ended: the checkpoint then held a version the consumer never got, and
+/// the resumed reader skipped that change (pods b/p7, a/p7).
+#[test]
+fn seed_17_checkpoint_after_stop_and_drain() {
+    regression(17);
+}
