@@ -1036,6 +1036,37 @@ fn a_resume_is_synced_only_after_what_changed_while_stopped() {
     assert_quiet(&r, Duration::from_millis(500));
 }
 
+/// The server's resourceVersion is asked for on a resume only to know when
+/// the replay is over: refused (a role that may watch but not list), the
+/// resume catches up by the replay's silence instead, and does not fail.
+#[test]
+fn a_resume_whose_probe_is_refused_still_catches_up() {
+    let _w = Watchdog::new("resume_probe_refused", Duration::from_secs(60));
+    let api = FakeApi::start();
+    common::pod(&api, "a", "p1");
+    let r = common::open(&api, &["pods"]);
+    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    let bytes = stopped_checkpoint(&r);
+    drop(r);
+    common::pod(&api, "a", "p2");
+    api.push_fault(
+        "pods",
+        tattler_fakeapi::Fault::Status {
+            code: 403,
+            reason: "Forbidden".into(),
+            message: "pods is forbidden: cannot list".into(),
+            retry_after: None,
+        },
+    );
+    let mut c = common::config(&api, &["pods"]);
+    c.resume = Some(Checkpoint::from_bytes(&bytes).unwrap());
+    let r = Reader::open(c).unwrap();
+    assert_eq!(until_synced(&r), ["Add a/p2", "Synced pods"]);
+    assert!(requests(&api).iter().any(|q| q.ends_with("/pods?limit=1")));
+    assert!(!r.stats()[0].failed);
+    assert_quiet(&r, Duration::from_millis(500));
+}
+
 /// A checkpoint whose resourceVersion was damaged is refused with a clear
 /// error, or resumed by a re-sync: never a resource that ends on the 400.
 #[test]

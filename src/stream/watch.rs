@@ -43,13 +43,21 @@ impl Stream {
         let mut short_reads = None;
         if let Some(c) = &self.catch_up {
             if c.target.is_none() {
-                match self.probe_version() {
-                    Ok(target) => {
-                        if let Some(c) = &mut self.catch_up {
-                            c.target = Some(target);
-                        }
+                let target = match self.probe_version() {
+                    Ok(target) => target,
+                    Err(End::Stopped) => return End::Stopped,
+                    // Best effort: without it, the replay's end is the
+                    // second of silence (an empty target is never reached).
+                    Err(end) => {
+                        log::debug!(
+                            "{}: the server's resourceVersion is unknown ({end:?}); catching up by silence",
+                            self.spec.gvr()
+                        );
+                        Rv::empty()
                     }
-                    Err(end) => return end,
+                };
+                if let Some(c) = &mut self.catch_up {
+                    c.target = Some(target);
                 }
             }
             if !self.check_caught_up() {
@@ -96,6 +104,7 @@ impl Stream {
     fn check_caught_up(&mut self) -> bool {
         // Opaque versions have no order: only the target itself says so.
         let reached = match self.catch_up.as_ref().and_then(|c| c.target.as_ref()) {
+            Some(t) if t.as_str().is_empty() => false,
             Some(t) => {
                 self.rv == *t
                     || matches!(
