@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::proxy::{Counts, FaultProxy, Mix, Model, Rng, Tally};
+use common::trace::Trace;
 use common::*;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
@@ -54,52 +55,7 @@ const OPS: [(&str, u64); 16] = [
     ("restart", 994),
 ];
 
-/// The library's log lines and the entries, interleaved with times, kept for
-/// a failing seed's report (meaningful when one seed runs at a time, as with
-/// `TATTLER_SEED`).
-struct Trace {
-    lines: Mutex<Vec<String>>,
-    start: Mutex<Option<Instant>>,
-}
-
-static TRACE: Trace = Trace {
-    lines: Mutex::new(Vec::new()),
-    start: Mutex::new(None),
-};
-
-impl Trace {
-    fn push(&self, line: String) {
-        let t = self.start.lock().get_or_insert_with(Instant::now).elapsed();
-        let thread = std::thread::current();
-        let mut lines = self.lines.lock();
-        if lines.len() < 200_000 {
-            lines.push(format!(
-                "{:9.3} [{}] {line}",
-                t.as_secs_f64(),
-                thread.name().unwrap_or("?")
-            ));
-        }
-    }
-
-    fn reset(&self) {
-        self.lines.lock().clear();
-        *self.start.lock() = Some(Instant::now());
-    }
-}
-
-impl log::Log for Trace {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        m.target().starts_with("tattler::") || m.level() <= log::Level::Warn
-    }
-
-    fn log(&self, r: &log::Record) {
-        if self.enabled(r.metadata()) && !r.target().starts_with("tattler_fakeapi") {
-            self.push(format!("{} {}: {}", r.level(), r.target(), r.args()));
-        }
-    }
-
-    fn flush(&self) {}
-}
+static TRACE: Trace = Trace::new(200000);
 
 /// What one seed did.
 #[derive(Debug, Default, Clone)]
@@ -427,7 +383,7 @@ fn run_seed(seed: u64, skip: &[&str]) -> Result<Report, String> {
             "{why}\nfaults chosen: {:?}\nstats: {stats}\ntrace (library log, operations and entries; \
              interleaved with other seeds unless TATTLER_SEED is set):\n{}",
             proxy.chosen(),
-            TRACE.lines.lock().join("\n")
+            TRACE.text()
         ));
     }
     if !m.errors.is_empty() {

@@ -42,6 +42,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::proxy::{tattler_threads_after_close, FaultProxy, Mix, Rng};
+use common::trace::Trace;
 use common::Watchdog;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
@@ -60,53 +61,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 // ---------------------------------------------------------------------------
 // The trace.
 
-struct Trace {
-    lines: Mutex<Vec<String>>,
-    start: Mutex<Option<Instant>>,
-}
-
-static TRACE: Trace = Trace {
-    lines: Mutex::new(Vec::new()),
-    start: Mutex::new(None),
-};
-
-impl Trace {
-    fn push(&self, line: String) {
-        let t = self.start.lock().get_or_insert_with(Instant::now).elapsed();
-        let thread = std::thread::current();
-        let mut lines = self.lines.lock();
-        if lines.len() < 300_000 {
-            lines.push(format!(
-                "{:8.3} [{}] {line}",
-                t.as_secs_f64(),
-                thread.name().unwrap_or("?")
-            ));
-        }
-    }
-
-    fn reset(&self) {
-        self.lines.lock().clear();
-        *self.start.lock() = Some(Instant::now());
-    }
-
-    fn elapsed(&self) -> f64 {
-        self.start.lock().map_or(0.0, |s| s.elapsed().as_secs_f64())
-    }
-}
-
-impl log::Log for Trace {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        m.target().starts_with("tattler::") || m.level() <= log::Level::Warn
-    }
-
-    fn log(&self, r: &log::Record) {
-        if self.enabled(r.metadata()) && !r.target().starts_with("tattler_fakeapi") {
-            self.push(format!("{} {}: {}", r.level(), r.target(), r.args()));
-        }
-    }
-
-    fn flush(&self) {}
-}
+static TRACE: Trace = Trace::new(300000);
 
 fn op(line: String) {
     TRACE.push(format!("OP {line}"));
@@ -1252,7 +1207,7 @@ fn check_seed(seed: u64, trace: bool) -> Result<String, String> {
         report.push_str(&format!(
             "trace ({:.1} s; library log, operations and entries):\n{}\n",
             TRACE.elapsed(),
-            TRACE.lines.lock().join("\n")
+            TRACE.text()
         ));
     }
     Err(report)

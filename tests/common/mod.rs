@@ -10,6 +10,9 @@ pub mod proxy;
 /// A server answering each request with the test's raw bytes.
 pub mod scripted;
 
+/// A failing seed's trace: the library's log and the test's own lines.
+pub mod trace;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
