@@ -102,7 +102,8 @@ fn a_relist_that_fails_to_start_retries_while_the_old_stream_runs() {
         api.push_fault("pods", f);
     }
     let relist = relist_in_background(&r);
-    assert!(api.wait_requests(3, Duration::from_secs(10)));
+    // The first watch-list, then the re-sync's.
+    assert!(api.wait_requests(2, Duration::from_secs(10)));
     // Meanwhile the running stream delivers live changes.
     pod(&api, "a", "p9");
     let mut got = Vec::new();
@@ -950,4 +951,27 @@ fn a_checkpoint_after_stop_and_drain_is_exactly_what_the_consumer_got() {
         assert_eq!(exported, held, "round {round}");
         r.close();
     }
+}
+
+/// A relist waiting for an opaque resource's own re-sync returns once the
+/// resource leaves the watch set (its re-sync will never complete).
+#[test]
+fn an_opaque_relist_ends_when_its_resource_is_no_longer_watched() {
+    let _w = Watchdog::new("opaque_relist_gone", Duration::from_secs(30));
+    let api = FakeApi::start();
+    api.set_opaque_rvs(true);
+    let r = synced_pods(&api, 1);
+    // The re-sync's watch-list stalls: it never completes.
+    api.push_fault("pods", Fault::Stall);
+    let relist = relist_in_background(&r);
+    // The first watch-list, then the re-sync's.
+    assert!(api.wait_requests(2, Duration::from_secs(10)));
+    let pods = ResourceSpec::parse("pods").unwrap().remove(0);
+    assert!(r.set_resources(&[pods.in_namespace("a")]).unwrap());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !relist.is_finished() {
+        assert!(std::time::Instant::now() < deadline, "relist() still waits");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(relist.join().unwrap());
 }

@@ -2,6 +2,7 @@
 //! per resource syncs while the running one goes on, then takes its place.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, select, Receiver};
@@ -79,7 +80,7 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         Ok(s) => s,
         // Waited for without the lock.
         Err((shared_h, counters, before)) => {
-            return relist_by_resync(closing, spec, &shared_h, &counters, before)
+            return relist_by_resync(shared, closing, spec, &shared_h, &counters, before)
         }
     };
     let thread = match started {
@@ -133,9 +134,10 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
 /// Waits for the re-sync a relist of an opaque resource asked its stream
 /// for; false when the reader is stopping.
 fn relist_by_resync(
+    reader: &ReaderShared,
     closing: &Receiver<()>,
     spec: &ResourceSpec,
-    shared: &crate::stream::Shared,
+    shared: &Arc<crate::stream::Shared>,
     counters: &crate::stream::Counters,
     before: u64,
 ) -> bool {
@@ -145,7 +147,15 @@ fn relist_by_resync(
             counters.relists.fetch_add(1, Ordering::Relaxed);
             return true;
         }
-        if counters.failed.load(Ordering::Relaxed) {
+        // Failed for good, or no longer watched (set_resources changed it):
+        // nothing to wait for.
+        let watched = reader
+            .inner
+            .lock()
+            .streams
+            .iter()
+            .any(|h| Arc::ptr_eq(&h.shared, shared));
+        if counters.failed.load(Ordering::Relaxed) || !watched {
             return true;
         }
         // The stream's full state is paced by its own backoff; a stop ends
