@@ -73,8 +73,9 @@
 //!   `max_buffered_bytes` of objects in the channel, one frame
 //!   (`max_frame_bytes`) and a batch of 1 MiB per stream.
 //! - The apiserver: per resource, full states back off whatever the server
-//!   answers (the first at once; each further one without healthy watching in
-//!   between waits at least half of `0.8 s · 2^(n-1)`, up to 30 s), and a
+//!   answers (the first at once; each further one the server answered, with
+//!   no healthy watching in between, waits at least half of
+//!   `0.8 s · 2^(n-1)`, up to 30 s), and a
 //!   resume from a [`Checkpoint`] asks for one object, not the whole state.
 //!
 //! # Logging

@@ -209,15 +209,20 @@ impl Machine {
         }
     }
 
-    /// A new full state follows. The request budget: the first after
-    /// healthy watching goes at once; each further one waits (see `Pause`),
-    /// whatever the server answered, so no answer makes tattler sync faster
-    /// than its backoff.
+    /// A new full state follows.
     fn resync(&mut self, step: &mut Step) {
         self.phase = self.sync_phase();
         self.fresh_sync = true;
         step.resync = true;
-        if self.streak == 0 {
+    }
+
+    /// The request budget: a full-state request (a watch-list, a LIST) that
+    /// follows others the server answered with no healthy watching in
+    /// between waits (see `Pause`), whatever the server answered and whether
+    /// or not those completed, so that no answer makes tattler ask for full
+    /// states faster than its backoff. The first goes at once.
+    fn budget(&self, step: &mut Step) {
+        if self.streak == 0 || !self.syncing() {
             return;
         }
         step.next = match step.next {
@@ -281,8 +286,11 @@ impl Machine {
         if seen.answered {
             self.reauthed = false;
         }
-        if seen.synced {
+        if self.syncing() && seen.answered {
+            // A full state the server answered (and so worked for).
             self.streak = self.streak.saturating_add(1);
+        }
+        if seen.synced {
             self.incomplete = 0;
             self.list_once = false;
             self.fresh_sync = false;
@@ -421,6 +429,7 @@ impl Machine {
         if step.resync && self.phase == Phase::Discover {
             step.resync = false;
         }
+        self.budget(&mut step);
         step
     }
 }
@@ -581,8 +590,8 @@ mod tests {
                 vec![(End::Ended, seen(50, true)), (End::Ended, seen(50, true))]
             ),
             [
-                (Phase::WatchList, pause(1, Duration::ZERO), false),
-                (Phase::List, pause(2, Duration::ZERO), false),
+                (Phase::WatchList, budget(1, 1), false),
+                (Phase::List, budget(2, 2), false),
             ]
         );
         assert!(
@@ -600,15 +609,16 @@ mod tests {
             ),
             [
                 (Phase::Watch, Next::Go, false),
-                // The sync just completed: the budget waits too.
-                (Phase::List, budget(3, 1), true)
+                // Two watch-lists and a LIST were answered: the budget waits.
+                (Phase::List, budget(3, 3), true)
             ]
         );
         // Quiet: at once, for good.
         let mut m = machine(Phase::WatchList);
         assert_eq!(
             run(&mut m, vec![(End::Quiet, seen(30_000, true))]),
-            [(Phase::List, Next::Go, false)]
+            // The watch-list was answered: the LIST is the next full state.
+            [(Phase::List, budget(0, 1), false)]
         );
         assert!(m.list_mode);
         // Cut twice with nothing new: LIST for this full state only.
@@ -617,8 +627,8 @@ mod tests {
         assert_eq!(
             run(&mut m, vec![cut(), cut()]),
             [
-                (Phase::WatchList, pause(1, Duration::ZERO), false),
-                (Phase::List, pause(2, Duration::ZERO), false)
+                (Phase::WatchList, budget(1, 1), false),
+                (Phase::List, budget(2, 2), false)
             ]
         );
         let synced = Seen {
@@ -632,7 +642,7 @@ mod tests {
             ),
             [
                 (Phase::Watch, Next::Go, false),
-                (Phase::WatchList, budget(3, 1), true)
+                (Phase::WatchList, budget(3, 3), true)
             ]
         );
         assert!(!m.list_mode);
@@ -664,8 +674,9 @@ mod tests {
             run(
                 &mut m,
                 vec![
-                    (End::Rejected(info(422)), seen(5, false)),
-                    (End::Rejected(info(400)), seen(5, false))
+                    // Refusals are not 200s: not answered, not a full state.
+                    (End::Rejected(info(422)), Seen::default()),
+                    (End::Rejected(info(400)), Seen::default())
                 ]
             ),
             [
@@ -689,8 +700,16 @@ mod tests {
             ),
             [
                 (Phase::WatchList, Next::Go, true),
-                (Phase::WatchList, pause(1, Duration::ZERO), true),
-                (Phase::WatchList, pause(2, S), true),
+                (Phase::WatchList, budget(1, 1), true),
+                (
+                    Phase::WatchList,
+                    Next::Pause {
+                        failures: 2,
+                        at_least: S,
+                        syncs: 2
+                    },
+                    true
+                ),
             ]
         );
     }
@@ -741,8 +760,9 @@ mod tests {
                 .map(|x| x.1)
                 .collect::<Vec<_>>(),
             [
-                pause(1, Duration::ZERO),
-                pause(2, Duration::ZERO),
+                // Each answered watch-list counts against the budget too.
+                budget(1, 1),
+                budget(2, 2),
                 Next::End(None)
             ]
         );
