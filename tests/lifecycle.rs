@@ -975,3 +975,40 @@ fn an_opaque_relist_ends_when_its_resource_is_no_longer_watched() {
     }
     assert!(relist.join().unwrap());
 }
+
+/// An object left by a scope change to a stream whose first full state has
+/// not deleted it yet belongs to a new stream of its own namespace as soon as
+/// one is added: one stream holds it, never two (the old one's full state
+/// would delete what the new one just delivered).
+#[test]
+fn a_namespace_added_later_takes_its_objects_from_a_stream_still_syncing() {
+    let _w = Watchdog::new("scope_leftovers", Duration::from_secs(30));
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    pod(&api, "b", "p1");
+    let r = open(&api, &["pods"]);
+    assert_eq!(until_synced(&r).len(), 3);
+    let pods = ResourceSpec::parse("pods").unwrap().remove(0);
+    // pods in "a" only: its full state stalls, b/p1 waits in its table.
+    api.push_fault("pods", Fault::Stall);
+    assert!(r.set_resources(&[pods.clone().in_namespace("a")]).unwrap());
+    assert!(api.wait_requests(2, Duration::from_secs(10)));
+    // "b" is added: b/p1 is its stream's.
+    let both = [pods.clone().in_namespace("a"), pods.in_namespace("b")];
+    assert!(r.set_resources(&both).unwrap());
+    assert_eq!(until_synced(&r), ["Snapshot b/p1", "Synced pods"]);
+    assert_quiet(&r, Duration::from_millis(300));
+    let cp: serde_json::Value = serde_json::from_slice(&r.checkpoint().to_bytes()).unwrap();
+    let held: Vec<(String, usize)> = cp["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["namespace"].as_str().unwrap_or("").to_string(),
+                p["objects"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(held, [("a".to_string(), 1), ("b".to_string(), 1)]);
+}

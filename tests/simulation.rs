@@ -839,12 +839,21 @@ fn step_op(
         "restore" if run.setup.opaque => {}
         "restore" => {
             if let Some(b) = &run.backup {
-                let before: Vec<_> = RESOURCES.iter().map(|r| api.objects(r)).collect();
+                let set = run.shared.set.lock().clone();
+                let before = server_view(api, &set);
                 api.restore(b);
+                let after = server_view(api, &set);
                 let now = Instant::now();
-                // Only a resource whose objects the restore changed must be re-synced.
-                for (res, before) in RESOURCES.iter().zip(before) {
-                    if api.objects(res) != before {
+                // Only a resource whose objects in the watched scope the
+                // restore changed must be re-synced.
+                for res in RESOURCES {
+                    let of = |v: &BTreeMap<Key, Held>| {
+                        v.iter()
+                            .filter(|(k, _)| k.0 == res)
+                            .map(|(k, h)| (k.clone(), h.clone()))
+                            .collect::<Vec<_>>()
+                    };
+                    if of(&before) != of(&after) {
                         run.causes.insert(res, now);
                     }
                 }

@@ -672,6 +672,38 @@ impl Tracker {
             .collect()
     }
 
+    /// Takes out (and forgets) every object whose namespace `moves` says
+    /// goes elsewhere: another stream of the resource holds it from now on.
+    pub(crate) fn split_off(
+        &mut self,
+        moves: impl Fn(Option<&str>) -> bool,
+    ) -> Vec<crate::checkpoint::Held> {
+        if let Some(Undo::Removed { slot, .. }) = self.last.take() {
+            self.records.release(slot.at);
+        }
+        let going: Vec<Slot> = self
+            .objects
+            .iter()
+            .filter(|s| moves(self.slot_namespace(s).as_deref()))
+            .copied()
+            .collect();
+        let mut out = Vec::with_capacity(going.len());
+        for s in going {
+            let v = self.vanished(&s);
+            let hash = place_hash(&self.hasher, v.namespace.as_deref(), &v.name);
+            self.remove(hash, s);
+            self.records.release(s.at);
+            out.push(crate::checkpoint::Held {
+                namespace: v.namespace.map(|n| n.to_string()),
+                name: v.name.into(),
+                uid: v.uid,
+                resource_version: v.resource_version,
+            });
+        }
+        self.compact();
+        out
+    }
+
     /// Holds the objects of a checkpoint taken at `rv` (a new tracker); an
     /// object named twice is kept once.
     pub(crate) fn import(&mut self, objects: &[crate::checkpoint::Held], rv: &Rv) {

@@ -118,7 +118,7 @@ pub(super) fn reconcile(
         })
         .cloned()
         .collect();
-    let inherited = hand_over(&gone, &fresh);
+    let inherited = hand_over(&gone, &inner.streams, &fresh);
     // Several namespaces of one new resource share a gate (one Synced);
     // another namespace of a resource already in several joins its gate.
     let gates = sync_gates(&fresh);
@@ -161,41 +161,68 @@ pub(super) fn reconcile(
 /// same resource (a scope changed: other namespaces, other selectors): each
 /// new one re-syncs against the objects in its namespace, and the first takes
 /// the rest too, so that its first full state deletes what no new scope
-/// holds. A consumer keyed by resource, namespace and name so never keeps an
-/// object the new scopes lack, nor misses a delete made during the change.
-/// A resource removed with no new scope gets nothing: the consumer removed it.
+/// holds. A kept stream's objects outside its own namespace (left to it by an
+/// earlier hand-over, to be deleted by its first full state) go to a new
+/// stream of their namespace too: one table holds an object, never two. A
+/// consumer keyed by resource, namespace and name so never keeps an object
+/// the new scopes lack, nor misses a delete made during the change. A
+/// resource removed with no new scope gets nothing: the consumer removed it.
 fn hand_over(
     gone: &[StreamHandle],
+    kept: &[StreamHandle],
     fresh: &[ResourceSpec],
 ) -> Vec<Option<crate::checkpoint::ResourceState>> {
     let same = |a: &ResourceSpec, b: &ResourceSpec| {
         (&a.group, &a.version, &a.resource, &a.lookup)
             == (&b.group, &b.version, &b.resource, &b.lookup)
     };
+    let home = |spec: &ResourceSpec, ns: Option<&str>| {
+        fresh
+            .iter()
+            .position(|f| same(f, spec) && f.namespace.as_deref().is_none_or(|n| ns == Some(n)))
+    };
     let mut parts: Vec<Option<crate::checkpoint::ResourceState>> = vec![None; fresh.len()];
+    let mut put = |at: usize, o: crate::checkpoint::Held| {
+        parts[at]
+            .get_or_insert_with(|| crate::checkpoint::ResourceState {
+                spec: fresh[at].clone(),
+                resource_version: crate::wire::rv::Rv::empty(),
+                objects: Vec::new(),
+            })
+            .objects
+            .push(o);
+    };
     for g in gone {
         let Some(first) = fresh.iter().position(|f| same(f, &g.spec)) else {
             continue;
         };
         let held = g.shared.book.lock().table.export();
         for o in held {
-            let at = fresh
-                .iter()
-                .position(|f| {
-                    same(f, &g.spec)
-                        && f.namespace
-                            .as_ref()
-                            .is_none_or(|ns| o.namespace.as_ref() == Some(ns))
-                })
-                .unwrap_or(first);
-            parts[at]
-                .get_or_insert_with(|| crate::checkpoint::ResourceState {
-                    spec: fresh[at].clone(),
-                    resource_version: crate::wire::rv::Rv::empty(),
-                    objects: Vec::new(),
-                })
+            let at = home(&g.spec, o.namespace.as_deref()).unwrap_or(first);
+            put(at, o);
+        }
+    }
+    for k in kept {
+        let Some(own) = k.spec.namespace.clone() else {
+            continue;
+        };
+        if !fresh.iter().any(|f| same(f, &k.spec)) {
+            continue;
+        }
+        let moved = {
+            let mut book = k.shared.book.lock();
+            let moved = book
+                .table
+                .split_off(|ns| ns != Some(own.as_str()) && home(&k.spec, ns).is_some());
+            k.counters
                 .objects
-                .push(o);
+                .store(book.table.len() as u64, Ordering::Relaxed);
+            moved
+        };
+        for o in moved {
+            if let Some(at) = home(&k.spec, o.namespace.as_deref()) {
+                put(at, o);
+            }
         }
     }
     parts
