@@ -1309,3 +1309,31 @@ fn seed_7_etcd_restore_without_bump() {
 fn seed_17_checkpoint_after_stop_and_drain() {
     regression(17);
 }
+
+/// A relist of an opaque resource waited for a re-sync of a stream that
+/// set_resources had replaced: relist() never returned.
+#[test]
+fn seed_51_opaque_relist_while_the_watch_set_changes() {
+    regression(51);
+}
+
+/// A restore changed configmaps only outside the watched namespace: no
+/// re-sync, and none is owed (the oracle's cause was too wide).
+#[test]
+fn seed_67_restore_outside_the_watched_scope() {
+    regression(67);
+}
+
+/// Two tables held b/p9 after scope changes: the old stream's first full
+/// state deleted what the new one had just delivered.
+#[test]
+fn seed_77_one_table_per_object_across_scope_changes() {
+    regression(77);
+}
+
+/// Watch-lists cut before their bookmark were retried at full jitter, 6
+/// full states in 2.6 s: every answered one counts against the budget.
+#[test]
+fn seed_84_cut_watch_lists_count_against_the_budget() {
+    regression(84);
+}
