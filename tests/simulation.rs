@@ -503,7 +503,16 @@ impl Run {
             for res in RESOURCES {
                 if old.get(res) != set.get(res) {
                     *g.entry(res.to_string()).or_default() += 1;
-                    if set.contains_key(res) {
+                    // A Synced is owed where a new stream starts; a
+                    // namespace only removed starts none.
+                    let starts = match (old.get(res), set.get(res)) {
+                        (_, None) => false,
+                        (Some(Scope::Ns(was)), Some(Scope::Ns(now))) => {
+                            now.iter().any(|n| !was.contains(n))
+                        }
+                        _ => true,
+                    };
+                    if starts {
                         self.causes.insert(res, Instant::now());
                     }
                 }
@@ -1336,4 +1345,11 @@ fn seed_77_one_table_per_object_across_scope_changes() {
 #[test]
 fn seed_84_cut_watch_lists_count_against_the_budget() {
     regression(84);
+}
+
+/// A namespace removed from a resource watched in several starts no stream:
+/// no Synced is owed (the oracle asked for one).
+#[test]
+fn seed_189_a_namespace_only_removed() {
+    regression(189);
 }
