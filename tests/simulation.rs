@@ -1353,3 +1353,11 @@ fn seed_84_cut_watch_lists_count_against_the_budget() {
 fn seed_189_a_namespace_only_removed() {
     regression(189);
 }
+
+/// A relist started while the primary waited out its backoff before a
+/// re-sync: two streams' full states of one collection, 6 in 3 s. The
+/// primary is no longer synced from its re-sync decision on.
+#[test]
+fn seed_234_no_relist_beside_a_pending_resync() {
+    regression(234);
+}

@@ -134,6 +134,17 @@ impl Lifecycle {
         }
     }
 
+    /// The primary's live events stopped and a new full state is due (its
+    /// machine decided so): the consumer's state is not complete from now
+    /// on, before the full state is even asked for, so that no relist starts
+    /// a second stream's full state beside it meanwhile.
+    pub(crate) fn lose_sync(&mut self, id: StreamId) {
+        if self.live(id) {
+            self.synced = false;
+            self.catching_up = false;
+        }
+    }
+
     /// `id` delivered its full state, taken at `rv`, and every inferred
     /// delete of it.
     pub(crate) fn complete(&mut self, id: StreamId, rv: &Rv) -> Completed {
@@ -282,6 +293,17 @@ mod tests {
         assert_eq!(l.resume_point(), Some(&rv(30)));
         l.release(P);
         assert!(l.live(R));
+    }
+
+    #[test]
+    fn a_primary_that_must_resync_is_not_synced_at_once() {
+        let mut l = synced_primary();
+        l.join(R, true);
+        l.lose_sync(R);
+        assert!(l.synced(), "only the primary's state counts");
+        l.lose_sync(P);
+        assert!(!l.synced());
+        assert_eq!(l.resume_point(), None);
     }
 
     #[test]

@@ -352,6 +352,15 @@ impl Stream {
                 self.synced = false;
                 self.catch_up = None;
                 self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
+                let mut book = self.shared.book.lock();
+                let was = book.life.synced();
+                book.life.lose_sync(self.id);
+                if was && !book.life.synced() {
+                    // Its namespace's state is incomplete from now on.
+                    if let Some(g) = &self.gate {
+                        g.begin(self.shared.member);
+                    }
+                }
             }
             let name = self.spec.gvr();
             match step.next {
