@@ -286,6 +286,9 @@ enum Undo {
     Changed {
         hash: u64,
         at: u32,
+        /// The record before the change: an opaque resourceVersion's text
+        /// lives in the record, which an update writes anew.
+        old_at: u32,
         rv: RvKey,
         seen: bool,
         sent: bool,
@@ -533,6 +536,7 @@ impl Tracker {
                     self.last = Some(Undo::Changed {
                         hash,
                         at: new.at,
+                        old_at: s.at,
                         rv: s.rv,
                         seen: s.seen,
                         sent: s.sent,
@@ -592,14 +596,25 @@ impl Tracker {
             Some(Undo::Changed {
                 hash,
                 at,
+                old_at,
                 rv,
                 seen,
                 sent,
             }) => {
+                let mut rewritten = false;
                 if let Some(s) = self.objects.find_mut(hash, |s| s.at == at) {
                     s.rv = rv;
                     s.seen = seen;
                     s.sent = sent;
+                    if old_at != at {
+                        // Back to the record with the old text.
+                        s.at = old_at;
+                        rewritten = true;
+                    }
+                }
+                if rewritten {
+                    self.records.live += self.records.get(old_at).len;
+                    self.records.release(at);
                 }
             }
             Some(Undo::Removed {
@@ -1204,6 +1219,25 @@ mod tests {
             Verdict::Stale
         );
         assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn an_undone_update_of_an_opaque_version_keeps_the_old_text() {
+        let mut t = synced(&[("a", "p1", U1, "o6")], "s1");
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "o34"), false),
+            Verdict::Deliver(Update)
+        );
+        // Its entry was not sent (a stop): as if the event never came.
+        t.undo_last();
+        let held = t.export();
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].resource_version, Rv::new("o6"));
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "o34"), false),
+            Verdict::Deliver(Update),
+            "the change comes again and is delivered"
+        );
     }
 
     #[test]
