@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tattler::{Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
+use tattler::{Access, Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
 
 const USAGE: &str = "usage: watch [--demo] [--kubeconfig F] [--context C] [--server URL] [--ca-file F] [--token-file F]
              [--insecure-skip-tls-verify] [--config FILE] [--namespace NS] [--selector L] [--all]
@@ -156,7 +156,7 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         log::info!("{why}: running against the built-in demo cluster");
         let api = tattler_fakeapi::FakeApi::start();
         api.start_churn(3, 12, Duration::from_millis(500));
-        let config = Config::new(&api.url());
+        let config = Config::new(Access::new(&api.url()));
         _demo = Some(api);
         config
     };
@@ -184,12 +184,13 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             return Err("--demo excludes the cluster flags".into())
         }
         (None, _, _, true) => demo("--demo"),
-        (None, Some(s), false, false) => Config::new(s),
-        (None, None, true, false) => {
-            Config::from_kubeconfig(args.kubeconfig.as_deref(), args.context.as_deref())?
-        }
-        (None, None, false, false) => match Config::infer() {
-            Ok(c) => c,
+        (None, Some(s), false, false) => Config::new(Access::new(s)),
+        (None, None, true, false) => Config::new(Access::from_kubeconfig(
+            args.kubeconfig.as_deref(),
+            args.context.as_deref(),
+        )?),
+        (None, None, false, false) => match Access::infer() {
+            Ok(a) => Config::new(a),
             Err(e) => demo(&format!("no cluster configured ({e})")),
         },
     };
@@ -210,13 +211,13 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     if let Some(f) = &args.ca_file {
-        config = config.ca_file(f)?;
+        config.access = config.access.ca_file(f)?;
     }
     if let Some(f) = &args.token_file {
-        config = config.token_file(f)?;
+        config.access = config.access.token_file(f)?;
     }
     if args.insecure {
-        config.insecure_skip_tls_verify = true;
+        config.access.insecure_skip_tls_verify = true;
     }
     if let Some(path) = &args.checkpoint {
         match std::fs::metadata(path) {
@@ -242,7 +243,7 @@ fn run(args: Args) -> Result<ExitCode, Box<dyn std::error::Error>> {
             Err(e) => return Err(format!("{}: {e}", path.display()).into()),
         }
     }
-    config.gzip = args.gzip;
+    config.tuning.gzip = args.gzip;
     config.relist_interval = args.relist.map(Duration::from_secs);
     config.shaping.scrub = !args.no_scrub;
     config.shaping.drop_managed_fields = args.drop_managed_fields;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{Config, Error, ResourceSpec, Token};
+use crate::{Access, Config, Error, ResourceSpec, Token};
 
 /// The keys and the JSON type each takes. Checked one by one so that an
 /// error names the key.
@@ -283,22 +283,22 @@ impl Config {
         let j = JsonConfig::parse(json)?;
         // Where the cluster is: explicit, a kubeconfig, in-cluster, or inferred as kubectl would.
         let mut c = match (&j.server, &j.kubeconfig, &j.context, j.in_cluster) {
-            (Some(server), None, None, None | Some(false)) => Config::new(server),
+            (Some(server), None, None, None | Some(false)) => Config::new(Access::new(server)),
             (Some(_), _, _, _) => {
                 return Err(Error::Config(
                     "JSON: `server` excludes `kubeconfig`, `context` and `in_cluster`".into(),
                 ))
             }
-            (None, None, None, Some(true)) => Config::in_cluster()?,
+            (None, None, None, Some(true)) => Config::new(Access::in_cluster()?),
             (None, k, ctx, None | Some(false)) if k.is_some() || ctx.is_some() => {
-                Config::from_kubeconfig(k.as_deref(), ctx.as_deref())?
+                Config::new(Access::from_kubeconfig(k.as_deref(), ctx.as_deref())?)
             }
             (None, _, _, Some(true)) => {
                 return Err(Error::Config(
                     "JSON: `in_cluster` excludes `kubeconfig` and `context`".into(),
                 ))
             }
-            (None, _, _, _) => Config::infer()?,
+            (None, _, _, _) => Config::new(Access::infer()?),
         };
         let list = j
             .resources
@@ -316,9 +316,36 @@ impl Config {
                     "JSON: give ca_file or ca_data, not both".into(),
                 ))
             }
-            (Some(f), None) => c = c.ca_file(&f)?,
-            (None, Some(pem)) => c.ca_pem = Some(pem.into_bytes()),
+            (Some(f), None) => c.access = c.access.ca_file(&f)?,
+            (None, Some(pem)) => c.access.ca_pem = Some(pem.into_bytes()),
             (None, None) => {}
+        }
+        // One way to authenticate, as client-go's "more than one authentication
+        // method found" refuses a kubeconfig user with several; tattler also
+        // refuses exec beside a client certificate (client-go would silently
+        // skip the plugin).
+        let methods = [
+            (
+                j.token.is_some() || j.token_file.is_some(),
+                "token/token_file",
+            ),
+            (
+                j.username.is_some() || j.password.is_some(),
+                "username/password",
+            ),
+            (j.exec.is_some(), "exec"),
+        ];
+        let set: Vec<&str> = methods.iter().filter(|m| m.0).map(|m| m.1).collect();
+        if set.len() > 1 {
+            return Err(Error::Config(format!(
+                "JSON: {} are set together; give one way to authenticate",
+                set.join(" and ")
+            )));
+        }
+        if j.exec.is_some() && j.client_cert_file.is_some() {
+            return Err(Error::Config(
+                "JSON: exec and client_cert_file are both set; give one way to authenticate".into(),
+            ));
         }
         match (j.token, j.token_file) {
             (Some(_), Some(_)) => {
@@ -326,8 +353,8 @@ impl Config {
                     "JSON: give token or token_file, not both".into(),
                 ))
             }
-            (Some(t), None) => c.auth = crate::Auth::Token(Token::new(&t)),
-            (None, Some(f)) => c = c.token_file(&f)?,
+            (Some(t), None) => c.access.auth = crate::Auth::Token(Token::new(&t)),
+            (None, Some(f)) => c.access = c.access.token_file(&f)?,
             (None, None) => {}
         }
         match (j.client_cert_file, j.client_key_file) {
@@ -338,10 +365,13 @@ impl Config {
                         source,
                     })
                 };
-                c.client_identity = Some(crate::ClientIdentity {
+                let id = crate::ClientIdentity {
                     cert_pem: read(&cert)?,
                     key_pem: read(&key)?,
-                });
+                };
+                crate::access::pem::check_identity(&id, "JSON: client_cert_file")
+                    .map_err(Error::Config)?;
+                c.access.client_identity = Some(id);
             }
             (None, None) => {}
             _ => {
@@ -352,7 +382,7 @@ impl Config {
         }
         match (j.username, j.password) {
             (Some(username), Some(pw)) => {
-                c.auth = crate::Auth::Basic {
+                c.access.auth = crate::Auth::Basic {
                     username,
                     password: Token::new(&pw),
                 }
@@ -367,7 +397,7 @@ impl Config {
         if let Some(e) = j.exec {
             let e = exec(&e)?;
             e.check().map_err(|m| Error::Config(format!("JSON: {m}")))?;
-            c.auth = crate::Auth::Exec(e);
+            c.access.auth = crate::Auth::Exec(e);
         }
         if let Some(v) = j.relist_interval_secs {
             c.relist_interval = (v > 0).then(|| Duration::from_secs(v));
@@ -379,13 +409,13 @@ impl Config {
             c.shaping.scrub_secret_data = v;
         }
         if let Some(v) = j.initial_events_timeout_secs {
-            c.initial_events_timeout = Duration::from_secs(v);
+            c.tuning.initial_events_timeout = Duration::from_secs(v);
         }
         if let Some(v) = j.discovery_interval_secs {
-            c.discovery_interval = Duration::from_secs(v);
+            c.tuning.discovery_interval = Duration::from_secs(v);
         }
         if let Some(v) = j.max_buffered_bytes {
-            c.max_buffered_bytes = narrow("max_buffered_bytes", v)?;
+            c.tuning.max_buffered_bytes = narrow("max_buffered_bytes", v)?;
         }
         if let Some(v) = j.drop_managed_fields {
             c.shaping.drop_managed_fields = v;
@@ -394,40 +424,45 @@ impl Config {
             c.shaping.event_kinds = j.event_kinds;
         }
         if let Some(v) = j.insecure {
-            c.insecure_skip_tls_verify = v;
+            c.access.insecure_skip_tls_verify = v;
         }
-        if c.insecure_skip_tls_verify && c.ca_pem.is_some() {
+        if c.access.insecure_skip_tls_verify && c.access.ca_pem.is_some() {
             return Err(Error::Config(format!(
                 "JSON: {}",
-                crate::config::INSECURE_WITH_CA
+                crate::access::cluster::INSECURE_WITH_CA
             )));
         }
+        // Checked now, as a kubeconfig's are: a bad bundle is the document's fault.
+        if let Some(pem) = &c.access.ca_pem {
+            crate::access::pem::roots(pem)
+                .map_err(|e| Error::Config(format!("JSON: ca_file/ca_data: {e}")))?;
+        }
         if let Some(v) = j.tls_server_name {
-            c.tls_server_name = Some(v);
+            c.access.tls_server_name = Some(v);
         }
         match j.proxy.as_deref() {
             None => {}
-            Some("env") => c.proxy = crate::ProxyConfig::FromEnv,
-            Some("none") => c.proxy = crate::ProxyConfig::None,
-            Some(url) => c.proxy = crate::ProxyConfig::Url(url.to_string()),
+            Some("env") => c.access.proxy = crate::ProxyConfig::FromEnv,
+            Some("none") => c.access.proxy = crate::ProxyConfig::None,
+            Some(url) => c.access.proxy = crate::ProxyConfig::Url(url.to_string()),
         }
         if let Some(v) = j.channel_capacity {
-            c.channel_capacity = narrow("channel_capacity", v)?;
+            c.tuning.channel_capacity = narrow("channel_capacity", v)?;
         }
         if let Some(v) = j.idle_timeout_secs {
-            c.idle_timeout = Duration::from_secs(v);
+            c.tuning.idle_timeout = Duration::from_secs(v);
         }
         if let Some(v) = j.connect_timeout_secs {
-            c.connect_timeout = Duration::from_secs(v);
+            c.tuning.connect_timeout = Duration::from_secs(v);
         }
         if let Some(v) = j.gzip {
-            c.gzip = v;
+            c.tuning.gzip = v;
         }
         if let Some(v) = j.page_size {
-            c.page_size = narrow("page_size", v)?;
+            c.tuning.page_size = narrow("page_size", v)?;
         }
         if let Some(v) = j.max_frame_bytes {
-            c.max_frame_bytes = narrow("max_frame_bytes", v)?;
+            c.tuning.max_frame_bytes = narrow("max_frame_bytes", v)?;
         }
         Ok(c)
     }
@@ -439,18 +474,23 @@ mod tests {
 
     #[test]
     fn full_document() {
-        let c = Config::from_json(
-            r#"{"server":"https://10.0.0.1:6443","token":"t0k","insecure":false,"gzip":true,"namespace":"ns",
+        let ca = include_str!("../tests/fixtures/ca.crt").replace('\n', "\\n");
+        let c = Config::from_json(&format!(
+            r#"{{"server":"https://10.0.0.1:6443","token":"t0k","insecure":false,"gzip":true,"namespace":"ns",
                 "resources":["pods","nodes","apps/v1/deployments"],"label_selector":"app=x",
                 "channel_capacity":8,"idle_timeout_secs":60,"page_size":100,
-                "ca_data":"-----BEGIN CERTIFICATE-----\n"}"#,
-        )
+                "ca_data":"{ca}"}}"#
+        ))
         .unwrap();
-        assert_eq!(c.server, "https://10.0.0.1:6443");
-        assert_eq!(c.auth, crate::Auth::Token(Token::new("t0k")));
-        assert!(!c.insecure_skip_tls_verify && c.gzip);
+        assert_eq!(c.access.server, "https://10.0.0.1:6443");
+        assert_eq!(c.access.auth, crate::Auth::Token(Token::new("t0k")));
+        assert!(!c.access.insecure_skip_tls_verify && c.tuning.gzip);
         assert_eq!(
-            (c.channel_capacity, c.idle_timeout, c.page_size),
+            (
+                c.tuning.channel_capacity,
+                c.tuning.idle_timeout,
+                c.tuning.page_size
+            ),
             (8, Duration::from_secs(60), 100)
         );
         let ns: Vec<Option<&str>> = c.resources.iter().map(|r| r.namespace.as_deref()).collect();
@@ -546,7 +586,7 @@ mod tests {
             r#"{"server":"https://h","resources":["pods"],"exec":{"command":"p","timeout_secs":7,"install_hint":"brew install p"}}"#,
         )
         .unwrap();
-        match c.auth {
+        match c.access.auth {
             crate::Auth::Exec(e) => {
                 assert_eq!(e.timeout, Duration::from_secs(7));
                 assert_eq!(e.install_hint.as_deref(), Some("brew install p"));
@@ -576,5 +616,26 @@ mod tests {
             r#"{"server":"https://h","resources":["pods"],"exec":{"command":"p","api_version":"v9"}}"#,
         );
         assert!(m.contains("invalid apiVersion"), "{m}");
+        let m = e(r#"{"server":"https://h","resources":["pods"],"ca_data":"s3cr3t-not-pem"}"#);
+        assert!(m.contains("ca_data") && !m.contains("s3cr3t"), "{m}");
+    }
+
+    #[test]
+    fn one_way_to_authenticate() {
+        let e = |extra: &str| {
+            Config::from_json(&format!(
+                r#"{{"server":"https://h","resources":["pods"],{extra}}}"#
+            ))
+            .unwrap_err()
+            .to_string()
+        };
+        assert_eq!(
+            e(r#""token":"t","username":"u","password":"p""#),
+            "invalid configuration: JSON: token/token_file and username/password are set together; give one way to authenticate"
+        );
+        assert!(e(r#""token_file":"/f","exec":{"command":"p","api_version":"client.authentication.k8s.io/v1"}"#)
+            .contains("token/token_file and exec"));
+        assert!(e(r#""client_cert_file":"/c","client_key_file":"/k","exec":{"command":"p","api_version":"client.authentication.k8s.io/v1"}"#)
+            .contains("exec and client_cert_file"));
     }
 }

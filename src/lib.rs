@@ -3,13 +3,14 @@
 //! (no async runtime) with a C ABI beside it (the `tattler-ffi` crate).
 //!
 //! ```no_run
-//! use tattler::{Change, Config, Reader};
+//! use tattler::{Access, Change, Config, Reader};
 //!
-//! let mut config = Config::new("https://127.0.0.1:6443")
-//!     .watch(&["pods", "apps/v1/deployments"])?
+//! let access = Access::new("https://127.0.0.1:6443")
 //!     .ca_file("/etc/kubernetes/ca.crt")?
 //!     .token_file("/var/run/secrets/token")?;
-//! config.channel_capacity = 4096;
+//! // Or `Access::infer()?`: the kubeconfig kubectl would use, else in-cluster.
+//! let mut config = Config::new(access).watch(&["pods", "apps/v1/deployments"])?;
+//! config.tuning.channel_capacity = 4096;
 //! let reader = Reader::open(config)?;
 //! for entry in reader.iter() {
 //!     match entry.change() {
@@ -57,6 +58,15 @@
 //! holds is held across a log call, a join or a child process; the one held
 //! across a send (a resource's turn to deliver) is only ever taken by its
 //! stream threads, and the send honours stop.
+//!
+//! # Configuration
+//!
+//! A [`Config`] says what to stream — [`ResourceSpec`]s, [`Shaping`], a
+//! relist interval, a [`Checkpoint`] to resume from — and holds how to reach
+//! the cluster ([`Access`]: from a kubeconfig, the pod's service account, or
+//! by hand) and [`Tuning`] (timeouts, bounds, retry pacing) apart. C and Go
+//! users give the same settings as one flat JSON document
+//! ([`Config::from_json`]).
 //!
 //! # Errors
 //!
@@ -112,10 +122,11 @@ mod util;
 mod wire;
 
 pub use access::auth::{Auth, ExecConfig};
+pub use access::cluster::Access;
 pub use access::proxy::ProxyConfig;
 pub use access::secret::{ClientIdentity, Token};
 pub use checkpoint::Checkpoint;
-pub use config::{Backoff, Config};
+pub use config::{Backoff, Config, Tuning};
 pub use delivery::reader::{Iter, Reader, ReaderInfo};
 pub use delivery::stats::StreamStats;
 pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};
@@ -235,7 +246,7 @@ pub mod __fuzz {
         let path =
             std::env::temp_dir().join(format!("tattler-fuzz-kubeconfig-{}", std::process::id()));
         if std::fs::write(&path, text).is_ok() {
-            let _ = crate::Config::from_kubeconfig(path.to_str(), None);
+            let _ = crate::Access::from_kubeconfig(path.to_str(), None);
         }
     }
 }

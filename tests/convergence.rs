@@ -197,9 +197,9 @@ fn run_seed(seed: u64, skip: &[&str]) -> Result<Report, String> {
         api.apply("configmaps", FakeApi::object(Some(ns), &name));
     }
     let mut c = config(&api, &RESOURCES);
-    c.server = proxy.url();
-    c.idle_timeout = Duration::from_secs(1);
-    c.channel_capacity = *rng.pick(&[1, 8, 1024]);
+    c.access.server = proxy.url();
+    c.tuning.idle_timeout = Duration::from_secs(1);
+    c.tuning.channel_capacity = *rng.pick(&[1, 8, 1024]);
     let r = Arc::new(Reader::open(c).map_err(|e| format!("open: {e}"))?);
     let model = Arc::new(Mutex::new(Model::new()));
     let violation = Arc::new(Mutex::new(None::<String>));
@@ -511,7 +511,7 @@ fn a_relist_lagging_behind_a_live_create_and_delete_does_not_resurrect_it() {
         pod(&api, "a", &format!("p{i}"));
     }
     let mut c = config(&api, &["pods"]);
-    c.server = proxy.url();
+    c.access.server = proxy.url();
     let r = Arc::new(Reader::open(c).unwrap());
     let mut model = Model::new();
     let apply = |model: &mut Model, e: tattler::Entry| {
@@ -581,7 +581,7 @@ fn a_forced_restart_at_the_end_of_a_sync_neither_doubles_nor_deletes_objects() {
     // The old stream goes on past the stop only when a send wins a coin toss: try a few times.
     for attempt in 0..8 {
         let mut c = config(&api, &["pods"]);
-        c.channel_capacity = 1;
+        c.tuning.channel_capacity = 1;
         let r = Reader::open(c).unwrap();
         let mut model = Model::new();
         let apply = |model: &mut Model, e: tattler::Entry| {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::proxy::{process_figures, Fault as Net, FaultProxy, Model, Payload, Rng};
 use common::tls::{capture_log, TempDir};
 use common::*;
-use tattler::{Auth, Change, Config, Entry, Reader, Token};
+use tattler::{Access, Auth, Change, Config, Entry, Reader, Token};
 use tattler_fakeapi::{FakeApi, Fault};
 
 /// The fake apiserver with a fault proxy in front of it.
@@ -37,7 +37,7 @@ impl Rig {
     /// A config that reaches the fake through the proxy; fast retries.
     fn config(&self, names: &[&str]) -> Config {
         let mut c = config(&self.api, names);
-        c.server = self.proxy.url();
+        c.access.server = self.proxy.url();
         c
     }
 
@@ -288,7 +288,7 @@ fn stalls_are_ended_by_the_idle_timeout() {
     // Mid-body during the initial state, inside its last frame.
     rig.proxy.push(Net::StallAfter(len - 10));
     let mut c = rig.config(&["pods"]);
-    c.idle_timeout = Duration::from_secs(1);
+    c.tuning.idle_timeout = Duration::from_secs(1);
     let start = Instant::now();
     let before = rig.api.requests().len();
     let r = Reader::open(c).unwrap();
@@ -373,7 +373,7 @@ fn a_seeded_storm_of_every_proxy_fault_converges() {
         11,
     );
     let mut c = rig.config(&["pods", "configmaps"]);
-    c.idle_timeout = Duration::from_secs(1);
+    c.tuning.idle_timeout = Duration::from_secs(1);
     let r = Reader::open(c).unwrap();
     let mut model = Model::new();
     let mut rng = Rng::new(11);
@@ -521,7 +521,7 @@ fn truncated_responses_lose_nothing_on_watch_list_and_on_list() {
     rig.api.set_watchlist(false);
     rig.api.push_fault("pods", Fault::CutAfter(0));
     let mut c = rig.config(&["pods"]);
-    c.page_size = 2;
+    c.tuning.page_size = 2;
     let r = Reader::open(c).unwrap();
     assert_eq!(
         until_synced(&r),
@@ -794,7 +794,7 @@ fn huge_object_child() {
     rig.api
         .apply("configmaps", FakeApi::object(Some("a"), "c2"));
     let mut c = rig.config(&["configmaps"]);
-    c.max_frame_bytes = LIMIT;
+    c.tuning.max_frame_bytes = LIMIT;
     // Peak RSS from here on.
     std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM");
     let (before, _, _) = process_figures();
@@ -879,8 +879,8 @@ fn an_object_over_max_frame_bytes_in_a_list_page_is_reported_and_the_rest_flows(
     rig.api
         .apply("configmaps", FakeApi::object(Some("a"), "c3"));
     let mut c = rig.config(&["configmaps"]);
-    c.max_frame_bytes = LIMIT;
-    c.page_size = 1;
+    c.tuning.max_frame_bytes = LIMIT;
+    c.tuning.page_size = 1;
     let r = Reader::open(c).unwrap();
     let mut got = Vec::new();
     while let Ok(e) = r.next_timeout(Duration::from_secs(3)) {
@@ -941,7 +941,7 @@ fn a_frame_of_exactly_max_frame_bytes_is_accepted_whatever_the_chunking() {
         let pieces = response.into_iter().map(String::into_bytes).collect();
         rig.proxy.push(Net::RespondInPieces(pieces));
         let mut c = rig.config(&["configmaps"]);
-        c.max_frame_bytes = MAX;
+        c.tuning.max_frame_bytes = MAX;
         let r = Reader::open(c).unwrap();
         assert_eq!(take(&r, 2), ["Add a/c1", "Synced configmaps"], "{how}");
     }
@@ -1025,7 +1025,7 @@ fn secrets_stay_out_of_logs_errors_stats_and_objects_on_every_path() {
     rig.api.apply("pods", secret_pod("p1"));
     rig.api.apply("pods", secret_pod("p2"));
     let mut c = rig.config(&["pods"]);
-    c.auth = Auth::Token(Token::new(TOKEN));
+    c.access.auth = Auth::Token(Token::new(TOKEN));
     let config_text = format!("{c:?}");
     let r = Arc::new(Reader::open(c).unwrap());
     // Watch-list.
@@ -1066,7 +1066,7 @@ fn secrets_stay_out_of_logs_errors_stats_and_objects_on_every_path() {
     rig.api.set_watchlist(false);
     rig.api.require_token(None);
     let mut c = rig.config(&["pods"]);
-    c.auth = Auth::Basic {
+    c.access.auth = Auth::Basic {
         username: "admin".into(),
         password: Token::new(PASSWORD),
     };
@@ -1081,15 +1081,14 @@ fn secrets_stay_out_of_logs_errors_stats_and_objects_on_every_path() {
     rig.api.require_token(Some(TOKEN));
     let mut c = rig.config(&["pods"]);
     let wrong = format!("{TOKEN}-wrong");
-    c.auth = Auth::Token(Token::new(&wrong));
+    c.access.auth = Auth::Token(Token::new(&wrong));
     let r = Reader::open(c).unwrap();
     let e = next(&r);
     assert_eq!(show(&e), "Error pods 401 Unauthorized");
     assert_entry_clean(&e);
     let errors = [
         format!("{:?}", e.error()),
-        Config::new("https://127.0.0.1:1")
-            .token(&format!("{TOKEN}\u{1}"))
+        Config::new(Access::new("https://127.0.0.1:1").token(&format!("{TOKEN}\u{1}")))
             .watch(&["pods"])
             .map(Reader::open)
             .unwrap()
@@ -1151,7 +1150,9 @@ fn configuration_errors_do_not_quote_a_mistyped_secret() {
                 "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://10.1.2.3:6443\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n{user}"
             ),
         );
-        let e = Config::from_kubeconfig(Some(&path), None).unwrap_err();
+        let e = Access::from_kubeconfig(Some(&path), None)
+            .map(Config::new)
+            .unwrap_err();
         let text = format!("{e} {e:?}");
         assert!(text.contains("kubeconfig"), "{what}: {text}");
         for s in [TOKEN, PASSWORD] {
@@ -1162,9 +1163,11 @@ fn configuration_errors_do_not_quote_a_mistyped_secret() {
         }
     }
     // A password in the server URL is refused, and not quoted back.
-    let c = Config::new(&format!("https://admin:{PASSWORD}@10.1.2.3:6443"))
-        .watch(&["pods"])
-        .unwrap();
+    let c = Config::new(Access::new(&format!(
+        "https://admin:{PASSWORD}@10.1.2.3:6443"
+    )))
+    .watch(&["pods"])
+    .unwrap();
     let e = Reader::open(c).err().unwrap();
     let text = format!("{e} {e:?}");
     assert!(text.contains("credentials in the URL"), "{text}");
@@ -1179,7 +1182,7 @@ fn plain_http_and_skipping_tls_checks_need_an_explicit_switch_and_warn() {
     let _w = Watchdog::new("tls_switches", Duration::from_secs(20));
     let log = capture_log();
     let e = Reader::open(
-        Config::new("http://10.1.2.3:8080")
+        Config::new(Access::new("http://10.1.2.3:8080"))
             .watch(&["pods"])
             .unwrap(),
     )
@@ -1191,18 +1194,24 @@ fn plain_http_and_skipping_tls_checks_need_an_explicit_switch_and_warn() {
         "{e}"
     );
     // Nothing turns verification off by default: not the constructor, JSON or kubeconfig.
-    assert!(!Config::new("https://10.1.2.3:6443").insecure_skip_tls_verify);
+    assert!(
+        !Config::new(Access::new("https://10.1.2.3:6443"))
+            .access
+            .insecure_skip_tls_verify
+    );
     let j =
         Config::from_json(r#"{"server":"https://10.1.2.3:6443","resources":["pods"]}"#).unwrap();
-    assert!(!j.insecure_skip_tls_verify);
+    assert!(!j.access.insecure_skip_tls_verify);
     let dir = TempDir::new("faults-kubeconfig");
     let path = dir.write(
         "config",
         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://10.1.2.3:6443\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user: {}\n",
     );
     assert!(
-        !Config::from_kubeconfig(Some(&path), None)
+        !Access::from_kubeconfig(Some(&path), None)
+            .map(Config::new)
             .unwrap()
+            .access
             .insecure_skip_tls_verify
     );
     // Switched on explicitly, both warn.
@@ -1212,8 +1221,10 @@ fn plain_http_and_skipping_tls_checks_need_an_explicit_switch_and_warn() {
         .wait_for(&["WARN", "plain http"], Duration::from_secs(5))
         .is_some());
     drop(r);
-    let mut c = Config::new("https://127.0.0.1:9").watch(&["pods"]).unwrap();
-    c.insecure_skip_tls_verify = true;
+    let mut c = Config::new(Access::new("https://127.0.0.1:9"))
+        .watch(&["pods"])
+        .unwrap();
+    c.access.insecure_skip_tls_verify = true;
     let r = Reader::open(c).unwrap();
     assert!(log
         .wait_for(

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use common::scripted::{end_bookmark, frame, list_body, pod_json, uid, Reply, Scripted, Then};
 use common::*;
-use tattler::{Backoff, Change, Config, Reader};
+use tattler::{Access, Backoff, Change, Config, Reader};
 use tattler_fakeapi::FakeApi;
 
 fn fast(server: &str) -> Config {
-    let mut c = Config::new(server).watch(&["pods"]).unwrap();
-    c.backoff = Backoff {
+    let mut c = Config::new(Access::new(server)).watch(&["pods"]).unwrap();
+    c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(100),
         reset_after: Duration::from_secs(120),
@@ -82,7 +82,7 @@ fn a_name_created_again_is_deleted_before_it_is_added_on_every_path() {
         pod(&api, "a", "p1");
         pod(&api, "a", "p2");
         let mut c = config(&api, &["pods"]);
-        c.idle_timeout = Duration::from_secs(1);
+        c.tuning.idle_timeout = Duration::from_secs(1);
         let r = Arc::new(Reader::open(c).unwrap());
         let mut model = common::proxy::Model::new();
         let read_sync = |model: &mut common::proxy::Model| {
@@ -301,7 +301,7 @@ fn a_server_that_ignores_send_initial_events_and_goes_quiet_gets_list_and_watch(
         }
     });
     let mut c = fast(&s.url());
-    c.initial_events_timeout = Duration::from_millis(300);
+    c.tuning.initial_events_timeout = Duration::from_millis(300);
     let start = Instant::now();
     let r = Reader::open(c).unwrap();
     assert_eq!(until_synced(&r), ["Add a/p1", "Add a/p2", "Synced pods"]);
@@ -331,7 +331,7 @@ fn retry_after_zero_does_not_replace_the_backoff() {
             r
         });
         let mut c = fast(&s.url());
-        c.backoff = Backoff {
+        c.tuning.backoff = Backoff {
             initial: Duration::from_millis(200),
             max: Duration::from_secs(1),
             reset_after: Duration::from_secs(120),
@@ -546,8 +546,8 @@ fn slow_consumer_child() {
     };
     let _w = Watchdog::new("slow_consumer_child", Duration::from_secs(100));
     let mut c = fast(&url);
-    c.max_frame_bytes = 8 << 20;
-    c.max_buffered_bytes = 16 << 20;
+    c.tuning.max_frame_bytes = 8 << 20;
+    c.tuning.max_buffered_bytes = 16 << 20;
     std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM");
     let (before, _, _) = common::proxy::process_figures();
     let r = Reader::open(c).unwrap();

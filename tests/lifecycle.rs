@@ -708,7 +708,7 @@ fn wildcards_follow_what_discovery_finds() {
     api.add_resource("example.com", "v1", "widgets", "Widget", true);
     api.apply("example.com/v1/widgets", FakeApi::object(Some("a"), "w1"));
     let mut c = config(&api, &["pods", "*.example.com"]);
-    c.discovery_interval = Duration::from_secs(1);
+    c.tuning.discovery_interval = Duration::from_secs(1);
     let r = Reader::open(c).unwrap();
     let mut got = take(&r, 4);
     got.sort();
@@ -993,6 +993,9 @@ fn a_namespace_added_later_takes_its_objects_from_a_stream_still_syncing() {
     api.push_fault("pods", Fault::Stall);
     assert!(r.set_resources(&[pods.clone().in_namespace("a")]).unwrap());
     assert!(api.wait_requests(2, Duration::from_secs(10)));
+    while api.pending_faults("pods") > 0 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // "b" is added: b/p1 is its stream's.
     let both = [pods.clone().in_namespace("a"), pods.in_namespace("b")];
     assert!(r.set_resources(&both).unwrap());

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::tls::*;
 use common::*;
-use tattler::{Auth, Backoff, Config, ProxyConfig, Reader};
+use tattler::{Access, Auth, Backoff, Config, ProxyConfig, Reader};
 use tattler_fakeapi::FakeApi;
 
 /// Every variable these checks set, cleared before each check.
@@ -66,7 +66,7 @@ impl Cluster {
 
 fn quick(c: Config) -> Config {
     let mut c = c.watch(&["pods"]).unwrap();
-    c.backoff = Backoff {
+    c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(200),
         reset_after: Duration::from_secs(120),
@@ -184,14 +184,16 @@ fn system_trust_store() {
         "SSL_CERT_DIR",
         &dir.path().join("no-such-dir").display().to_string(),
     );
-    let config = quick(Config::new(&c.front.url()).token("tok-trust-store-0d0d"));
-    assert_eq!(config.ca_pem, None);
+    let config = quick(Config::new(
+        Access::new(&c.front.url()).token("tok-trust-store-0d0d"),
+    ));
+    assert_eq!(config.access.ca_pem, None);
     drop(streams_one_pod(&c.api, config));
     // Another cluster, another CA: not in the store, nothing reaches it.
     let other = Cluster::with(&["127.0.0.1"]);
-    let r = Reader::open(quick(
-        Config::new(&other.front.url()).token("tok-trust-store-0d0d"),
-    ))
+    let r = Reader::open(quick(Config::new(
+        Access::new(&other.front.url()).token("tok-trust-store-0d0d"),
+    )))
     .unwrap();
     assert!(
         other
@@ -295,14 +297,18 @@ contexts:
 
     // current-context from the first file that sets it (file0 has none); ctx-a,
     // c1 and u1 from file1, where they first appear; the missing file is skipped.
-    let c = Config::from_kubeconfig(None, None).unwrap();
-    assert_eq!(c.server, one.front.url());
-    assert_eq!(c.namespace.as_deref(), Some("ns-first"));
-    assert_eq!(c.ca_pem.as_deref(), Some(one.pki.ca_pem.as_bytes()));
+    let c = Access::from_kubeconfig(None, None)
+        .map(Config::new)
+        .unwrap();
+    assert_eq!(c.access.server, one.front.url());
+    assert_eq!(c.access.namespace.as_deref(), Some("ns-first"));
+    assert_eq!(c.access.ca_pem.as_deref(), Some(one.pki.ca_pem.as_bytes()));
     assert!(
-        c.source.contains(&file1) && c.source.contains("\"ctx-a\"") && !c.source.contains(&missing),
+        c.access.source.contains(&file1)
+            && c.access.source.contains("\"ctx-a\"")
+            && !c.access.source.contains(&missing),
         "{}",
-        c.source
+        c.access.source
     );
     one.api.require_token(Some("tok-merge-first-1a1a"));
     drop(streams_one_pod(&one.api, quick(c)));
@@ -312,9 +318,11 @@ contexts:
     );
 
     // A context only file2 has, naming c1 (file1's wins) and u2 (file2's only one).
-    let c = Config::from_kubeconfig(None, Some("ctx-b")).unwrap();
-    assert_eq!(c.server, one.front.url());
-    assert_eq!(c.namespace.as_deref(), Some("ns-b"));
+    let c = Access::from_kubeconfig(None, Some("ctx-b"))
+        .map(Config::new)
+        .unwrap();
+    assert_eq!(c.access.server, one.front.url());
+    assert_eq!(c.access.namespace.as_deref(), Some("ns-b"));
     one.api.require_token(Some("tok-merge-u2-3c3c"));
     drop(streams_one_pod(&one.api, quick(c)));
     assert_eq!(
@@ -327,37 +335,49 @@ contexts:
 
     // A context in file0 naming a cluster from file2: the CA path resolves
     // against file2's folder, not the context's.
-    let c = Config::from_kubeconfig(None, Some("ctx-c")).unwrap();
-    assert_eq!(c.server, two.front.url());
-    assert_eq!(c.ca_pem.as_deref(), Some(two.pki.ca_pem.as_bytes()));
-    assert_eq!(c.namespace.as_deref(), Some("ns-c"));
+    let c = Access::from_kubeconfig(None, Some("ctx-c"))
+        .map(Config::new)
+        .unwrap();
+    assert_eq!(c.access.server, two.front.url());
+    assert_eq!(c.access.ca_pem.as_deref(), Some(two.pki.ca_pem.as_bytes()));
+    assert_eq!(c.access.namespace.as_deref(), Some("ns-c"));
     two.api.require_token(Some("tok-merge-u2-3c3c"));
     drop(streams_one_pod(&two.api, quick(c)));
 
     // Order matters: file2 first makes its current-context and its c1 win.
     set("KUBECONFIG", &[file2.as_str(), &file1].join(":"));
-    let c = Config::from_kubeconfig(None, None).unwrap();
-    assert_eq!(c.server, "https://127.0.0.1:1");
-    assert_eq!(c.namespace.as_deref(), Some("ns-b"));
+    let c = Access::from_kubeconfig(None, None)
+        .map(Config::new)
+        .unwrap();
+    assert_eq!(c.access.server, "https://127.0.0.1:1");
+    assert_eq!(c.access.namespace.as_deref(), Some("ns-b"));
     assert_eq!(
-        c.auth,
+        c.access.auth,
         Auth::Token(tattler::Token::new("tok-merge-u2-3c3c"))
     );
-    let c = Config::from_kubeconfig(None, Some("ctx-a")).unwrap();
-    assert_eq!(c.server, two.front.url());
+    let c = Access::from_kubeconfig(None, Some("ctx-a"))
+        .map(Config::new)
+        .unwrap();
+    assert_eq!(c.access.server, two.front.url());
 
     // An explicit path ignores KUBECONFIG.
     set("KUBECONFIG", &file2);
-    let c = Config::from_kubeconfig(Some(&file1), None).unwrap();
-    assert_eq!(c.server, one.front.url());
+    let c = Access::from_kubeconfig(Some(&file1), None)
+        .map(Config::new)
+        .unwrap();
+    assert_eq!(c.access.server, one.front.url());
 
     // Only missing files: an error that names them.
     let other = dir.file("also/missing");
     set("KUBECONFIG", &[missing.as_str(), &other].join(":"));
-    let e = Config::from_kubeconfig(None, None).unwrap_err().to_string();
+    let e = Access::from_kubeconfig(None, None)
+        .map(Config::new)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&missing) && e.contains(&other), "{e}");
     // ... and an explicit file that is missing is an error too, not skipped.
-    let e = Config::from_kubeconfig(Some(&missing), None)
+    let e = Access::from_kubeconfig(Some(&missing), None)
+        .map(Config::new)
         .unwrap_err()
         .to_string();
     assert!(e.contains(&missing), "{e}");
@@ -394,9 +414,15 @@ contexts:
             None => std::env::remove_var("KUBECONFIG"),
             Some(v) => set("KUBECONFIG", v),
         }
-        let config = Config::from_kubeconfig(None, None).unwrap();
+        let config = Access::from_kubeconfig(None, None)
+            .map(Config::new)
+            .unwrap();
         let want = home.path().join(".kube/config").display().to_string();
-        assert!(config.source.contains(&want), "{}", config.source);
+        assert!(
+            config.access.source.contains(&want),
+            "{}",
+            config.access.source
+        );
         c.api.require_token(Some("tok-home-5e5e"));
         drop(streams_one_pod(&c.api, quick(config)));
     }
@@ -419,15 +445,18 @@ fn in_cluster() {
     set("KUBERNETES_SERVICE_HOST", "127.0.0.1");
     set("KUBERNETES_SERVICE_PORT", &c.front.port().to_string());
     let dir = sa.path().display().to_string();
-    let config = Config::in_cluster_at(&dir).unwrap();
-    assert_eq!(config.server, c.front.url());
-    assert_eq!(config.namespace.as_deref(), Some("team-a"));
-    assert_eq!(config.auth, Auth::TokenFile(sa.path().join("token")));
-    assert_eq!(config.ca_pem.as_deref(), Some(c.pki.ca_pem.as_bytes()));
+    let config = Access::in_cluster_at(&dir).map(Config::new).unwrap();
+    assert_eq!(config.access.server, c.front.url());
+    assert_eq!(config.access.namespace.as_deref(), Some("team-a"));
+    assert_eq!(config.access.auth, Auth::TokenFile(sa.path().join("token")));
+    assert_eq!(
+        config.access.ca_pem.as_deref(),
+        Some(c.pki.ca_pem.as_bytes())
+    );
     assert!(
-        config.source.starts_with("in-cluster") && config.source.contains(&dir),
+        config.access.source.starts_with("in-cluster") && config.access.source.contains(&dir),
         "{}",
-        config.source
+        config.access.source
     );
     c.api.require_token(Some("tok-incluster-one-6f6f"));
     let r = streams_one_pod(&c.api, quick(config));
@@ -453,13 +482,15 @@ fn in_cluster() {
     // An IPv6 service address is bracketed.
     set("KUBERNETES_SERVICE_HOST", "fd00:10:96::1");
     set("KUBERNETES_SERVICE_PORT", "443");
-    let config = Config::in_cluster_at(&dir).unwrap();
-    assert_eq!(config.server, "https://[fd00:10:96::1]:443");
+    let config = Access::in_cluster_at(&dir).map(Config::new).unwrap();
+    assert_eq!(config.access.server, "https://[fd00:10:96::1]:443");
 
     // No namespace file: no namespace.
     let sa2 = service_account(&c, "tok-incluster-one-6f6f", None);
-    let config = Config::in_cluster_at(&sa2.path().display().to_string()).unwrap();
-    assert_eq!(config.namespace, None);
+    let config = Access::in_cluster_at(&sa2.path().display().to_string())
+        .map(Config::new)
+        .unwrap();
+    assert_eq!(config.access.namespace, None);
 }
 
 fn in_cluster_errors() {
@@ -467,19 +498,31 @@ fn in_cluster_errors() {
     let sa = service_account(&c, "tok-incluster-one-6f6f", Some("team-a"));
     let dir = sa.path().display().to_string();
     // Not in a cluster: the variables are named.
-    let e = Config::in_cluster_at(&dir).unwrap_err().to_string();
+    let e = Access::in_cluster_at(&dir)
+        .map(Config::new)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("KUBERNETES_SERVICE_HOST"), "{e}");
     set("KUBERNETES_SERVICE_HOST", "127.0.0.1");
-    let e = Config::in_cluster_at(&dir).unwrap_err().to_string();
+    let e = Access::in_cluster_at(&dir)
+        .map(Config::new)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("KUBERNETES_SERVICE_PORT"), "{e}");
     set("KUBERNETES_SERVICE_PORT", "6443");
     // No token, no CA: the file is named.
     std::fs::remove_file(sa.path().join("token")).unwrap();
-    let e = Config::in_cluster_at(&dir).unwrap_err().to_string();
+    let e = Access::in_cluster_at(&dir)
+        .map(Config::new)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&sa.file("token")), "{e}");
     std::fs::write(sa.path().join("token"), "tok-incluster-one-6f6f").unwrap();
     std::fs::remove_file(sa.path().join("ca.crt")).unwrap();
-    let e = Config::in_cluster_at(&dir).unwrap_err().to_string();
+    let e = Access::in_cluster_at(&dir)
+        .map(Config::new)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains(&sa.file("ca.crt")), "{e}");
     assert!(!e.contains("tok-incluster"), "{e}");
     // JSON `in_cluster` uses the real service-account folder (absent here).
@@ -511,29 +554,29 @@ contexts: [{{name: x, context: {{cluster: c, user: u, namespace: inferred}}}}]
     set("KUBECONFIG", &kc);
     set("KUBERNETES_SERVICE_HOST", "127.0.0.1");
     set("KUBERNETES_SERVICE_PORT", "1");
-    let config = Config::infer().unwrap();
+    let config = Access::infer().map(Config::new).unwrap();
     assert!(
-        config.source.starts_with("kubeconfig "),
+        config.access.source.starts_with("kubeconfig "),
         "{}",
-        config.source
+        config.access.source
     );
-    assert_eq!(config.namespace.as_deref(), Some("inferred"));
+    assert_eq!(config.access.namespace.as_deref(), Some("inferred"));
     // The JSON form with no cluster keys infers the same way.
     let config = Config::from_json(r#"{"resources":["pods"]}"#).unwrap();
-    assert_eq!(config.server, c.front.url());
+    assert_eq!(config.access.server, c.front.url());
     c.api.require_token(Some("tok-merge-first-1a1a"));
     drop(streams_one_pod(&c.api, config));
 
     // No kubeconfig: in-cluster, whose token file is absent here; both are named.
     let missing = dir.file("missing");
     set("KUBECONFIG", &missing);
-    let e = Config::infer().unwrap_err().to_string();
+    let e = Access::infer().map(Config::new).unwrap_err().to_string();
     assert!(
         e.contains(&missing) && e.contains("/var/run/secrets/kubernetes.io/serviceaccount/token"),
         "{e}"
     );
     std::env::remove_var("KUBERNETES_SERVICE_HOST");
-    let e = Config::infer().unwrap_err().to_string();
+    let e = Access::infer().map(Config::new).unwrap_err().to_string();
     assert!(
         e.contains(&missing) && e.contains("KUBERNETES_SERVICE_HOST"),
         "{e}"
@@ -551,9 +594,9 @@ fn not_loopback_cluster() -> (Cluster, String) {
 }
 
 fn env_config(c: &Cluster, server: &str) -> Config {
-    let mut config = Config::new(server).token("tok-env-proxy-8b8b");
-    config.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
-    assert_eq!(config.proxy, ProxyConfig::FromEnv);
+    let mut config = Config::new(Access::new(server).token("tok-env-proxy-8b8b"));
+    config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
+    assert_eq!(config.access.proxy, ProxyConfig::FromEnv);
     quick(config)
 }
 
@@ -596,7 +639,7 @@ fn https_proxy_and_no_proxy() {
 
     // ProxyConfig::None ignores the environment.
     let mut config = env_config(&c, &server);
-    config.proxy = ProxyConfig::None;
+    config.access.proxy = ProxyConfig::None;
     let before = proxy.targets().len();
     drop(streams_one_pod(&c.api, config));
     assert_eq!(proxy.targets().len(), before, "ProxyConfig::None");

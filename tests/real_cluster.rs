@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{show, Watchdog};
-use tattler::{Change, Config, Entry, Reader, ResourceSpec};
+use tattler::{Access, Change, Config, Entry, Reader, ResourceSpec};
 
 #[path = "k8s/fixture.rs"]
 mod fixture;
@@ -20,12 +20,13 @@ use fixture::{Cluster, SERIAL};
 
 /// An admin config for `names`.
 fn admin(c: &Cluster, names: &[&str]) -> Config {
-    let mut cfg = Config::from_kubeconfig(Some(&c.kubeconfig()), None)
+    let mut cfg = Access::from_kubeconfig(Some(&c.kubeconfig()), None)
+        .map(Config::new)
         .unwrap()
         .watch(names)
         .unwrap();
-    cfg.backoff.initial = Duration::from_millis(100);
-    cfg.backoff.max = Duration::from_secs(2);
+    cfg.tuning.backoff.initial = Duration::from_millis(100);
+    cfg.tuning.backoff.max = Duration::from_secs(2);
     cfg
 }
 
@@ -291,14 +292,15 @@ fn a_forbidden_resource_is_one_error_entry_and_the_others_stream() {
         "--clusterrole=cm-reader",
         "--user=nobody",
     ]);
-    let mut cfg = Config::from_kubeconfig(
+    let mut cfg = Access::from_kubeconfig(
         Some(&c.dir.join("kubeconfig-nobody").display().to_string()),
         None,
     )
+    .map(Config::new)
     .unwrap()
     .watch(&["configmaps", "pods"])
     .unwrap();
-    cfg.backoff.initial = Duration::from_millis(100);
+    cfg.tuning.backoff.initial = Duration::from_millis(100);
     let r = Reader::open(cfg).unwrap();
     let mut error = None;
     let mut synced = false;
@@ -478,7 +480,7 @@ fn with_watch_list_off_list_and_watch_give_the_same_entries() {
         let c = Cluster::up(extra);
         c.apply(SEED);
         let mut cfg = admin(&c, &[]);
-        cfg.page_size = 2;
+        cfg.tuning.page_size = 2;
         cfg.resources = vec![ResourceSpec::parse("configmaps")
             .unwrap()
             .remove(0)
@@ -941,7 +943,7 @@ fn every_resource_of_a_group_follows_crds_as_they_come_and_go() {
     c.apply(SEED);
     crd_with_widgets(&c, &["w1"]);
     let mut cfg = admin(&c, &["*.example.com"]);
-    cfg.discovery_interval = Duration::from_secs(1);
+    cfg.tuning.discovery_interval = Duration::from_secs(1);
     let r = Reader::open(cfg).unwrap();
     let (seen, _) = collect(&r, |s| synced_count(s) == 1);
     assert_eq!(seen, ["widgets Add wire-a/w1", "widgets Synced widgets"]);

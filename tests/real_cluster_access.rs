@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::tls::{openssl_client_cert, TempDir};
 use common::{until_synced, Watchdog};
-use tattler::{Config, Reader};
+use tattler::{Access, Config, Reader};
 
 #[path = "k8s/fixture.rs"]
 mod fixture;
@@ -63,7 +63,7 @@ fn a_v1_client_certificate_kubectl_accepts_is_refused_clearly_and_its_v3_reissue
     assert!(ok && out.contains("namespace/default"), "kubectl: {out}");
 
     // tattler: one clear error when the kubeconfig is read, naming the file.
-    let e = match Config::from_kubeconfig(Some(&kc), None) {
+    let e = match Access::from_kubeconfig(Some(&kc), None).map(Config::new) {
         Ok(_) => panic!("a v1 client certificate was accepted"),
         Err(e) => e.to_string(),
     };
@@ -82,7 +82,8 @@ fn a_v1_client_certificate_kubectl_accepts_is_refused_clearly_and_its_v3_reissue
         "kubeconfig-v3",
         kubeconfig(&c, &dir.file("v3.crt"), &dir.file("v3.key")),
     );
-    let config = Config::from_kubeconfig(Some(&kc), None)
+    let config = Access::from_kubeconfig(Some(&kc), None)
+        .map(Config::new)
         .unwrap()
         .watch(&["namespaces"])
         .unwrap();

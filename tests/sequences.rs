@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::scripted::{end_bookmark, frame, list_body, uid, Reply, Scripted, Taps, Then};
 use common::*;
-use tattler::{Backoff, Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
+use tattler::{Access, Backoff, Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
 use tattler_fakeapi::FakeApi;
 
 // ---------------------------------------------------------------------------
@@ -30,13 +30,13 @@ use tattler_fakeapi::FakeApi;
 
 /// The defaults, pacing included: budgets are asserted against them.
 fn defaults(server: &str) -> Config {
-    Config::new(server).watch(&["pods"]).unwrap()
+    Config::new(Access::new(server)).watch(&["pods"]).unwrap()
 }
 
 /// Fast retries, where the case is about entries, not pacing.
 fn fast(server: &str) -> Config {
     let mut c = defaults(server);
-    c.backoff = Backoff {
+    c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(200),
         reset_after: Duration::from_secs(120),
@@ -869,7 +869,7 @@ fn a_checkpoint_taken_while_the_channel_is_full_returns() {
         _ => Reply::json(vec![], Then::Hang),
     });
     let mut c = fast(&s.url());
-    c.channel_capacity = 2;
+    c.tuning.channel_capacity = 2;
     let r = Arc::new(Reader::open(c).unwrap());
     assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
     // The live changes fill the channel; the stream waits for the consumer.
@@ -1192,7 +1192,7 @@ fn ignores_send_initial_events_but_talks(modified: bool) {
             })
         };
         let mut c = defaults(&s.url());
-        c.initial_events_timeout = Duration::from_secs(2);
+        c.tuning.initial_events_timeout = Duration::from_secs(2);
         let t0 = Instant::now();
         let r = Reader::open(c).unwrap();
         let mut first = Vec::new();
@@ -1284,7 +1284,7 @@ fn gzip_members(list: bool) {
             })
         };
         let mut c = fast(&s.url());
-        c.gzip = true;
+        c.tuning.gzip = true;
         let r = Reader::open(c).unwrap();
         let mut got = Vec::new();
         while got.last().map(String::as_str) != Some("Synced pods") {
@@ -1484,7 +1484,8 @@ fn a_log_callback_that_closes_the_reader_on_a_credentials_warning_returns() {
         let _ = std::fs::remove_file(&path);
         Reply::status(401, "Unauthorized", &[])
     });
-    let mut c = fast(&s.url()).token_file(token.to_str().unwrap()).unwrap();
+    let mut c = fast(&s.url());
+    c.access = c.access.token_file(token.to_str().unwrap()).unwrap();
     c.resources = ResourceSpec::parse("pods").unwrap();
     c.resources.extend(ResourceSpec::parse("nodes").unwrap());
     c.resources.extend(ResourceSpec::parse("services").unwrap());

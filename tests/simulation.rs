@@ -46,7 +46,7 @@ use common::trace::Trace;
 use common::Watchdog;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
-use tattler::{Backoff, Change, Checkpoint, Config, Reader, ResourceSpec};
+use tattler::{Access, Backoff, Change, Checkpoint, Config, Reader, ResourceSpec};
 use tattler_fakeapi::{Backup, FakeApi, Fault, InitialEvents};
 
 const RESOURCES: [&str; 2] = ["pods", "configmaps"];
@@ -417,15 +417,15 @@ struct Run {
 
 impl Run {
     fn config(&self, resume: Option<Checkpoint>) -> Config {
-        let mut c = Config::new(&self.proxy.url());
+        let mut c = Config::new(Access::new(&self.proxy.url()));
         c.resources = specs_of(&self.shared.set.lock());
-        c.channel_capacity = self.setup.channel_capacity;
-        c.gzip = self.setup.gzip;
-        c.idle_timeout = Duration::from_secs(2);
-        c.initial_events_timeout = Duration::from_secs(2);
+        c.tuning.channel_capacity = self.setup.channel_capacity;
+        c.tuning.gzip = self.setup.gzip;
+        c.tuning.idle_timeout = Duration::from_secs(2);
+        c.tuning.initial_events_timeout = Duration::from_secs(2);
         c.resume = resume;
         if !self.setup.budget {
-            c.backoff = Backoff {
+            c.tuning.backoff = Backoff {
                 initial: Duration::from_millis(20),
                 max: Duration::from_millis(200),
                 reset_after: Duration::from_secs(120),

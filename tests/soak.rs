@@ -110,8 +110,8 @@ fn sustained_churn_with_reconnects_keeps_memory_and_threads_flat_and_loses_nothi
     }
     let names: Vec<&str> = RESOURCES.iter().map(|(p, _)| *p).collect();
     let mut c = config(&api, &names);
-    c.server = proxy.url();
-    c.idle_timeout = Duration::from_secs(5);
+    c.access.server = proxy.url();
+    c.tuning.idle_timeout = Duration::from_secs(5);
     let r = Arc::new(Reader::open(c).unwrap());
 
     let model = Arc::new(Mutex::new(Model::default()));

@@ -222,7 +222,7 @@ fn without_watch_list_it_falls_back_to_paged_list_and_watch() {
     }
     let rv = api.current_rv();
     let mut c = config(&api, &["pods"]);
-    c.page_size = 2;
+    c.tuning.page_size = 2;
     let r = Reader::open(c).unwrap();
     let first = next(&r);
     assert_eq!(
@@ -306,7 +306,7 @@ fn a_stalled_connection_is_dropped_after_the_idle_timeout() {
     pod(&api, "a", "p1");
     api.push_fault("pods", Fault::Stall);
     let mut c = config(&api, &["pods"]);
-    c.idle_timeout = Duration::from_secs(1);
+    c.tuning.idle_timeout = Duration::from_secs(1);
     let start = Instant::now();
     let r = Reader::open(c).unwrap();
     assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
@@ -393,13 +393,13 @@ fn unauthorized_and_forbidden_stop_one_stream_only() {
     let api = FakeApi::start();
     api.require_token(Some("right"));
     let mut c = config(&api, &["pods"]);
-    c.auth = tattler::Auth::Token(tattler::Token::new("wrong"));
+    c.access.auth = tattler::Auth::Token(tattler::Token::new("wrong"));
     let r = Reader::open(c).unwrap();
     let e = next(&r);
     assert_eq!(show(&e), "Error pods 401 Unauthorized");
     assert!(!format!("{:?} {:?}", e, r.stats()).contains("wrong"));
     let mut c = config(&api, &["pods"]);
-    c.auth = tattler::Auth::Token(tattler::Token::new("right"));
+    c.access.auth = tattler::Auth::Token(tattler::Token::new("right"));
     let r = Reader::open(c).unwrap();
     assert_eq!(until_synced(&r), ["Synced pods"]);
 }
@@ -432,7 +432,7 @@ fn an_oversized_object_is_reported_and_the_rest_flows() {
     big["metadata"]["annotations"]["blob"] = serde_json::Value::String("x".repeat(100_000));
     api.apply("pods", big);
     let mut c = config(&api, &["pods"]);
-    c.max_frame_bytes = 50_000;
+    c.tuning.max_frame_bytes = 50_000;
     let r = Reader::open(c).unwrap();
     let got = until_synced(&r);
     assert_eq!(
@@ -467,7 +467,7 @@ fn gzip_bodies_are_decoded() {
     api.set_gzip(true);
     pod(&api, "a", "p1");
     let mut c = config(&api, &["pods"]);
-    c.gzip = true;
+    c.tuning.gzip = true;
     let r = Reader::open(c).unwrap();
     assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
     pod(&api, "a", "p2");
@@ -482,7 +482,7 @@ fn a_slow_consumer_slows_the_stream_and_loses_nothing() {
         pod(&api, "a", &format!("p{i:03}"));
     }
     let mut c = config(&api, &["pods"]);
-    c.channel_capacity = 1;
+    c.tuning.channel_capacity = 1;
     let r = Reader::open(c).unwrap();
     let mut got = until_synced(&r);
     assert_eq!(got.pop().unwrap(), "Synced pods");
@@ -499,7 +499,7 @@ fn close_is_prompt_whatever_the_streams_are_doing() {
     }
     api.push_fault("nodes", Fault::Stall);
     let mut c = config(&api, &["pods", "nodes", "namespaces"]);
-    c.channel_capacity = 1;
+    c.tuning.channel_capacity = 1;
     let r = Reader::open(c).unwrap();
     next(&r);
     // pods is blocked on the full channel, nodes stalled, namespaces idle.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::proxy::{tattler_threads, tattler_threads_after_close, thread_names};
 use common::Watchdog;
-use tattler::{Backoff, Config, Reader};
+use tattler::{Access, Backoff, Config, Reader};
 
 #[test]
 fn no_thread_outlives_close_even_mid_reconnect() {
@@ -29,10 +29,10 @@ fn no_thread_outlives_close_even_mid_reconnect() {
     let resources = ["pods", "configmaps", "nodes"];
     let mut most = 0;
     for round in 0..150 {
-        let mut c = Config::new(&format!("http://{addr}"))
+        let mut c = Config::new(Access::new(&format!("http://{addr}")))
             .watch(&resources)
             .unwrap();
-        c.backoff = Backoff {
+        c.tuning.backoff = Backoff {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(2),
             reset_after: Duration::from_secs(120),

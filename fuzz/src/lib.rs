@@ -27,7 +27,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tattler::{Backoff, Change, Config, Reader};
+use tattler::{Access, Backoff, Change, Config, Reader};
 
 /// Inputs that name device or process files would make a parser read them
 /// (`/dev/zero` never ends): not a finding, so they are skipped.
@@ -118,7 +118,7 @@ pub fn kubeconfig(data: &[u8]) {
         .filter(|v| v.len() >= 8 && v.chars().all(|c| c.is_ascii_alphanumeric()))
         .collect();
     hidden.retain(|s| text.matches(s.as_str()).count() == 1);
-    match Config::from_kubeconfig(Some(path.to_str().unwrap()), None) {
+    match Access::from_kubeconfig(Some(path.to_str().unwrap()), None) {
         Ok(c) => assert_hidden(&hidden, "Config's Debug", &format!("{c:?}")),
         Err(e) => assert_hidden(&hidden, "the error", &format!("{e} {e:?}")),
     }
@@ -302,17 +302,17 @@ pub fn watch_stream(data: &[u8]) {
         *cur = (cur.0 + 1, response(framing, rest));
         cur.0
     };
-    let mut c = Config::new(&format!("http://{}", s.addr));
+    let mut c = Config::new(Access::new(&format!("http://{}", s.addr)));
     c.resources = vec![tattler::ResourceSpec::parse("pods").unwrap().remove(0).in_namespace(&format!("n{input}"))];
-    c.proxy = tattler::ProxyConfig::None;
-    c.idle_timeout = Duration::from_secs(1);
-    c.backoff = Backoff {
+    c.access.proxy = tattler::ProxyConfig::None;
+    c.tuning.idle_timeout = Duration::from_secs(1);
+    c.tuning.backoff = Backoff {
         initial: Duration::from_millis(1),
         max: Duration::from_millis(1),
         reset_after: Duration::from_secs(60),
     };
     // Small enough that the fuzzer meets it; the second byte varies it.
-    c.max_frame_bytes = 256 + usize::from(*size) * 64;
+    c.tuning.max_frame_bytes = 256 + usize::from(*size) * 64;
     let r = Reader::open(c).expect("a valid configuration");
     // One pass over the body: until the stream asks again (or a stream ends for good).
     let deadline = Instant::now() + Duration::from_secs(3);

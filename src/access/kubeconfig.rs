@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::access::auth::{decode_data, Auth, ExecConfig};
+use crate::access::cluster::{Access, INSECURE_WITH_CA};
 use crate::access::files::read_bounded;
 use crate::access::proxy::ProxyConfig;
 use crate::access::secret::ClientIdentity;
 use crate::access::yaml::{parse_yaml, Fields, Node};
-use crate::{Config, Error, Token};
+use crate::{Error, Token};
 
 /// Where the service-account credentials of a pod live.
 pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -193,7 +194,7 @@ pub(crate) fn load(
     paths: &[PathBuf],
     context: Option<&str>,
     skip_missing: bool,
-) -> Result<Config, Error> {
+) -> Result<Access, Error> {
     let mut current: Option<String> = None;
     let mut clusters: Vec<(String, Found<Cluster>)> = Vec::new();
     let mut users: Vec<(String, Found<User>)> = Vec::new();
@@ -265,7 +266,7 @@ pub(crate) fn load(
         .server
         .clone()
         .ok_or_else(|| bad(format!("cluster {cluster_name:?} has no server")))?;
-    let mut config = Config::new(&server);
+    let mut config = Access::new(&server);
     config.ca_pem = file_or_data(
         "certificate-authority",
         c.certificate_authority.as_deref(),
@@ -279,7 +280,7 @@ pub(crate) fn load(
     if c.insecure_skip_tls_verify && config.ca_pem.is_some() {
         return Err(bad(format!(
             "cluster {cluster_name:?}: {}",
-            crate::config::INSECURE_WITH_CA
+            INSECURE_WITH_CA
         )));
     }
     config.insecure_skip_tls_verify = c.insecure_skip_tls_verify;
@@ -422,7 +423,7 @@ fn exec_config(e: &Exec, c: &Cluster, server: &str, ca: Option<&[u8]>, dir: &Pat
 
 /// The in-cluster configuration of a pod: the service's address from the
 /// environment, the service-account token (re-read as it rotates) and CA.
-pub(crate) fn in_cluster(dir: &Path) -> Result<Config, Error> {
+pub(crate) fn in_cluster(dir: &Path) -> Result<Access, Error> {
     let host = std::env::var("KUBERNETES_SERVICE_HOST").unwrap_or_default();
     let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_default();
     if host.is_empty() || port.is_empty() {
@@ -436,7 +437,7 @@ pub(crate) fn in_cluster(dir: &Path) -> Result<Config, Error> {
     } else {
         host
     };
-    let mut config = Config::new(&format!("https://{host}:{port}"));
+    let mut config = Access::new(&format!("https://{host}:{port}"));
     let token = dir.join("token");
     if !token.is_file() {
         return Err(Error::Config(format!(
@@ -526,13 +527,13 @@ fn file_or_data(
     }
 }
 
-/// Cluster access as kubectl finds it; `Config`'s constructors for it live
-/// here, so that the configuration knows nothing of kubeconfig files.
-impl Config {
+/// Cluster access as kubectl finds it; [`Access`]'s constructors for it
+/// live here, so that `cluster` knows nothing of kubeconfig files.
+impl Access {
     /// Reads kubeconfig the way kubectl does: `path`, else `$KUBECONFIG`
     /// (several files merged, the first file winning for each name), else
     /// `~/.kube/config`; then `context`, else the current context.
-    pub fn from_kubeconfig(path: Option<&str>, context: Option<&str>) -> Result<Config, Error> {
+    pub fn from_kubeconfig(path: Option<&str>, context: Option<&str>) -> Result<Access, Error> {
         let config = match path {
             Some(p) => load(&[p.into()], context, false)?,
             None => load(&default_paths(), context, true)?,
@@ -544,12 +545,12 @@ impl Config {
     /// The configuration of a pod's service account: `KUBERNETES_SERVICE_HOST`
     /// and `_PORT`, and the token (re-read as it rotates), CA and namespace
     /// under `/var/run/secrets/kubernetes.io/serviceaccount/`.
-    pub fn in_cluster() -> Result<Config, Error> {
+    pub fn in_cluster() -> Result<Access, Error> {
         Self::in_cluster_at(SERVICE_ACCOUNT_DIR)
     }
 
     /// [`in_cluster`](Self::in_cluster) with the service-account files in `dir`.
-    pub fn in_cluster_at(dir: &str) -> Result<Config, Error> {
+    pub fn in_cluster_at(dir: &str) -> Result<Access, Error> {
         let config = in_cluster(std::path::Path::new(dir))?;
         log::info!("cluster access from {}", config.source);
         Ok(config)
@@ -557,7 +558,7 @@ impl Config {
 
     /// What kubectl and client-go would use: kubeconfig (`$KUBECONFIG` or
     /// `~/.kube/config`) when there is one, else the in-cluster service account.
-    pub fn infer() -> Result<Config, Error> {
+    pub fn infer() -> Result<Access, Error> {
         let paths = default_paths();
         if paths.iter().any(|p| p.exists()) {
             return Self::from_kubeconfig(None, None);

@@ -10,6 +10,7 @@
 //! nothing of it.
 
 pub(crate) mod auth;
+pub(crate) mod cluster;
 pub(crate) mod credentials;
 pub(crate) mod exec;
 pub(crate) mod files;

@@ -26,10 +26,10 @@ use ureq::unversioned::transport::{
 };
 use ureq::Agent;
 
+use crate::access::cluster::{Access, ServerUrl};
 use crate::access::credentials::{Credentials, Current};
 use crate::access::pem::{parse_identity, provider, roots, Identity};
 use crate::access::secret::ClientIdentity;
-use crate::config::ServerUrl;
 use crate::{Config, Error};
 
 /// Everything needed to make an agent, checked once at open.
@@ -59,6 +59,7 @@ struct TlsSetup {
 
 impl Transport {
     pub(crate) fn new(config: &Config, server: &ServerUrl) -> Result<Transport, Error> {
+        let (access, tuning) = (&config.access, &config.tuning);
         let uri: ureq::http::Uri = server
             .base
             .parse()
@@ -73,26 +74,26 @@ impl Transport {
             .port_u16()
             .unwrap_or(if server.https { 443 } else { 80 });
         let tls = if server.https {
-            Some(tls_setup(config, &host, port)?)
+            Some(tls_setup(access, &host, port)?)
         } else {
             check_loopback_now(&host, port)?;
             None
         };
-        if config.insecure_skip_tls_verify && server.https {
+        if access.insecure_skip_tls_verify && server.https {
             log::warn!("TLS certificate verification is OFF (insecure_skip_tls_verify)");
         }
         Ok(Transport {
             base: server.base.clone(),
-            credentials: Credentials::new(config.auth.clone()),
+            credentials: Credentials::new(access.auth.clone()),
             // Plain http goes to loopback only, never through a proxy.
             proxy: if server.https {
-                crate::access::proxy::proxy(&config.proxy, &host, port)?
+                crate::access::proxy::proxy(&access.proxy, &host, port)?
             } else {
                 None
             },
-            accept_encoding: if config.gzip { "gzip" } else { "identity" },
-            connect_timeout: config.connect_timeout,
-            idle_timeout: config.idle_timeout,
+            accept_encoding: if tuning.gzip { "gzip" } else { "identity" },
+            connect_timeout: tuning.connect_timeout,
+            idle_timeout: tuning.idle_timeout,
             tls,
         })
     }
@@ -150,9 +151,11 @@ impl Transport {
     }
 }
 
-fn tls_setup(config: &Config, host: &str, port: u16) -> Result<TlsSetup, Error> {
+fn tls_setup(config: &Access, host: &str, port: u16) -> Result<TlsSetup, Error> {
     if config.insecure_skip_tls_verify && config.ca_pem.is_some() {
-        return Err(Error::Config(crate::config::INSECURE_WITH_CA.into()));
+        return Err(Error::Config(
+            crate::access::cluster::INSECURE_WITH_CA.into(),
+        ));
     }
     let verifier: Arc<dyn ServerCertVerifier> = if config.insecure_skip_tls_verify {
         Arc::new(NoVerification(provider()))

@@ -285,19 +285,19 @@ impl Reader {
             "streaming {} resources from {} ({})",
             config.resources.len(),
             server.base,
-            config.source
+            config.access.source
         );
         let settings = Arc::new(StreamSettings {
-            page_size: config.page_size,
-            max_frame_bytes: config.max_frame_bytes,
-            backoff: config.backoff.clone(),
+            page_size: config.tuning.page_size,
+            max_frame_bytes: config.tuning.max_frame_bytes,
+            backoff: config.tuning.backoff.clone(),
             shaping: config.shaping.clone(),
-            idle_timeout: config.idle_timeout,
-            initial_events_timeout: config.initial_events_timeout,
-            gzip: config.gzip,
+            idle_timeout: config.tuning.idle_timeout,
+            initial_events_timeout: config.tuning.initial_events_timeout,
+            gzip: config.tuning.gzip,
         });
-        let (tx, rx) = bounded(config.channel_capacity);
-        let budget = Arc::new(Budget::new(config.max_buffered_bytes));
+        let (tx, rx) = bounded(config.tuning.channel_capacity);
+        let budget = Arc::new(Budget::new(config.tuning.max_buffered_bytes));
         let (closing_tx, closing) = bounded(0);
         let (wake_tx, wake_rx) = bounded(1);
         let start = Starter {
@@ -311,8 +311,8 @@ impl Reader {
         };
         let reader = Reader {
             info: ReaderInfo {
-                server: config.server.clone(),
-                source: config.source.clone(),
+                server: config.access.server.clone(),
+                source: config.access.source.clone(),
             },
             rx,
             budget,
@@ -330,7 +330,7 @@ impl Reader {
                     helpers: Vec::new(),
                 }),
                 control: Mutex::new(()),
-                discovery_interval: config.discovery_interval,
+                discovery_interval: config.tuning.discovery_interval,
             }),
             timer: Mutex::new(None),
             explorer: Mutex::new(None),

@@ -1,6 +1,7 @@
 //! Bad input: a clear error naming the file, field or command; never a panic.
 
 use super::*;
+use tattler::Access;
 
 #[test]
 fn a_missing_kubeconfig_file_is_named() {
@@ -228,9 +229,9 @@ fn a_malformed_client_key_is_a_clear_error_not_a_panic() {
     assert!(e.contains(&path) && e.contains("client key"), "{e}");
     assert_hidden(&["c2VjcmV0LWdhcmJhZ2Uta2V5LTQ0NTU2Njc3"], &[&e]);
     // The same identity given through the Rust API: refused by Reader::open.
-    let mut config = quick(Config::new(&c.url()), &[&res]);
-    config.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
-    config.client_identity = Some(tattler::ClientIdentity {
+    let mut config = quick(Config::new(Access::new(&c.url())), &[&res]);
+    config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
+    config.access.client_identity = Some(tattler::ClientIdentity {
         cert_pem: id.cert_pem.clone().into_bytes(),
         key_pem: garbage_key.as_bytes().to_vec(),
     });
@@ -466,7 +467,7 @@ fn interactive_mode_is_checked_as_client_go_does() {
     assert!(e.contains("interactiveMode must be specified"), "{e}");
     let e = load_err(&path_for(V1, "interactiveMode: Sometimes\n"), None);
     assert!(e.contains("invalid interactiveMode \"Sometimes\""), "{e}");
-    match load(&path_for(V1BETA1, ""), None).auth {
+    match load(&path_for(V1BETA1, ""), None).access.auth {
         Auth::Exec(x) => assert_eq!(x.interactive_mode, "IfAvailable"),
         other => panic!("{other:?}"),
     }
@@ -500,7 +501,7 @@ fn a_missing_token_file_is_named() {
     logged(&[&format!("{res}: credentials"), &missing]);
     assert_no_entries(&r);
     // The explicit API checks the file up front.
-    let e = Config::new(&api.url())
+    let e = Access::new(&api.url())
         .token_file(&missing)
         .unwrap_err()
         .to_string();

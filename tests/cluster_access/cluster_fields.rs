@@ -22,14 +22,20 @@ fn certificate_authority_file_is_resolved_against_the_kubeconfig_folder() {
         ),
     );
     let config = load(&path, None);
-    assert_eq!(config.server, c.url());
-    assert_eq!(config.ca_pem.as_deref(), Some(c.pki.ca_pem.as_bytes()));
-    assert_eq!(config.namespace.as_deref(), Some("team-a"));
-    assert_eq!(config.auth, Auth::Token(Token::new("tok-ca-file-4e1b")));
+    assert_eq!(config.access.server, c.url());
+    assert_eq!(
+        config.access.ca_pem.as_deref(),
+        Some(c.pki.ca_pem.as_bytes())
+    );
+    assert_eq!(config.access.namespace.as_deref(), Some("team-a"));
+    assert_eq!(
+        config.access.auth,
+        Auth::Token(Token::new("tok-ca-file-4e1b"))
+    );
     assert!(
-        config.source.contains(&path) && config.source.contains("\"main\""),
+        config.access.source.contains(&path) && config.access.source.contains("\"main\""),
         "{}",
-        config.source
+        config.access.source
     );
     let config = quick(config, &["pods"]);
     let r = streams_one_pod(&c.api, config.clone());
@@ -61,8 +67,11 @@ fn certificate_authority_data_wins_over_the_file() {
         ),
     );
     let config = load(&path, None);
-    assert_eq!(config.ca_pem.as_deref(), Some(c.pki.ca_pem.as_bytes()));
-    assert_eq!(config.namespace, None);
+    assert_eq!(
+        config.access.ca_pem.as_deref(),
+        Some(c.pki.ca_pem.as_bytes())
+    );
+    assert_eq!(config.access.namespace, None);
     let _r = streams_one_pod(&c.api, quick(config, &["pods"]));
 }
 
@@ -81,8 +90,8 @@ fn insecure_skip_tls_verify_connects_without_a_ca_and_its_absence_does_not() {
         ),
     );
     let config = load(&path, None);
-    assert!(config.insecure_skip_tls_verify);
-    assert_eq!(config.ca_pem, None);
+    assert!(config.access.insecure_skip_tls_verify);
+    assert_eq!(config.access.ca_pem, None);
     let r = streams_one_pod(&c.api, quick(config, &["pods"]));
     drop(r);
     logged(&["TLS certificate verification is OFF"]);
@@ -98,7 +107,7 @@ fn insecure_skip_tls_verify_connects_without_a_ca_and_its_absence_does_not() {
         ),
     );
     let config = load(&path, None);
-    assert!(!config.insecure_skip_tls_verify);
+    assert!(!config.access.insecure_skip_tls_verify);
     let before = c.api.requests().len();
     let r = Reader::open(quick(config, &[&res])).unwrap();
     assert!(
@@ -140,7 +149,7 @@ fn tls_server_name_checks_the_certificate_for_that_name() {
     );
     let config = load(&path, None);
     assert_eq!(
-        config.tls_server_name.as_deref(),
+        config.access.tls_server_name.as_deref(),
         Some("kubernetes.internal")
     );
     let r = streams_one_pod(&c.api, quick(config, &["pods"]));

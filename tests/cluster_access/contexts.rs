@@ -52,18 +52,32 @@ contexts:
     );
     let current = load(&path, None);
     assert_eq!(
-        (current.server.as_str(), current.namespace.as_deref()),
+        (
+            current.access.server.as_str(),
+            current.access.namespace.as_deref()
+        ),
         (a.url().as_str(), Some("ns-alpha"))
     );
-    assert!(current.source.contains("\"alpha\""), "{}", current.source);
+    assert!(
+        current.access.source.contains("\"alpha\""),
+        "{}",
+        current.access.source
+    );
     let r = streams_one_pod(&a.api, quick(current, &["pods"]));
     drop(r);
     let named = load(&path, Some("beta"));
     assert_eq!(
-        (named.server.as_str(), named.namespace.as_deref()),
+        (
+            named.access.server.as_str(),
+            named.access.namespace.as_deref()
+        ),
         (b.url().as_str(), Some("ns-beta"))
     );
-    assert!(named.source.contains("\"beta\""), "{}", named.source);
+    assert!(
+        named.access.source.contains("\"beta\""),
+        "{}",
+        named.access.source
+    );
     let before = a.api.requests().len();
     let r = streams_one_pod(&b.api, quick(named, &["pods"]));
     drop(r);

@@ -43,7 +43,7 @@ fn exec_plugin_v1_with_args_env_interactive_never_and_cluster_info() {
         ),
     );
     let config = load(&path, None);
-    match &config.auth {
+    match &config.access.auth {
         Auth::Exec(e) => {
             assert_eq!(e.api_version, V1);
             assert_eq!(e.command, "/bin/sh");

@@ -37,8 +37,8 @@ contexts:
         q(&path)
     );
     let config = Config::from_json(&json).unwrap();
-    assert_eq!(config.namespace.as_deref(), Some("from-json"));
-    assert_eq!(config.server, c.url());
+    assert_eq!(config.access.namespace.as_deref(), Some("from-json"));
+    assert_eq!(config.access.server, c.url());
     let r = streams_one_pod(&c.api, config.clone());
     let texts = debug_texts(&config, &r);
     assert_hidden(&["tok-json-kc-5f5f"], &strs(&texts));

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::tls::*;
 use common::*;
-use tattler::{Auth, Backoff, Change, Config, ProxyConfig, Reader, Token};
+use tattler::{Access, Auth, Backoff, Change, Config, ProxyConfig, Reader, Token};
 use tattler_fakeapi::FakeApi;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -23,7 +23,7 @@ const V1BETA1: &str = "client.authentication.k8s.io/v1beta1";
 /// Fast retries, so that failure cases log quickly.
 fn quick(c: Config, names: &[&str]) -> Config {
     let mut c = c.watch(names).unwrap();
-    c.backoff = Backoff {
+    c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(200),
         reset_after: Duration::from_secs(120),
@@ -185,11 +185,13 @@ fn plugin_runs(log: &str) -> Vec<f64> {
 }
 
 fn load(path: &str, context: Option<&str>) -> Config {
-    Config::from_kubeconfig(Some(path), context).unwrap_or_else(|e| panic!("kubeconfig: {e}"))
+    Access::from_kubeconfig(Some(path), context)
+        .map(Config::new)
+        .unwrap_or_else(|e| panic!("kubeconfig: {e}"))
 }
 
 fn load_err(path: &str, context: Option<&str>) -> String {
-    match Config::from_kubeconfig(Some(path), context) {
+    match Access::from_kubeconfig(Some(path), context).map(Config::new) {
         Ok(c) => panic!("kubeconfig {path} loaded: {c:?}"),
         Err(e) => e.to_string(),
     }

@@ -26,7 +26,7 @@ fn proxy_url_tunnels_through_the_proxy() {
         ),
     );
     let config = load(&path, None);
-    assert_eq!(config.proxy, ProxyConfig::Url(proxy.url()));
+    assert_eq!(config.access.proxy, ProxyConfig::Url(proxy.url()));
     let _r = streams_one_pod(&c.api, quick(config, &["pods"]));
     assert_eq!(
         proxy.targets(),

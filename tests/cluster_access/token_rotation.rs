@@ -10,9 +10,10 @@ fn token_file_rotation_under_a_running_stream() {
     api.require_token(Some("tok-rot-one-1111"));
     let dir = TempDir::new("rotation");
     let file = dir.write("token", "tok-rot-one-1111\n");
-    let mut config = common::config(&api, &["pods"]).token_file(&file).unwrap();
+    let mut config = common::config(&api, &["pods"]);
+    config.access = config.access.token_file(&file).unwrap();
     // Any pause would be long: a reload that is not immediate shows.
-    config.backoff = Backoff {
+    config.tuning.backoff = Backoff {
         initial: Duration::from_secs(30),
         max: Duration::from_secs(30),
         reset_after: Duration::from_secs(120),

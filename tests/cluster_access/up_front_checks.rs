@@ -1,6 +1,7 @@
 //! Issue 13: certificates checked up front, client-go's TLS rules.
 
 use super::*;
+use tattler::Access;
 
 /// A cluster demanding client certificates, and its client CA as files for openssl.
 fn mtls_cluster(dir: &TempDir) -> (Cluster, std::path::PathBuf, std::path::PathBuf) {
@@ -67,7 +68,7 @@ fn a_v1_client_certificate_is_refused_up_front_with_how_to_reissue_it() {
     let e = load_err(&path, None);
     want(&e);
     assert!(e.contains("client-certificate-data of user \"u\""), "{e}");
-    // JSON and the Rust API: Reader::open refuses it.
+    // JSON: refused when the document is read; the Rust API: Reader::open refuses it.
     let json = format!(
         r#"{{"server":{},"ca_data":{},"client_cert_file":{},"client_key_file":{},"resources":["pods"]}}"#,
         q(&c.url()),
@@ -75,10 +76,10 @@ fn a_v1_client_certificate_is_refused_up_front_with_how_to_reissue_it() {
         q(&cert_file),
         q(&dir.file("kube/alice.key"))
     );
-    want(&open_err(Config::from_json(&json).unwrap()));
-    let mut config = quick(Config::new(&c.url()), &["pods"]);
-    config.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
-    config.client_identity = Some(tattler::ClientIdentity {
+    want(&Config::from_json(&json).unwrap_err().to_string());
+    let mut config = quick(Config::new(Access::new(&c.url())), &["pods"]);
+    config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
+    config.access.client_identity = Some(tattler::ClientIdentity {
         cert_pem: v1.clone().into_bytes(),
         key_pem: v1_key.clone().into_bytes(),
     });
@@ -205,11 +206,11 @@ fn insecure_skip_tls_verify_with_a_ca_is_refused_as_client_go_refuses_it() {
     .to_string();
     assert!(e.contains(want), "{e}");
     let mut config = quick(
-        Config::new(&c.url()).token("tok-insecure-ca-1a1a"),
+        Config::new(Access::new(&c.url()).token("tok-insecure-ca-1a1a")),
         &["pods"],
     );
-    config.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
-    config.insecure_skip_tls_verify = true;
+    config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
+    config.access.insecure_skip_tls_verify = true;
     let e = open_err(config);
     assert!(e.contains(want), "{e}");
     assert_eq!(c.front.handshakes(), [], "the token went nowhere");
@@ -266,13 +267,16 @@ fn plain_http_to_localhost_goes_to_its_loopback_address() {
     api.require_token(Some("tok-localhost-3b3b"));
     let port = api.url().rsplit(':').next().unwrap().to_string();
     let config = quick(
-        Config::new(&format!("http://localhost:{port}")).token("tok-localhost-3b3b"),
+        Config::new(Access::new(&format!("http://localhost:{port}")).token("tok-localhost-3b3b")),
         &["pods"],
     );
     let _r = streams_one_pod(&api, config);
     // A name that is not loopback is refused by name; one that resolves
     // elsewhere is refused by address (src/transport.rs unit tests).
-    let e = open_err(quick(Config::new("http://example.invalid:80"), &["pods"]));
+    let e = open_err(quick(
+        Config::new(Access::new("http://example.invalid:80")),
+        &["pods"],
+    ));
     assert!(e.contains("loopback"), "{e}");
 }
 
@@ -315,7 +319,10 @@ fn yaml_aliases_are_capped_and_merge_keys_work() {
         ),
     );
     let config = load(&path, None);
-    assert_eq!(config.auth, Auth::Token(Token::new("tok-merge-4c4c")));
+    assert_eq!(
+        config.access.auth,
+        Auth::Token(Token::new("tok-merge-4c4c"))
+    );
 }
 
 #[test]
@@ -340,7 +347,7 @@ fn exec_precedence_follows_client_go() {
     };
     // A token, or a client certificate, makes client-go skip the plugin.
     let c = load(&config_with(&format!("token: tok-prec-5d5d\n{exec}")), None);
-    assert_eq!(c.auth, Auth::Token(Token::new("tok-prec-5d5d")));
+    assert_eq!(c.access.auth, Auth::Token(Token::new("tok-prec-5d5d")));
     let c = load(
         &config_with(&format!(
             "client-certificate-data: {}\nclient-key-data: {}\n{exec}",
@@ -349,8 +356,8 @@ fn exec_precedence_follows_client_go() {
         )),
         None,
     );
-    assert_eq!(c.auth, Auth::None);
-    assert!(c.client_identity.is_some());
+    assert_eq!(c.access.auth, Auth::None);
+    assert!(c.access.client_identity.is_some());
     // A token and a password: "more than one authentication method".
     let e = load_err(
         &config_with("token: tok-prec-5d5d\nusername: a\npassword: pw-prec-6e6e\n"),
@@ -410,8 +417,8 @@ fn the_exec_deadline_covers_a_grandchild_that_keeps_stdout_open() {
     let pid = dir.file("pid");
     // The plugin answers and exits, but a background child keeps its stdout open.
     let script = format!("sleep 600 & echo $! > {pid}; printf '%s' '{CRED}'");
-    let mut config = quick(Config::new(&api.url()), &[&res]);
-    config.auth = shell_plugin(&script, Duration::from_secs(1));
+    let mut config = quick(Config::new(Access::new(&api.url())), &[&res]);
+    config.access.auth = shell_plugin(&script, Duration::from_secs(1));
     let t = Instant::now();
     let r = Reader::open(config).unwrap();
     let line = logged(&[&format!("{res}: credentials"), "no answer within 1s"]);
@@ -434,8 +441,8 @@ fn close_interrupts_a_running_plugin_at_once_and_it_runs_once_for_all_streams() 
     let dir = TempDir::new("exec-close");
     let (pid, runs) = (dir.file("pid"), dir.file("runs"));
     let script = format!("echo $$ > {pid}; echo run >> {runs}; exec sleep 600");
-    let mut config = quick(Config::new(&api.url()), &[&a, &b, "pods"]);
-    config.auth = shell_plugin(&script, Duration::from_secs(60));
+    let mut config = quick(Config::new(Access::new(&api.url())), &[&a, &b, "pods"]);
+    config.access.auth = shell_plugin(&script, Duration::from_secs(60));
     let r = Reader::open(config).unwrap();
     let pid = wait_file(&pid);
     // Let every stream reach the plugin: they wait on the one run.
@@ -471,7 +478,10 @@ fn a_token_file_that_cannot_be_reread_keeps_the_last_token() {
     api.require_token(Some("tok-last-good-8a8a"));
     let dir = TempDir::new("token-reread");
     let file = dir.write("token", "tok-last-good-8a8a\n");
-    let config = quick(Config::new(&api.url()).token_file(&file).unwrap(), &[&res]);
+    let config = quick(
+        Config::new(Access::new(&api.url()).token_file(&file).unwrap()),
+        &[&res],
+    );
     let r = Reader::open(config).unwrap();
     let synced = until_synced(&r);
     assert_eq!(synced.len(), 1, "{synced:?}");
@@ -515,8 +525,8 @@ fn exec_stderr_is_passed_through_whole_and_kept_out_of_logs() {
         let script = format!(
             "i=0; while [ $i -lt 4096 ]; do echo 'noise {SECRET} ................................'; i=$((i+1)); done >&2; printf '%s' '{CRED}'"
         );
-        let mut config = quick(Config::new(&api.url()), &["pods"]);
-        config.auth = shell_plugin(&script, Duration::from_secs(30));
+        let mut config = quick(Config::new(Access::new(&api.url())), &["pods"]);
+        config.access.auth = shell_plugin(&script, Duration::from_secs(30));
         let r = streams_one_pod(&api, config.clone());
         let texts = debug_texts(&config, &r);
         assert_hidden(&[SECRET], &strs(&texts));

@@ -53,7 +53,7 @@ fn token_file_is_resolved_against_the_kubeconfig_folder() {
     );
     let config = load(&path, None);
     assert_eq!(
-        config.auth,
+        config.access.auth,
         Auth::TokenFile(dir.path().join("kube/secrets/token"))
     );
     let config = quick(config, &["pods"]);
@@ -90,7 +90,10 @@ fn token_file_wins_over_token_as_in_client_go() {
         ),
     );
     let config = load(&path, None);
-    assert_eq!(config.auth, Auth::TokenFile(dir.path().join("token")));
+    assert_eq!(
+        config.access.auth,
+        Auth::TokenFile(dir.path().join("token"))
+    );
     let _r = streams_one_pod(&c.api, quick(config, &["pods"]));
     assert_eq!(
         c.front.header_values("authorization"),
@@ -156,7 +159,11 @@ fn client_certificate_case(kind: KeyKind, files: bool, tag: &'static str) {
         ),
     );
     let config = load(&path, None);
-    let identity = config.client_identity.clone().expect("client identity");
+    let identity = config
+        .access
+        .client_identity
+        .clone()
+        .expect("client identity");
     assert_eq!(identity.cert_pem, id.cert_pem.as_bytes());
     assert_eq!(identity.key_pem, id.key_pem.as_bytes());
     let config = quick(config, &["pods"]);

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tattler::{Backoff, Change, Config, Entry, Reader};
+use tattler::{Access, Backoff, Change, Config, Entry, Reader};
 use tattler_fakeapi::FakeApi;
 
 /// Fails the whole test binary if a test hangs: a hang must fail fast, not stall CI.
@@ -50,8 +50,8 @@ impl Drop for Watchdog {
 
 /// A config for the fake server with fast retries.
 pub fn config(api: &FakeApi, names: &[&str]) -> Config {
-    let mut c = Config::new(&api.url()).watch(names).unwrap();
-    c.backoff = Backoff {
+    let mut c = Config::new(Access::new(&api.url())).watch(names).unwrap();
+    c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(200),
         reset_after: Duration::from_secs(120),

@@ -402,6 +402,14 @@ impl FakeApi {
         st.faults.entry(idx).or_default().push_back(fault);
     }
 
+    /// How many faults queued for `res` no request has taken yet: a request
+    /// is logged when it arrives and takes its fault a moment later.
+    pub fn pending_faults(&self, res: &str) -> usize {
+        let st = self.shared.state.lock();
+        let idx = resolve_or_panic(&st, res);
+        st.faults.get(&idx).map_or(0, std::collections::VecDeque::len)
+    }
+
     /// Drops every queued fault of every resource (those already being served go on).
     pub fn clear_faults(&self) {
         self.shared.state.lock().faults.clear();

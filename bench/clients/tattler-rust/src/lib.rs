@@ -3,14 +3,14 @@
 
 use std::time::{Duration, Instant};
 
-use tattler::{Change, Config, Entry, Reader};
+use tattler::{Access, Change, Config, Entry, Reader};
 
 /// The reader every program uses: pods from `target`, default settings unless
 /// `noscrub`. `target` is the replay server's URL, or a file holding the JSON
 /// configuration (`Config::from_json`; `bench/real.sh` writes them).
 pub fn open(target: &str, noscrub: bool) -> Reader {
     let mut config = if target.starts_with("http://") || target.starts_with("https://") {
-        Config::new(target).watch(&["pods"])
+        Config::new(Access::new(target)).watch(&["pods"])
     } else {
         let text = std::fs::read_to_string(target)
             .unwrap_or_else(|e| die(&format!("config {target}: {e}")));

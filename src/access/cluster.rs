@@ -1,0 +1,237 @@
+//! How to reach the cluster: the apiserver's URL, whom to trust, who we are
+//! and the way there. Filled by hand or from a kubeconfig or the pod's
+//! service account; checked without the network by [`Access::validate`].
+
+use crate::access::auth::Auth;
+use crate::access::proxy::ProxyConfig;
+use crate::access::secret::{ClientIdentity, Token};
+use crate::Error;
+
+/// client-go's refusal of a CA together with `insecure-skip-tls-verify`.
+pub(crate) const INSECURE_WITH_CA: &str =
+    "insecure-skip-tls-verify together with a certificate authority is not allowed (client-go: \"specifying a root certificates file with the insecure flag is not allowed\"); drop one";
+
+/// How to reach the cluster: the part of a [`Config`](crate::Config) that a
+/// kubeconfig context or an in-cluster service account gives (kube-rs keeps
+/// it apart as `kube::Config`).
+///
+/// ```
+/// let access = tattler::Access::new("https://10.0.0.1:6443").token("…");
+/// assert_eq!(access.server, "https://10.0.0.1:6443");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Access {
+    /// The apiserver's URL, `https://host:port`. Plain `http://` is accepted
+    /// only for loopback addresses (tests, a local proxy), with a warning.
+    pub server: String,
+    /// PEM bundle of the CA certificates to trust; `None` trusts the system's
+    /// trust store, as kubectl does. Not allowed with `insecure_skip_tls_verify`.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Check the server's certificate for this name instead of the URL's host,
+    /// and send it as SNI (kubeconfig `tls-server-name`). The URL, the `Host`
+    /// header and a proxy's `CONNECT` still name the server.
+    pub tls_server_name: Option<String>,
+    /// How requests authenticate: a token, a token file, basic auth or an exec plugin.
+    pub auth: Auth,
+    /// A client certificate and key for TLS client authentication.
+    pub client_identity: Option<ClientIdentity>,
+    /// Which HTTP proxy to use. Default: `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY`
+    /// with `NO_PROXY` honoured; loopback servers are never proxied.
+    pub proxy: ProxyConfig,
+    /// Skip TLS certificate verification. Never on by default; logs a warning;
+    /// refused together with `ca_pem`, as client-go refuses it.
+    pub insecure_skip_tls_verify: bool,
+    /// The namespace of the kubeconfig context or of the pod's service account,
+    /// for the caller's use: tattler watches the namespaces each
+    /// [`ResourceSpec`](crate::ResourceSpec) names (all of them by default).
+    pub namespace: Option<String>,
+    /// Where this came from, for logs (`explicit`, `kubeconfig …`, `in-cluster …`).
+    pub source: String,
+}
+
+impl Access {
+    /// Access to `server` with no credentials, the system's trust store and
+    /// the proxy from the environment.
+    #[must_use]
+    pub fn new(server: &str) -> Self {
+        Access {
+            server: server.to_string(),
+            ca_pem: None,
+            tls_server_name: None,
+            auth: Auth::None,
+            client_identity: None,
+            proxy: ProxyConfig::FromEnv,
+            insecure_skip_tls_verify: false,
+            namespace: None,
+            source: "explicit".into(),
+        }
+    }
+
+    /// Reads the CA bundle from a file.
+    pub fn ca_file(mut self, path: &str) -> Result<Self, Error> {
+        self.ca_pem = Some(read_file(path)?);
+        Ok(self)
+    }
+
+    /// Authenticates with a fixed bearer token.
+    #[must_use]
+    pub fn token(mut self, token: &str) -> Self {
+        self.auth = Auth::Token(Token::new(token));
+        self
+    }
+
+    /// Authenticates with the bearer token in a file, re-read at least once a
+    /// minute and after a 401 (rotating service-account tokens). The file must
+    /// be readable now.
+    pub fn token_file(mut self, path: &str) -> Result<Self, Error> {
+        read_file(path)?;
+        self.auth = Auth::TokenFile(path.into());
+        Ok(self)
+    }
+
+    /// Checks what can be checked without the network.
+    pub(crate) fn validate(&self) -> Result<ServerUrl, Error> {
+        match &self.auth {
+            Auth::Token(t)
+                if t.expose().is_empty() || t.expose().bytes().any(|b| b.is_ascii_control()) =>
+            {
+                return Err(Error::Config(
+                    "token is empty or has control characters".into(),
+                ));
+            }
+            Auth::Exec(e) => e.check().map_err(Error::Config)?,
+            _ => {}
+        }
+        if self.insecure_skip_tls_verify && self.ca_pem.is_some() {
+            return Err(Error::Config(INSECURE_WITH_CA.into()));
+        }
+        ServerUrl::parse(&self.server)
+    }
+}
+
+/// The server URL, checked.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerUrl {
+    /// Scheme, host and port, without a trailing slash.
+    pub base: String,
+    pub https: bool,
+}
+
+impl ServerUrl {
+    pub(crate) fn parse(server: &str) -> Result<ServerUrl, Error> {
+        let shown = crate::access::secret::redact_userinfo(server);
+        let bad = |why: &str| Error::Config(format!("server {shown:?}: {why}"));
+        let uri: ureq::http::Uri = server.parse().map_err(|_| bad("not a URL"))?;
+        let https = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(bad("the scheme must be https (or http for loopback)")),
+        };
+        let host = uri.host().ok_or_else(|| bad("no host"))?;
+        if !https {
+            if !is_loopback(host) {
+                return Err(bad("plain http is only allowed to a loopback address"));
+            }
+            log::warn!("talking plain http to {host}: no TLS");
+        }
+        let path = uri.path().trim_end_matches('/');
+        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(bad("credentials in the URL are not supported"));
+        }
+        if uri.query().is_some() {
+            return Err(bad("a query string is not allowed"));
+        }
+        Ok(ServerUrl {
+            base: format!(
+                "{}://{}{}",
+                uri.scheme_str().unwrap_or("https"),
+                authority,
+                path
+            ),
+            https,
+        })
+    }
+}
+
+pub(crate) fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
+}
+
+fn read_file(path: &str) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|source| Error::ReadFile {
+        path: path.to_string(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_urls() {
+        let u = ServerUrl::parse("https://10.0.0.1:6443/").unwrap();
+        assert_eq!((u.base.as_str(), u.https), ("https://10.0.0.1:6443", true));
+        let u = ServerUrl::parse("http://127.0.0.1:8080").unwrap();
+        assert_eq!((u.base.as_str(), u.https), ("http://127.0.0.1:8080", false));
+        assert!(ServerUrl::parse("http://[::1]:80").is_ok());
+        assert_eq!(
+            ServerUrl::parse("https://h.example/prefix/").unwrap().base,
+            "https://h.example/prefix"
+        );
+        for (bad, why) in [
+            ("http://10.0.0.1:8080", "loopback"),
+            ("ftp://x", "scheme"),
+            ("not a url", "not a URL"),
+        ] {
+            let e = ServerUrl::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains(bad), "{e}");
+        }
+        let e = ServerUrl::parse("https://u:pw-s3cr3t@h")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("credentials")
+                && e.contains("https://[redacted]@h")
+                && !e.contains("s3cr3t"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn proxy_credentials_are_redacted() {
+        assert_eq!(
+            crate::access::secret::redact_userinfo("http://u:p@h:3128/x"),
+            "http://[redacted]@h:3128/x"
+        );
+        assert_eq!(crate::access::secret::redact_userinfo("h:3128"), "h:3128");
+        let d = format!(
+            "{:?}",
+            ProxyConfig::Url("http://u:s3cr3t@proxy:3128".into())
+        );
+        assert!(!d.contains("s3cr3t"), "{d}");
+    }
+
+    #[test]
+    fn token_debug_is_redacted() {
+        let a = Access::new("https://h").token("s3cr3t\n");
+        assert!(!format!("{a:?}").contains("s3cr3t"));
+        assert_eq!(a.auth, Auth::Token(Token::new("s3cr3t")));
+    }
+
+    #[test]
+    fn a_missing_ca_file_is_named() {
+        let e = Access::new("h")
+            .ca_file("/nonexistent/ca.crt")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/ca.crt"), "{e}");
+    }
+}
