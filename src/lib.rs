@@ -94,7 +94,11 @@
 //! for a stream's retries and re-syncs, `tattler::stream::sink` for syncs,
 //! `tattler::delivery::reader` for the reader). Tokens, keys, proxy
 //! credentials, exec output and scrubbed values never reach a log line, an
-//! error or `Debug` output.
+//! error or `Debug` output. One exception below tattler: ureq-proto logs
+//! response bytes as they arrive at trace level (target `ureq_proto::util`),
+//! before scrubbing; keep that target at debug or below. (Its request rows
+//! carry no credentials: tattler adds the `Authorization` header below
+//! ureq.)
 //!
 //! # Words
 //!

@@ -4,12 +4,13 @@
 //! (`exec`), secrets that never print (`secret`), bounded file reads
 //! (`files`), pure TLS checks (`pem`), proxies and NO_PROXY (`proxy`), and
 //! the HTTP agent with its TLS and TCP connectors (`transport`,
-//! `keepalive`). Dependencies run one way, from the leaves (`secret`,
+//! `keepalive`) and the credentials' header added below ureq (`authorize`). Dependencies run one way, from the leaves (`secret`,
 //! `files`, `pem`, `yaml`) up to `kubeconfig` and `transport`; `Config`'s
 //! kubeconfig constructors live in `kubeconfig`, so `crate::config` knows
 //! nothing of it.
 
 pub(crate) mod auth;
+pub(crate) mod authorize;
 pub(crate) mod cluster;
 pub(crate) mod credentials;
 pub(crate) mod exec;

@@ -12,6 +12,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, OnceLock};
 
+use crate::access::authorize::{Authorize, HeaderSlot};
 use crate::access::keepalive::KeepAliveTcp;
 use parking_lot::Mutex;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -99,7 +100,11 @@ impl Transport {
     }
 
     /// A fresh agent; `identity` (from an exec plugin) replaces the configured one.
-    fn agent(&self, identity: Option<&ClientIdentity>) -> Result<Agent, String> {
+    fn agent(
+        &self,
+        identity: Option<&ClientIdentity>,
+        header: &Arc<HeaderSlot>,
+    ) -> Result<Agent, String> {
         let http = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -112,7 +117,7 @@ impl Transport {
             .timeout_per_read(Some(self.idle_timeout))
             .build();
         let Some(tls) = &self.tls else {
-            let connector = ().chain(KeepAliveTcp);
+            let connector = ().chain(KeepAliveTcp).chain(Authorize(header.clone()));
             return Ok(Agent::with_parts(
                 http,
                 connector,
@@ -134,15 +139,16 @@ impl Transport {
                 .map_err(|e| format!("client certificate: {e}"))?,
             None => builder.with_no_client_auth(),
         };
-        let connector =
-            ().chain(ConnectProxyConnector::default())
-                .chain(KeepAliveTcp)
-                .chain(TlsConnector {
-                    config: Arc::new(client),
-                    name: tls.name.clone(),
-                    host: tls.host.clone(),
-                    port: tls.port,
-                });
+        let connector = ()
+            .chain(ConnectProxyConnector::default())
+            .chain(KeepAliveTcp)
+            .chain(TlsConnector {
+                config: Arc::new(client),
+                name: tls.name.clone(),
+                host: tls.host.clone(),
+                port: tls.port,
+            })
+            .chain(Authorize(header.clone()));
         Ok(Agent::with_parts(
             http,
             connector,
@@ -417,6 +423,8 @@ impl ServerCertVerifier for NoVerification {
 #[derive(Default)]
 pub(crate) struct AgentSlot {
     state: Mutex<SlotState>,
+    /// The credentials' header for the agent's next request.
+    header: Arc<HeaderSlot>,
 }
 
 #[derive(Default)]
@@ -426,7 +434,8 @@ struct SlotState {
 }
 
 impl AgentSlot {
-    /// The agent for the credentials `current`; `None` once shut down.
+    /// The agent for the credentials `current`, whose next request carries
+    /// `current`'s header; `None` once shut down.
     pub(crate) fn get(
         &self,
         transport: &Transport,
@@ -436,9 +445,10 @@ impl AgentSlot {
         if st.stopped {
             return None;
         }
+        self.header.set(current.header.as_deref());
         match &st.agent {
             Some((a, gen)) if *gen == current.identity_generation => Some(Ok(a.clone())),
-            _ => match transport.agent(current.identity.as_ref()) {
+            _ => match transport.agent(current.identity.as_ref(), &self.header) {
                 Ok(a) => {
                     st.agent = Some((a.clone(), current.identity_generation));
                     Some(Ok(a))

@@ -555,10 +555,8 @@ impl Stream {
             Asking::Discovery(accept) => accept,
             _ => "application/json",
         };
+        // The credentials' header is added below ureq (`access::authorize`).
         let mut req = agent.get(&url).header("Accept", accept);
-        if let Some(h) = &current.header {
-            req = req.header("Authorization", h);
-        }
         if let Some(t) = read_timeout {
             req = req.config().timeout_per_read(Some(t)).build();
         }

@@ -751,10 +751,12 @@ static CAPTURE: CaptureLog = CaptureLog {
     cond: Condvar::new(),
 };
 static INSTALL: Once = Once::new();
+/// Set by [`capture_trace`]: trace lines are captured too.
+static TRACE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 impl log::Log for CaptureLog {
     fn enabled(&self, m: &log::Metadata) -> bool {
-        m.level() <= log::Level::Debug
+        m.level() <= log::Level::Debug || TRACE.load(Ordering::Relaxed)
     }
 
     fn log(&self, r: &log::Record) {
@@ -783,6 +785,15 @@ pub fn capture_log() -> &'static CaptureLog {
         log::set_max_level(log::LevelFilter::Debug);
     });
     &CAPTURE
+}
+
+/// [`capture_log`], from now on at trace level: what a host logging
+/// everything gets (ureq-proto's rows of raw bytes included).
+pub fn capture_trace() -> &'static CaptureLog {
+    let log = capture_log();
+    TRACE.store(true, Ordering::Relaxed);
+    log::set_max_level(log::LevelFilter::Trace);
+    log
 }
 
 impl CaptureLog {
@@ -820,15 +831,62 @@ impl CaptureLog {
 
     /// Lines written by the library and its HTTP stack (not the fake apiserver,
     /// which is the test's server) that contain `secret`.
+    /// Also the bytes of ureq-proto's trace rows (16 a row, in hex), joined
+    /// per thread: a secret split across rows is found too.
     pub fn leaks(&self, secret: &str) -> Vec<String> {
-        self.lines
-            .lock()
-            .unwrap()
+        let lines = self.lines.lock().unwrap();
+        let mut found: Vec<String> = lines
             .iter()
             .filter(|l| !l.contains(" tattler_fakeapi") && l.contains(secret))
             .cloned()
-            .collect()
+            .collect();
+        for (thread, bytes) in wire_rows(&lines) {
+            let at = bytes
+                .windows(secret.len())
+                .position(|w| w == secret.as_bytes());
+            if let Some(at) = at {
+                let from = at.saturating_sub(40);
+                found.push(format!(
+                    "ureq_proto rows of [{thread}]: {}",
+                    String::from_utf8_lossy(
+                        &bytes[from..(at + secret.len() + 40).min(bytes.len())]
+                    )
+                ));
+            }
+        }
+        found
     }
+
+    /// The bytes ureq-proto logged at trace level, per thread, joined.
+    pub fn wire_bytes(&self) -> Vec<(String, Vec<u8>)> {
+        wire_rows(&self.lines.lock().unwrap())
+    }
+}
+
+/// ureq-proto's rows (`TRACE ureq_proto::util [t]: 4745 5420 … GET …`:
+/// eight groups of two bytes in hex, `--` past the end, then the text).
+fn wire_rows(lines: &[String]) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = Vec::new();
+    for l in lines {
+        let Some(rest) = l.strip_prefix("TRACE ureq_proto::util [") else {
+            continue;
+        };
+        let Some((thread, row)) = rest.split_once("]: ") else {
+            continue;
+        };
+        let bytes: Vec<u8> = row
+            .split(' ')
+            .take(8)
+            .flat_map(|g| [g.get(0..2), g.get(2..4)])
+            .flatten()
+            .filter_map(|h| u8::from_str_radix(h, 16).ok())
+            .collect();
+        match out.iter_mut().find(|(t, _)| t == thread) {
+            Some((_, b)) => b.extend_from_slice(&bytes),
+            None => out.push((thread.to_string(), bytes)),
+        }
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------
