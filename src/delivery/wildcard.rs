@@ -61,7 +61,7 @@ pub(super) fn explore(
 /// wildcard's scope (namespace, selectors, metadata-only).
 fn expand(
     wildcards: &[ResourceSpec],
-    served: &[crate::stream::discovery::Served],
+    served: &[crate::wire::discovery::Served],
 ) -> Vec<ResourceSpec> {
     let mut out: Vec<ResourceSpec> = Vec::new();
     let mut seen: Vec<(String, String)> = Vec::new();

@@ -5,205 +5,17 @@
 use std::io::Read;
 use std::sync::Arc;
 
-use serde::Deserialize;
-
 use crate::stream::machine::End;
 use crate::stream::{Asking, Stream};
 use crate::wire::decode::DecodeError;
+use crate::wire::discovery::{
+    checked, group_path_ok, parse_aggregated, parse_resource_list, resolve, GroupList, Served,
+    AGGREGATED,
+};
 use crate::ErrorInfo;
 
 /// The largest discovery document read.
 const MAX_DISCOVERY: u64 = 16 << 20;
-
-/// Aggregated discovery (one document for every group), with plain JSON
-/// accepted from servers without it.
-const AGGREGATED: &str =
-    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
-
-/// A resource the server serves.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Served {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub kind: String,
-    pub namespaced: bool,
-    pub singular: String,
-    pub short_names: Vec<String>,
-    pub verbs: Vec<String>,
-}
-
-impl Served {
-    /// Can be listed and watched (what tattler needs).
-    pub(crate) fn watchable(&self) -> bool {
-        ["list", "watch"]
-            .iter()
-            .all(|v| self.verbs.iter().any(|x| x == v))
-    }
-
-    fn answers_to(&self, name: &str) -> bool {
-        self.resource == name
-            || self.singular == name
-            || self.short_names.iter().any(|s| s == name)
-            || self.kind.eq_ignore_ascii_case(name)
-    }
-}
-
-/// The resource `name` stands for, as kubectl resolves it: a plural,
-/// singular, short name or kind (any case), or `resource.group`; the core
-/// group first, then the groups in the server's order, each group's
-/// preferred version first.
-pub(crate) fn resolve<'a>(name: &str, served: &'a [Served]) -> Option<&'a Served> {
-    let name = name.to_ascii_lowercase();
-    if let Some((res, group)) = name.split_once('.') {
-        if let Some(s) = served
-            .iter()
-            .find(|s| s.group == group && s.answers_to(res))
-        {
-            return Some(s);
-        }
-    }
-    served.iter().find(|s| s.answers_to(&name))
-}
-
-#[derive(Deserialize)]
-struct GroupDiscoveryList {
-    kind: String,
-    #[serde(default)]
-    items: Vec<GroupDiscovery>,
-}
-
-#[derive(Deserialize)]
-struct GroupDiscovery {
-    metadata: NameOnly,
-    #[serde(default)]
-    versions: Vec<VersionDiscovery>,
-}
-
-#[derive(Deserialize, Default)]
-struct NameOnly {
-    #[serde(default)]
-    name: String,
-}
-
-#[derive(Deserialize)]
-struct VersionDiscovery {
-    version: String,
-    #[serde(default)]
-    resources: Vec<ResourceDiscovery>,
-}
-
-#[derive(Deserialize)]
-struct ResourceDiscovery {
-    resource: String,
-    #[serde(rename = "responseKind", default)]
-    response_kind: Option<KindOnly>,
-    #[serde(default)]
-    scope: String,
-    #[serde(rename = "singularResource", default)]
-    singular: String,
-    #[serde(default)]
-    verbs: Vec<String>,
-    #[serde(rename = "shortNames", default)]
-    short_names: Vec<String>,
-}
-
-#[derive(Deserialize, Default)]
-struct KindOnly {
-    #[serde(default)]
-    kind: String,
-}
-
-/// Reads an aggregated discovery document; `None` when the server answered
-/// with a legacy one instead.
-fn parse_aggregated(body: &[u8]) -> Result<Option<Vec<Served>>, String> {
-    let list: GroupDiscoveryList =
-        serde_json::from_slice(body).map_err(|e| format!("discovery: {e}"))?;
-    if list.kind != "APIGroupDiscoveryList" {
-        return Ok(None);
-    }
-    let mut out = Vec::new();
-    for g in list.items {
-        for v in g.versions {
-            for r in v.resources {
-                out.push(Served {
-                    group: g.metadata.name.clone(),
-                    version: v.version.clone(),
-                    kind: r.response_kind.unwrap_or_default().kind,
-                    namespaced: r.scope == "Namespaced",
-                    singular: r.singular,
-                    short_names: r.short_names,
-                    verbs: r.verbs,
-                    resource: r.resource,
-                });
-            }
-        }
-    }
-    Ok(Some(out))
-}
-
-#[derive(Deserialize)]
-struct ResourceList {
-    #[serde(default)]
-    resources: Vec<LegacyResource>,
-}
-
-#[derive(Deserialize)]
-struct LegacyResource {
-    name: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    namespaced: bool,
-    #[serde(rename = "singularName", default)]
-    singular: String,
-    #[serde(default)]
-    verbs: Vec<String>,
-    #[serde(rename = "shortNames", default)]
-    short_names: Vec<String>,
-}
-
-/// A legacy `APIResourceList` (`/api/v1`, `/apis/GROUP/VERSION`), subresources left out.
-fn parse_resource_list(group: &str, version: &str, body: &[u8]) -> Result<Vec<Served>, String> {
-    let list: ResourceList = serde_json::from_slice(body).map_err(|e| format!("discovery: {e}"))?;
-    Ok(list
-        .resources
-        .into_iter()
-        .filter(|r| !r.name.contains('/'))
-        .map(|r| Served {
-            group: group.into(),
-            version: version.into(),
-            singular: if r.singular.is_empty() {
-                r.kind.to_ascii_lowercase()
-            } else {
-                r.singular
-            },
-            resource: r.name,
-            kind: r.kind,
-            namespaced: r.namespaced,
-            short_names: r.short_names,
-            verbs: r.verbs,
-        })
-        .collect())
-}
-
-#[derive(Deserialize)]
-struct GroupList {
-    #[serde(default)]
-    groups: Vec<LegacyGroup>,
-}
-
-#[derive(Deserialize)]
-struct LegacyGroup {
-    name: String,
-    #[serde(rename = "preferredVersion")]
-    preferred: GroupVersion,
-}
-
-#[derive(Deserialize)]
-struct GroupVersion {
-    version: String,
-}
 
 impl Stream {
     pub(crate) fn discover(&mut self) -> End {
@@ -245,6 +57,10 @@ impl Stream {
                 let groups: GroupList =
                     serde_json::from_slice(&apis).map_err(|e| bad("/apis", e.to_string()))?;
                 for g in groups.groups {
+                    if !group_path_ok(&g.name, &g.preferred.version) {
+                        log::warn!("discovery: a group left out: its name or version is not as Kubernetes allows");
+                        continue;
+                    }
                     let path = format!("/apis/{}/{}", g.name, g.preferred.version);
                     match self.document(&path, Asking::Document) {
                         Ok(body) => out.extend(
@@ -257,6 +73,12 @@ impl Stream {
                     }
                 }
             }
+        }
+        let (out, dropped) = checked(out);
+        if dropped > 0 {
+            log::warn!(
+                "discovery: {dropped} resources left out: a group, version, resource or kind name not as Kubernetes allows"
+            );
         }
         Ok(out)
     }
@@ -352,61 +174,5 @@ impl Stream {
         self.resource = Arc::new(res);
         self.edits = self.settings.shaping.edits(&self.resource);
         self.needs_value = self.settings.shaping.needs_value(&self.resource);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const AGG: &[u8] = include_bytes!("../../tests/wire/g-apis-aggregated.json");
-    const CORE: &[u8] = include_bytes!("../../tests/wire/g-api-v1.json");
-
-    fn served() -> Vec<Served> {
-        let mut all = parse_resource_list("", "v1", CORE).unwrap();
-        all.extend(parse_aggregated(AGG).unwrap().unwrap());
-        all
-    }
-
-    #[test]
-    fn names_resolve_as_kubectl_resolves_them() {
-        let s = served();
-        let gvr = |name: &str| {
-            resolve(name, &s).map(|x| {
-                format!(
-                    "{}/{}/{} {} {}",
-                    x.group, x.version, x.resource, x.kind, x.namespaced
-                )
-            })
-        };
-        for (name, want) in [
-            ("cm", "/v1/configmaps ConfigMap true"),
-            ("podtemplates", "/v1/podtemplates PodTemplate true"),
-            ("PodTemplate", "/v1/podtemplates PodTemplate true"),
-            ("deploy", "apps/v1/deployments Deployment true"),
-            ("deployment.apps", "apps/v1/deployments Deployment true"),
-            (
-                "controllerrevisions",
-                "apps/v1/controllerrevisions ControllerRevision true",
-            ),
-            // The core group first: events, not events.k8s.io's.
-            ("events", "/v1/events Event true"),
-            ("events.events.k8s.io", "events.k8s.io/v1/events Event true"),
-            (
-                "crd",
-                "apiextensions.k8s.io/v1/customresourcedefinitions CustomResourceDefinition false",
-            ),
-            ("no", "/v1/nodes Node false"),
-        ] {
-            assert_eq!(gvr(name).as_deref(), Some(want), "{name}");
-        }
-        assert_eq!(gvr("podz"), None);
-        assert_eq!(gvr("pods/log"), None, "subresources are not resources");
-        assert!(resolve("bindings", &s).is_some_and(|b| !b.watchable()));
-        assert!(
-            parse_aggregated(CORE).unwrap().is_none(),
-            "a legacy document"
-        );
-        assert!(parse_aggregated(b"[1]").is_err());
     }
 }

@@ -6,6 +6,7 @@
 
 pub(crate) mod dates;
 pub(crate) mod decode;
+pub(crate) mod discovery;
 pub(crate) mod frames;
 pub(crate) mod request;
 pub(crate) mod rv;
