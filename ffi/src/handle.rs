@@ -13,12 +13,16 @@
 //! would hand the freed address out again at once, and `free(e); e2 =
 //! next(); free(e)` would free `e2`.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hasher};
+use std::collections::{BTreeMap, VecDeque};
 
 /// The live handles of one C type `S`, each mapped to its object `T`.
+///
+/// A `BTreeMap`, not a `HashMap`: a consumer holds a few entries at a time,
+/// where a few comparisons beat hashing, and hashbrown's table is known to
+/// valgrind only by a pointer into its middle, which `--leak-check=full`
+/// reports as possibly lost for as long as the process runs.
 pub(crate) struct Registry<S, T> {
-    live: HashMap<usize, Live<S, T>, AddrHash>,
+    live: BTreeMap<usize, Live<S, T>>,
     /// Shells no handle uses, the longest unused first.
     spare: VecDeque<Box<S>>,
     /// How many spare shells wait before one is used again.
@@ -34,7 +38,7 @@ struct Live<S, T> {
 impl<S: Default, T> Registry<S, T> {
     pub(crate) const fn new(quarantine: usize) -> Registry<S, T> {
         Registry {
-            live: HashMap::with_hasher(AddrHash),
+            live: BTreeMap::new(),
             spare: VecDeque::new(),
             quarantine,
         }
@@ -70,41 +74,6 @@ impl<S: Default, T> Registry<S, T> {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.live.len()
-    }
-}
-
-/// Hashes addresses: multiplied by an odd constant and rotated, so that the
-/// low bits hashbrown indexes with come from every bit of the address (an
-/// allocator's addresses share their low bits). Not `RandomState`: the keys
-/// are the allocator's, not an attacker's, and SipHash would double the
-/// cost of a getter.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct AddrHash;
-
-impl BuildHasher for AddrHash {
-    type Hasher = AddrHasher;
-    fn build_hasher(&self) -> AddrHasher {
-        AddrHasher(0)
-    }
-}
-
-pub(crate) struct AddrHasher(u64);
-
-const K: u64 = 0x9e37_79b9_7f4a_7c15;
-
-impl Hasher for AddrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(K).rotate_left(32);
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (self.0 ^ n as u64).wrapping_mul(K).rotate_left(32);
     }
 }
 
