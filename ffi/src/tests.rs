@@ -1498,3 +1498,75 @@ fn getters_racing_a_free_on_another_thread_see_the_entry_or_none() {
     assert_no_entry(e);
     close(r);
 }
+
+/// The cost of checking handles, in ns per call (run in release):
+/// `cargo test --release -p tattler-ffi --lib bench_handle_checks -- --ignored --nocapture`
+#[test]
+#[ignore = "a micro benchmark; run it in release with --ignored --nocapture"]
+fn bench_handle_checks() {
+    const N: u64 = 5_000_000;
+    let api = FakeApi::start();
+    for i in 0..1030 {
+        api.apply("pods", FakeApi::pod("default", &format!("web-{i}")));
+    }
+    let r = open(&config(&api, &["pods"])).unwrap();
+    let (st, e) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let ns = |d: Duration| d.as_nanos() as f64 / N as f64;
+    let time = |f: &dyn Fn()| {
+        let t = Instant::now();
+        for _ in 0..N {
+            f();
+        }
+        ns(t.elapsed())
+    };
+    // Some entries live beside it, as in a consumer that holds a batch.
+    let mut held = Vec::new();
+    for live in [1usize, 64, 1024] {
+        while held.len() + 1 < live {
+            held.push(next(r, WAIT_MS).1);
+        }
+        let unchecked = ns(crate::entry::name_unchecked(e, N));
+        let checked = time(&|| {
+            std::hint::black_box(tattler_entry_name(std::hint::black_box(e)));
+        });
+        let change = time(&|| {
+            std::hint::black_box(tattler_entry_change(std::hint::black_box(e)));
+        });
+        println!(
+            "{live} live entries: tattler_entry_name {checked:.1} ns (unchecked {unchecked:.1} ns, +{:.1}), tattler_entry_change {change:.1} ns",
+            checked - unchecked
+        );
+    }
+    let null = time(&|| {
+        std::hint::black_box(tattler_entry_name(std::hint::black_box(null())));
+    });
+    let reader = time(&|| {
+        std::hint::black_box(crate::reader::lookup(std::hint::black_box(r)).ok());
+    });
+    println!("tattler_entry_name(NULL) {null:.1} ns; a reader lookup (lock, Arc clone and drop) {reader:.1} ns");
+    // Two threads reading their own entries at once: the one lock is shared.
+    let (st, e2) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let per_thread: Vec<f64> = [e as usize, e2 as usize]
+        .map(|addr| {
+            std::thread::spawn(move || {
+                let e = addr as *mut tattler_entry;
+                let t = Instant::now();
+                for _ in 0..N {
+                    std::hint::black_box(tattler_entry_name(std::hint::black_box(e)));
+                }
+                ns(t.elapsed())
+            })
+        })
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    println!("two threads at once: tattler_entry_name {per_thread:.1?} ns each");
+    for h in held {
+        tattler_entry_free(h);
+    }
+    tattler_entry_free(e);
+    tattler_entry_free(e2);
+    close(r);
+}
