@@ -13,8 +13,8 @@
  * THREADING RULES
  *
  *   - tattler_stop(r) and tattler_wake(r) may be called from any thread at
- *     any time until tattler_close(r), concurrently with any other call on
- *     r. tattler_stop ends the reader: a thread blocked in
+ *     any time, concurrently with any other call on r (after
+ *     tattler_close(r) they do nothing). tattler_stop ends the reader: a thread blocked in
  *     tattler_next_entry(r) returns TATTLER_CLOSED once the queued entries
  *     are drained. tattler_wake ends one wait only: a blocked
  *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
@@ -22,12 +22,13 @@
  *   - tattler_next_entry, tattler_set_resources, tattler_stats_json,
  *     tattler_metrics_text and tattler_checkpoint on one reader may run
  *     concurrently from several threads.
- *   - tattler_close(r) must be called exactly once, when no other thread is
+ *   - tattler_close(r) is meant to be called once, when no other thread is
  *     inside a call on r and none will start one: call tattler_stop from the
- *     other threads first, let their calls return, then close. (A close that
- *     races with a call already inside the library does not crash: r is
- *     reference-counted and is freed when that call returns. A call that
- *     starts after tattler_close is a use after free.)
+ *     other threads first, let their calls return, then close. Breaking
+ *     this rule is refused, not undefined behaviour (see HANDLES): a close
+ *     racing a call already inside the library keeps r alive until that
+ *     call returns; a call that starts after tattler_close, and a second
+ *     close, return TATTLER_ERR_INVALID_HANDLE.
  *   - Entries are independent of their reader and of each other: an entry may
  *     be read from any thread, and freed (once) after its reader is closed.
  *   - The log callback is process-global and is called from tattler's own
@@ -38,6 +39,21 @@
  *     on the reader whose thread is logging. Lines logged by calls the
  *     callback makes are dropped (the callback is never called inside
  *     itself). tattler_in_log_callback() tells a wrapper where it is.
+ *
+ * HANDLES
+ *
+ *   tattler_reader and tattler_entry pointers are handles: every call looks
+ *   its handle up in the library's registry of live ones before anything
+ *   else and never follows a pointer that is not there. A closed reader, a
+ *   freed entry, a pointer of the other type, or any pointer tattler did not
+ *   hand out gets TATTLER_ERR_INVALID_HANDLE from calls that return a status;
+ *   entry getters return their "no entry" value ("", 0, false, NULL), and
+ *   tattler_stop, tattler_wake and tattler_entry_free do nothing but log a
+ *   warning. A handle's address is not handed out again until 64 readers or
+ *   4096 entries more have been closed or freed, so a late second free does
+ *   not hit a newer entry. What a getter lent out (strings, bytes) is still
+ *   the caller's to stop using when the entry is freed: tattler cannot check
+ *   a pointer the caller follows itself.
  *
  * ERRORS
  *
@@ -210,6 +226,14 @@ typedef enum tattler_status {
      * it (a full sync) and drop the stored one.
      */
     TATTLER_ERR_INVALID_CHECKPOINT = 112,
+    /**
+     * The reader or entry pointer is not a live one: closed or freed
+     * already, or never handed out by tattler (another object's pointer,
+     * garbage). Nothing was done and the pointer was not followed: every
+     * call checks its handle against the library's registry first. A bug
+     * in the caller; the handle stays invalid.
+     */
+    TATTLER_ERR_INVALID_HANDLE = 113,
 } tattler_status;
 
 /**
@@ -284,15 +308,19 @@ typedef enum tattler_log_level {
 /**
  * One entry handed out by `tattler_next_entry`. Opaque; read it with the
  * `tattler_entry_*` getters and free it with `tattler_entry_free`.
+ *
+ * The pointer is a handle, checked on every call: a getter on an entry
+ * freed already (or on any pointer `tattler_next_entry` did not hand out)
+ * returns its "no entry" value, a second `tattler_entry_free` does nothing.
  */
 typedef struct tattler_entry tattler_entry;
 
 /**
  * A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
  *
- * Behind the pointer is a reference-counted handle: every call holds its own
- * reference while it runs, so a `tattler_close` racing with a call already
- * inside (say, blocked in `tattler_next_entry`) cannot free what that call uses.
+ * The pointer is a handle, checked on every call: a call on a reader closed
+ * already, or on any pointer `tattler_open` did not hand out, returns
+ * `TATTLER_ERR_INVALID_HANDLE` at once and does nothing.
  */
 typedef struct tattler_reader tattler_reader;
 
@@ -438,6 +466,8 @@ enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *
  *   `tattler_close`) and every entry it had queued has been handed out;
  *   every later call returns `TATTLER_CLOSED` too.
  * - `TATTLER_ERR_NULL_ARG`: `r` or `out` is NULL.
+ * - `TATTLER_ERR_INVALID_HANDLE`: `r` is not an open reader (closed
+ *   already, or not from `tattler_open`); returned at once, without waiting.
  * - `TATTLER_ERR_REENTRANT`: called from inside the log callback with a
  *   timeout other than 0 (waiting there would stall the stream that is
  *   logging); a timeout of 0 works there.
@@ -457,8 +487,7 @@ enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *
  * entry goes to one of them, and a `tattler_wake` wakes one of them.
  *
  * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed; `out` is NULL
- * or writable.
+ * `out` is NULL or writable (`r` may be any pointer: it is checked).
  */
 enum tattler_status tattler_next_entry(struct tattler_reader *r, int64_t timeout_ms, struct tattler_entry **out);
 
@@ -468,18 +497,17 @@ enum tattler_status tattler_next_entry(struct tattler_reader *r, int64_t timeout
  * out; after them `tattler_next_entry` returns `TATTLER_CLOSED`. Does not
  * wait for the stream threads (`tattler_close` joins them).
  *
- * Parameters: `r`, the reader, or NULL (then nothing happens).
+ * Parameters: `r`, the reader, or NULL (then nothing happens). A reader
+ * closed already, or a pointer not from `tattler_open`, is not followed:
+ * nothing happens but a logged warning (there is no status to return).
  *
  * Ownership: `r` stays the caller's; it must still be closed.
  *
- * Thread safety: safe from any thread, at any time before
- * `tattler_close(r)`, any number of times, concurrently with any other call
- * on `r`, also from inside the log callback. This is how another thread (a
- * signal handler's helper thread) ends a blocked `tattler_next_entry` for
- * good; `tattler_wake` ends one wait only.
- *
- * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed.
+ * Thread safety: safe from any thread, at any time, any number of times,
+ * concurrently with any other call on `r`, also from inside the log
+ * callback. This is how another thread (a signal handler's helper thread)
+ * ends a blocked `tattler_next_entry` for good; `tattler_wake` ends one
+ * wait only.
  */
 void tattler_stop(struct tattler_reader *r);
 
@@ -495,14 +523,12 @@ void tattler_stop(struct tattler_reader *r);
  * context, a C++ `std::stop_token`, an event loop shutting a worker down.
  * With several threads waiting on `r`, one of them wakes (any one).
  *
- * Parameters: `r`, the reader, or NULL (then nothing happens).
+ * Parameters: `r`, the reader, or NULL (then nothing happens). A reader
+ * closed already, or a pointer not from `tattler_open`, is not followed:
+ * nothing happens but a logged warning.
  *
- * Thread safety: safe from any thread, at any time before
- * `tattler_close(r)`, concurrently with any other call on `r`, also from
- * inside the log callback.
- *
- * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed.
+ * Thread safety: safe from any thread, at any time, concurrently with any
+ * other call on `r`, also from inside the log callback.
  */
 void tattler_wake(struct tattler_reader *r);
 
@@ -516,9 +542,12 @@ void tattler_wake(struct tattler_reader *r);
  *
  * Parameters: `r`, the reader, or NULL (then nothing happens).
  *
- * Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_PANIC` if stopping or
- * joining panicked (a bug: the panic's text is logged). Either way `r` is
- * invalid afterwards: there is nothing to retry.
+ * Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_INVALID_HANDLE` when
+ * `r` is not an open reader (a second close, or a pointer not from
+ * `tattler_open`: nothing is done, nothing is followed);
+ * `TATTLER_ERR_PANIC` if stopping or joining panicked (a bug: the panic's
+ * text is logged). Either way `r` is invalid afterwards: there is nothing
+ * to retry.
  *
  * From inside the log callback: works, also on the reader whose stream
  * thread is logging; that thread is not joined (it cannot join itself): it
@@ -526,16 +555,16 @@ void tattler_wake(struct tattler_reader *r);
  *
  * Ownership: takes `r`; it is invalid afterwards.
  *
- * Thread safety: call it once, when no other thread is inside a call on
- * `r` and none will start one. Use `tattler_stop` to wake a thread blocked
- * in `tattler_next_entry` first. If a call on `r` is still running on
- * another thread anyway (a close racing with a blocked
- * `tattler_next_entry`), nothing breaks: that call returns `TATTLER_CLOSED`,
- * and the threads are joined and the memory freed when it returns, on its
- * thread. A call that *starts* after `tattler_close` uses freed memory.
- *
- * # Safety
- * `r` is NULL or a reader from `tattler_open`, closed only this once.
+ * Thread safety: meant to be called once, when no other thread is inside a
+ * call on `r` and none will start one; use `tattler_stop` to wake a thread
+ * blocked in `tattler_next_entry` first. Misuse is refused, never undefined
+ * behaviour: a call on `r` that starts after the close (on any thread)
+ * returns `TATTLER_ERR_INVALID_HANDLE`, and so does a second close (of two
+ * racing closes, one closes). A call still running on another thread
+ * (a close racing with a blocked `tattler_next_entry`) keeps the reader
+ * alive and returns as after `tattler_stop`: an entry still queued, else
+ * `TATTLER_CLOSED`; the threads are joined and the memory freed when it
+ * returns, on its thread.
  */
 enum tattler_status tattler_close(struct tattler_reader *r);
 
@@ -572,8 +601,9 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  * naming the item and key (`resources[1].nmespace`);
  * `TATTLER_ERR_INVALID_CONFIG` for an empty list;
  * `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot start,
- * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_REENTRANT` from inside the log
- * callback, where the streams it stops could include the one logging).
+ * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_HANDLE` when `r` is not an
+ * open reader, `TATTLER_ERR_REENTRANT` from inside the log callback, where
+ * the streams it stops could include the one logging).
  * A bad list changes nothing.
  *
  * Ownership: `resources_json` is only read during the call.
@@ -583,9 +613,9 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  * two `tattler_set_resources` on one reader take turns.
  *
  * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed;
  * `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable;
- * `err_buf` is NULL or has `err_len` writable bytes.
+ * `err_buf` is NULL or has `err_len` writable bytes (`r` may be any
+ * pointer: it is checked).
  */
 enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *resources_json, bool force, bool *changed, char *err_buf, size_t err_len);
 
@@ -605,7 +635,8 @@ enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *
  * Returns: `TATTLER_OK` with the NUL-terminated JSON in `buf`;
  * `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the JSON is never
  * cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
- * non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+ * non-zero `len`; `TATTLER_ERR_INVALID_HANDLE` when `r` is not an open
+ * reader. `*needed` is set with `TATTLER_OK` and with
  * `TATTLER_ERR_BUFFER_TOO_SMALL`. Counters move: the size may grow between
  * two calls, so leave some room (or retry). Every failure is described by
  * its status alone; this call has no error text.
@@ -616,8 +647,8 @@ enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *
  * `tattler_close`, also from inside the log callback.
  *
  * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
- * or has `len` writable bytes; `needed` is NULL or writable.
+ * `buf` is NULL or has `len` writable bytes; `needed` is NULL or writable
+ * (`r` may be any pointer: it is checked).
  */
 enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
 
@@ -653,7 +684,8 @@ enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size
  * Returns: `TATTLER_OK` with the NUL-terminated text in `buf`;
  * `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the text is never
  * cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
- * non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+ * non-zero `len`; `TATTLER_ERR_INVALID_HANDLE` when `r` is not an open
+ * reader. `*needed` is set with `TATTLER_OK` and with
  * `TATTLER_ERR_BUFFER_TOO_SMALL`. Values move (bytes, seconds since the
  * sync): the size may grow between two calls, so leave some room (or
  * retry). Every failure is described by its status alone; this call has no
@@ -665,8 +697,8 @@ enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size
  * `tattler_close`, also from inside the log callback.
  *
  * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
- * or has `len` writable bytes; `needed` is NULL or writable.
+ * `buf` is NULL or has `len` writable bytes; `needed` is NULL or writable
+ * (`r` may be any pointer: it is checked).
  */
 enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
 
@@ -694,7 +726,8 @@ enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, si
  * Returns: `TATTLER_OK` with the checkpoint in the first `*needed` bytes
  * of `buf`; `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (a
  * checkpoint is never cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a
- * NULL `buf` with a non-zero `len`. `*needed` is set with `TATTLER_OK` and
+ * NULL `buf` with a non-zero `len`; `TATTLER_ERR_INVALID_HANDLE` when `r`
+ * is not an open reader. `*needed` is set with `TATTLER_OK` and
  * with `TATTLER_ERR_BUFFER_TOO_SMALL`. While the reader runs the size may
  * grow between two calls (retry with the new `*needed`); once it is stopped
  * and drained it does not change. Every failure is described by its status
@@ -706,72 +739,66 @@ enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, si
  * `tattler_close`, also from inside the log callback.
  *
  * # Safety
- * `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
- * or has `len` writable bytes; `needed` is NULL or writable.
+ * `buf` is NULL or has `len` writable bytes; `needed` is NULL or writable
+ * (`r` may be any pointer: it is checked).
  */
 enum tattler_status tattler_checkpoint(struct tattler_reader *r, uint8_t *buf, size_t len, size_t *needed);
 
 /**
  * What happened: Add, Update, Delete, Snapshot, Synced or Error.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: the change; `TATTLER_CHANGE_NONE` (0) when `e` is NULL.
+ * Returns: the change; `TATTLER_CHANGE_NONE` (0) for no entry.
  *
- * Thread safety: an entry may be read from several threads at once; it must
- * not be freed while another thread reads it.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
+ * Thread safety: an entry may be read from several threads at once. A
+ * getter racing `tattler_entry_free(e)` on another thread is safe (it sees
+ * the entry or no entry), but what a getter lent out dies with the entry:
+ * free it only once every thread is done with its strings and bytes.
  */
 enum tattler_change tattler_entry_change(const struct tattler_entry *e);
 
 /**
  * The API group of the entry's resource; `""` for the core group.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`. Do not
  * free it.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_group(const struct tattler_entry *e);
 
 /**
  * The API version of the entry's resource, e.g. `"v1"`.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_version(const struct tattler_entry *e);
 
 /**
  * The plural resource name, e.g. `"pods"`.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_resource(const struct tattler_entry *e);
 
@@ -779,16 +806,14 @@ const char *tattler_entry_resource(const struct tattler_entry *e);
  * The kind, e.g. `"Pod"`; `""` only before the server has sent an object of
  * a resource whose kind tattler does not know.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_kind(const struct tattler_entry *e);
 
@@ -796,64 +821,56 @@ const char *tattler_entry_kind(const struct tattler_entry *e);
  * The object's namespace; `""` for cluster-scoped objects and for Synced and
  * Error entries.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_namespace(const struct tattler_entry *e);
 
 /**
  * The object's name; `""` for Synced and Error entries.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_name(const struct tattler_entry *e);
 
 /**
  * The object's uid; `""` for Synced and Error entries.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_uid(const struct tattler_entry *e);
 
 /**
  * `tattler_entry_resource_version_str` as an integer: 0 when it is not one
  * (aggregated and non-etcd servers may send any string), on Error, and
- * when `e` is NULL.
+ * for no entry.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
  * Returns: the resourceVersion; 0 when it is not an integer.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 uint64_t tattler_entry_resource_version(const struct tattler_entry *e);
 
@@ -864,16 +881,14 @@ uint64_t tattler_entry_resource_version(const struct tattler_entry *e);
  * `""` on Error. The API calls resourceVersions opaque: compare them only
  * for equality, unless both are integers of one etcd-backed resource.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: a NUL-terminated string, never NULL; `""` when `e` is NULL.
+ * Returns: a NUL-terminated string, never NULL; `""` for no entry.
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_resource_version_str(const struct tattler_entry *e);
 
@@ -881,11 +896,11 @@ const char *tattler_entry_resource_version_str(const struct tattler_entry *e);
  * The object's JSON exactly as the server sent it (re-serialised only when
  * scrubbing changed it). Not NUL-terminated: use `*len`.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL; `len`, where
- * to write the byte count, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry); `len`, where to write the byte count, or NULL.
  *
  * Returns: the bytes; NULL (and `*len = 0`) for inferred deletes, Synced and
- * Error entries, and when `e` is NULL.
+ * Error entries, and for no entry.
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`. Copy
  * the bytes to keep them longer.
@@ -893,8 +908,7 @@ const char *tattler_entry_resource_version_str(const struct tattler_entry *e);
  * Thread safety: as `tattler_entry_change`.
  *
  * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`; `len` is NULL or
- * writable.
+ * `len` is NULL or writable.
  */
 const uint8_t *tattler_entry_object(const struct tattler_entry *e, size_t *len);
 
@@ -902,14 +916,12 @@ const uint8_t *tattler_entry_object(const struct tattler_entry *e, size_t *len);
  * Whether a Delete was inferred (the object was missing from a re-sync)
  * rather than reported by the server.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: true on an inferred Delete; false otherwise and when `e` is NULL.
+ * Returns: true on an inferred Delete; false otherwise and for no entry.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 bool tattler_entry_inferred(const struct tattler_entry *e);
 
@@ -919,14 +931,12 @@ bool tattler_entry_inferred(const struct tattler_entry *e);
  * limit, not JSON, nested too deep) and the stream goes on: the skipped
  * object's namespace and name, when readable, are the entry's.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: the flag; false on other entries and when `e` is NULL.
+ * Returns: the flag; false on other entries and for no entry.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 bool tattler_entry_error_ended(const struct tattler_entry *e);
 
@@ -935,14 +945,12 @@ bool tattler_entry_error_ended(const struct tattler_entry *e);
  * ...), or 0 when the failure was not an HTTP answer (an object over
  * `max_frame_bytes`, a panic caught in the stream).
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
- * Returns: the code; 0 on other entries and when `e` is NULL.
+ * Returns: the code; 0 on other entries and for no entry.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 uint16_t tattler_entry_error_code(const struct tattler_entry *e);
 
@@ -950,17 +958,15 @@ uint16_t tattler_entry_error_code(const struct tattler_entry *e);
  * On an Error entry, the server's `reason` (e.g. `"Forbidden"`) or a short
  * word of tattler's own.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
  * Returns: a NUL-terminated string, never NULL; `""` on other entries and
- * when `e` is NULL.
+ * for no entry.
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_error_reason(const struct tattler_entry *e);
 
@@ -968,17 +974,15 @@ const char *tattler_entry_error_reason(const struct tattler_entry *e);
  * On an Error entry, the server's message or tattler's description of the
  * failure.
  *
- * Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
  *
  * Returns: a NUL-terminated string, never NULL; `""` on other entries and
- * when `e` is NULL.
+ * for no entry.
  *
  * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
  *
  * Thread safety: as `tattler_entry_change`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`.
  */
 const char *tattler_entry_error_message(const struct tattler_entry *e);
 
@@ -988,14 +992,18 @@ const char *tattler_entry_error_message(const struct tattler_entry *e);
  * Parameters: `e`, an entry from `tattler_next_entry`, or NULL (then
  * nothing happens).
  *
+ * An `e` that is not a live entry (freed already, or never handed out by
+ * `tattler_next_entry`) is left alone and not followed: a second free does
+ * nothing but log a warning (there is no status to return it in). The
+ * handle of a freed entry is not reused for the next 4096 entries freed,
+ * so a late second free cannot free a newer entry that came since.
+ *
  * Ownership: takes `e`; it and its borrowed strings are invalid afterwards.
  * Entries do not depend on their reader: freeing one before or after
  * `tattler_close` is fine.
  *
- * Thread safety: any thread, but no other thread may be reading `e`.
- *
- * # Safety
- * `e` is NULL or a live entry from `tattler_next_entry`, freed only once.
+ * Thread safety: any thread. A getter on `e` running on another thread
+ * finishes first; what getters lent out must not be used after this.
  */
 void tattler_entry_free(struct tattler_entry *e);
 

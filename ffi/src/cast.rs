@@ -3,69 +3,15 @@
 //! Each function is `unsafe` and says what the C caller must have promised;
 //! the extern functions check for NULL, then call these inside `unsafe` blocks
 //! that point back here. Nothing outside this module turns a pointer into a
-//! reference.
+//! reference. Reader and entry handles never come here: they are not
+//! followed but looked up (`handle.rs`), so no promise of the caller's
+//! stands behind them.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::Arc;
 
-use crate::entry::tattler_entry;
 use crate::error::Failure;
 use crate::logging::LogFn;
-use crate::reader::tattler_reader;
 use crate::status::tattler_status::TATTLER_ERR_INVALID_UTF8;
-
-/// Hands a reader to C: the pointer carries the creator's reference.
-pub(crate) fn reader_into_raw(r: Arc<tattler_reader>) -> *mut tattler_reader {
-    Arc::into_raw(r).cast_mut()
-}
-
-/// A counted reference to the reader behind `r`, for the length of one call:
-/// a `tattler_close` on another thread meanwhile cannot free it.
-///
-/// # Safety
-/// `r` is non-NULL, came from `tattler_open`, and `tattler_close` had not
-/// returned for it when this call started.
-pub(crate) unsafe fn reader(r: *const tattler_reader) -> Arc<tattler_reader> {
-    // SAFETY: `r` came from `Arc::into_raw` (reader_into_raw) and the creator's
-    // reference is still held, so the count is at least 1 while we add ours.
-    unsafe {
-        Arc::increment_strong_count(r);
-        Arc::from_raw(r)
-    }
-}
-
-/// Takes back the creator's reference (`tattler_close`).
-///
-/// # Safety
-/// `r` is non-NULL, came from `tattler_open`, and is closed only this once.
-pub(crate) unsafe fn reader_release(r: *const tattler_reader) -> Arc<tattler_reader> {
-    // SAFETY: the reference `reader_into_raw` leaked, given back exactly once.
-    unsafe { Arc::from_raw(r) }
-}
-
-/// Hands an entry to C; `entry_free` takes it back.
-pub(crate) fn entry_into_raw(e: Box<tattler_entry>) -> *mut tattler_entry {
-    Box::into_raw(e)
-}
-
-/// Borrows the entry behind `e`.
-///
-/// # Safety
-/// `e` is non-NULL, came from `tattler_next_entry` and is not freed while the
-/// borrow lives (the caller's promise: not before `tattler_entry_free`).
-pub(crate) unsafe fn entry<'a>(e: *const tattler_entry) -> &'a tattler_entry {
-    // SAFETY: a live Box allocation, only ever read through shared references.
-    unsafe { &*e }
-}
-
-/// Takes back an entry for freeing.
-///
-/// # Safety
-/// `e` is non-NULL, came from `tattler_next_entry` and is freed only this once.
-pub(crate) unsafe fn entry_release(e: *mut tattler_entry) -> Box<tattler_entry> {
-    // SAFETY: the Box `entry_into_raw` leaked, given back exactly once.
-    unsafe { Box::from_raw(e) }
-}
 
 /// The UTF-8 text of a NUL-terminated C string.
 ///

@@ -2,10 +2,12 @@
 
 use std::ffi::{c_char, CStr};
 
+use parking_lot::Mutex;
 use tattler_core::{Change, Entry};
 
 use crate::cast;
 use crate::error::guard_value;
+use crate::handle::Registry;
 
 /// What an entry reports; the same numbers as the Rust `tattler::Change`.
 #[allow(non_camel_case_types)]
@@ -48,7 +50,28 @@ impl From<Change> for tattler_change {
 
 /// One entry handed out by `tattler_next_entry`. Opaque; read it with the
 /// `tattler_entry_*` getters and free it with `tattler_entry_free`.
+///
+/// The pointer is a handle, checked on every call: a getter on an entry
+/// freed already (or on any pointer `tattler_next_entry` did not hand out)
+/// returns its "no entry" value, a second `tattler_entry_free` does nothing.
+#[derive(Default)]
 pub struct tattler_entry {
+    /// Never read: the address is the handle (see `handle.rs`), the entry is
+    /// in [`ENTRIES`].
+    _shell: u8,
+}
+
+/// Every entry handed out and not yet freed.
+static ENTRIES: Mutex<Registry<tattler_entry, Box<EntryData>>> =
+    Mutex::new(Registry::new(ENTRY_QUARANTINE));
+
+/// Entries freed before a freed entry's handle names a new one. 4096 shells
+/// of one byte (32 with malloc's overhead) are 128 KiB.
+const ENTRY_QUARANTINE: usize = 4096;
+
+/// What a `tattler_entry` handle names: the entry and the strings its
+/// getters lend out. Boxed in the registry so that those never move.
+pub(crate) struct EntryData {
     entry: Entry,
     /// The C strings the getters lend out, one after the other, each ending
     /// in NUL: made once (one allocation) so that a getter never allocates.
@@ -74,8 +97,8 @@ enum Field {
 
 const FIELDS: usize = Field::ErrorMessage as usize + 1;
 
-impl tattler_entry {
-    pub(crate) fn new(entry: Entry) -> tattler_entry {
+impl EntryData {
+    fn new(entry: Entry) -> EntryData {
         let r = entry.resource();
         let err = entry.error();
         let texts: [&str; FIELDS] = [
@@ -91,7 +114,7 @@ impl tattler_entry {
             err.map_or("", |e| e.message.as_str()),
         ];
         let (strings, at) = pack(&texts);
-        tattler_entry { strings, at, entry }
+        EntryData { strings, at, entry }
     }
 
     fn text(&self, f: Field) -> &CStr {
@@ -114,204 +137,173 @@ fn pack(texts: &[&str; FIELDS]) -> (Box<[u8]>, [usize; FIELDS]) {
     (strings.into_boxed_slice(), at)
 }
 
-/// Borrows the entry for a getter; `None` for NULL.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`, not freed while the
-/// borrow lives.
-unsafe fn get<'a>(e: *const tattler_entry) -> Option<&'a tattler_entry> {
-    if e.is_null() {
-        return None;
-    }
-    // SAFETY: non-NULL, and live by the caller's promise.
-    Some(unsafe { cast::entry(e) })
+/// Registers an entry from `tattler_next_entry`: its handle, for C.
+pub(crate) fn hand_out(entry: Entry) -> *mut tattler_entry {
+    let data = Box::new(EntryData::new(entry));
+    ENTRIES.lock().insert(data)
 }
 
-/// A string getter: the field's C string, or `""` for a NULL entry.
-///
-/// # Safety
-/// As [`get`].
-unsafe fn string_field(
+/// Runs a getter on the entry behind `e`, or gives `default` when `e` is
+/// NULL or not a live entry (or the getter panicked). The registry's lock is
+/// held while it runs: a getter only reads, and a `tattler_entry_free` on
+/// another thread waits for it instead of freeing what it reads.
+fn with_entry<R: Copy>(
     e: *const tattler_entry,
-    field: impl FnOnce(&tattler_entry) -> &CStr,
-) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    let e = unsafe { get(e) };
-    guard_value(c"".as_ptr(), || {
-        e.map_or(c"".as_ptr(), |e| field(e).as_ptr())
+    default: R,
+    body: impl FnOnce(&EntryData) -> R,
+) -> R {
+    if e.is_null() {
+        return default;
+    }
+    guard_value(default, || {
+        ENTRIES.lock().get(e).map_or(default, |d| body(d))
     })
+}
+
+/// A string getter: the field's C string, or `""` for no entry.
+fn string_field(e: *const tattler_entry, field: Field) -> *const c_char {
+    with_entry(e, c"".as_ptr(), |d| d.text(field).as_ptr())
 }
 
 /// What happened: Add, Update, Delete, Snapshot, Synced or Error.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: the change; `TATTLER_CHANGE_NONE` (0) when `e` is NULL.
+/// Returns: the change; `TATTLER_CHANGE_NONE` (0) for no entry.
 ///
-/// Thread safety: an entry may be read from several threads at once; it must
-/// not be freed while another thread reads it.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
+/// Thread safety: an entry may be read from several threads at once. A
+/// getter racing `tattler_entry_free(e)` on another thread is safe (it sees
+/// the entry or no entry), but what a getter lent out dies with the entry:
+/// free it only once every thread is done with its strings and bytes.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_change(e: *const tattler_entry) -> tattler_change {
-    // SAFETY: the caller's promise, passed on.
-    let e = unsafe { get(e) };
-    guard_value(tattler_change::TATTLER_CHANGE_NONE, || {
-        e.map_or(tattler_change::TATTLER_CHANGE_NONE, |e| {
-            e.entry.change().into()
-        })
+pub extern "C" fn tattler_entry_change(e: *const tattler_entry) -> tattler_change {
+    with_entry(e, tattler_change::TATTLER_CHANGE_NONE, |d| {
+        d.entry.change().into()
     })
 }
 
 /// The API group of the entry's resource; `""` for the core group.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`. Do not
 /// free it.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_group(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::Group)) }
+pub extern "C" fn tattler_entry_group(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Group)
 }
 
 /// The API version of the entry's resource, e.g. `"v1"`.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_version(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::Version)) }
+pub extern "C" fn tattler_entry_version(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Version)
 }
 
 /// The plural resource name, e.g. `"pods"`.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_resource(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::Resource)) }
+pub extern "C" fn tattler_entry_resource(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Resource)
 }
 
 /// The kind, e.g. `"Pod"`; `""` only before the server has sent an object of
 /// a resource whose kind tattler does not know.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_kind(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::Kind)) }
+pub extern "C" fn tattler_entry_kind(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Kind)
 }
 
 /// The object's namespace; `""` for cluster-scoped objects and for Synced and
 /// Error entries.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_namespace(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::Namespace)) }
+pub extern "C" fn tattler_entry_namespace(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Namespace)
 }
 
 /// The object's name; `""` for Synced and Error entries.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_name(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::Name)) }
+pub extern "C" fn tattler_entry_name(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Name)
 }
 
 /// The object's uid; `""` for Synced and Error entries.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL (`""` when `e` is NULL).
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_uid(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::Uid)) }
+pub extern "C" fn tattler_entry_uid(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Uid)
 }
 
 /// `tattler_entry_resource_version_str` as an integer: 0 when it is not one
 /// (aggregated and non-etcd servers may send any string), on Error, and
-/// when `e` is NULL.
+/// for no entry.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
 /// Returns: the resourceVersion; 0 when it is not an integer.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_resource_version(e: *const tattler_entry) -> u64 {
-    // SAFETY: the caller's promise, passed on.
-    let e = unsafe { get(e) };
-    guard_value(0, || {
-        e.map_or(0, |e| e.entry.resource_version().unwrap_or(0))
-    })
+pub extern "C" fn tattler_entry_resource_version(e: *const tattler_entry) -> u64 {
+    with_entry(e, 0, |d| d.entry.resource_version().unwrap_or(0))
 }
 
 /// The object's resourceVersion as the server sent it. On a Delete: the
@@ -320,32 +312,27 @@ pub unsafe extern "C" fn tattler_entry_resource_version(e: *const tattler_entry)
 /// `""` on Error. The API calls resourceVersions opaque: compare them only
 /// for equality, unless both are integers of one etcd-backed resource.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: a NUL-terminated string, never NULL; `""` when `e` is NULL.
+/// Returns: a NUL-terminated string, never NULL; `""` for no entry.
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_resource_version_str(
-    e: *const tattler_entry,
-) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::ResourceVersion)) }
+pub extern "C" fn tattler_entry_resource_version_str(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::ResourceVersion)
 }
 
 /// The object's JSON exactly as the server sent it (re-serialised only when
 /// scrubbing changed it). Not NUL-terminated: use `*len`.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL; `len`, where
-/// to write the byte count, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry); `len`, where to write the byte count, or NULL.
 ///
 /// Returns: the bytes; NULL (and `*len = 0`) for inferred deletes, Synced and
-/// Error entries, and when `e` is NULL.
+/// Error entries, and for no entry.
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`. Copy
 /// the bytes to keep them longer.
@@ -353,18 +340,15 @@ pub unsafe extern "C" fn tattler_entry_resource_version_str(
 /// Thread safety: as `tattler_entry_change`.
 ///
 /// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`; `len` is NULL or
-/// writable.
+/// `len` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn tattler_entry_object(
     e: *const tattler_entry,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: the caller's promise, passed on.
-    let e = unsafe { get(e) };
-    let (ptr, n) = guard_value((std::ptr::null(), 0), || {
-        e.and_then(|e| e.entry.object())
-            .map_or((std::ptr::null(), 0), |o| (o.as_ptr(), o.len()))
+    let none = (std::ptr::null(), 0);
+    let (ptr, n) = with_entry(e, none, |d| {
+        d.entry.object().map_or(none, |o| (o.as_ptr(), o.len()))
     });
     if !len.is_null() {
         // SAFETY: non-NULL, and the caller promises it is writable.
@@ -376,19 +360,15 @@ pub unsafe extern "C" fn tattler_entry_object(
 /// Whether a Delete was inferred (the object was missing from a re-sync)
 /// rather than reported by the server.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: true on an inferred Delete; false otherwise and when `e` is NULL.
+/// Returns: true on an inferred Delete; false otherwise and for no entry.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_inferred(e: *const tattler_entry) -> bool {
-    // SAFETY: the caller's promise, passed on.
-    let e = unsafe { get(e) };
-    guard_value(false, || e.is_some_and(|e| e.entry.inferred()))
+pub extern "C" fn tattler_entry_inferred(e: *const tattler_entry) -> bool {
+    with_entry(e, false, |d| d.entry.inferred())
 }
 
 /// On an Error entry, whether the resource's stream ended with it (it failed
@@ -396,82 +376,64 @@ pub unsafe extern "C" fn tattler_entry_inferred(e: *const tattler_entry) -> bool
 /// limit, not JSON, nested too deep) and the stream goes on: the skipped
 /// object's namespace and name, when readable, are the entry's.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: the flag; false on other entries and when `e` is NULL.
+/// Returns: the flag; false on other entries and for no entry.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_error_ended(e: *const tattler_entry) -> bool {
-    // SAFETY: the caller's promise, passed on.
-    let e = unsafe { get(e) };
-    guard_value(false, || {
-        e.and_then(|e| e.entry.error()).is_some_and(|err| err.ended)
-    })
+pub extern "C" fn tattler_entry_error_ended(e: *const tattler_entry) -> bool {
+    with_entry(e, false, |d| d.entry.error().is_some_and(|err| err.ended))
 }
 
 /// On an Error entry, the HTTP status that ended the stream (401, 403, 404,
 /// ...), or 0 when the failure was not an HTTP answer (an object over
 /// `max_frame_bytes`, a panic caught in the stream).
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
-/// Returns: the code; 0 on other entries and when `e` is NULL.
+/// Returns: the code; 0 on other entries and for no entry.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_error_code(e: *const tattler_entry) -> u16 {
-    // SAFETY: the caller's promise, passed on.
-    let e = unsafe { get(e) };
-    guard_value(0, || {
-        e.and_then(|e| e.entry.error()).map_or(0, |err| err.code)
-    })
+pub extern "C" fn tattler_entry_error_code(e: *const tattler_entry) -> u16 {
+    with_entry(e, 0, |d| d.entry.error().map_or(0, |err| err.code))
 }
 
 /// On an Error entry, the server's `reason` (e.g. `"Forbidden"`) or a short
 /// word of tattler's own.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
 /// Returns: a NUL-terminated string, never NULL; `""` on other entries and
-/// when `e` is NULL.
+/// for no entry.
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_error_reason(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::ErrorReason)) }
+pub extern "C" fn tattler_entry_error_reason(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::ErrorReason)
 }
 
 /// On an Error entry, the server's message or tattler's description of the
 /// failure.
 ///
-/// Parameters: `e`, an entry from `tattler_next_entry`, or NULL.
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
 ///
 /// Returns: a NUL-terminated string, never NULL; `""` on other entries and
-/// when `e` is NULL.
+/// for no entry.
 ///
 /// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
 ///
 /// Thread safety: as `tattler_entry_change`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_error_message(e: *const tattler_entry) -> *const c_char {
-    // SAFETY: the caller's promise, passed on.
-    unsafe { string_field(e, |e| e.text(Field::ErrorMessage)) }
+pub extern "C" fn tattler_entry_error_message(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::ErrorMessage)
 }
 
 /// Frees an entry and every string and byte it lent out.
@@ -479,22 +441,52 @@ pub unsafe extern "C" fn tattler_entry_error_message(e: *const tattler_entry) ->
 /// Parameters: `e`, an entry from `tattler_next_entry`, or NULL (then
 /// nothing happens).
 ///
+/// An `e` that is not a live entry (freed already, or never handed out by
+/// `tattler_next_entry`) is left alone and not followed: a second free does
+/// nothing but log a warning (there is no status to return it in). The
+/// handle of a freed entry is not reused for the next 4096 entries freed,
+/// so a late second free cannot free a newer entry that came since.
+///
 /// Ownership: takes `e`; it and its borrowed strings are invalid afterwards.
 /// Entries do not depend on their reader: freeing one before or after
 /// `tattler_close` is fine.
 ///
-/// Thread safety: any thread, but no other thread may be reading `e`.
-///
-/// # Safety
-/// `e` is NULL or a live entry from `tattler_next_entry`, freed only once.
+/// Thread safety: any thread. A getter on `e` running on another thread
+/// finishes first; what getters lent out must not be used after this.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_entry_free(e: *mut tattler_entry) {
+pub extern "C" fn tattler_entry_free(e: *mut tattler_entry) {
     if e.is_null() {
         return;
     }
-    // SAFETY: non-NULL, and the caller promises a live entry freed only once.
-    let entry = unsafe { cast::entry_release(e) };
-    guard_value((), || drop(entry));
+    guard_value((), || {
+        // Out of the registry under the lock; dropped, or logged about,
+        // after it: the log callback may call a getter.
+        let data = ENTRIES.lock().remove(e);
+        if data.is_none() {
+            log::warn!("tattler_entry_free: not a live entry (freed already, or not from tattler_next_entry); ignored");
+        }
+        drop(data);
+    });
+}
+
+/// The string getter's body `n` times without the registry: what a getter
+/// cost before handles were checked (the micro benchmark's baseline).
+#[cfg(test)]
+pub(crate) fn name_unchecked(e: *const tattler_entry, n: u64) -> std::time::Duration {
+    let entries = ENTRIES.lock();
+    let d = entries.get(e).expect("a live entry");
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let p = guard_value(c"".as_ptr(), || d.text(Field::Name).as_ptr());
+        std::hint::black_box(p);
+    }
+    t.elapsed()
+}
+
+/// Whether `e` is an entry handed out and not yet freed.
+#[cfg(test)]
+pub(crate) fn is_live(e: *const tattler_entry) -> bool {
+    ENTRIES.lock().get(e).is_some()
 }
 
 #[cfg(test)]

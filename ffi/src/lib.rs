@@ -5,6 +5,9 @@
 //! The only crate of the project with `unsafe` code. Every raw-pointer cast is
 //! in the private `cast` module; the extern functions check for NULL, run
 //! their body under `catch_unwind`, and write out-parameters only on success.
+//! Reader and entry pointers are handles, looked up in a registry (`handle`)
+//! on every call and never dereferenced: a closed, freed or foreign one is
+//! refused with `TATTLER_ERR_INVALID_HANDLE`.
 //! One file per C object: `reader.rs` (`tattler_reader`), `entry.rs`
 //! (`tattler_entry`), `status.rs` (`tattler_status`), `error.rs` (failure text),
 //! `config.rs` (the JSON a caller passes), `logging.rs` (the log callback).
@@ -27,6 +30,7 @@ mod logging;
 mod cast;
 mod config;
 mod error;
+mod handle;
 
 #[cfg(test)]
 mod tests;

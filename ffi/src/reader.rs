@@ -4,49 +4,79 @@ use std::ffi::c_char;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tattler_core::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextError};
 
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};
-use crate::entry::tattler_entry;
+use crate::entry::{self, tattler_entry};
 use crate::error::{copy_truncated, guard, Failure};
+use crate::handle::Registry;
 use crate::logging::in_callback;
 use crate::status::tattler_status::{self, *};
 
 /// A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
 ///
-/// Behind the pointer is a reference-counted handle: every call holds its own
-/// reference while it runs, so a `tattler_close` racing with a call already
-/// inside (say, blocked in `tattler_next_entry`) cannot free what that call uses.
+/// The pointer is a handle, checked on every call: a call on a reader closed
+/// already, or on any pointer `tattler_open` did not hand out, returns
+/// `TATTLER_ERR_INVALID_HANDLE` at once and does nothing.
+#[derive(Default)]
 pub struct tattler_reader {
+    /// Never read: the address is the handle (see `handle.rs`), the reader
+    /// is in [`READERS`].
+    _shell: u8,
+}
+
+/// What a `tattler_reader` handle names. Reference-counted: every call holds
+/// its own reference while it runs, so a `tattler_close` racing with a call
+/// already inside (say, blocked in `tattler_next_entry`) cannot free what
+/// that call uses.
+pub(crate) struct OpenReader {
     pub(crate) reader: Reader,
     /// What the names given to `tattler_set_resources` take.
     scope: Scope,
+}
+
+/// Every reader opened and not yet closed.
+static READERS: Mutex<Registry<tattler_reader, Arc<OpenReader>>> =
+    Mutex::new(Registry::new(READER_QUARANTINE));
+
+/// Readers closed before a closed reader's handle names a new one.
+const READER_QUARANTINE: usize = 64;
+
+/// The reader behind `r`, with a reference of the caller's; a failure for
+/// NULL and for a pointer that is not an open reader. The registry's lock is
+/// held for the lookup only: the call that follows may block.
+pub(crate) fn lookup(r: *const tattler_reader) -> Result<Arc<OpenReader>, Failure> {
+    if r.is_null() {
+        return Err(Failure::null("r"));
+    }
+    let found = READERS.lock().get(r).cloned();
+    found.ok_or_else(not_open)
+}
+
+fn not_open() -> Failure {
+    Failure::new(
+        TATTLER_ERR_INVALID_HANDLE,
+        "r is not an open reader (closed already, or not from tattler_open)",
+    )
 }
 
 /// Timeouts longer than this (about 30 years) mean "forever": a deadline that
 /// far off could overflow the clock.
 const FOREVER_MS: i64 = 1 << 40;
 
-/// One call on a reader: the NULL check, a counted reference for the length of
-/// the call, and panics caught. A failure's text goes to `err_buf` (the
-/// caller's, for this call only; nothing is kept in the reader).
-///
-/// # Safety
-/// `r` is NULL or a reader from `tattler_open` whose `tattler_close` had not
-/// returned when the call started.
-unsafe fn with_reader(
+/// One call on a reader: the handle check, a counted reference for the
+/// length of the call, and panics caught. A failure's text goes to `err_buf`
+/// (the caller's, for this call only; nothing is kept in the reader).
+fn with_reader(
     r: *const tattler_reader,
     err_buf: &mut [u8],
-    body: impl FnOnce(&tattler_reader) -> Result<tattler_status, Failure>,
+    body: impl FnOnce(&OpenReader) -> Result<tattler_status, Failure>,
 ) -> tattler_status {
     let result = guard(|| {
-        if r.is_null() {
-            return Err(Failure::null("r"));
-        }
-        // SAFETY: non-NULL, and live by the caller's promise.
-        let handle = unsafe { cast::reader(r) };
+        let handle = lookup(r)?;
         let status = body(&handle);
         // When a close raced with this call, this is the last reference: the
         // stream threads are joined here (a panic there is caught too).
@@ -144,12 +174,13 @@ unsafe fn open(
             }
             _ => {}
         }
-        let handle = Arc::new(tattler_reader {
+        let handle = Arc::new(OpenReader {
             reader: Reader::open(config)?,
             scope: Scope::from_json(json),
         });
+        let handle = READERS.lock().insert(handle);
         // SAFETY: non-NULL and writable, by the caller's promise.
-        unsafe { cast::write(out, cast::reader_into_raw(handle)) };
+        unsafe { cast::write(out, handle) };
         Ok(TATTLER_OK)
     });
     result.unwrap_or_else(|f| {
@@ -235,6 +266,8 @@ pub unsafe extern "C" fn tattler_open_resume(
 ///   `tattler_close`) and every entry it had queued has been handed out;
 ///   every later call returns `TATTLER_CLOSED` too.
 /// - `TATTLER_ERR_NULL_ARG`: `r` or `out` is NULL.
+/// - `TATTLER_ERR_INVALID_HANDLE`: `r` is not an open reader (closed
+///   already, or not from `tattler_open`); returned at once, without waiting.
 /// - `TATTLER_ERR_REENTRANT`: called from inside the log callback with a
 ///   timeout other than 0 (waiting there would stall the stream that is
 ///   logging); a timeout of 0 works there.
@@ -254,15 +287,14 @@ pub unsafe extern "C" fn tattler_open_resume(
 /// entry goes to one of them, and a `tattler_wake` wakes one of them.
 ///
 /// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed; `out` is NULL
-/// or writable.
+/// `out` is NULL or writable (`r` may be any pointer: it is checked).
 #[no_mangle]
 pub unsafe extern "C" fn tattler_next_entry(
     r: *mut tattler_reader,
     timeout_ms: i64,
     out: *mut *mut tattler_entry,
 ) -> tattler_status {
-    let body = |h: &tattler_reader| {
+    let body = |h: &OpenReader| {
         if out.is_null() {
             return Err(Failure::null("out"));
         }
@@ -294,7 +326,7 @@ pub unsafe extern "C" fn tattler_next_entry(
         };
         match got {
             Ok(entry) => {
-                let entry = cast::entry_into_raw(Box::new(tattler_entry::new(entry)));
+                let entry = entry::hand_out(entry);
                 // SAFETY: non-NULL (checked above) and writable, by the caller's promise.
                 unsafe { cast::write(out, entry) };
                 Ok(TATTLER_OK)
@@ -302,8 +334,7 @@ pub unsafe extern "C" fn tattler_next_entry(
             Err(status) => Ok(status),
         }
     };
-    // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, &mut [], body) }
+    with_reader(r, &mut [], body)
 }
 
 /// Stops the reader: every stream ends, and a thread blocked in
@@ -311,27 +342,34 @@ pub unsafe extern "C" fn tattler_next_entry(
 /// out; after them `tattler_next_entry` returns `TATTLER_CLOSED`. Does not
 /// wait for the stream threads (`tattler_close` joins them).
 ///
-/// Parameters: `r`, the reader, or NULL (then nothing happens).
+/// Parameters: `r`, the reader, or NULL (then nothing happens). A reader
+/// closed already, or a pointer not from `tattler_open`, is not followed:
+/// nothing happens but a logged warning (there is no status to return).
 ///
 /// Ownership: `r` stays the caller's; it must still be closed.
 ///
-/// Thread safety: safe from any thread, at any time before
-/// `tattler_close(r)`, any number of times, concurrently with any other call
-/// on `r`, also from inside the log callback. This is how another thread (a
-/// signal handler's helper thread) ends a blocked `tattler_next_entry` for
-/// good; `tattler_wake` ends one wait only.
-///
-/// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed.
+/// Thread safety: safe from any thread, at any time, any number of times,
+/// concurrently with any other call on `r`, also from inside the log
+/// callback. This is how another thread (a signal handler's helper thread)
+/// ends a blocked `tattler_next_entry` for good; `tattler_wake` ends one
+/// wait only.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_stop(r: *mut tattler_reader) {
-    // SAFETY: the caller's promise, passed on.
-    unsafe {
-        with_reader(r, &mut [], |h| {
-            h.reader.stop();
-            Ok(TATTLER_OK)
-        })
-    };
+pub extern "C" fn tattler_stop(r: *mut tattler_reader) {
+    on_reader(r, "tattler_stop", |h| h.reader.stop());
+}
+
+/// `tattler_stop` and `tattler_wake`, which have no status: a handle that is
+/// not an open reader is logged instead.
+fn on_reader(r: *mut tattler_reader, call: &str, body: impl FnOnce(&OpenReader)) {
+    let st = with_reader(r, &mut [], |h| {
+        body(h);
+        Ok(TATTLER_OK)
+    });
+    if st == TATTLER_ERR_INVALID_HANDLE {
+        log::warn!(
+            "{call}: not an open reader (closed already, or not from tattler_open); ignored"
+        );
+    }
 }
 
 /// Ends one wait: a thread blocked in `tattler_next_entry(r)` returns
@@ -345,23 +383,15 @@ pub unsafe extern "C" fn tattler_stop(r: *mut tattler_reader) {
 /// context, a C++ `std::stop_token`, an event loop shutting a worker down.
 /// With several threads waiting on `r`, one of them wakes (any one).
 ///
-/// Parameters: `r`, the reader, or NULL (then nothing happens).
+/// Parameters: `r`, the reader, or NULL (then nothing happens). A reader
+/// closed already, or a pointer not from `tattler_open`, is not followed:
+/// nothing happens but a logged warning.
 ///
-/// Thread safety: safe from any thread, at any time before
-/// `tattler_close(r)`, concurrently with any other call on `r`, also from
-/// inside the log callback.
-///
-/// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed.
+/// Thread safety: safe from any thread, at any time, concurrently with any
+/// other call on `r`, also from inside the log callback.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_wake(r: *mut tattler_reader) {
-    // SAFETY: the caller's promise, passed on.
-    unsafe {
-        with_reader(r, &mut [], |h| {
-            h.reader.wake();
-            Ok(TATTLER_OK)
-        })
-    };
+pub extern "C" fn tattler_wake(r: *mut tattler_reader) {
+    on_reader(r, "tattler_wake", |h| h.reader.wake());
 }
 
 /// Stops the reader, joins its threads and frees it.
@@ -373,9 +403,12 @@ pub unsafe extern "C" fn tattler_wake(r: *mut tattler_reader) {
 ///
 /// Parameters: `r`, the reader, or NULL (then nothing happens).
 ///
-/// Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_PANIC` if stopping or
-/// joining panicked (a bug: the panic's text is logged). Either way `r` is
-/// invalid afterwards: there is nothing to retry.
+/// Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_INVALID_HANDLE` when
+/// `r` is not an open reader (a second close, or a pointer not from
+/// `tattler_open`: nothing is done, nothing is followed);
+/// `TATTLER_ERR_PANIC` if stopping or joining panicked (a bug: the panic's
+/// text is logged). Either way `r` is invalid afterwards: there is nothing
+/// to retry.
 ///
 /// From inside the log callback: works, also on the reader whose stream
 /// thread is logging; that thread is not joined (it cannot join itself): it
@@ -383,24 +416,25 @@ pub unsafe extern "C" fn tattler_wake(r: *mut tattler_reader) {
 ///
 /// Ownership: takes `r`; it is invalid afterwards.
 ///
-/// Thread safety: call it once, when no other thread is inside a call on
-/// `r` and none will start one. Use `tattler_stop` to wake a thread blocked
-/// in `tattler_next_entry` first. If a call on `r` is still running on
-/// another thread anyway (a close racing with a blocked
-/// `tattler_next_entry`), nothing breaks: that call returns `TATTLER_CLOSED`,
-/// and the threads are joined and the memory freed when it returns, on its
-/// thread. A call that *starts* after `tattler_close` uses freed memory.
-///
-/// # Safety
-/// `r` is NULL or a reader from `tattler_open`, closed only this once.
+/// Thread safety: meant to be called once, when no other thread is inside a
+/// call on `r` and none will start one; use `tattler_stop` to wake a thread
+/// blocked in `tattler_next_entry` first. Misuse is refused, never undefined
+/// behaviour: a call on `r` that starts after the close (on any thread)
+/// returns `TATTLER_ERR_INVALID_HANDLE`, and so does a second close (of two
+/// racing closes, one closes). A call still running on another thread
+/// (a close racing with a blocked `tattler_next_entry`) keeps the reader
+/// alive and returns as after `tattler_stop`: an entry still queued, else
+/// `TATTLER_CLOSED`; the threads are joined and the memory freed when it
+/// returns, on its thread.
 #[no_mangle]
-pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status {
+pub extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status {
     if r.is_null() {
         return TATTLER_OK;
     }
-    // SAFETY: non-NULL, from tattler_open, closed once: the caller's promise.
-    let handle = unsafe { cast::reader_release(r) };
-    let result = guard(move || {
+    let result = guard(|| {
+        // Out of the registry first: every call that starts from here on is
+        // refused. The lock is released before the join below.
+        let handle = READERS.lock().remove(r).ok_or_else(not_open)?;
         handle.reader.stop();
         // The last reference (unless a racing call holds one): Reader's drop
         // joins the stream threads.
@@ -442,8 +476,9 @@ pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status
 /// naming the item and key (`resources[1].nmespace`);
 /// `TATTLER_ERR_INVALID_CONFIG` for an empty list;
 /// `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_IO` when a thread cannot start,
-/// `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_REENTRANT` from inside the log
-/// callback, where the streams it stops could include the one logging).
+/// `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_HANDLE` when `r` is not an
+/// open reader, `TATTLER_ERR_REENTRANT` from inside the log callback, where
+/// the streams it stops could include the one logging).
 /// A bad list changes nothing.
 ///
 /// Ownership: `resources_json` is only read during the call.
@@ -453,9 +488,9 @@ pub unsafe extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status
 /// two `tattler_set_resources` on one reader take turns.
 ///
 /// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed;
 /// `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable;
-/// `err_buf` is NULL or has `err_len` writable bytes.
+/// `err_buf` is NULL or has `err_len` writable bytes (`r` may be any
+/// pointer: it is checked).
 #[no_mangle]
 pub unsafe extern "C" fn tattler_set_resources(
     r: *mut tattler_reader,
@@ -467,7 +502,7 @@ pub unsafe extern "C" fn tattler_set_resources(
 ) -> tattler_status {
     // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
     let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
-    let body = |h: &tattler_reader| {
+    let body = |h: &OpenReader| {
         if resources_json.is_null() {
             return Err(Failure::null("resources_json"));
         }
@@ -497,8 +532,7 @@ pub unsafe extern "C" fn tattler_set_resources(
             Err(e) => Err(e.into()),
         }
     };
-    // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, err_buf, body) }
+    with_reader(r, err_buf, body)
 }
 
 /// The counters of each stream as a JSON array, in the configured order:
@@ -516,7 +550,8 @@ pub unsafe extern "C" fn tattler_set_resources(
 /// Returns: `TATTLER_OK` with the NUL-terminated JSON in `buf`;
 /// `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the JSON is never
 /// cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
-/// non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+/// non-zero `len`; `TATTLER_ERR_INVALID_HANDLE` when `r` is not an open
+/// reader. `*needed` is set with `TATTLER_OK` and with
 /// `TATTLER_ERR_BUFFER_TOO_SMALL`. Counters move: the size may grow between
 /// two calls, so leave some room (or retry). Every failure is described by
 /// its status alone; this call has no error text.
@@ -527,8 +562,8 @@ pub unsafe extern "C" fn tattler_set_resources(
 /// `tattler_close`, also from inside the log callback.
 ///
 /// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
-/// or has `len` writable bytes; `needed` is NULL or writable.
+/// `buf` is NULL or has `len` writable bytes; `needed` is NULL or writable
+/// (`r` may be any pointer: it is checked).
 #[no_mangle]
 pub unsafe extern "C" fn tattler_stats_json(
     r: *mut tattler_reader,
@@ -536,14 +571,13 @@ pub unsafe extern "C" fn tattler_stats_json(
     len: usize,
     needed: *mut usize,
 ) -> tattler_status {
-    let body = |h: &tattler_reader| {
+    let body = |h: &OpenReader| {
         check_buf(buf, len)?;
         let json = stats_json(&h.reader.stats());
         // SAFETY: the caller's promise, passed on.
         unsafe { copy_out(json.as_bytes(), true, buf, len, needed) }
     };
-    // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, &mut [], body) }
+    with_reader(r, &mut [], body)
 }
 
 /// The NULL check of a caller's output buffer: NULL only with length 0.
@@ -619,7 +653,8 @@ unsafe fn copy_out(
 /// Returns: `TATTLER_OK` with the NUL-terminated text in `buf`;
 /// `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (the text is never
 /// cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a NULL `buf` with a
-/// non-zero `len`. `*needed` is set with `TATTLER_OK` and with
+/// non-zero `len`; `TATTLER_ERR_INVALID_HANDLE` when `r` is not an open
+/// reader. `*needed` is set with `TATTLER_OK` and with
 /// `TATTLER_ERR_BUFFER_TOO_SMALL`. Values move (bytes, seconds since the
 /// sync): the size may grow between two calls, so leave some room (or
 /// retry). Every failure is described by its status alone; this call has no
@@ -631,8 +666,8 @@ unsafe fn copy_out(
 /// `tattler_close`, also from inside the log callback.
 ///
 /// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
-/// or has `len` writable bytes; `needed` is NULL or writable.
+/// `buf` is NULL or has `len` writable bytes; `needed` is NULL or writable
+/// (`r` may be any pointer: it is checked).
 #[no_mangle]
 pub unsafe extern "C" fn tattler_metrics_text(
     r: *mut tattler_reader,
@@ -640,14 +675,13 @@ pub unsafe extern "C" fn tattler_metrics_text(
     len: usize,
     needed: *mut usize,
 ) -> tattler_status {
-    let body = |h: &tattler_reader| {
+    let body = |h: &OpenReader| {
         check_buf(buf, len)?;
         let text = h.reader.metrics_text();
         // SAFETY: the caller's promise, passed on.
         unsafe { copy_out(text.as_bytes(), true, buf, len, needed) }
     };
-    // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, &mut [], body) }
+    with_reader(r, &mut [], body)
 }
 
 /// A checkpoint of the reader, for `tattler_open_resume` after a restart:
@@ -673,7 +707,8 @@ pub unsafe extern "C" fn tattler_metrics_text(
 /// Returns: `TATTLER_OK` with the checkpoint in the first `*needed` bytes
 /// of `buf`; `TATTLER_ERR_BUFFER_TOO_SMALL` with `buf` untouched (a
 /// checkpoint is never cut); `TATTLER_ERR_NULL_ARG` for a NULL `r`, or a
-/// NULL `buf` with a non-zero `len`. `*needed` is set with `TATTLER_OK` and
+/// NULL `buf` with a non-zero `len`; `TATTLER_ERR_INVALID_HANDLE` when `r`
+/// is not an open reader. `*needed` is set with `TATTLER_OK` and
 /// with `TATTLER_ERR_BUFFER_TOO_SMALL`. While the reader runs the size may
 /// grow between two calls (retry with the new `*needed`); once it is stopped
 /// and drained it does not change. Every failure is described by its status
@@ -685,8 +720,8 @@ pub unsafe extern "C" fn tattler_metrics_text(
 /// `tattler_close`, also from inside the log callback.
 ///
 /// # Safety
-/// `r` is NULL or a reader from `tattler_open` not yet closed; `buf` is NULL
-/// or has `len` writable bytes; `needed` is NULL or writable.
+/// `buf` is NULL or has `len` writable bytes; `needed` is NULL or writable
+/// (`r` may be any pointer: it is checked).
 #[no_mangle]
 pub unsafe extern "C" fn tattler_checkpoint(
     r: *mut tattler_reader,
@@ -695,14 +730,13 @@ pub unsafe extern "C" fn tattler_checkpoint(
     needed: *mut usize,
 ) -> tattler_status {
     let buf = buf.cast::<c_char>();
-    let body = |h: &tattler_reader| {
+    let body = |h: &OpenReader| {
         check_buf(buf, len)?;
         let bytes = h.reader.checkpoint().to_bytes();
         // SAFETY: the caller's promise, passed on.
         unsafe { copy_out(&bytes, false, buf, len, needed) }
     };
-    // SAFETY: the caller's promise, passed on.
-    unsafe { with_reader(r, &mut [], body) }
+    with_reader(r, &mut [], body)
 }
 
 fn stats_json(stats: &[StreamStats]) -> String {

@@ -59,12 +59,18 @@ pub enum tattler_status {
     /// bounds); the error text says where. Nothing was opened: open without
     /// it (a full sync) and drop the stored one.
     TATTLER_ERR_INVALID_CHECKPOINT = 112,
+    /// The reader or entry pointer is not a live one: closed or freed
+    /// already, or never handed out by tattler (another object's pointer,
+    /// garbage). Nothing was done and the pointer was not followed: every
+    /// call checks its handle against the library's registry first. A bug
+    /// in the caller; the handle stays invalid.
+    TATTLER_ERR_INVALID_HANDLE = 113,
 }
 
 use tattler_status::*;
 
 /// Every status, for `tattler_status_str`.
-const ALL: [tattler_status; 16] = [
+const ALL: [tattler_status; 17] = [
     TATTLER_OK,
     TATTLER_TIMEOUT,
     TATTLER_CLOSED,
@@ -81,6 +87,7 @@ const ALL: [tattler_status; 16] = [
     TATTLER_ERR_OTHER,
     TATTLER_ERR_REENTRANT,
     TATTLER_ERR_INVALID_CHECKPOINT,
+    TATTLER_ERR_INVALID_HANDLE,
 ];
 
 impl tattler_status {
@@ -103,6 +110,7 @@ impl tattler_status {
             TATTLER_ERR_OTHER => c"error",
             TATTLER_ERR_REENTRANT => c"not allowed from inside the log callback",
             TATTLER_ERR_INVALID_CHECKPOINT => c"invalid checkpoint",
+            TATTLER_ERR_INVALID_HANDLE => c"not a live reader or entry (closed, freed or foreign)",
         }
     }
 

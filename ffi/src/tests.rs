@@ -98,37 +98,34 @@ fn set_resources(
 
 /// `Change namespace/name rv` or `Synced group/version/resource rv`, then frees the entry.
 fn line(e: *mut tattler_entry) -> String {
-    // SAFETY: a live entry from tattler_next_entry, freed once at the end.
-    unsafe {
-        let change = tattler_entry_change(e);
-        let rv = tattler_entry_resource_version(e);
-        let l = match change {
-            tattler_change::TATTLER_CHANGE_SYNCED => {
-                format!(
-                    "Synced {}/{} {rv}",
-                    s(tattler_entry_version(e)),
-                    s(tattler_entry_resource(e))
-                )
-            }
-            tattler_change::TATTLER_CHANGE_ERROR => format!(
-                "Error {} {} {}",
-                s(tattler_entry_resource(e)),
-                tattler_entry_error_code(e),
-                s(tattler_entry_error_reason(e))
-            ),
-            c => {
-                let names = ["None", "Add", "Update", "Delete", "Snapshot"];
-                format!(
-                    "{} {}/{} {rv}",
-                    names[c as usize],
-                    s(tattler_entry_namespace(e)),
-                    s(tattler_entry_name(e))
-                )
-            }
-        };
-        tattler_entry_free(e);
-        l
-    }
+    let change = tattler_entry_change(e);
+    let rv = tattler_entry_resource_version(e);
+    let l = match change {
+        tattler_change::TATTLER_CHANGE_SYNCED => {
+            format!(
+                "Synced {}/{} {rv}",
+                s(tattler_entry_version(e)),
+                s(tattler_entry_resource(e))
+            )
+        }
+        tattler_change::TATTLER_CHANGE_ERROR => format!(
+            "Error {} {} {}",
+            s(tattler_entry_resource(e)),
+            tattler_entry_error_code(e),
+            s(tattler_entry_error_reason(e))
+        ),
+        c => {
+            let names = ["None", "Add", "Update", "Delete", "Snapshot"];
+            format!(
+                "{} {}/{} {rv}",
+                names[c as usize],
+                s(tattler_entry_namespace(e)),
+                s(tattler_entry_name(e))
+            )
+        }
+    };
+    tattler_entry_free(e);
+    l
 }
 
 /// Reads entries up to and including the `n`th Synced.
@@ -146,8 +143,7 @@ fn until_synced(r: *mut tattler_reader, n: usize) -> Vec<String> {
 }
 
 fn close(r: *mut tattler_reader) {
-    // SAFETY: a reader from open, closed once.
-    assert_eq!(unsafe { tattler_close(r) }, TATTLER_OK);
+    assert_eq!(tattler_close(r), TATTLER_OK);
 }
 
 #[test]
@@ -405,11 +401,8 @@ fn stop_twice_then_next_says_closed_for_every_timeout() {
         until_synced(r, 1),
         [format!("Synced v1/pods {}", api.current_rv())]
     );
-    // SAFETY: a live reader.
-    unsafe {
-        tattler_stop(r);
-        tattler_stop(r);
-    }
+    tattler_stop(r);
+    tattler_stop(r);
     for timeout in [0, 50, -1, i64::MAX, i64::MIN] {
         let sentinel = ptr::dangling_mut::<tattler_entry>();
         let mut e = sentinel;
@@ -456,8 +449,8 @@ fn stop_from_another_thread_wakes_a_forever_wait() {
         done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
         "returned without an entry"
     );
-    // SAFETY: a live reader; tattler_stop may race with any call.
-    unsafe { tattler_stop(r) };
+    // tattler_stop may race with any call.
+    tattler_stop(r);
     assert_eq!(
         done_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
         TATTLER_CLOSED
@@ -483,8 +476,8 @@ fn wake_ends_one_wait_and_the_reader_runs_on() {
         done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
         "returned without an entry"
     );
-    // SAFETY: a live reader; tattler_wake may race with any call.
-    unsafe { tattler_wake(r) };
+    // tattler_wake may race with any call.
+    tattler_wake(r);
     let (st, _) = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(st, TATTLER_TIMEOUT);
     // The waiter waits again, and the stream still delivers.
@@ -504,11 +497,8 @@ fn a_wake_with_nobody_waiting_is_kept_once() {
     let api = FakeApi::start();
     let r = open(&config(&api, &["pods"])).unwrap();
     until_synced(r, 1);
-    // SAFETY: a live reader.
-    unsafe {
-        tattler_wake(r);
-        tattler_wake(r);
-    }
+    tattler_wake(r);
+    tattler_wake(r);
     // A take-if-ready call does not use the kept wake up.
     assert_eq!(next(r, 0).0, TATTLER_TIMEOUT);
     let t = Instant::now();
@@ -665,7 +655,7 @@ fn stats_are_json_and_never_cut() {
 #[test]
 fn status_texts_and_version() {
     let mut seen = std::collections::HashSet::new();
-    for n in (0..3).chain(100..113) {
+    for n in (0..3).chain(100..114) {
         let t = s(tattler_status_str(n));
         assert!(tattler_status::from_int(n).is_some(), "{n} is a status");
         assert!(
@@ -673,7 +663,7 @@ fn status_texts_and_version() {
             "{n}: {t}"
         );
     }
-    for n in [-1, 3, 99, 113, c_int::MAX] {
+    for n in [-1, 3, 99, 114, c_int::MAX] {
         assert_eq!(s(tattler_status_str(n)), "unknown status");
     }
     assert_eq!(TATTLER_ERR_NULL_ARG as c_int, 100);
@@ -761,8 +751,7 @@ fn close_only_drops_the_creators_reference() {
     let r = open(&config(&api, &["pods"])).unwrap();
     until_synced(r, 1);
     // What a call in progress on another thread holds.
-    // SAFETY: a live reader.
-    let in_call = unsafe { crate::cast::reader(r) };
+    let in_call = crate::reader::lookup(r).unwrap();
     close(r);
     assert!(in_call.reader.is_stopped(), "close stops at once");
     assert!(
@@ -1056,8 +1045,7 @@ fn open_resume(json: &str, cp: &[u8]) -> *mut tattler_reader {
 
 /// Stops the reader and takes every entry left, as a consumer shutting down does.
 fn stop_and_drain(r: *mut tattler_reader) -> Vec<String> {
-    // SAFETY: a live reader.
-    unsafe { tattler_stop(r) };
+    tattler_stop(r);
     let mut rest = Vec::new();
     loop {
         match next(r, WAIT_MS) {
@@ -1079,8 +1067,7 @@ fn entries(r: *mut tattler_reader, n: usize) -> Vec<String> {
             return got;
         }
         assert_eq!(st, TATTLER_OK, "after {got:?}");
-        // SAFETY: a live entry, freed by line().
-        let inferred = unsafe { tattler_entry_inferred(e) };
+        let inferred = tattler_entry_inferred(e);
         let l = line(e);
         synced += usize::from(l.starts_with("Synced"));
         got.push(if inferred {
@@ -1254,5 +1241,332 @@ fn bad_checkpoints_are_refused_and_none_is_an_open() {
         until_synced(r, 1),
         [format!("Synced v1/pods {}", api.current_rv())]
     );
+    close(r);
+}
+
+// Misuse of handles: every case is refused with TATTLER_ERR_INVALID_HANDLE
+// (or a getter's "no entry" value), the pointer never followed. Under ASan
+// the same cases run from C (tests/programs/misuse.c).
+
+/// Every call on a reader that takes a status, on `r`: all must refuse it.
+fn every_reader_call(r: *mut tattler_reader) -> Vec<tattler_status> {
+    let mut e = ptr::dangling_mut::<tattler_entry>();
+    let mut needed = 7usize;
+    let mut buf = [0xffu8; 64];
+    // SAFETY: valid out-pointers and buffers; `r` is what is under test.
+    let sts = unsafe {
+        vec![
+            tattler_next_entry(r, 0, &mut e),
+            tattler_next_entry(r, -1, &mut e),
+            tattler_stats_json(r, buf.as_mut_ptr().cast(), buf.len(), &mut needed),
+            tattler_metrics_text(r, buf.as_mut_ptr().cast(), buf.len(), &mut needed),
+            tattler_checkpoint(r, buf.as_mut_ptr(), buf.len(), &mut needed),
+        ]
+    };
+    assert_eq!(e, ptr::dangling_mut(), "*out written");
+    assert_eq!(needed, 7, "*needed written");
+    assert!(buf.iter().all(|&b| b == 0xff), "buffer written");
+    let (st, changed, msg) = set_resources(r, c"[\"pods\"]".as_ptr(), false, true);
+    assert_eq!(
+        (changed, msg.as_str()),
+        (
+            true,
+            "r is not an open reader (closed already, or not from tattler_open)"
+        )
+    );
+    // No status: nothing happens (a warning is logged).
+    tattler_stop(r);
+    tattler_wake(r);
+    [sts, vec![st]].concat()
+}
+
+/// Every entry getter on `e`: all must give their "no entry" value.
+fn assert_no_entry(e: *mut tattler_entry) {
+    assert_eq!(tattler_entry_change(e), tattler_change::TATTLER_CHANGE_NONE);
+    for getter in [
+        tattler_entry_group,
+        tattler_entry_version,
+        tattler_entry_resource,
+        tattler_entry_kind,
+        tattler_entry_namespace,
+        tattler_entry_name,
+        tattler_entry_uid,
+        tattler_entry_resource_version_str,
+        tattler_entry_error_reason,
+        tattler_entry_error_message,
+    ] {
+        assert_eq!(s(getter(e)), "");
+    }
+    assert_eq!(tattler_entry_resource_version(e), 0);
+    assert!(!tattler_entry_inferred(e));
+    assert!(!tattler_entry_error_ended(e));
+    assert_eq!(tattler_entry_error_code(e), 0);
+    let mut len = 99;
+    // SAFETY: a valid out-pointer; `e` is what is under test.
+    assert!(unsafe { tattler_entry_object(e, &mut len) }.is_null());
+    assert_eq!(len, 0);
+}
+
+const REFUSED: [tattler_status; 6] = [TATTLER_ERR_INVALID_HANDLE; 6];
+
+#[test]
+fn a_second_close_is_refused_not_a_double_free() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    assert_eq!(tattler_close(r), TATTLER_OK);
+    assert_eq!(tattler_close(r), TATTLER_ERR_INVALID_HANDLE);
+    assert_eq!(tattler_close(r), TATTLER_ERR_INVALID_HANDLE);
+    assert!(api.wait_open_watches(0, Duration::from_secs(10)));
+}
+
+#[test]
+fn calls_after_close_are_refused_at_once() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    close(r);
+    let t = Instant::now();
+    // The waiting next_entry among them: refused, not waited out.
+    assert_eq!(every_reader_call(r), REFUSED);
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // A new reader is not reached through the old pointer.
+    let r2 = open(&config(&api, &["pods"])).unwrap();
+    assert_ne!(r2, r, "a closed reader's handle came back at once");
+    assert_eq!(tattler_close(r), TATTLER_ERR_INVALID_HANDLE);
+    until_synced(r2, 1);
+    close(r2);
+}
+
+#[test]
+fn a_second_entry_free_frees_nothing_and_getters_see_no_entry() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("default", "web-1"));
+    let r = open(&config(&api, &["pods"])).unwrap();
+    let (st, add) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    assert!(crate::entry::is_live(add));
+    assert_eq!(s(tattler_entry_name(add)), "web-1");
+    tattler_entry_free(add);
+    assert!(!crate::entry::is_live(add));
+    assert_no_entry(add);
+    tattler_entry_free(add);
+    // The next entry is not reached through the freed one's pointer: its
+    // allocation may well sit where the first one's was.
+    let (st, synced) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    assert_ne!(synced, add);
+    tattler_entry_free(add);
+    assert!(crate::entry::is_live(synced));
+    assert_eq!(
+        tattler_entry_change(synced),
+        tattler_change::TATTLER_CHANGE_SYNCED
+    );
+    tattler_entry_free(synced);
+    assert_no_entry(synced);
+    close(r);
+}
+
+#[test]
+fn foreign_pointers_are_refused_not_followed() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("default", "web-1"));
+    let r = open(&config(&api, &["pods"])).unwrap();
+    let (st, e) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    // Garbage behind them, and addresses no allocation has: none is read.
+    let mut garbage = [0xa5u8; 64];
+    let foreign = [
+        garbage.as_mut_ptr(),
+        ptr::dangling_mut::<u8>(),
+        ptr::without_provenance_mut(1),
+        ptr::without_provenance_mut(usize::MAX - 7),
+        // The other kind's handle.
+        e.cast::<u8>(),
+        r.cast::<u8>(),
+    ];
+    for p in foreign {
+        if p != r.cast() {
+            assert_eq!(every_reader_call(p.cast()), REFUSED, "{p:?}");
+            assert_eq!(tattler_close(p.cast()), TATTLER_ERR_INVALID_HANDLE);
+        }
+        if p != e.cast() {
+            assert_no_entry(p.cast());
+            tattler_entry_free(p.cast());
+        }
+    }
+    assert!(garbage.iter().all(|&b| b == 0xa5));
+    // Both handles work on.
+    assert_eq!(s(tattler_entry_name(e)), "web-1");
+    tattler_entry_free(e);
+    let (st, synced) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    tattler_entry_free(synced);
+    close(r);
+}
+
+#[test]
+fn calls_racing_a_close_on_other_threads_are_memory_safe() {
+    let api = FakeApi::start();
+    let r = open(&config(&api, &["pods"])).unwrap();
+    until_synced(r, 1);
+    let addr = r as usize;
+    let mut callers = Vec::new();
+    for _ in 0..2 {
+        callers.push(std::thread::spawn(move || {
+            let r = addr as *mut tattler_reader;
+            let mut seen: Vec<tattler_status> = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            // Calls until they are refused: whatever comes first is a
+            // status of the reader alive or stopped, never anything else.
+            loop {
+                assert!(Instant::now() < deadline, "never refused: {seen:?}");
+                let (st, e) = next(r, 1);
+                tattler_entry_free(e);
+                let mut needed = 0;
+                // SAFETY: a valid out-pointer; `r` may be closed meanwhile.
+                let stats = unsafe { tattler_stats_json(r, null_mut(), 0, &mut needed) };
+                if !seen.contains(&st) {
+                    seen.push(st);
+                }
+                assert!(
+                    [
+                        TATTLER_TIMEOUT,
+                        TATTLER_CLOSED,
+                        TATTLER_OK,
+                        TATTLER_ERR_INVALID_HANDLE
+                    ]
+                    .contains(&st),
+                    "{st:?}"
+                );
+                assert!(
+                    [TATTLER_ERR_BUFFER_TOO_SMALL, TATTLER_ERR_INVALID_HANDLE].contains(&stats),
+                    "{stats:?}"
+                );
+                if st == TATTLER_ERR_INVALID_HANDLE {
+                    break;
+                }
+            }
+            seen
+        }));
+    }
+    // Two closes racing each other too: one of them closes.
+    let closers: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(move || tattler_close(addr as *mut tattler_reader)))
+        .collect();
+    let mut sts: Vec<_> = closers.into_iter().map(|t| t.join().unwrap()).collect();
+    sts.sort_by_key(|s| *s as c_int);
+    assert_eq!(sts, [TATTLER_OK, TATTLER_ERR_INVALID_HANDLE]);
+    for c in callers {
+        let seen = c.join().unwrap();
+        assert_eq!(seen.last(), Some(&TATTLER_ERR_INVALID_HANDLE), "{seen:?}");
+    }
+    // Every call is refused from now on, and the streams are gone.
+    assert_eq!(every_reader_call(addr as *mut tattler_reader), REFUSED);
+    assert!(api.wait_open_watches(0, Duration::from_secs(10)));
+}
+
+#[test]
+fn getters_racing_a_free_on_another_thread_see_the_entry_or_none() {
+    let api = FakeApi::start();
+    api.apply("pods", FakeApi::pod("default", "web-1"));
+    let r = open(&config(&api, &["pods"])).unwrap();
+    let (st, e) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let addr = e as usize;
+    let (started_tx, started_rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let e = addr as *mut tattler_entry;
+        let mut names = 0u64;
+        loop {
+            // Copied before the next call: what a getter lends dies with a
+            // free, which may come between two calls.
+            let change = tattler_entry_change(e);
+            if names == 0 {
+                started_tx.send(()).unwrap();
+            }
+            if change == tattler_change::TATTLER_CHANGE_NONE {
+                return names;
+            }
+            assert_eq!(change, tattler_change::TATTLER_CHANGE_ADD);
+            names += 1;
+        }
+    });
+    started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    tattler_entry_free(e);
+    assert!(reader.join().unwrap() > 0);
+    assert_no_entry(e);
+    close(r);
+}
+
+/// The cost of checking handles, in ns per call (run in release):
+/// `cargo test --release -p tattler-ffi --lib bench_handle_checks -- --ignored --nocapture`
+#[test]
+#[ignore = "a micro benchmark; run it in release with --ignored --nocapture"]
+fn bench_handle_checks() {
+    const N: u64 = 5_000_000;
+    let api = FakeApi::start();
+    for i in 0..1030 {
+        api.apply("pods", FakeApi::pod("default", &format!("web-{i}")));
+    }
+    let r = open(&config(&api, &["pods"])).unwrap();
+    let (st, e) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let ns = |d: Duration| d.as_nanos() as f64 / N as f64;
+    let time = |f: &dyn Fn()| {
+        let t = Instant::now();
+        for _ in 0..N {
+            f();
+        }
+        ns(t.elapsed())
+    };
+    // Some entries live beside it, as in a consumer that holds a batch.
+    let mut held = Vec::new();
+    for live in [1usize, 64, 1024] {
+        while held.len() + 1 < live {
+            held.push(next(r, WAIT_MS).1);
+        }
+        let unchecked = ns(crate::entry::name_unchecked(e, N));
+        let checked = time(&|| {
+            std::hint::black_box(tattler_entry_name(std::hint::black_box(e)));
+        });
+        let change = time(&|| {
+            std::hint::black_box(tattler_entry_change(std::hint::black_box(e)));
+        });
+        println!(
+            "{live} live entries: tattler_entry_name {checked:.1} ns (unchecked {unchecked:.1} ns, +{:.1}), tattler_entry_change {change:.1} ns",
+            checked - unchecked
+        );
+    }
+    let null = time(&|| {
+        std::hint::black_box(tattler_entry_name(std::hint::black_box(null())));
+    });
+    let reader = time(&|| {
+        std::hint::black_box(crate::reader::lookup(std::hint::black_box(r)).ok());
+    });
+    println!("tattler_entry_name(NULL) {null:.1} ns; a reader lookup (lock, Arc clone and drop) {reader:.1} ns");
+    // Two threads reading their own entries at once: the one lock is shared.
+    let (st, e2) = next(r, WAIT_MS);
+    assert_eq!(st, TATTLER_OK);
+    let per_thread: Vec<f64> = [e as usize, e2 as usize]
+        .map(|addr| {
+            std::thread::spawn(move || {
+                let e = addr as *mut tattler_entry;
+                let t = Instant::now();
+                for _ in 0..N {
+                    std::hint::black_box(tattler_entry_name(std::hint::black_box(e)));
+                }
+                ns(t.elapsed())
+            })
+        })
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    println!("two threads at once: tattler_entry_name {per_thread:.1?} ns each");
+    for h in held {
+        tattler_entry_free(h);
+    }
+    tattler_entry_free(e);
+    tattler_entry_free(e2);
     close(r);
 }

@@ -493,6 +493,58 @@ fn every_call_from_inside_the_log_callback_works_or_says_reentrant() {
 }
 
 #[test]
+fn every_misuse_of_a_handle_is_refused_under_sanitizers_and_valgrind() {
+    let flags = [&C_FLAGS[..], &["-Wpedantic"], &SANITIZE].concat();
+    let asan = compile(
+        "gcc",
+        "programs/misuse.c",
+        &flags,
+        &static_link(),
+        "misuse-asan",
+    );
+    let mut runs: Vec<(PathBuf, Vec<String>)> = vec![(asan, vec![])];
+    if let Some(valgrind) = valgrind() {
+        let plain = compile(
+            "gcc",
+            "programs/misuse.c",
+            &C_FLAGS,
+            &static_link(),
+            "misuse",
+        );
+        let supp = format!(
+            "--suppressions={}",
+            root().join("ffi/valgrind.supp").display()
+        );
+        let prefix = [
+            valgrind,
+            "-q",
+            "--error-exitcode=1",
+            "--leak-check=full",
+            &supp,
+        ];
+        runs.push((plain, prefix.map(String::from).to_vec()));
+    }
+    for (bin, prefix) in &runs {
+        let (api, _, _) = cluster();
+        let prefix: Vec<&str> = prefix.iter().map(String::as_str).collect();
+        let run = run_to_end(bin, &[&api.url()], &prefix);
+        assert_sanitizers_quiet(&run);
+        assert!(!run.stderr.contains("=="), "valgrind:\n{}", run.stderr);
+        assert!(
+            run.status.success() && run.stdout.ends_with("misuse: ok\n"),
+            "misuse ({}):\nstdout:\n{}\nstderr:\n{}",
+            run.status,
+            run.stdout,
+            run.stderr
+        );
+        assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+        // One line per check, all ok: 19 of them.
+        let oks = run.lines().iter().filter(|l| l.starts_with("ok: ")).count();
+        assert_eq!(oks, 19, "{}", run.stdout);
+    }
+}
+
+#[test]
 fn the_cpp_wrapper_under_address_and_undefined_behaviour_sanitizers() {
     let flags = [&["-std=c++17", "-Wpedantic"][..], &SANITIZE].concat();
     let bin = compile(
