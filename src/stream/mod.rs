@@ -30,6 +30,7 @@ use crate::delivery::table::Tracker;
 use crate::objects::scrub::Edits;
 use crate::stream::machine::{End, Machine, Next, Phase, Seen};
 use crate::wire::decode;
+use crate::wire::request;
 use crate::wire::rv::Rv;
 use crate::{Entry, ErrorInfo, Reason, Resource, ResourceSpec};
 
@@ -549,14 +550,16 @@ impl Stream {
             }
         };
         let url = format!("{}{}", self.transport.base, path);
+        let drop = self.edits.drop_managed_fields;
         let accept = match what {
-            Asking::Objects if self.spec.metadata_only => METADATA,
-            Asking::List if self.spec.metadata_only => METADATA_LIST,
-            Asking::Discovery(accept) => accept,
-            _ => "application/json",
+            Asking::Objects if self.spec.metadata_only => request::accept(METADATA, drop),
+            Asking::List if self.spec.metadata_only => request::accept(METADATA_LIST, drop),
+            Asking::Objects | Asking::List => request::accept("application/json", drop),
+            Asking::Discovery(accept) => accept.to_string(),
+            Asking::Document => "application/json".to_string(),
         };
         // The credentials' header is added below ureq (`access::authorize`).
-        let mut req = agent.get(&url).header("Accept", accept);
+        let mut req = agent.get(&url).header("Accept", &accept);
         if let Some(t) = read_timeout {
             req = req.config().timeout_per_read(Some(t)).build();
         }

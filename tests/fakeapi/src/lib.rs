@@ -417,6 +417,11 @@ impl FakeApi {
         self.shared.state.lock().faults.clear();
     }
 
+    /// Every request's `Accept` header so far (empty when absent), in arrival order.
+    pub fn accepts(&self) -> Vec<String> {
+        self.shared.state.lock().accepts.clone()
+    }
+
     /// Every request so far, as `METHOD target` (e.g. `GET /api/v1/pods?watch=true&...`,
     /// the target exactly as received), in arrival order.
     pub fn requests(&self) -> Vec<String> {

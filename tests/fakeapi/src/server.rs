@@ -460,6 +460,8 @@ fn handle(sh: &Shared, conn: &mut Conn, req: &Request) -> Flow {
     let (gzip_on, members, token) = {
         let mut st = sh.state.lock();
         st.requests.push(req.line());
+        st.accepts
+            .push(req.header("accept").unwrap_or_default().to_string());
         st.log.push(store::RequestRecord {
             at: Instant::now(),
             line: req.line(),

@@ -290,6 +290,8 @@ pub(crate) struct State {
     pub(crate) gzip: bool,
     pub(crate) faults: HashMap<usize, VecDeque<Fault>>,
     pub(crate) requests: Vec<String>,
+    /// Each request's `Accept` header (empty when absent), in arrival order.
+    pub(crate) accepts: Vec<String>,
     /// The same requests with their arrival times.
     pub(crate) log: Vec<RequestRecord>,
     /// resourceVersions are served as opaque strings (`o` and the number in hex).
@@ -363,6 +365,7 @@ impl State {
             gzip: false,
             faults: HashMap::new(),
             requests: Vec::new(),
+            accepts: Vec::new(),
             log: Vec::new(),
             opaque: false,
             initial_events: InitialEvents::Normal,
