@@ -120,6 +120,10 @@ pub struct Tuning {
     pub page_size: u32,
     /// Retry pacing.
     pub backoff: Backoff,
+    /// A watch that ends sooner than this with nothing in it counts as a
+    /// failure (paced by `backoff`; three in a row re-sync), as client-go
+    /// judges it. Default 1 s.
+    pub short_watch: Duration,
     /// How often the resources of a wildcard (`"*"`, `"*.apps"`) are looked
     /// for again through discovery: a CRD established meanwhile gets a
     /// stream, one deleted loses its. Default 5 minutes (two requests each
@@ -139,6 +143,7 @@ impl Default for Tuning {
             gzip: false,
             page_size: 500,
             backoff: Backoff::default(),
+            short_watch: Duration::from_secs(1),
             discovery_interval: Duration::from_secs(300),
         }
     }

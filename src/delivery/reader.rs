@@ -295,6 +295,7 @@ impl Reader {
             idle_timeout: config.tuning.idle_timeout,
             initial_events_timeout: config.tuning.initial_events_timeout,
             gzip: config.tuning.gzip,
+            short_watch: config.tuning.short_watch,
         });
         let (tx, rx) = bounded(config.tuning.channel_capacity);
         let budget = Arc::new(Budget::new(config.tuning.max_buffered_bytes));

@@ -108,8 +108,6 @@ pub(crate) struct Step {
 const INCOMPLETE_WATCH_LISTS: u32 = 2;
 /// Watches in a row that end at once with nothing before a re-sync.
 const SHORT_WATCHES: u32 = 3;
-/// A watch that ends sooner with no progress is a failure (as client-go).
-const SHORT_WATCH: Duration = Duration::from_secs(1);
 /// Failures in a row after which a relist's replacement gives up.
 const REPLACEMENT_FAILURES: u32 = 3;
 
@@ -128,6 +126,7 @@ pub(crate) struct Machine {
     failures: u32,
     incomplete: u32,
     short: u32,
+    short_watch: Duration,
     reauthed: bool,
     /// A healthy connection this long forgets the failures before it.
     reset_after: Duration,
@@ -146,7 +145,14 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
-    pub(crate) fn new(needs_discovery: bool, list_mode: bool, reset_after: Duration) -> Machine {
+    /// `short_watch`: a watch that ends sooner with no progress is a
+    /// failure (client-go: 1 s).
+    pub(crate) fn new(
+        needs_discovery: bool,
+        list_mode: bool,
+        reset_after: Duration,
+        short_watch: Duration,
+    ) -> Machine {
         let mut m = Machine {
             phase: Phase::Discover,
             list_mode,
@@ -157,6 +163,7 @@ impl Machine {
             short: 0,
             reauthed: false,
             reset_after,
+            short_watch,
             replacement: false,
             resumed: false,
             streak: 0,
@@ -318,7 +325,7 @@ impl Machine {
                 Self::go(None)
             }
             End::Ended => match self.phase {
-                Phase::Watch if seen.progressed || seen.lasted >= SHORT_WATCH => {
+                Phase::Watch if seen.progressed || seen.lasted >= self.short_watch => {
                     self.short = 0;
                     Self::go(None)
                 }
@@ -441,7 +448,12 @@ mod tests {
     const S: Duration = Duration::from_secs(1);
 
     fn machine(phase: Phase) -> Machine {
-        let mut m = Machine::new(false, false, Duration::from_secs(120));
+        let mut m = Machine::new(
+            false,
+            false,
+            Duration::from_secs(120),
+            Duration::from_secs(1),
+        );
         m.phase = phase;
         m.fresh_sync = false;
         m
@@ -489,7 +501,7 @@ mod tests {
 
     #[test]
     fn a_healthy_stream_syncs_then_watches_and_resumes_at_once() {
-        let mut m = Machine::new(false, false, 120 * S);
+        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
         assert_eq!((m.phase, m.fresh_sync), (Phase::WatchList, true));
         let synced = Seen {
             synced: true,
@@ -507,7 +519,7 @@ mod tests {
             vec![(Phase::Watch, Next::Go, false); 3]
         );
         assert!(!m.fresh_sync);
-        let mut d = Machine::new(true, false, 120 * S);
+        let mut d = Machine::new(true, false, 120 * S, Duration::from_secs(1));
         assert_eq!(d.phase, Phase::Discover);
         assert_eq!(
             run(&mut d, vec![(End::Discovered, seen(10, false))]),
@@ -775,7 +787,7 @@ mod tests {
             ..seen(ms, true)
         };
         // A watch-list syncs; the watch from it is answered 410; again and again.
-        let mut m = Machine::new(false, false, 120 * S);
+        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
         let mut got = Vec::new();
         for _ in 0..4 {
             got.extend(run(
@@ -794,7 +806,7 @@ mod tests {
         );
         // The same, the 410 as an error event right after a bookmark; then a
         // healthy watch (reset_after long) forgets the streak: at once again.
-        let mut m = Machine::new(false, false, 120 * S);
+        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
         assert_eq!(
             run(
                 &mut m,
@@ -835,7 +847,7 @@ mod tests {
         // Watches with a bookmark each (not progress, whichever way its
         // resourceVersion moves) that end at once: failures, then a re-sync
         // that the budget also paces.
-        let mut m = Machine::new(false, false, 120 * S);
+        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
         let quick = || (End::Ended, seen(5, false));
         let got = run(
             &mut m,

@@ -43,6 +43,7 @@ pub(crate) struct StreamSettings {
     pub idle_timeout: Duration,
     pub initial_events_timeout: Duration,
     pub gzip: bool,
+    pub short_watch: Duration,
 }
 
 /// Live counters of one stream, read by [`crate::Reader::stats`]. Whether
@@ -252,6 +253,7 @@ impl Stream {
             spec.needs_discovery(),
             init.counters.list_fallback.load(Ordering::Relaxed),
             init.settings.backoff.reset_after,
+            init.settings.short_watch,
         );
         machine.replacement = matches!(init.role, Role::Replacement(_));
         let resumed = init.resume.is_some();

@@ -18,14 +18,15 @@ fn token_file_rotation_under_a_running_stream() {
         max: Duration::from_secs(30),
         reset_after: Duration::from_secs(120),
     };
+    // A watch ending 20 ms after it began is an ordinary end, not one paced
+    // by the backoff as ending at once.
+    config.tuning.short_watch = Duration::from_millis(20);
     let r = streams_one_pod(&api, config.clone());
     let watch_from = |rv: u64| {
         format!("GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion={rv}")
     };
     let rv: u64 = r.stats()[0].resource_version.parse().unwrap();
-    // A watch that ends within 1 s of its start is paced by the backoff; let
-    // this one live past that so that its end is an ordinary one.
-    std::thread::sleep(Duration::from_millis(1100));
+    std::thread::sleep(Duration::from_millis(50));
 
     // Rotate: the cached token is refused once, the file re-read, the request retried at once.
     std::fs::write(&file, "tok-rot-two-2222\n").unwrap();
@@ -46,7 +47,7 @@ fn token_file_rotation_under_a_running_stream() {
     assert_quiet(&r, Duration::from_millis(300));
 
     // A token that is wrong in the file too: one reload, then exactly one Error entry.
-    std::thread::sleep(Duration::from_millis(1100));
+    std::thread::sleep(Duration::from_millis(50));
     std::fs::write(&file, "tok-rot-wrong-3333\n").unwrap();
     api.require_token(Some("tok-rot-four-4444"));
     api.end_watches();
