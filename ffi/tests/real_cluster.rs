@@ -1,5 +1,5 @@
 //! The C example and the Go package against a real kube-apiserver and etcd
-//! (the Rust API's scenarios are in the core's tests/real_cluster.rs).
+//! (the Rust API's scenarios are in the core's tests/real/cluster.rs).
 
 mod common;
 #[path = "../../tests/k8s/fixture.rs"]

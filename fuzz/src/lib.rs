@@ -106,7 +106,7 @@ pub fn kubeconfig(data: &[u8]) {
     std::fs::write(path, data).expect("write the kubeconfig");
     // Token values are YAML scalars; take those written plainly as `token: VALUE`.
     // (`token:VALUE`, without the space, is one string where a user mapping
-    // belongs: tests/faults.rs checks that typo on its own.)
+    // belongs: tests/fake/faults.rs checks that typo on its own.)
     let mut hidden: Vec<String> = text
         .lines()
         .filter_map(|l| {

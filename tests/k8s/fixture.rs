@@ -1,5 +1,5 @@
 //! A real kube-apiserver + etcd for tests (tests/k8s/cluster.sh), shared by
-//! the core's tests/real_cluster.rs and ffi/tests/real_cluster.rs through
+//! the core's tests/real/ and ffi/tests/real_cluster.rs through
 //! `#[path]`. Needs Go to build the binaries the first time.
 #![allow(dead_code)]
 

@@ -5,19 +5,14 @@
 //! kubeconfig is read (never panic in a stream), and the reissue the message
 //! suggests must work.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::tls::{openssl_client_cert, TempDir};
-use common::{until_synced, Watchdog};
+use crate::common::tls::{openssl_client_cert, TempDir};
+use crate::common::{until_synced, Watchdog};
 use tattler::{Access, Config, Reader};
 
-#[path = "k8s/fixture.rs"]
-mod fixture;
-
-use fixture::{Cluster, SERIAL};
+use crate::fixture::{Cluster, SERIAL};
 
 /// A kubeconfig for the cluster whose user is the client certificate `crt` / `key`.
 fn kubeconfig(c: &Cluster, crt: &str, key: &str) -> String {
@@ -29,7 +24,7 @@ fn kubeconfig(c: &Cluster, crt: &str, key: &str) -> String {
 }
 
 fn kubectl(kubeconfig: &str, args: &[&str]) -> (bool, String) {
-    let out = Command::new(fixture::bin_dir().join("kubectl"))
+    let out = Command::new(crate::fixture::bin_dir().join("kubectl"))
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .args(args)

@@ -3,13 +3,13 @@
 //! asserts the exact entries, the requests made, and that the process lives
 //! (a stack overflow would abort this whole binary).
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::scripted::{end_bookmark, frame, list_body, pod_json, uid, Reply, Scripted, Then};
-use common::*;
+use crate::common::scripted::{
+    end_bookmark, frame, list_body, pod_json, uid, Reply, Scripted, Then,
+};
+use crate::common::*;
 use tattler::{Access, Backoff, Change, Config, Reader};
 use tattler_fakeapi::FakeApi;
 
@@ -84,8 +84,8 @@ fn a_name_created_again_is_deleted_before_it_is_added_on_every_path() {
         let mut c = config(&api, &["pods"]);
         c.tuning.idle_timeout = Duration::from_secs(1);
         let r = Arc::new(Reader::open(c).unwrap());
-        let mut model = common::proxy::Model::new();
-        let read_sync = |model: &mut common::proxy::Model| {
+        let mut model = crate::common::proxy::Model::new();
+        let read_sync = |model: &mut crate::common::proxy::Model| {
             let mut got = Vec::new();
             loop {
                 let e = next(&r);
@@ -549,11 +549,11 @@ fn slow_consumer_child() {
     c.tuning.max_frame_bytes = 8 << 20;
     c.tuning.max_buffered_bytes = 16 << 20;
     std::fs::write("/proc/self/clear_refs", "5").expect("reset VmHWM");
-    let (before, _, _) = common::proxy::process_figures();
+    let (before, _, _) = crate::common::proxy::process_figures();
     let r = Reader::open(c).unwrap();
     // The streams fill what they may, then wait for the consumer.
     std::thread::sleep(Duration::from_secs(3));
-    let (peak, _, _) = common::proxy::process_figures();
+    let (peak, _, _) = crate::common::proxy::process_figures();
     let mut adds = 0;
     loop {
         let e = next(&r);
@@ -589,7 +589,7 @@ fn a_slow_consumer_costs_bounded_memory() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "slow_consumer_child",
+                "hostile::slow_consumer_child",
                 "--ignored",
                 "--nocapture",
                 "--test-threads=1",

@@ -4,19 +4,14 @@
 //! Each test gets a fresh cluster; the tests run one at a time (a cluster
 //! start costs a few seconds of both cores).
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{show, Watchdog};
+use crate::common::{show, Watchdog};
 use tattler::{Access, Change, Config, Entry, Reader, ResourceSpec};
 
-#[path = "k8s/fixture.rs"]
-mod fixture;
-
-use fixture::{Cluster, SERIAL};
+use crate::fixture::{Cluster, SERIAL};
 
 /// An admin config for `names`.
 fn admin(c: &Cluster, names: &[&str]) -> Config {

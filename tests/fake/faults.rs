@@ -10,14 +10,12 @@
 //! capturing logger of its process: no token, password or scrubbed value in
 //! logs, errors, stats or objects, whichever path an object takes.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::proxy::{process_figures, Fault as Net, FaultProxy, Model, Payload, Rng};
-use common::tls::{capture_log, capture_trace, TempDir};
-use common::*;
+use crate::common::proxy::{process_figures, Fault as Net, FaultProxy, Model, Payload, Rng};
+use crate::common::tls::{capture_log, capture_trace, TempDir};
+use crate::common::*;
 use tattler::{Access, Auth, Change, Config, Entry, Reader, Token};
 use tattler_fakeapi::{FakeApi, Fault};
 
@@ -365,7 +363,7 @@ fn a_seeded_storm_of_every_proxy_fault_converges() {
     rig.api
         .apply("configmaps", FakeApi::object(Some("a"), "c0"));
     rig.proxy.set_mix(
-        Some(common::proxy::Mix {
+        Some(crate::common::proxy::Mix {
             pass: 30,
             stall: 3,
             ..Default::default()
@@ -846,7 +844,7 @@ fn an_object_over_max_frame_bytes_is_reported_without_buffering_it() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "huge_object_child",
+            "faults::huge_object_child",
             "--ignored",
             "--nocapture",
             "--test-threads=1",

@@ -1,10 +1,8 @@
 //! The core behaviours of a resource stream, against the scripted fake apiserver.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use tattler::{Change, Reader};
 use tattler_fakeapi::{FakeApi, Fault};
 

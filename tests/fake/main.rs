@@ -1,0 +1,14 @@
+//! Everything against the scripted fake apiserver (tests/fakeapi) and small
+//! HTTP servers of our own, in one binary: the stream's behaviour
+//! (`stream`), the lifecycle of resources and readers (`lifecycle`), hostile
+//! objects and servers (`hostile`), and faults on the way with the security
+//! checks (`faults`, which installs the process's capturing logger).
+//! `cargo test --test fake faults::` runs one topic.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod faults;
+mod hostile;
+mod lifecycle;
+mod stream;

@@ -1,0 +1,13 @@
+//! Against a real kube-apiserver and etcd on loopback (tests/k8s builds them
+//! from Go modules, cached, and brings a fresh cluster up per test; the tests
+//! run one at a time): the stream's scenarios (`cluster`) and cluster access
+//! where only the real server can produce the case (`access`).
+//! `cargo test --test real cluster::` runs one topic.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../k8s/fixture.rs"]
+mod fixture;
+
+mod access;
+mod cluster;
