@@ -529,3 +529,56 @@ fn json_errors_name_the_key() {
     );
     assert!(err.contains("/nonexistent/c.crt"), "{err}");
 }
+
+/// A password holding a `/` (base64 does) ends the URL's authority where Go's
+/// `net/url` ends it: kubectl refuses such a server or proxy-url, and so does
+/// tattler, without printing the password anywhere (issue 21).
+#[test]
+fn urls_with_a_slash_in_the_password_are_refused_unseen() {
+    let _w = Watchdog::new("urls_with_a_slash_in_the_password", LIMIT);
+    capture_log();
+    let dir = TempDir::new("url-slash");
+    for (field, url) in [
+        ("server", "https://user:pa/ss-url-5e5e@127.0.0.1"),
+        ("server", "https://user:123/ss-url-5e5e@127.0.0.1"),
+        ("server", "https://user:pa ss-url-5e5e@127.0.0.1"),
+        (
+            "proxy-url",
+            "http://puser:pa/ss-url-5e5e@proxy.internal:3128",
+        ),
+        (
+            "proxy-url",
+            "socks5://puser:pa/ss-url-5e5e@proxy.internal:1080",
+        ),
+    ] {
+        let cluster = match field {
+            "server" => format!("server: {}\n", q(url)),
+            _ => format!("server: https://10.1.2.3:6443\nproxy-url: {}\n", q(url)),
+        };
+        let path = dir.write(
+            "config",
+            kubeconfig(&cluster, "token: tok-url-6f6f\n", None),
+        );
+        let mut texts = Vec::new();
+        match Access::from_kubeconfig(Some(&path), None).map(Config::new) {
+            Ok(c) => {
+                let c = c.watch(&["pods"]).unwrap();
+                texts.push(format!("{c:?}"));
+                texts.push(open_err(c));
+            }
+            Err(e) => texts.push(format!("{e} {e:?}")),
+        }
+        let e = texts.last().unwrap().clone();
+        assert!(
+            e.contains("userinfo") || e.contains("port") || e.contains("'@' follows"),
+            "{url}: {e}"
+        );
+        assert_hidden(&["ss-url-5e5e", "tok-url-6f6f"], &strs(&texts));
+    }
+    // Percent-encoded, the same password is fine (proxy_url.rs sends one) and still unseen.
+    let mut access = Access::new("https://10.1.2.3:6443");
+    access.proxy = ProxyConfig::Url("http://puser:pa%2Fss-url-5e5e@proxy.internal:3128".into());
+    let shown = format!("{access:?}");
+    assert!(shown.contains("[redacted]@proxy.internal:3128"), "{shown}");
+    assert_hidden(&["ss-url-5e5e"], &[&shown]);
+}

@@ -407,7 +407,9 @@ impl FakeApi {
     pub fn pending_faults(&self, res: &str) -> usize {
         let st = self.shared.state.lock();
         let idx = resolve_or_panic(&st, res);
-        st.faults.get(&idx).map_or(0, std::collections::VecDeque::len)
+        st.faults
+            .get(&idx)
+            .map_or(0, std::collections::VecDeque::len)
     }
 
     /// Drops every queued fault of every resource (those already being served go on).
