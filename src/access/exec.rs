@@ -64,10 +64,13 @@ struct ExecStatus {
 
 /// Runs the plugin once, until it answers, fails, passes `exec.timeout` or
 /// `cancel` is set (checked every 20 ms).
+///
+/// Errors say "exec plugin", not its command: a command line may hold a
+/// secret, and a reader has one user, so it is not ambiguous.
 pub(crate) fn run(exec: &ExecConfig, cancel: &AtomicBool) -> Result<ExecOutput, RunError> {
-    let what = format!("exec plugin {:?}", exec.command);
-    let stdout = spawn_and_read(exec, &what, cancel)?;
-    parse(exec, &what, &stdout)
+    let what = "exec plugin";
+    let stdout = spawn_and_read(exec, what, cancel)?;
+    parse(exec, what, &stdout)
 }
 
 fn parse(exec: &ExecConfig, what: &str, stdout: &[u8]) -> Result<ExecOutput, RunError> {
@@ -179,9 +182,14 @@ fn spawn_and_read(exec: &ExecConfig, what: &str, cancel: &AtomicBool) -> Result<
         .process_group(0);
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
+            // client-go: "exec: executable %s not found", without the path.
             let mut m = format!(
-                "{what}: executable {} not found\n\nIt looks like you are trying to use a client-go credential plugin that is not installed.\n\nTo learn more about this feature, consult the documentation available at:\n      https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins",
-                program.display()
+                "{what}: its executable (exec.command{}) was not found\n\nIt looks like you are trying to use a client-go credential plugin that is not installed.\n\nTo learn more about this feature, consult the documentation available at:\n      https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins",
+                if exec.base_dir.is_some() && exec.command.contains('/') && !exec.command.starts_with('/') {
+                    ", relative to the kubeconfig's folder"
+                } else {
+                    ""
+                }
             );
             if let Some(hint) = &exec.install_hint {
                 m.push_str("\n\n");
@@ -190,7 +198,7 @@ fn spawn_and_read(exec: &ExecConfig, what: &str, cancel: &AtomicBool) -> Result<
             failed(m, true)
         }
         std::io::ErrorKind::PermissionDenied => {
-            failed(format!("{what}: cannot run {}: permission denied", program.display()), true)
+            failed(format!("{what}: cannot run its executable (exec.command): permission denied"), true)
         }
         _ => failed(format!("{what}: cannot start it: {e}"), false),
     })?;
@@ -337,7 +345,7 @@ mod tests {
     }
 
     fn err(out: &str) -> (String, bool) {
-        match parse(&exec(), "exec plugin \"plugin\"", out.as_bytes()) {
+        match parse(&exec(), "exec plugin", out.as_bytes()) {
             Ok(_) => panic!("accepted {out}"),
             Err(RunError::Failed { message, permanent }) => (message, permanent),
             Err(RunError::Cancelled) => panic!("cancelled"),

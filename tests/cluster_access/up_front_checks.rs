@@ -160,9 +160,8 @@ fn an_exec_plugin_handing_out_a_v1_certificate_is_an_error_entry() {
     let r = Reader::open(quick(load(&path, None), &[&res])).unwrap();
     let m = credentials_error(&r);
     assert!(
-        m.contains(
-            "the client certificate from exec plugin \"/bin/sh\" is an X.509 v1 certificate"
-        ) && m.contains("-extfile"),
+        m.contains("the client certificate from exec plugin is an X.509 v1 certificate")
+            && m.contains("-extfile"),
         "{m}"
     );
     assert_eq!(c.front.handshakes(), []);
