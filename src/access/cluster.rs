@@ -52,7 +52,7 @@ pub struct Access {
 }
 
 /// As derived, with the server URL's userinfo redacted (a user may put a
-/// password there, which [`Access::validate`] then refuses).
+/// password there, which `Access::validate` then refuses).
 impl std::fmt::Debug for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Access")

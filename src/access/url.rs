@@ -410,6 +410,7 @@ mod tests {
         ("https:/h", "no host"),
         ("https://", "no host"),
         ("https://u:Xq@", "no host"),
+        // Go reads the last colon as the port's; tattler wants brackets.
         ("https://::1", "brackets"),
     ];
 

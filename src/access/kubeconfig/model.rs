@@ -164,9 +164,9 @@ fn read_model(root: &Node) -> Result<File, String> {
 }
 
 /// client-go decodes the named lists of one file into maps and refuses a
-/// name given twice (`clientcmd/api/v1/conversion.go`: "error converting
-/// *[]NamedCluster into *map[string]*api.Cluster: duplicate name \"%v\" in
-/// list: %v", likewise for NamedAuthInfo and NamedContext); kubectl then
+/// name given twice (`clientcmd/api/v1/conversion.go`: `error converting
+/// *[]NamedCluster into *map[string]*api.Cluster: duplicate name "%v" in
+/// list: %v`, likewise for NamedAuthInfo and NamedContext); kubectl then
 /// fails on the file. Its message prints the whole list, secrets included;
 /// this one names the kind and the name.
 fn unique<T>(kind: &str, list: &[(String, T)]) -> Result<(), String> {
