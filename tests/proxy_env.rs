@@ -360,6 +360,23 @@ contexts:
         .unwrap();
     assert_eq!(c.access.server, two.front.url());
 
+    // One name twice within one file is refused (client-go cannot decode
+    // it), even where an earlier file would have won: only across files
+    // does the first one win.
+    let dup = dir.write(
+        "dup/config",
+        "clusters:\n- name: c1\n  cluster:\n    server: https://127.0.0.1:2\n- name: c1\n  cluster:\n    server: https://127.0.0.1:3\n",
+    );
+    set("KUBECONFIG", &[file1.as_str(), &dup].join(":"));
+    let e = Access::from_kubeconfig(None, None)
+        .map(Config::new)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&dup) && e.contains("two clusters named \"c1\""),
+        "{e}"
+    );
+
     // An explicit path ignores KUBECONFIG.
     set("KUBECONFIG", &file2);
     let c = Access::from_kubeconfig(Some(&file1), None)

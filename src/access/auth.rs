@@ -102,15 +102,17 @@ impl ExecConfig {
 
     /// client-go's checks of an exec block, and the interactive mode as a
     /// library (no terminal) meets it.
+    ///
+    /// Errors name the field, never its value: a command, an apiVersion or
+    /// a mode is the user's text, and any of it may have been pasted from a
+    /// secret.
     pub(crate) fn check(&self) -> Result<(), String> {
         if self.command.is_empty() {
             return Err("exec: a command is required".into());
         }
         if !EXEC_API_VERSIONS.contains(&self.api_version.as_str()) {
             return Err(format!(
-                "exec plugin {:?}: invalid apiVersion {:?} (want {})",
-                self.command,
-                self.api_version,
+                "exec plugin: invalid apiVersion (want {})",
                 EXEC_API_VERSIONS.join(" or ")
             ));
         }
@@ -119,37 +121,29 @@ impl ExecConfig {
             .iter()
             .any(|(k, _)| k.is_empty() || k.contains('='))
         {
-            return Err(format!(
-                "exec plugin {:?}: an env entry has no name",
-                self.command
-            ));
+            return Err("exec plugin: an env entry has no name".into());
         }
         match self.interactive_mode.as_str() {
             "Never" | "IfAvailable" => {}
             "" => {
                 return Err(format!(
-                    "exec plugin {:?}: interactiveMode must be specified for {}",
-                    self.command, self.api_version
+                    "exec plugin: interactiveMode must be specified for {}",
+                    self.api_version
                 ))
             }
             "Always" => {
-                return Err(format!(
-                    "exec plugin {:?}: interactiveMode Always needs a terminal on standard input; a library has none",
-                    self.command
-                ))
+                return Err(
+                    "exec plugin: interactiveMode Always needs a terminal on standard input; a library has none".into(),
+                )
             }
-            other => {
-                return Err(format!(
-                    "exec plugin {:?}: invalid interactiveMode {other:?} (Never, IfAvailable or Always)",
-                    self.command
-                ))
+            _ => {
+                return Err(
+                    "exec plugin: invalid interactiveMode (Never, IfAvailable or Always)".into(),
+                )
             }
         }
         if self.timeout.is_zero() {
-            return Err(format!(
-                "exec plugin {:?}: the timeout must be above zero",
-                self.command
-            ));
+            return Err("exec plugin: the timeout must be above zero".into());
         }
         Ok(())
     }
@@ -179,24 +173,24 @@ mod tests {
     #[test]
     fn exec_checks_follow_client_go() {
         let check = |f: &dyn Fn(&mut ExecConfig)| {
-            let mut e = ExecConfig::new("p", &[]);
+            let mut e = ExecConfig::new("/opt/s3cr3t-cmd", &[]);
             f(&mut e);
-            e.check()
+            let r = e.check();
+            assert!(!format!("{r:?}").contains("s3cr3t"), "{r:?}");
+            r
         };
         assert!(check(&|_| {}).is_ok());
         assert!(check(&|e| e.interactive_mode = "IfAvailable".into()).is_ok());
-        assert!(
-            check(&|e| e.api_version = "client.authentication.k8s.io/v1alpha1".into())
-                .unwrap_err()
-                .contains("invalid apiVersion")
-        );
+        assert!(check(&|e| e.api_version = "s3cr3t.k8s.io/v1alpha1".into())
+            .unwrap_err()
+            .contains("invalid apiVersion"));
         assert!(check(&|e| e.interactive_mode = String::new())
             .unwrap_err()
             .contains("interactiveMode must be specified"));
         assert!(check(&|e| e.interactive_mode = "Always".into())
             .unwrap_err()
             .contains("needs a terminal"));
-        assert!(check(&|e| e.interactive_mode = "Sometimes".into())
+        assert!(check(&|e| e.interactive_mode = "s3cr3t".into())
             .unwrap_err()
             .contains("invalid interactiveMode"));
         assert!(check(&|e| e.env.push((String::new(), "v".into())))

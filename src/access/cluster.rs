@@ -5,6 +5,7 @@
 use crate::access::auth::Auth;
 use crate::access::proxy::ProxyConfig;
 use crate::access::secret::{ClientIdentity, Token};
+use crate::access::url::Url;
 use crate::Error;
 
 /// client-go's refusal of a CA together with `insecure-skip-tls-verify`.
@@ -19,7 +20,7 @@ pub(crate) const INSECURE_WITH_CA: &str =
 /// let access = tattler::Access::new("https://10.0.0.1:6443").token("…");
 /// assert_eq!(access.server, "https://10.0.0.1:6443");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Access {
     /// The apiserver's URL, `https://host:port`. Plain `http://` is accepted
@@ -48,6 +49,27 @@ pub struct Access {
     pub namespace: Option<String>,
     /// Where this came from, for logs (`explicit`, `kubeconfig …`, `in-cluster …`).
     pub source: String,
+}
+
+/// As derived, with the server URL's userinfo redacted (a user may put a
+/// password there, which `Access::validate` then refuses).
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access")
+            .field(
+                "server",
+                &crate::access::secret::redact_userinfo(&self.server),
+            )
+            .field("ca_pem", &self.ca_pem)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("auth", &self.auth)
+            .field("client_identity", &self.client_identity)
+            .field("proxy", &self.proxy)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("namespace", &self.namespace)
+            .field("source", &self.source)
+            .finish()
+    }
 }
 
 impl Access {
@@ -119,36 +141,58 @@ pub(crate) struct ServerUrl {
 }
 
 impl ServerUrl {
+    /// Reads the URL as Go's `net/url` does (kubectl would refuse what this
+    /// refuses), then what tattler allows: https, or http to loopback; no
+    /// credentials, query or fragment. Errors name the part, and show the
+    /// URL only once it parsed, with its userinfo redacted.
     pub(crate) fn parse(server: &str) -> Result<ServerUrl, Error> {
-        let shown = crate::access::secret::redact_userinfo(server);
+        let u = Url::parse(server).map_err(|e| Error::Config(format!("server: not a URL: {e}")))?;
+        let shown = u.redacted();
         let bad = |why: &str| Error::Config(format!("server {shown:?}: {why}"));
-        let uri: ureq::http::Uri = server.parse().map_err(|_| bad("not a URL"))?;
-        let https = match uri.scheme_str() {
-            Some("https") => true,
-            Some("http") => false,
+        let https = match u.scheme.as_str() {
+            "https" => true,
+            "http" => false,
             _ => return Err(bad("the scheme must be https (or http for loopback)")),
         };
-        let host = uri.host().ok_or_else(|| bad("no host"))?;
-        if !https {
-            if !is_loopback(host) {
-                return Err(bad("plain http is only allowed to a loopback address"));
-            }
-            log::warn!("talking plain http to {host}: no TLS");
-        }
-        let path = uri.path().trim_end_matches('/');
-        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
-        if authority.as_str().contains('@') {
+        if u.userinfo.is_some() {
             return Err(bad("credentials in the URL are not supported"));
         }
-        if uri.query().is_some() {
+        if u.at_after_authority() {
+            // Go reads `https://user:123/pw@h` as host `user`; never send a
+            // token there.
+            return Err(Error::Config(
+                "server: an '@' follows the host: credentials in the URL are not supported (a password's '/' ends the host)".into(),
+            ));
+        }
+        if u.query.is_some() {
             return Err(bad("a query string is not allowed"));
         }
+        if u.fragment.is_some() {
+            return Err(bad("a fragment is not allowed"));
+        }
+        let port = u.port_number().map_err(|e| bad(&e.to_string()))?;
+        // The base is sent as an HTTP request target: visible ASCII only.
+        if !u.host.is_ascii() {
+            return Err(bad("the host must be ASCII (its punycode form)"));
+        }
+        if !u.path.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(bad(
+                "the path must percent-encode spaces and non-ASCII characters",
+            ));
+        }
+        if !https {
+            if !is_loopback(u.host) {
+                return Err(bad("plain http is only allowed to a loopback address"));
+            }
+            log::warn!("talking plain http to {}: no TLS", u.host);
+        }
+        let port = port.map(|p| format!(":{p}")).unwrap_or_default();
         Ok(ServerUrl {
             base: format!(
-                "{}://{}{}",
-                uri.scheme_str().unwrap_or("https"),
-                authority,
-                path
+                "{}://{}{port}{}",
+                u.scheme,
+                u.host,
+                u.path.trim_end_matches('/')
             ),
             https,
         })
@@ -189,11 +233,28 @@ mod tests {
         for (bad, why) in [
             ("http://10.0.0.1:8080", "loopback"),
             ("ftp://x", "scheme"),
-            ("not a url", "not a URL"),
+            ("https://h?x=1", "query"),
+            ("https://h#f", "fragment"),
+            ("https://h:70000", "port"),
         ] {
             let e = ServerUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains(bad), "{e}");
         }
+        // Malformed: the part is named, the text is not quoted.
+        for (bad, why) in [
+            ("not a url", "not a URL: missing protocol scheme"),
+            ("https://h:notaport", "invalid port"),
+            ("https://user:pw/s3cr3t@h", "invalid port"),
+            ("https://user:pw s3cr3t@h", "invalid userinfo"),
+            ("https://user:123/s3cr3t@h", "'@' follows the host"),
+            ("https://h/a b", "percent-encode"),
+        ] {
+            let e = ServerUrl::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+            assert!(!e.contains("s3cr3t") && !e.contains("notaport"), "{e}");
+        }
+        let u = ServerUrl::parse("HTTPS://[::1]:6443").unwrap();
+        assert_eq!(u.base, "https://[::1]:6443");
         let e = ServerUrl::parse("https://u:pw-s3cr3t@h")
             .unwrap_err()
             .to_string();
@@ -206,17 +267,21 @@ mod tests {
     }
 
     #[test]
-    fn proxy_credentials_are_redacted() {
-        assert_eq!(
-            crate::access::secret::redact_userinfo("http://u:p@h:3128/x"),
-            "http://[redacted]@h:3128/x"
-        );
-        assert_eq!(crate::access::secret::redact_userinfo("h:3128"), "h:3128");
-        let d = format!(
-            "{:?}",
-            ProxyConfig::Url("http://u:s3cr3t@proxy:3128".into())
-        );
-        assert!(!d.contains("s3cr3t"), "{d}");
+    fn debug_never_shows_url_credentials() {
+        for url in [
+            "http://u:s3cr3t@proxy:3128",
+            "http://u:pa/s3cr3t@proxy:3128",
+        ] {
+            let d = format!("{:?}", ProxyConfig::Url(url.into()));
+            assert!(!d.contains("s3cr3t"), "{d}");
+            let mut a = Access::new(&url.replace("http:", "https:"));
+            a.proxy = ProxyConfig::Url(url.into());
+            let d = format!("{a:?}");
+            assert!(
+                !d.contains("s3cr3t") && d.contains("[redacted]@proxy:3128"),
+                "{d}"
+            );
+        }
     }
 
     #[test]

@@ -263,7 +263,7 @@ impl Credentials {
                 }))
                 .unwrap_or_else(|_| {
                     Err(RunError::Failed {
-                        message: format!("exec plugin {:?}: the run panicked", exec.command),
+                        message: "exec plugin: the run panicked".into(),
                         permanent: false,
                     })
                 });

@@ -4,8 +4,12 @@
 //! included, and a stop that ends it at once.
 //!
 //! The plugin runs in a process group of its own; the deadline or a stop kills
-//! the group. Its stdout (the credential: a secret) is read by polling, so a
-//! grandchild that keeps it open cannot block a thread. Its stderr goes to
+//! the group. Its stdout (the credential: a secret) is read by polling, and
+//! the plugin's own exit ends the run (what it wrote is read for 100 ms more),
+//! so a grandchild that keeps stdout open cannot hold a run. One that stays in
+//! the group is killed with it; one that left it (`setsid`) is out of reach
+//! without changing the host process (`PR_SET_CHILD_SUBREAPER` would), so it
+//! is reported by pid where Linux's `/proc` tells it, never claimed killed. Its stderr goes to
 //! this process's stderr, as kubectl passes it to the user; it is never read,
 //! so it never reaches an error, a log line or the stats.
 
@@ -64,10 +68,13 @@ struct ExecStatus {
 
 /// Runs the plugin once, until it answers, fails, passes `exec.timeout` or
 /// `cancel` is set (checked every 20 ms).
+///
+/// Errors say "exec plugin", not its command: a command line may hold a
+/// secret, and a reader has one user, so it is not ambiguous.
 pub(crate) fn run(exec: &ExecConfig, cancel: &AtomicBool) -> Result<ExecOutput, RunError> {
-    let what = format!("exec plugin {:?}", exec.command);
-    let stdout = spawn_and_read(exec, &what, cancel)?;
-    parse(exec, &what, &stdout)
+    let what = "exec plugin";
+    let stdout = spawn_and_read(exec, what, cancel)?;
+    parse(exec, what, &stdout)
 }
 
 fn parse(exec: &ExecConfig, what: &str, stdout: &[u8]) -> Result<ExecOutput, RunError> {
@@ -146,13 +153,10 @@ fn parse(exec: &ExecConfig, what: &str, stdout: &[u8]) -> Result<ExecOutput, Run
 
 #[cfg(unix)]
 fn spawn_and_read(exec: &ExecConfig, what: &str, cancel: &AtomicBool) -> Result<Vec<u8>, RunError> {
-    use std::io::Read;
-    use std::os::fd::AsFd;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use nix::sys::signal::{killpg, Signal};
     use nix::unistd::Pid;
 
@@ -179,9 +183,14 @@ fn spawn_and_read(exec: &ExecConfig, what: &str, cancel: &AtomicBool) -> Result<
         .process_group(0);
     let mut child = command.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
+            // client-go: "exec: executable %s not found", without the path.
             let mut m = format!(
-                "{what}: executable {} not found\n\nIt looks like you are trying to use a client-go credential plugin that is not installed.\n\nTo learn more about this feature, consult the documentation available at:\n      https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins",
-                program.display()
+                "{what}: its executable (exec.command{}) was not found\n\nIt looks like you are trying to use a client-go credential plugin that is not installed.\n\nTo learn more about this feature, consult the documentation available at:\n      https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins",
+                if exec.base_dir.is_some() && exec.command.contains('/') && !exec.command.starts_with('/') {
+                    ", relative to the kubeconfig's folder"
+                } else {
+                    ""
+                }
             );
             if let Some(hint) = &exec.install_hint {
                 m.push_str("\n\n");
@@ -190,7 +199,7 @@ fn spawn_and_read(exec: &ExecConfig, what: &str, cancel: &AtomicBool) -> Result<
             failed(m, true)
         }
         std::io::ErrorKind::PermissionDenied => {
-            failed(format!("{what}: cannot run {}: permission denied", program.display()), true)
+            failed(format!("{what}: cannot run its executable (exec.command): permission denied"), true)
         }
         _ => failed(format!("{what}: cannot start it: {e}"), false),
     })?;
@@ -210,86 +219,215 @@ fn spawn_and_read(exec: &ExecConfig, what: &str, cancel: &AtomicBool) -> Result<
     let mut chunk = vec![0u8; 16 << 10];
     let mut eof = false;
     let mut status = None;
-    loop {
+    // The plugin's own exit ends a run, not the pipe's end: a process it
+    // started may keep the pipe open for ever, and one that left the process
+    // group (`setsid`) outlives any kill of the group.
+    let mut exited_at: Option<Instant> = None;
+    let st = loop {
         if cancel.load(Ordering::Relaxed) {
             kill(&mut child);
+            if let Some(note) = still_held(&mut out, eof) {
+                log::warn!("{what} stopped: {note}");
+            }
             return Err(RunError::Cancelled);
         }
         let now = Instant::now();
         if now >= deadline {
             kill(&mut child);
-            let why = if status.is_some() {
-                "it exited, but a process it started kept its output open"
-            } else {
-                "it did not finish"
-            };
+            let note = still_held(&mut out, eof)
+                .map(|n| format!("; {n}"))
+                .unwrap_or_default();
             return Err(failed(
                 format!(
-                    "{what}: no answer within {:?} ({why}); killed it and every process it started",
+                    "{what}: no answer within {:?} (it did not finish); killed it and its process group{note}",
                     exec.timeout
                 ),
                 false,
             ));
         }
-        let slice = (deadline - now).min(Duration::from_millis(20));
+        let grace_end = exited_at.map(|t| t + AFTER_EXIT);
+        if let Some(st) = status {
+            if eof || grace_end.is_some_and(|g| now >= g) {
+                break st;
+            }
+        }
+        let mut slice = (deadline - now).min(Duration::from_millis(20));
+        if let Some(g) = grace_end {
+            slice = slice.min(g.saturating_duration_since(now));
+        }
         if eof {
             std::thread::sleep(slice.min(Duration::from_millis(5)));
         } else {
-            let ms = u16::try_from(slice.as_millis()).unwrap_or(20);
-            let mut fds = [PollFd::new(out.as_fd(), PollFlags::POLLIN)];
-            match poll(&mut fds, PollTimeout::from(ms)) {
-                Ok(0) | Err(nix::errno::Errno::EINTR) => {}
-                Ok(_) => match out.read(&mut chunk) {
-                    Ok(0) => eof = true,
-                    Ok(n) => {
-                        data.extend_from_slice(&chunk[..n]);
-                        if data.len() > MAX_OUTPUT {
-                            kill(&mut child);
-                            return Err(failed(
-                                format!("{what}: its output is larger than {MAX_OUTPUT} bytes"),
-                                true,
-                            ));
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
+            match read_some(&mut out, &mut chunk, slice) {
+                Ok(Some(0)) => eof = true,
+                Ok(Some(n)) => {
+                    data.extend_from_slice(&chunk[..n]);
+                    if data.len() > MAX_OUTPUT {
                         kill(&mut child);
-                        return Err(failed(format!("{what}: reading its output: {e}"), false));
+                        return Err(failed(
+                            format!("{what}: its output is larger than {MAX_OUTPUT} bytes"),
+                            true,
+                        ));
                     }
-                },
+                }
+                Ok(None) => {}
                 Err(e) => {
                     kill(&mut child);
-                    return Err(failed(
-                        format!("{what}: waiting for its output: {e}"),
-                        false,
-                    ));
+                    return Err(failed(format!("{what}: reading its output: {e}"), false));
                 }
             }
         }
         if status.is_none() {
             match child.try_wait() {
-                Ok(s) => status = s,
+                Ok(Some(s)) => {
+                    status = Some(s);
+                    exited_at = Some(Instant::now());
+                }
+                Ok(None) => {}
                 Err(e) => {
                     kill(&mut child);
                     return Err(failed(format!("{what}: {e}"), false));
                 }
             }
         }
-        if let (true, Some(st)) = (eof, status) {
-            if st.success() {
-                return Ok(data);
-            }
-            // client-go: "exec: executable X failed with exit code N"; its
-            // stderr went to ours, never into this message.
-            use std::os::unix::process::ExitStatusExt;
-            let how = match (st.code(), st.signal()) {
-                (Some(code), _) => format!("failed with exit code {code}"),
-                (None, Some(sig)) => format!("was killed by signal {sig}"),
-                _ => "failed".to_string(),
-            };
-            return Err(failed(format!("{what} {how}"), false));
+    };
+    let mut note = None;
+    if !eof {
+        // It exited and a process it started holds its output: what stayed in
+        // the group is killed, as the deadline would (the group id cannot have
+        // been reused while that process is in it, and an empty group's id is
+        // only reused after the kernel's pids wrap around).
+        let _ = killpg(group, Signal::SIGKILL);
+        note = still_held(&mut out, false);
+    }
+    if st.success() {
+        if let Some(n) = &note {
+            log::warn!("{what} answered and exited, but {n}");
+        }
+        return Ok(data);
+    }
+    // client-go: "exec: executable X failed with exit code N"; its
+    // stderr went to ours, never into this message.
+    use std::os::unix::process::ExitStatusExt;
+    let how = match (st.code(), st.signal()) {
+        (Some(code), _) => format!("failed with exit code {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => "failed".to_string(),
+    };
+    let note = note.map(|n| format!("; {n}")).unwrap_or_default();
+    Err(failed(format!("{what} {how}{note}"), false))
+}
+
+/// How long the output is still read once the plugin has exited: what it
+/// wrote is in the pipe by then, and a writer it left behind is not waited for.
+#[cfg(unix)]
+const AFTER_EXIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits up to `wait` for the pipe to be readable; `Some(0)` at its end,
+/// `Some(n)` for `n` bytes read into `buf`, `None` for nothing yet.
+#[cfg(unix)]
+fn read_some(
+    out: &mut std::process::ChildStdout,
+    buf: &mut [u8],
+    wait: std::time::Duration,
+) -> std::io::Result<Option<usize>> {
+    use std::io::Read;
+    use std::os::fd::AsFd;
+
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+    let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(out.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(None),
+        Ok(_) => match out.read(buf) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(None),
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(std::io::Error::from(e)),
+    }
+}
+
+/// Once the plugin and its process group are dead: `None` if the pipe
+/// reaches its end within a moment (every writer is gone); else what to
+/// tell, since a process that left the group (`setsid`) still holds it and
+/// tattler cannot end it without changing the host process (a subreaper).
+#[cfg(unix)]
+fn still_held(out: &mut std::process::ChildStdout, eof: bool) -> Option<String> {
+    use std::time::{Duration, Instant};
+
+    if eof {
+        return None;
+    }
+    let until = Instant::now() + Duration::from_millis(100);
+    let mut scratch = [0u8; 4096];
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        // Late output is dropped: the run has ended.
+        match read_some(out, &mut scratch, until - now) {
+            Ok(Some(0)) | Err(_) => return None,
+            _ => {}
         }
     }
+    let pids = pipe_holders(out);
+    let who = if pids.is_empty() {
+        "a process it started left its process group and keeps its output open".to_string()
+    } else {
+        let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+        format!(
+            "a process it started (pid {}) left its process group and keeps its output open",
+            list.join(", ")
+        )
+    };
+    Some(format!("{who}; tattler cannot end it, it may still run"))
+}
+
+/// The other processes holding the plugin's stdout pipe (Linux: found by
+/// the pipe's inode in `/proc/*/fd`; at most 8). Only the plugin's
+/// descendants can hold it: tattler's own end is close-on-exec.
+#[cfg(target_os = "linux")]
+fn pipe_holders(out: &std::process::ChildStdout) -> Vec<u32> {
+    use std::os::fd::AsRawFd;
+
+    let me = std::process::id();
+    let Ok(pipe) = std::fs::read_link(format!("/proc/self/fd/{}", out.as_raw_fd())) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == pipe))
+        {
+            found.push(pid);
+            if found.len() == 8 {
+                break;
+            }
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn pipe_holders(_: &std::process::ChildStdout) -> Vec<u32> {
+    Vec::new()
 }
 
 #[cfg(not(unix))]
@@ -337,7 +475,7 @@ mod tests {
     }
 
     fn err(out: &str) -> (String, bool) {
-        match parse(&exec(), "exec plugin \"plugin\"", out.as_bytes()) {
+        match parse(&exec(), "exec plugin", out.as_bytes()) {
             Ok(_) => panic!("accepted {out}"),
             Err(RunError::Failed { message, permanent }) => (message, permanent),
             Err(RunError::Cancelled) => panic!("cancelled"),

@@ -6,6 +6,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use super::secret::redact_userinfo;
+use super::url::Url;
 use crate::Error;
 
 /// Which HTTP proxy requests go through.
@@ -33,20 +34,43 @@ impl fmt::Debug for ProxyConfig {
     }
 }
 
-/// A proxy URL; errors name `what` and never show the URL's credentials.
-fn http_proxy(what: &str, u: &str) -> Result<ureq::Proxy, Error> {
-    let shown = crate::access::secret::redact_userinfo(u);
-    let u = if u.contains("://") {
-        u.to_string()
+/// A proxy URL read as Go's httpproxy reads it (`net/url`, `http://` put
+/// in front of a bare `host:port`); errors name `what` and the malformed
+/// part, and show the URL only with its userinfo redacted.
+fn http_proxy(what: &str, text: &str) -> Result<ureq::Proxy, Error> {
+    let text = if text.contains("://") {
+        text.to_string()
     } else {
-        format!("http://{u}")
+        format!("http://{text}")
     };
-    if !(u.starts_with("http://") || u.starts_with("https://")) {
+    let u =
+        Url::parse(&text).map_err(|e| Error::Config(format!("{what}: not a proxy URL: {e}")))?;
+    let bad = |why: &str| Error::Config(format!("{what} {:?}: {why}", u.redacted()));
+    let protocol = match u.scheme.as_str() {
+        "http" => ureq::ProxyProtocol::Http,
+        "https" => ureq::ProxyProtocol::Https,
+        _ => return Err(bad("only http:// and https:// proxies are supported")),
+    };
+    if u.at_after_authority() {
         return Err(Error::Config(format!(
-            "{what} {shown:?}: only http:// and https:// proxies are supported"
+            "{what}: an '@' follows the host: a password's '/', '?' or '#' must be percent-encoded"
         )));
     }
-    ureq::Proxy::new(&u).map_err(|_| Error::Config(format!("{what} {shown:?}: not a proxy URL")))
+    let mut proxy = ureq::Proxy::builder(protocol).host(u.host);
+    if let Some(port) = u.port_number().map_err(|e| bad(&e.to_string()))? {
+        proxy = proxy.port(port);
+    }
+    // Decoded here; ureq encodes them again and decodes them once.
+    let utf8 = |b: Vec<u8>| {
+        String::from_utf8(b).map_err(|_| bad("the user name and password must be UTF-8"))
+    };
+    if let Some(name) = u.username() {
+        proxy = proxy.username(&utf8(name)?);
+        if let Some(pw) = u.password() {
+            proxy = proxy.password(&utf8(pw)?);
+        }
+    }
+    proxy.build().map_err(|_| bad("not a proxy URL"))
 }
 
 /// The proxy for an https server at `host:port` (bare host, no brackets).

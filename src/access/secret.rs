@@ -40,15 +40,49 @@ impl std::fmt::Debug for ClientIdentity {
     }
 }
 
-/// A URL with any `user:password@` replaced by `[redacted]@`.
+/// A URL, for a message or a log line, with its whole userinfo replaced by
+/// `[redacted]`: the userinfo Go's `net/url` finds, when the text parses and
+/// no `@` follows its host; otherwise, conservatively, everything from the
+/// scheme's `//` to the last `@` of the text (`https://user:pa/ss@h` is
+/// malformed, its password is still `pa/ss`).
 pub(crate) fn redact_userinfo(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((s, r)) => (format!("{s}://"), r),
-        None => (String::new(), url),
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}[redacted]{}", &rest[at..]),
+    if let Ok(u) = super::url::Url::parse(url) {
+        if !u.at_after_authority() {
+            return u.redacted();
+        }
+    }
+    let start = url.find("://").map_or(0, |i| i + 3);
+    match url[start..].rfind('@') {
+        Some(at) => format!("{}[redacted]{}", &url[..start], &url[start + at..]),
         None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_userinfo;
+
+    #[test]
+    fn userinfo_never_shows_whatever_its_shape() {
+        for (url, shown) in [
+            ("http://u:p@h:3128/x", "http://[redacted]@h:3128/x"),
+            ("h:3128", "h:3128"),
+            // Over-redacted, never under-: an `@` after the host hides what precedes it.
+            ("https://h:6443/a@b", "https://[redacted]@b"),
+            (
+                "https://user:pa/ss-k3y@127.0.0.1",
+                "https://[redacted]@127.0.0.1",
+            ),
+            ("https://user:pa?ss-k3y@h/x", "https://[redacted]@h/x"),
+            ("https://user:pa#ss-k3y@h", "https://[redacted]@h"),
+            ("https://user:123/ss-k3y@h", "https://[redacted]@h"),
+            ("https://u:p@ss-k3y@h", "https://[redacted]@h"),
+            ("socks5://u:pa/ss-k3y@h:1080", "socks5://[redacted]@h:1080"),
+            ("u:pa/ss-k3y@h:3128", "[redacted]@h:3128"),
+            ("https://u:pa ss-k3y@h", "https://[redacted]@h"),
+            ("HTTPS://u:k3y@H", "https://[redacted]@H"),
+        ] {
+            assert_eq!(redact_userinfo(url), shown, "{url}");
+        }
     }
 }

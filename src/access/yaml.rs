@@ -79,9 +79,15 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Option<Node>, String> {
     loop {
         let (ev, mark) = parser.next_token().map_err(|e| {
             let m = e.marker();
+            // The scanner quotes the character it met; a value never shows.
+            let info = match e.info() {
+                i if i.starts_with("unexpected character") => {
+                    "a plain scalar cannot start with '%', '@' or '`' (quote it)"
+                }
+                i => i,
+            };
             format!(
-                "not YAML: {} at line {} column {}",
-                e.info(),
+                "not YAML: {info} at line {} column {}",
                 m.line(),
                 m.col() + 1
             )
@@ -428,6 +434,9 @@ mod tests {
         let e = parse_yaml("a: [1,\nb: \"unterminated\n").unwrap_err();
         assert!(e.starts_with("not YAML:") && e.contains("line"), "{e}");
         assert!(parse_yaml("").unwrap().is_none());
+        // The scanner's "unexpected character: `@'" names no character here.
+        let e = parse_yaml("token: @s3cr3t\n").unwrap_err();
+        assert!(e.contains("cannot start with") && !e.contains("`@'"), "{e}");
     }
 
     #[test]

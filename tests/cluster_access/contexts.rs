@@ -87,3 +87,47 @@ contexts:
         ["Bearer tok-ctx-b-2222"]
     );
 }
+
+/// Two clusters, users or contexts of one name in ONE file: client-go fails
+/// to decode the file ("duplicate name … in list"), so kubectl refuses it;
+/// so does tattler, naming the kind and the name, never the entries. (Across
+/// the files of `$KUBECONFIG` the first file wins: tests/proxy_env.rs.)
+#[test]
+fn a_name_given_twice_in_one_file_is_refused() {
+    let _w = Watchdog::new("a_name_given_twice_in_one_file", LIMIT);
+    capture_log();
+    let dir = TempDir::new("dup-names");
+    let base = kubeconfig(
+        "server: https://10.1.2.3:6443\n",
+        "token: tok-dup-7d7d\n",
+        None,
+    );
+    for (kind, extra) in [
+        (
+            "cluster",
+            "clusters:\n- name: c\n  cluster:\n    server: https://10.9.9.9:6443\n",
+        ),
+        (
+            "user",
+            "users:\n- name: u\n  user:\n    token: tok-dup-other-8e8e\n",
+        ),
+        (
+            "context",
+            "contexts:\n- name: main\n  context:\n    cluster: c\n    user: u\n",
+        ),
+    ] {
+        // The duplicate entry goes first in the one list of its kind.
+        let list = format!("{kind}s:\n");
+        let entry = &extra[list.len()..];
+        let text = base.replacen(&list, &format!("{list}{entry}"), 1);
+        let path = dir.write("config", text);
+        let e = load_err(&path, None);
+        assert!(
+            e.contains(&path)
+                && e.contains(&format!("two {kind}s named"))
+                && e.contains("duplicate name in list"),
+            "{kind}: {e}"
+        );
+        assert_hidden(&["tok-dup-7d7d", "tok-dup-other-8e8e"], &[&e]);
+    }
+}

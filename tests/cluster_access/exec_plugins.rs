@@ -329,3 +329,172 @@ fn exec_credential_is_rerun_once_after_a_401() {
     assert_quiet(&r, Duration::from_millis(300));
     assert_hidden(&["tok-exec-one-aaaa", "tok-exec-two-bbbb"], &[]);
 }
+
+/// The pids listed in a file (one a line), killed when dropped: the daemons a
+/// plugin started, which left its process group and outlive it.
+struct Daemons(String);
+
+impl Daemons {
+    fn pids(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.0)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Waits (10 s at most) for `n` pids.
+    fn wait(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let pids = self.pids();
+            if pids.len() >= n {
+                return pids;
+            }
+            assert!(Instant::now() < deadline, "{} daemons never started", n);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        for pid in self.pids() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid])
+                .status();
+        }
+    }
+}
+
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// A plugin that answers and exits, having started a daemon (`setsid`) that
+/// keeps its stdout open: the plugin's exit ends the run, not the pipe's end,
+/// so the stream authenticates at once and close() is prompt; the daemon,
+/// out of tattler's reach, is reported by pid, not claimed killed.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_plugin_whose_daemon_keeps_stdout_open_answers_at_once() {
+    let _w = Watchdog::new("exec_daemon_answers", LIMIT);
+    capture_log();
+    let api = FakeApi::start();
+    api.require_token(Some("tok-daemon-2b3c"));
+    let dir = TempDir::new("exec-daemon");
+    let daemons = Daemons(dir.file("daemons"));
+    let runs = dir.file("runs");
+    let config = exec_on_plain_fake(
+        &api,
+        &dir,
+        &[
+            ("PLUGIN_TOKEN", "tok-daemon-2b3c"),
+            ("PLUGIN_DAEMON", &daemons.0),
+            ("PLUGIN_LOG", &runs),
+        ],
+    );
+    let t = Instant::now();
+    let r = streams_one_pod(&api, config);
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let pid = daemons.wait(1).remove(0);
+    let line = logged(&[
+        "exec plugin answered and exited",
+        &format!("(pid {pid}) left its process group"),
+    ]);
+    assert!(line.contains("tattler cannot end it"), "{line}");
+    assert!(running(&pid), "the daemon {pid} is not tattler's to kill");
+    let t = Instant::now();
+    r.close();
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "close took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(plugin_runs(&runs).len(), 1);
+    assert_eq!(daemons.pids().len(), 1, "one run, one daemon");
+}
+
+/// A plugin that hangs, its daemon holding stdout: killed at its deadline,
+/// with an error that tells the daemon escaped (not "every process it
+/// started was killed"); a failure is kept, so runs, and daemons, do not
+/// pile up.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_hanging_plugin_with_a_daemon_is_killed_at_its_deadline_and_told_truly() {
+    let _w = Watchdog::new("exec_daemon_hangs", LIMIT);
+    capture_log();
+    let api = FakeApi::start();
+    let res = own_resource(&api, "daemonhangs");
+    let dir = TempDir::new("exec-daemon-hang");
+    let daemons = Daemons(dir.file("daemons"));
+    let (runs, plugin_pids) = (dir.file("runs"), dir.file("plugin-pids"));
+    let env = [
+        ("PLUGIN_MODE", "hang"),
+        ("PLUGIN_DAEMON", daemons.0.as_str()),
+        ("PLUGIN_LOG", &runs),
+        ("PLUGIN_PID_FILE", &plugin_pids),
+    ];
+    let user = exec_yaml(
+        V1,
+        "/bin/sh",
+        &[&plugin()],
+        &env,
+        "interactiveMode: Never\n",
+    );
+    let path = dir.write(
+        "config",
+        kubeconfig(&format!("server: {}\n", q(&api.url())), &user, None),
+    );
+    let mut config = quick(load(&path, None), &[&res]);
+    if let Auth::Exec(e) = &mut config.access.auth {
+        e.timeout = Duration::from_secs(1);
+    }
+    let t = Instant::now();
+    let r = Reader::open(config).unwrap();
+    let pid = daemons.wait(1).remove(0);
+    let line = logged(&[&format!("{res}: credentials"), "no answer within 1s"]);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(
+        line.contains("(it did not finish); killed it and its process group; a process it started")
+            && line.contains(&format!("(pid {pid}) left its process group"))
+            && !line.contains("every process"),
+        "{line}"
+    );
+    let plugin = std::fs::read_to_string(&plugin_pids).unwrap();
+    assert!(
+        !running(plugin.trim()),
+        "the plugin {plugin} was not killed"
+    );
+    // The failure is kept 5 s: no second run, no second daemon meanwhile.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(plugin_runs(&runs).len(), 1);
+    assert_eq!(daemons.pids(), std::slice::from_ref(&pid));
+    // The retry after it: one more run, one more daemon (the plugin's own
+    // doing), and that run killed at its deadline as well.
+    let second = daemons.wait(2);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(&plugin_pids)
+        .unwrap()
+        .lines()
+        .any(running)
+    {
+        assert!(Instant::now() < deadline, "the second run was not killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!((plugin_runs(&runs).len(), second.len()), (2, 2));
+    let t = Instant::now();
+    r.close();
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "close took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(api.requests(), Vec::<String>::new());
+}

@@ -1,172 +1,21 @@
-//! kubeconfig files, merged the way kubectl merges them, and in-cluster
-//! service-account access.
-//!
-//! The YAML is read by `yaml`: nesting capped, aliases within a budget,
-//! errors that name a line and a column, never a value.
+//! Several kubeconfig files merged, a context selected and resolved into an
+//! [`Access`], as kubectl does: the first file wins for each name, relative
+//! paths resolve against the folder of the file that named them, `*-data`
+//! wins over the file, and client-go's checks of a user and a cluster.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
+use super::model::{self, Cluster, Context, Exec, File, User};
 use crate::access::auth::{decode_data, Auth, ExecConfig};
 use crate::access::cluster::{Access, INSECURE_WITH_CA};
 use crate::access::files::read_bounded;
 use crate::access::proxy::ProxyConfig;
 use crate::access::secret::ClientIdentity;
-use crate::access::yaml::{parse_yaml, Fields, Node};
 use crate::{Error, Token};
-
-/// Where the service-account credentials of a pod live.
-pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// A kubeconfig larger than this is refused (real ones, certificates
 /// embedded, are a few KiB per cluster).
 pub(crate) const MAX_FILE_BYTES: u64 = 16 << 20;
-/// The cluster extension `provideClusterInfo` hands to the plugin as `config`.
-const EXEC_EXTENSION: &str = "client.authentication.k8s.io/exec";
-
-// ---------------------------------------------------------------------------
-// The kubeconfig model
-
-#[derive(Default, Clone)]
-struct File {
-    current_context: Option<String>,
-    clusters: Vec<(String, Cluster)>,
-    users: Vec<(String, User)>,
-    contexts: Vec<(String, Context)>,
-}
-
-#[derive(Default, Clone)]
-struct Cluster {
-    server: Option<String>,
-    certificate_authority: Option<String>,
-    certificate_authority_data: Option<String>,
-    insecure_skip_tls_verify: bool,
-    tls_server_name: Option<String>,
-    proxy_url: Option<String>,
-    disable_compression: bool,
-    /// The `client.authentication.k8s.io/exec` extension, as JSON.
-    exec_extension: Option<Value>,
-}
-
-#[derive(Default, Clone)]
-struct User {
-    token: Option<String>,
-    token_file: Option<String>,
-    client_certificate: Option<String>,
-    client_certificate_data: Option<String>,
-    client_key: Option<String>,
-    client_key_data: Option<String>,
-    username: Option<String>,
-    password: Option<String>,
-    exec: Option<Exec>,
-    auth_provider: bool,
-}
-
-#[derive(Default, Clone)]
-struct Exec {
-    api_version: String,
-    command: String,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-    interactive_mode: Option<String>,
-    provide_cluster_info: bool,
-    install_hint: Option<String>,
-}
-
-#[derive(Default, Clone)]
-struct Context {
-    cluster: String,
-    user: String,
-    namespace: Option<String>,
-}
-
-fn read_model(root: &Node) -> Result<File, String> {
-    let top = Fields::new(root, "")?;
-    let mut file = File {
-        current_context: top.text("current-context")?,
-        ..File::default()
-    };
-    for (name, body) in top.named("clusters", "cluster")? {
-        let Some(c) = body else { continue };
-        let mut exec_extension = None;
-        if let Some(list) = c.raw("extensions") {
-            for item in list.items(&c.what("extensions"))? {
-                let ext = Fields::new(item, &c.what("extensions[]"))?;
-                if ext.str("name")?.as_deref() == Some(EXEC_EXTENSION) {
-                    exec_extension = ext.raw("extension").map(Node::to_json);
-                }
-            }
-        }
-        file.clusters.push((
-            name,
-            Cluster {
-                server: c.text("server")?,
-                certificate_authority: c.text("certificate-authority")?,
-                certificate_authority_data: c.text("certificate-authority-data")?,
-                insecure_skip_tls_verify: c.bool("insecure-skip-tls-verify")?,
-                tls_server_name: c.text("tls-server-name")?,
-                proxy_url: c.text("proxy-url")?,
-                disable_compression: c.bool("disable-compression")?,
-                exec_extension,
-            },
-        ));
-    }
-    for (name, body) in top.named("users", "user")? {
-        let Some(u) = body else { continue };
-        let exec = match u.map("exec")? {
-            None => None,
-            Some(e) => {
-                let mut env = Vec::new();
-                if let Some(list) = e.raw("env") {
-                    for item in list.items(&e.what("env"))? {
-                        let v = Fields::new(item, &e.what("env[]"))?;
-                        env.push((
-                            v.str("name")?.unwrap_or_default(),
-                            v.str("value")?.unwrap_or_default(),
-                        ));
-                    }
-                }
-                Some(Exec {
-                    api_version: e.str("apiVersion")?.unwrap_or_default(),
-                    command: e.str("command")?.unwrap_or_default(),
-                    args: e.strings("args")?,
-                    env,
-                    interactive_mode: e.text("interactiveMode")?,
-                    provide_cluster_info: e.bool("provideClusterInfo")?,
-                    install_hint: e.text("installHint")?,
-                })
-            }
-        };
-        file.users.push((
-            name,
-            User {
-                token: u.text("token")?,
-                token_file: u.text("tokenFile")?,
-                client_certificate: u.text("client-certificate")?,
-                client_certificate_data: u.text("client-certificate-data")?,
-                client_key: u.text("client-key")?,
-                client_key_data: u.text("client-key-data")?,
-                username: u.text("username")?,
-                password: u.text("password")?,
-                exec,
-                auth_provider: u.raw("auth-provider").is_some_and(|n| !n.is_null()),
-            },
-        ));
-    }
-    for (name, body) in top.named("contexts", "context")? {
-        let Some(c) = body else { continue };
-        file.contexts.push((
-            name,
-            Context {
-                cluster: c.str("cluster")?.unwrap_or_default(),
-                user: c.str("user")?.unwrap_or_default(),
-                namespace: c.text("namespace")?,
-            },
-        ));
-    }
-    Ok(file)
-}
 
 /// An entry and the folder of the file it came from (relative paths resolve there).
 struct Found<T> {
@@ -421,44 +270,7 @@ fn exec_config(e: &Exec, c: &Cluster, server: &str, ca: Option<&[u8]>, dir: &Pat
     exec
 }
 
-/// The in-cluster configuration of a pod: the service's address from the
-/// environment, the service-account token (re-read as it rotates) and CA.
-pub(crate) fn in_cluster(dir: &Path) -> Result<Access, Error> {
-    let host = std::env::var("KUBERNETES_SERVICE_HOST").unwrap_or_default();
-    let port = std::env::var("KUBERNETES_SERVICE_PORT").unwrap_or_default();
-    if host.is_empty() || port.is_empty() {
-        return Err(Error::Config(
-            "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set"
-                .into(),
-        ));
-    }
-    let host = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host
-    };
-    let mut config = Access::new(&format!("https://{host}:{port}"));
-    let token = dir.join("token");
-    if !token.is_file() {
-        return Err(Error::Config(format!(
-            "in-cluster: no service-account token at {}",
-            token.display()
-        )));
-    }
-    config.auth = Auth::TokenFile(token);
-    let ca = dir.join("ca.crt");
-    config.ca_pem = Some(std::fs::read(&ca).map_err(|source| Error::ReadFile {
-        path: ca.display().to_string(),
-        source,
-    })?);
-    config.namespace = std::fs::read_to_string(dir.join("namespace"))
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
-    config.source = format!("in-cluster service account ({})", dir.display());
-    Ok(config)
-}
-
+/// One file, read bounded, as the model; errors name the file.
 fn parse_file(path: &Path) -> Result<File, Error> {
     let shown = path.display();
     let data = read_bounded(path, MAX_FILE_BYTES).map_err(|source| Error::ReadFile {
@@ -471,12 +283,7 @@ fn parse_file(path: &Path) -> Result<File, Error> {
             e.utf8_error().valid_up_to()
         ))
     })?;
-    let fail = |m: String| Error::Config(format!("kubeconfig {shown}: {m}"));
-    match parse_yaml(&text).map_err(fail)? {
-        None => Ok(File::default()),
-        Some(root) if root.is_null() => Ok(File::default()),
-        Some(root) => read_model(&root).map_err(fail),
-    }
+    model::parse(&text).map_err(|m| Error::Config(format!("kubeconfig {shown}: {m}")))
 }
 
 fn merge<T>(into: &mut Vec<(String, Found<T>)>, from: Vec<(String, T)>, dir: &Path) {
@@ -524,69 +331,5 @@ fn file_or_data(
                 .map_err(|e| format!("{field} {}: {e}", p.display()))
         }
         None => Ok(None),
-    }
-}
-
-/// Cluster access as kubectl finds it; [`Access`]'s constructors for it
-/// live here, so that `cluster` knows nothing of kubeconfig files.
-impl Access {
-    /// Reads kubeconfig the way kubectl does: `path`, else `$KUBECONFIG`
-    /// (several files merged, the first file winning for each name), else
-    /// `~/.kube/config`; then `context`, else the current context.
-    pub fn from_kubeconfig(path: Option<&str>, context: Option<&str>) -> Result<Access, Error> {
-        let config = match path {
-            Some(p) => load(&[p.into()], context, false)?,
-            None => load(&default_paths(), context, true)?,
-        };
-        log::info!("cluster access from {}", config.source);
-        Ok(config)
-    }
-
-    /// The configuration of a pod's service account: `KUBERNETES_SERVICE_HOST`
-    /// and `_PORT`, and the token (re-read as it rotates), CA and namespace
-    /// under `/var/run/secrets/kubernetes.io/serviceaccount/`.
-    pub fn in_cluster() -> Result<Access, Error> {
-        Self::in_cluster_at(SERVICE_ACCOUNT_DIR)
-    }
-
-    /// [`in_cluster`](Self::in_cluster) with the service-account files in `dir`.
-    pub fn in_cluster_at(dir: &str) -> Result<Access, Error> {
-        let config = in_cluster(std::path::Path::new(dir))?;
-        log::info!("cluster access from {}", config.source);
-        Ok(config)
-    }
-
-    /// What kubectl and client-go would use: kubeconfig (`$KUBECONFIG` or
-    /// `~/.kube/config`) when there is one, else the in-cluster service account.
-    pub fn infer() -> Result<Access, Error> {
-        let paths = default_paths();
-        if paths.iter().any(|p| p.exists()) {
-            return Self::from_kubeconfig(None, None);
-        }
-        Self::in_cluster().map_err(|e| {
-            let looked: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            let why = match e {
-                Error::Config(m) => m,
-                other => other.to_string(),
-            };
-            Error::Config(format!("no kubeconfig ({}) and {why}", looked.join(", ")))
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_field_of_the_wrong_type_is_named_with_its_place() {
-        let root = parse_yaml("users:\n- name: u\n  user:\n    token: 20240917\n")
-            .unwrap()
-            .unwrap();
-        let e = read_model(&root).err().unwrap();
-        assert_eq!(
-            e,
-            "line 4 column 12: `users[].user.token` must be a string, not a number (quote it)"
-        );
     }
 }
