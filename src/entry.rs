@@ -51,6 +51,7 @@ impl fmt::Display for Change {
 
 /// The resource an entry came from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Resource {
     /// API group; empty for the core group.
     pub group: String,

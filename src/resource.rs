@@ -8,6 +8,7 @@ use crate::Error;
 /// Build one with [`ResourceSpec::parse`] (`"pods"`, `"apps/v1/deployments"`)
 /// or [`ResourceSpec::new`] for any resource, custom ones included.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct ResourceSpec {
     /// API group; empty for the core group (`pods`, `nodes`, …).
     pub group: String,

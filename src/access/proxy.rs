@@ -11,6 +11,7 @@ use crate::Error;
 
 /// Which HTTP proxy requests go through.
 #[derive(Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ProxyConfig {
     /// For an https server `HTTPS_PROXY`, for http `HTTP_PROXY`, else
     /// `ALL_PROXY` (lower-case names too), skipped for hosts matching

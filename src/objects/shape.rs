@@ -24,6 +24,7 @@ pub type Transform = Arc<dyn Fn(&Resource, &mut Value) -> bool + Send + Sync>;
 
 /// How objects are shaped before they are handed out.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Shaping {
     /// Replace container env values with `REDACTED` — in pods, in the pod
     /// templates of workloads, PodTemplates and ControllerRevisions, in any
