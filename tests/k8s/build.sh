@@ -98,10 +98,17 @@ if ! go mod download >&2; then
   die "go mod download failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
 fi
 start=$(date +%s)
+log "compiling (once; the first build takes 14 min on a fresh 2-core machine, 15-25 min seen)"
+# A line every 30 s, so that a first `cargo test` does not look hung.
+# (Not on stdout, whose end the caller waits for, nor holding the build lock.)
+( exec 9>&- 1>&2; while sleep 30; do log "still compiling kube-apiserver, kubectl and etcd: $(( $(date +%s) - start )) s"; done ) &
+ticker=$!
+trap 'kill "$ticker" 2>/dev/null; rm -rf "$tmp"' EXIT
 nice -n "${TATTLER_K8S_NICE:-15}" go build -trimpath -ldflags="$ldflags" -o "$tmp/" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kubectl \
   ./cmd/etcd >&2 || die "go build failed"
+kill "$ticker" 2>/dev/null || true
 for b in "${binaries[@]}"; do [[ -x "$tmp/$b" ]] || die "build produced no $b"; done
 echo "$stamp" >"$tmp/.stamp"
 log "built in $(( $(date +%s) - start ))s"
