@@ -11,7 +11,9 @@
 //!   and `sidecars[]`, Spark's `driver`/`executor`, `containers` written as
 //!   a map). Keys come in any order, so the walk cannot know an item is an
 //!   EnvVar before its `value`: every object item's `value` is redacted.
-//!   `name` and `valueFrom` (a reference, not a secret) stay.
+//!   `name` and `valueFrom` (a reference, not a secret) stay. An `env`
+//!   written as a map (`env: {DB_PASSWORD: …}`, Helm values) has every value
+//!   redacted.
 //! - **A Secret's values**, with `secret_data` (set for Secrets only): every
 //!   value of the object's top-level `data` and `stringData`.
 //! - **Copies of the object** ([`COPIES`]: `kubectl`'s last-applied
@@ -49,7 +51,7 @@ pub(crate) enum State {
     Metadata,
     /// An `annotations` map, anywhere.
     Annotations,
-    /// An array under a key `env`.
+    /// The value of a key `env`: an array of EnvVars, or a map of values.
     EnvList,
     /// An item of an `env` array.
     EnvVar,
@@ -96,7 +98,8 @@ pub(crate) fn member(parent: State, key: &[u8], e: Edits) -> State {
             }
         }
         EnvVar if key == b"value" => return Redact,
-        SecretData => return Redact,
+        // `env` written as a map (Helm values, some operators): every value.
+        EnvList | SecretData => return Redact,
         _ => {}
     }
     match (parent, key) {
@@ -175,7 +178,9 @@ mod tests {
             ("spec.env.[].value.x", SCRUB, Skip),
             ("spec.env.[].value.env.[].value", SCRUB, Skip),
             ("spec.env.[].[].value", SCRUB, Plain),
-            ("spec.env.value", SCRUB, Plain),
+            ("spec.env.value", SCRUB, Redact),
+            ("spec.values.env.DB_PASSWORD", SCRUB, Redact),
+            ("spec.values.env.DB_PASSWORD", Edits::NONE, Plain),
             ("spec.env.[].values", SCRUB, Plain),
             ("spec.envs.[].value", SCRUB, Plain),
             ("spec.containers.[].env.[].value", Edits::NONE, Plain),

@@ -200,7 +200,10 @@ fn expect(j: &J, at: At, e: Edits, copies: usize) -> J {
                 .map(|(k, v)| {
                     let key = text(k).unwrap_or_default();
                     let is = |name: &[u8]| key.as_bytes() == name;
-                    let v = if (at == At::EnvItem && key == "value") || at == At::SecretMap {
+                    let v = if (at == At::EnvItem && key == "value")
+                        || at == At::SecretMap
+                        || at == At::EnvArray
+                    {
                         redacted(v)
                     } else if e.scrub && key == "env" {
                         expect(v, At::EnvArray, e, copies)
@@ -451,6 +454,15 @@ mod tests {
                 ),
             })
             .collect();
+        if next(rng) % 4 == 0 {
+            // Written as a map (Helm values): every value goes.
+            let members: Vec<String> = items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| format!("\"K{i}\":{v}"))
+                .collect();
+            return format!("{{{key}:{{{}}}}}", members.join(","));
+        }
         format!("{{{key}:[{}]}}", items.join(","))
     }
 

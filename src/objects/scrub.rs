@@ -123,15 +123,16 @@ mod tests {
         let env = json!([{"name":"A","value":"s3cret \"quoted\" \\ \u{e9}"},{"name":"B","valueFrom":{"x":1}},
             {"value":"REDACTED","name":"C"},{"name":"N","value":42},{"name":"O","value":{"k":["s3cret"]}},{"name":"Z","value":null}]);
         let spec = json!({"containers":[{"env":env}],"initContainers":[{"env":env}],"ephemeralContainers":[{"env":env}],
-            "volumes":[{"env":{"value":"keep"},"envs":[{"value":"keep"}]}]});
+            "volumes":[{"envs":[{"value":"keep"}],"env":{"DB_PASSWORD":"s3cret","N":{"x":1},"Z":null}}]});
         let applied = json!({"spec":spec}).to_string();
         let pod = json!({"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":applied}},"spec":spec});
         let out = edited(&pod, SCRUB).unwrap();
         let text = out.to_string();
         assert!(!text.contains("s3cret"), "{text}");
         assert_eq!(
-            out["spec"]["volumes"], spec["volumes"],
-            "only the items of an env array"
+            out["spec"]["volumes"],
+            json!([{"envs":[{"value":"keep"}],"env":{"DB_PASSWORD":"REDACTED","N":"REDACTED","Z":null}}]),
+            "an env map's values go; a key that is not env stays"
         );
         let c = &out["spec"]["initContainers"][0]["env"];
         assert_eq!(c[0]["value"], "REDACTED");
