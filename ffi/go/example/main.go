@@ -76,13 +76,13 @@ func run(cfg tattler.Config, untilSynced bool) error {
 			return err
 		}
 		switch e.Change {
-		case tattler.Synced:
+		case tattler.ChangeSynced:
 			fmt.Printf("Synced %s %s\n", gvr(e), e.ResourceVersion)
 			synced[gvr(e)] = true
 			if untilSynced && len(synced) == len(stats) {
 				return nil
 			}
-		case tattler.Error:
+		case tattler.ChangeError:
 			fmt.Printf("Error %s %v\n", gvr(e), e.Err)
 			if untilSynced {
 				return fmt.Errorf("%s failed: %w", gvr(e), e.Err)
