@@ -1,11 +1,13 @@
 // Package tattler streams the full state of Kubernetes objects, and then
 // every change to them, from a kube-apiserver. It wraps tattler's C library
-// (libtattler, tattler.h) with cgo; install it first with
-// `make install PREFIX=DIR` in the tattler repository (see lib_pkgconfig.go).
+// (libtattler, tattler.h) with cgo, so it needs CGO_ENABLED=1 and a C
+// compiler, and the library installed first: `make install PREFIX=DIR` in
+// the tattler repository, then PKG_CONFIG_PATH=DIR/lib/pkgconfig.
 //
 //	r, err := tattler.Open(tattler.Config{Server: "https://10.0.0.1:6443",
 //		CAFile: "/etc/k8s/ca.crt", TokenFile: "/var/run/token",
-//		Resources: []string{"pods", "apps/v1/deployments"}})
+//		Resources: []string{"pods", "apps/v1/deployments"},
+//		IdleTimeout: 2 * time.Minute})
 //	if err != nil { ... }
 //	defer r.Close()
 //	for e, err := range r.All(ctx) { // ends when the reader is stopped
@@ -13,17 +15,24 @@
 //		fmt.Println(e.Change, e.Namespace, e.Name, e.ResourceVersion)
 //	}
 //
-// An agent that keeps its place across restarts stops, drains and keeps
-// r.Checkpoint() on the way out, and opens with Config.Resume on the way in;
-// r.MetricsText() is its /metrics. Config.Specs give resources a scope of
-// their own (a node agent's pods of one node), Config.MetadataOnly or
-// ResourceSpec.MetadataOnly stream only metadata.
+// An agent that waits on several things at once selects on r.Events(ctx).C
+// instead. An agent that keeps its place across restarts stops, drains and
+// keeps r.Checkpoint() on the way out, and opens with Config.Resume on the
+// way in; r.MetricsText() is its /metrics. Config.Specs give resources a
+// scope of their own (a node agent's pods of one node), Config.MetadataOnly
+// or ResourceSpec.MetadataOnly stream only metadata.
 //
 // A Reader is safe for concurrent use. Cancelling the context of one Next
 // ends only that call, at once (no polling); Stop ends the stream for every
 // caller; Close stops, waits for calls in progress to return, and frees the
-// reader. Failures are *StatusError values that errors.Is matches against
-// the sentinel errors (ErrClosed, ErrInvalidConfig, ErrReentrant, ...).
+// reader. Failures are *Error values that errors.Is matches against the
+// sentinel errors (ErrClosed, ErrInvalidConfig, ErrReentrant, ...).
+//
+// Linking: by default the shared library, through `pkg-config tattler`;
+// with the build tag tattler_static the static one, through
+// `pkg-config --static tattler` (see lib_static.go). The go command does
+// not notice a change of PKG_CONFIG_PATH or of the installed library:
+// build with -a once after one.
 package tattler
 
 /*

@@ -11,7 +11,9 @@
 //
 // It links the installed library through pkg-config (make install PREFIX=DIR,
 // then PKG_CONFIG_PATH=DIR/lib/pkgconfig LD_LIBRARY_PATH=DIR/lib); inside the
-// repository, -tags tattler_dev links target/debug/libtattler.a instead.
+// repository, -tags tattler_dev links target/debug/libtattler.a instead;
+// -tags tattler_static links the installed libtattler.a (a prefix installed
+// with LIBRARY=static).
 //
 // Without -server the cluster is found as kubectl finds it (kubeconfig, in-cluster).
 // SIGINT or SIGTERM ends the wait and closes the reader. Log lines go to stderr.
