@@ -200,6 +200,7 @@ func TestConfigTypedFieldsReachTheLibrary(t *testing.T) {
 func TestConfigPrintsNoSecret(t *testing.T) {
 	c := full()
 	c.Extra = map[string]any{"password": "extra-s3cret", "other": 1}
+	c.Proxy = "http://user:proxy-s3cret@proxy:3128"
 	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%10v"} {
 		for _, v := range []any{c, &c, *c.Exec, c.Exec} {
 			s := fmt.Sprintf(format, v)
@@ -215,7 +216,10 @@ func TestConfigPrintsNoSecret(t *testing.T) {
 		t.Errorf("an empty token printed as set: %s", s)
 	}
 	// Printing changes nothing.
-	if c.Token != "tok-s3cret" || c.Extra["password"] != "extra-s3cret" || c.Exec.Env["K"] != "env-s3cret" {
+	if s := fmt.Sprint(c); !strings.Contains(s, "http://user:REDACTED@proxy:3128") {
+		t.Errorf("proxy: %s", s)
+	}
+	if c.Token != "tok-s3cret" || c.Proxy != "http://user:proxy-s3cret@proxy:3128" || c.Extra["password"] != "extra-s3cret" || c.Exec.Env["K"] != "env-s3cret" {
 		t.Errorf("printing changed the config: %v", c.Extra)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -14,8 +15,9 @@ import (
 // in tattler.h). Zero values are left out, so the library's defaults apply;
 // durations are sent as whole seconds, rounded up.
 //
-// Printing a Config (%v, %+v, %#v, %s) shows Token, Password, the values
-// of Exec.Env and Extra's "token" and "password" as REDACTED.
+// Printing a Config (%v, %+v, %#v, %s) shows Token, Password, the
+// password of a Proxy URL, the values of Exec.Env and Extra's "token" and
+// "password" as REDACTED.
 type Config struct {
 	// Where the cluster is. Server is the apiserver URL, https://host:port.
 	// Without it the library finds the cluster as kubectl does: Kubeconfig
@@ -46,8 +48,9 @@ type Config struct {
 	ClientCertFile string
 	ClientKeyFile  string
 
-	// Proxy is "env" (HTTPS_PROXY and NO_PROXY, the default), "none", or
-	// a proxy URL (http://host:port).
+	// Proxy is "env" (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY and NO_PROXY, the
+	// default), "none", or an HTTP CONNECT proxy URL
+	// (http://[user:password@]host:port; its password is never printed).
 	Proxy string
 
 	// Resources are names such as "pods", "nodes", "rbac", "v1/pods" or
@@ -82,22 +85,27 @@ type Config struct {
 	EventKinds        []string
 
 	// Bounds: the entries the channel holds before the streams wait
-	// (ChannelCapacity, 1024), the objects a LIST page asks for (PageSize,
-	// 500), the largest watch frame (MaxFrameBytes) and the bytes queued
-	// in all (MaxBufferedBytes), 64 MiB each.
+	// (ChannelCapacity, 1024), the objects a page asks for when the server
+	// has no watch-list and paged LIST is used (PageSize, 500), the largest
+	// object, reported as an Error entry and skipped beyond (MaxFrameBytes),
+	// and the bytes of objects queued in all before the streams wait
+	// (MaxBufferedBytes), 64 MiB each.
 	ChannelCapacity  int
 	PageSize         int
 	MaxFrameBytes    int
 	MaxBufferedBytes int
-	// Gzip asks the server for gzip-compressed LIST bodies and watches.
+	// Gzip asks the server for gzip-compressed bodies (off: it costs the
+	// apiserver CPU and saves bandwidth only off-host).
 	Gzip bool
 
-	// Timeouts and pacing. IdleTimeout (150 s): a watch silent this long
-	// is reconnected. ConnectTimeout (5 s): a TCP and TLS connect.
-	// InitialEventsTimeout (30 s): the wait for a watch-list's first
-	// bookmark. RelistInterval (0: never): a full re-list this often,
-	// Snapshot entries for what did not change. DiscoveryInterval (300 s):
-	// how often wildcard names ("*", "rbac") look for new resources.
+	// Timeouts and pacing. IdleTimeout (150 s): a stream that receives no
+	// byte this long is reconnected. ConnectTimeout (5 s): a TCP connect
+	// (it also bounds how long Close can take). InitialEventsTimeout
+	// (30 s): silence during a watch-list's initial state after which the
+	// stream falls back to LIST + WATCH. RelistInterval (0: never; 1 minute
+	// to 7 days): a fresh sync this often, unchanged objects as Snapshot.
+	// DiscoveryInterval (5 minutes): how often wildcards ("*", "*.apps")
+	// look for resources established or deleted meanwhile.
 	IdleTimeout          time.Duration
 	ConnectTimeout       time.Duration
 	InitialEventsTimeout time.Duration
@@ -340,6 +348,12 @@ func (c Config) Format(f fmt.State, verb rune) {
 	}
 	if c.Password != "" {
 		c.Password = redacted
+	}
+	if u, err := url.Parse(c.Proxy); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+			c.Proxy = u.String()
+		}
 	}
 	if c.Extra != nil {
 		c.Extra = maps.Clone(c.Extra)

@@ -73,15 +73,15 @@ const (
 // is the package's error type (see Error); use ChangeError.
 const (
 	// Deprecated: use ChangeAdd.
-	Add = ChangeAdd
+	Add Change = ChangeAdd
 	// Deprecated: use ChangeUpdate.
-	Update = ChangeUpdate
+	Update Change = ChangeUpdate
 	// Deprecated: use ChangeDelete.
-	Delete = ChangeDelete
+	Delete Change = ChangeDelete
 	// Deprecated: use ChangeSnapshot.
-	Snapshot = ChangeSnapshot
+	Snapshot Change = ChangeSnapshot
 	// Deprecated: use ChangeSynced.
-	Synced = ChangeSynced
+	Synced Change = ChangeSynced
 )
 
 // String is the change's name without its prefix: "Add", "Synced", ...;
