@@ -161,10 +161,13 @@ EOF
 export GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=1
 (cd go/tattler && go vet ./...) || fail "go vet of the copied package"
 (cd go/app && go vet ./... && go build -o "$work/bin/go-shared" .) || fail "the Go module using the package"
-# -tags tattler_static: pkg-config --static against the static-only prefix
-# (the tag changes the package's files, so the go command relinks).
-(cd go/app && PKG_CONFIG_PATH=$S/lib/pkgconfig go build -tags tattler_static -o "$work/bin/go-static" .) ||
+# -tags tattler_static, from the prefix with both libraries (-a: the go
+# command does not see PKG_CONFIG_PATH change), then from the static-only one.
+(cd go/app && go build -a -tags tattler_static -o "$work/bin/go-static-both" .) ||
     fail "the Go module with -tags tattler_static"
+[[ $(libs bin/go-static-both) != *libtattler* ]] || fail "go-static-both needs a shared libtattler"
+(cd go/app && PKG_CONFIG_PATH=$S/lib/pkgconfig go build -a -tags tattler_static -o "$work/bin/go-static" .) ||
+    fail "the Go module with -tags tattler_static (static prefix)"
 [[ $(libs bin/go-static) != *libtattler* ]] || fail "go-static needs a shared libtattler"
 [[ $(libs bin/go-shared) == *"libtattler.so.$abi => not found"* ]] || fail "go-shared does not need libtattler.so.$abi"
 chmod -R u+w go/tattler
