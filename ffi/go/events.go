@@ -87,8 +87,9 @@ func (ev *Events) Err() error {
 	return ev.err
 }
 
-// Done is closed once the goroutine has ended (after C is closed): wait
-// on it before Close to know no Next of this Events is in progress.
+// Done is closed once the goroutine has returned, C closed and Err set:
+// for a caller that stops reading C early and must know the goroutine is
+// gone (Close needs no such wait: it waits for calls in progress itself).
 func (ev *Events) Done() <-chan struct{} {
 	return ev.done
 }
