@@ -15,7 +15,8 @@
 #        -DTATTLER_STATIC=ON; and through CMake's pkg_check_modules
 #      the header as C99, C11, C++11, C++17 at -Wall -Wextra -Wpedantic -Werror
 #      the Go package, copied out as a module download would be, and a module
-#        that requires it (`#cgo pkg-config`): go vet, go build
+#        that requires it with a replace line (`#cgo pkg-config`): go vet, go
+#        build, shared and -tags tattler_static (the static-only prefix)
 #      libtattler.a next to another Rust static library (built with nightly
 #        when there is one: another standard library), both link orders; and
 #        cargo's own archive failing the same link
@@ -160,6 +161,15 @@ EOF
 export GOFLAGS=-mod=mod GOPROXY=off CGO_ENABLED=1
 (cd go/tattler && go vet ./...) || fail "go vet of the copied package"
 (cd go/app && go vet ./... && go build -o "$work/bin/go-shared" .) || fail "the Go module using the package"
+# -tags tattler_static, from the prefix with both libraries (-a: the go
+# command does not see PKG_CONFIG_PATH change), then from the static-only one.
+(cd go/app && go build -a -tags tattler_static -o "$work/bin/go-static-both" .) ||
+    fail "the Go module with -tags tattler_static"
+[[ $(libs bin/go-static-both) != *libtattler* ]] || fail "go-static-both needs a shared libtattler"
+(cd go/app && PKG_CONFIG_PATH=$S/lib/pkgconfig go build -a -tags tattler_static -o "$work/bin/go-static" .) ||
+    fail "the Go module with -tags tattler_static (static prefix)"
+[[ $(libs bin/go-static) != *libtattler* ]] || fail "go-static needs a shared libtattler"
+[[ $(libs bin/go-shared) == *"libtattler.so.$abi => not found"* ]] || fail "go-shared does not need libtattler.so.$abi"
 chmod -R u+w go/tattler
 
 # Next to another Rust static library.
@@ -226,7 +236,7 @@ say "next to another Rust static library (${toolchain[*]:-stable}): both orders 
 
 programs=(c-pc-shared c-pc-static c-fully-static c-cmake-shared c-cmake-static c-cmake-pc cpp-cmake-shared
     cpp-cmake-static cpp-cmake-pc)
-say "built outside the repository: ${programs[*]} go-shared"
+say "built outside the repository: ${programs[*]} go-shared go-static"
 
 # --- 3. run them ----------------------------------------------------------
 # Each prints "Add ns/name rv" per object and "Synced v1/RESOURCE rv"; compare
@@ -244,9 +254,11 @@ run_all() { # EXPECTED-FILE C-ARGS... -- GO-ARGS...
         diff <(normalise <"$work/out") "$expected" >/dev/null || fail "$p printed: $(cat "$work/out")"
         grep -q '^Synced ' "$work/out" || fail "$p printed no Synced line"
     done
-    LD_LIBRARY_PATH=$P/lib timeout 120 bin/go-shared "${go_args[@]}" >"$work/out" 2>"$work/err" ||
-        fail "go-shared: $(tail -5 "$work/err")"
-    diff <(normalise <"$work/out") "$expected" >/dev/null || fail "go-shared printed: $(cat "$work/out")"
+    for p in go-shared go-static; do
+        LD_LIBRARY_PATH=$P/lib timeout 120 "bin/$p" "${go_args[@]}" >"$work/out" 2>"$work/err" ||
+            fail "$p: $(tail -5 "$work/err")"
+        diff <(normalise <"$work/out") "$expected" >/dev/null || fail "$p printed: $(cat "$work/out")"
+    done
 }
 
 (cd "$root" && cargo build --quiet -p tattler-ffi --example fakeapi_serve)

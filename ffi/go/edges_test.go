@@ -57,10 +57,10 @@ func TestANodeAgentStreamsItsNodeAndItsPods(t *testing.T) {
 	var pod Entry
 	for synced := 0; synced < 2; {
 		e := next(t, r)
-		if e.Change == Synced {
+		if e.Change == ChangeSynced {
 			synced++
 		}
-		if e.Change == Add && e.Resource == "pods" {
+		if e.Change == ChangeAdd && e.Resource == "pods" {
 			pod = e
 		}
 		lines = append(lines, line(e))
@@ -93,7 +93,7 @@ func TestANodeAgentStreamsItsNodeAndItsPods(t *testing.T) {
 		t.Fatalf("configmaps: %v", l)
 	}
 	_, err = r.SetResourceSpecs(nil, []ResourceSpec{{Resource: "pods", Namespace: "a", Namespaces: []string{"b"}}}, false)
-	var se *StatusError
+	var se *Error
 	if !errors.As(err, &se) || se.Status != StatusInvalidResource || !strings.Contains(se.Message, "not both") {
 		t.Fatalf("namespace and namespaces: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestMetadataOnlyAppliesToNamesAndSetResources(t *testing.T) {
 	t.Cleanup(func() { r.Close() })
 	for {
 		e := next(t, r)
-		if e.Change == Synced {
+		if e.Change == ChangeSynced {
 			break
 		}
 		if !strings.Contains(string(e.Object), `"kind":"PartialObjectMetadata"`) || strings.Contains(string(e.Object), `"spec"`) {
@@ -124,7 +124,7 @@ func TestMetadataOnlyAppliesToNamesAndSetResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := next(t, r)
-	if e.Resource != "configmaps" || e.Change != Add || !strings.Contains(string(e.Object), `"PartialObjectMetadata"`) {
+	if e.Resource != "configmaps" || e.Change != ChangeAdd || !strings.Contains(string(e.Object), `"PartialObjectMetadata"`) {
 		t.Fatalf("configmaps entry: %+v %s", e, e.Object)
 	}
 	text, err := r.MetricsText()
@@ -137,7 +137,7 @@ func TestMetricsTextIsPrometheusText(t *testing.T) {
 	f := startFake(t)
 	r := open(t, f, "pods", "nodes")
 	for synced := 0; synced < 2; {
-		if next(t, r).Change == Synced {
+		if next(t, r).Change == ChangeSynced {
 			synced++
 		}
 	}
@@ -230,7 +230,7 @@ func TestACheckpointResumesAcrossARestart(t *testing.T) {
 func TestABadCheckpointIsErrInvalidCheckpoint(t *testing.T) {
 	f := startFake(t)
 	r, err := Open(Config{Server: f.URL, Resources: []string{"pods"}, Resume: []byte(`{"tattler_checkpoint":7,"resources":[]}`)})
-	var se *StatusError
+	var se *Error
 	if r != nil || !errors.Is(err, ErrInvalidCheckpoint) || !errors.As(err, &se) || !strings.Contains(se.Message, "version 7") {
 		t.Fatalf("bad checkpoint: %v", err)
 	}

@@ -46,40 +46,59 @@ import (
 	"unsafe"
 )
 
-// Change is what an entry reports; the numbers are the C header's.
+// Change is what an entry reports; the numbers are the C header's
+// tattler_change (a test holds them equal).
 type Change int
 
 // The changes.
 const (
-	// Add is an object the consumer has not seen before.
-	Add Change = C.TATTLER_CHANGE_ADD
-	// Update is a newer version of an object the consumer has seen.
-	Update Change = C.TATTLER_CHANGE_UPDATE
-	// Delete is an object that is gone (Entry.Inferred: found missing
+	// ChangeAdd is an object the consumer has not seen before.
+	ChangeAdd Change = 1
+	// ChangeUpdate is a newer version of an object the consumer has seen.
+	ChangeUpdate Change = 2
+	// ChangeDelete is an object that is gone (Entry.Inferred: found missing
 	// from a re-sync rather than reported).
-	Delete Change = C.TATTLER_CHANGE_DELETE
-	// Snapshot is, during a re-sync, an object the consumer has, unchanged.
-	Snapshot Change = C.TATTLER_CHANGE_SNAPSHOT
-	// Synced says the resource's full state has been delivered.
-	Synced Change = C.TATTLER_CHANGE_SYNCED
-	// Error says the resource failed for good (Entry.Err); the other
-	// resources go on.
-	Error Change = C.TATTLER_CHANGE_ERROR
+	ChangeDelete Change = 3
+	// ChangeSnapshot is, during a re-sync, an object the consumer has,
+	// unchanged.
+	ChangeSnapshot Change = 4
+	// ChangeSynced says the resource's full state has been delivered.
+	ChangeSynced Change = 5
+	// ChangeError says a resource failed for good, or one of its objects
+	// was skipped (Entry.Err, a *StreamError); the other resources go on.
+	ChangeError Change = 6
 )
 
+// The names before ChangeAdd and the others. The old Error is gone: Error
+// is the package's error type (see Error); use ChangeError.
+const (
+	// Deprecated: use ChangeAdd.
+	Add Change = ChangeAdd
+	// Deprecated: use ChangeUpdate.
+	Update Change = ChangeUpdate
+	// Deprecated: use ChangeDelete.
+	Delete Change = ChangeDelete
+	// Deprecated: use ChangeSnapshot.
+	Snapshot Change = ChangeSnapshot
+	// Deprecated: use ChangeSynced.
+	Synced Change = ChangeSynced
+)
+
+// String is the change's name without its prefix: "Add", "Synced", ...;
+// Change(N) for a number the library does not send.
 func (c Change) String() string {
 	switch c {
-	case Add:
+	case ChangeAdd:
 		return "Add"
-	case Update:
+	case ChangeUpdate:
 		return "Update"
-	case Delete:
+	case ChangeDelete:
 		return "Delete"
-	case Snapshot:
+	case ChangeSnapshot:
 		return "Snapshot"
-	case Synced:
+	case ChangeSynced:
 		return "Synced"
-	case Error:
+	case ChangeError:
 		return "Error"
 	}
 	return fmt.Sprintf("Change(%d)", int(c))
@@ -160,7 +179,7 @@ func copyEntry(e *C.tattler_entry, v *C.tattler_go_view) Entry {
 	if v.object != nil {
 		out.Object = C.GoBytes(unsafe.Pointer(v.object), C.int(v.object_len))
 	}
-	if out.Change == Error {
+	if out.Change == ChangeError {
 		out.Err = &StreamError{
 			Code:    int(C.tattler_entry_error_code(e)),
 			Reason:  C.GoString(C.tattler_entry_error_reason(e)),

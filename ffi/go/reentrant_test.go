@@ -82,7 +82,7 @@ func TestEveryCallFromALogFunc(t *testing.T) {
 		check(err == nil && strings.Contains(string(cp), `"pods"`), "Checkpoint works", err)
 		// Only the Synced entry this line announces may be queued.
 		e, ok, err := r.TryNext()
-		check(err == nil && (!ok || (e.Change == Synced && e.Resource == "configmaps")),
+		check(err == nil && (!ok || (e.Change == ChangeSynced && e.Resource == "configmaps")),
 			"TryNext works", err)
 		_, err = r.Next(context.Background())
 		check(errors.Is(err, ErrReentrant), "Next is ErrReentrant", err)

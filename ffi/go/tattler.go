@@ -1,11 +1,13 @@
 // Package tattler streams the full state of Kubernetes objects, and then
 // every change to them, from a kube-apiserver. It wraps tattler's C library
-// (libtattler, tattler.h) with cgo; install it first with
-// `make install PREFIX=DIR` in the tattler repository (see lib_pkgconfig.go).
+// (libtattler, tattler.h) with cgo, so it needs CGO_ENABLED=1 and a C
+// compiler, and the library installed first: `make install PREFIX=DIR` in
+// the tattler repository, then PKG_CONFIG_PATH=DIR/lib/pkgconfig.
 //
 //	r, err := tattler.Open(tattler.Config{Server: "https://10.0.0.1:6443",
 //		CAFile: "/etc/k8s/ca.crt", TokenFile: "/var/run/token",
-//		Resources: []string{"pods", "apps/v1/deployments"}})
+//		Resources: []string{"pods", "apps/v1/deployments"},
+//		IdleTimeout: 2 * time.Minute})
 //	if err != nil { ... }
 //	defer r.Close()
 //	for e, err := range r.All(ctx) { // ends when the reader is stopped
@@ -13,17 +15,24 @@
 //		fmt.Println(e.Change, e.Namespace, e.Name, e.ResourceVersion)
 //	}
 //
-// An agent that keeps its place across restarts stops, drains and keeps
-// r.Checkpoint() on the way out, and opens with Config.Resume on the way in;
-// r.MetricsText() is its /metrics. Config.Specs give resources a scope of
-// their own (a node agent's pods of one node), Config.MetadataOnly or
-// ResourceSpec.MetadataOnly stream only metadata.
+// An agent that waits on several things at once selects on r.Events(ctx).C
+// instead. An agent that keeps its place across restarts stops, drains and
+// keeps r.Checkpoint() on the way out, and opens with Config.Resume on the
+// way in; r.MetricsText() is its /metrics. Config.Specs give resources a
+// scope of their own (a node agent's pods of one node), Config.MetadataOnly
+// or ResourceSpec.MetadataOnly stream only metadata.
 //
 // A Reader is safe for concurrent use. Cancelling the context of one Next
 // ends only that call, at once (no polling); Stop ends the stream for every
 // caller; Close stops, waits for calls in progress to return, and frees the
-// reader. Failures are *StatusError values that errors.Is matches against
-// the sentinel errors (ErrClosed, ErrInvalidConfig, ErrReentrant, ...).
+// reader. Failures are *Error values that errors.Is matches against the
+// sentinel errors (ErrClosed, ErrInvalidConfig, ErrReentrant, ...).
+//
+// Linking: by default the shared library, through `pkg-config tattler`;
+// with the build tag tattler_static the static one, through
+// `pkg-config --static tattler` (see lib_static.go). The go command does
+// not notice a change of PKG_CONFIG_PATH or of the installed library:
+// build with -a once after one.
 package tattler
 
 /*
@@ -45,230 +54,9 @@ import (
 	"unsafe"
 )
 
-// Status is a tattler_status: what a call into the C library did.
-type Status int
-
-// The statuses, with the C header's fixed numbers.
-const (
-	StatusOK                Status = C.TATTLER_OK
-	StatusTimeout           Status = C.TATTLER_TIMEOUT
-	StatusClosed            Status = C.TATTLER_CLOSED
-	StatusNullArg           Status = C.TATTLER_ERR_NULL_ARG
-	StatusInvalidConfig     Status = C.TATTLER_ERR_INVALID_CONFIG
-	StatusInvalidUTF8       Status = C.TATTLER_ERR_INVALID_UTF8
-	StatusIO                Status = C.TATTLER_ERR_IO
-	StatusPanic             Status = C.TATTLER_ERR_PANIC
-	StatusBufferTooSmall    Status = C.TATTLER_ERR_BUFFER_TOO_SMALL
-	StatusInvalidResource   Status = C.TATTLER_ERR_INVALID_RESOURCE
-	StatusTLS               Status = C.TATTLER_ERR_TLS
-	StatusInvalidArg        Status = C.TATTLER_ERR_INVALID_ARG
-	StatusLoggerInUse       Status = C.TATTLER_ERR_LOGGER_IN_USE
-	StatusOther             Status = C.TATTLER_ERR_OTHER
-	StatusReentrant         Status = C.TATTLER_ERR_REENTRANT
-	StatusInvalidCheckpoint Status = C.TATTLER_ERR_INVALID_CHECKPOINT
-)
-
-// String is the library's fixed text for the status.
-func (s Status) String() string {
-	return C.GoString(C.tattler_status_str(C.int(s)))
-}
-
-// StatusError is a failed call: its status and the message of this call
-// (never another call's). errors.Is matches it against the sentinel error
-// of its status: errors.Is(err, tattler.ErrInvalidConfig).
-type StatusError struct {
-	Status  Status
-	Message string
-}
-
-func (e *StatusError) Error() string {
-	if e.Message == "" {
-		return "tattler: " + e.Status.String()
-	}
-	return "tattler: " + e.Message
-}
-
-// Is reports whether target is the sentinel error of e's status.
-func (e *StatusError) Is(target error) bool {
-	s, ok := sentinels[e.Status]
-	return ok && target == s
-}
-
-// The sentinel errors, for errors.Is. Calls return them as they are
-// (ErrClosed, ErrTimeout) or inside a *StatusError that carries the
-// call's message.
-var (
-	// ErrClosed: the reader is stopped or closed and every queued entry
-	// has been handed out (Next, NextTimeout), or the call came after Close.
-	ErrClosed = errors.New("tattler: reader closed")
-	// ErrTimeout: NextTimeout saw no entry in time; the reader runs on.
-	ErrTimeout = errors.New("tattler: timed out waiting for an entry")
-	// ErrInvalidConfig: Open's configuration is unusable (the message names
-	// the key), or SetResources got an empty list.
-	ErrInvalidConfig = errors.New("tattler: invalid configuration")
-	// ErrInvalidResource: a resource name could not be understood.
-	ErrInvalidResource = errors.New("tattler: invalid resource")
-	// ErrInvalidUTF8: a string passed to the library is not UTF-8.
-	ErrInvalidUTF8 = errors.New("tattler: a string is not UTF-8")
-	// ErrIO: a file named in the configuration could not be read, or a
-	// thread could not be started.
-	ErrIO = errors.New("tattler: I/O error")
-	// ErrTLS: the TLS setup failed (a CA bundle without a certificate).
-	ErrTLS = errors.New("tattler: TLS setup failed")
-	// ErrInvalidArg: an argument is out of range (SetLogLevel).
-	ErrInvalidArg = errors.New("tattler: an argument is out of range")
-	// ErrLoggerInUse: the process already has another Rust logger, so
-	// SetLogFunc cannot route the library's lines.
-	ErrLoggerInUse = errors.New("tattler: another logger is installed")
-	// ErrReentrant: the call was made from inside a LogFunc, where it
-	// cannot work (Next, SetResources); nothing was done.
-	ErrReentrant = errors.New("tattler: not allowed from inside a LogFunc")
-	// ErrPanic: the library caught a panic of its own (a bug: report it).
-	ErrPanic = errors.New("tattler: internal panic")
-	// ErrInvalidCheckpoint: Config.Resume holds bytes this library cannot
-	// read (not a checkpoint, another version, cut short); nothing was
-	// opened. Open without it, a full sync, and drop the stored one.
-	ErrInvalidCheckpoint = errors.New("tattler: invalid checkpoint")
-)
-
-var sentinels = map[Status]error{
-	StatusClosed:            ErrClosed,
-	StatusTimeout:           ErrTimeout,
-	StatusInvalidConfig:     ErrInvalidConfig,
-	StatusInvalidResource:   ErrInvalidResource,
-	StatusInvalidUTF8:       ErrInvalidUTF8,
-	StatusIO:                ErrIO,
-	StatusTLS:               ErrTLS,
-	StatusInvalidArg:        ErrInvalidArg,
-	StatusLoggerInUse:       ErrLoggerInUse,
-	StatusReentrant:         ErrReentrant,
-	StatusPanic:             ErrPanic,
-	StatusInvalidCheckpoint: ErrInvalidCheckpoint,
-}
-
-// statusError is nil for StatusOK, else a *StatusError with the status's
-// own text (for calls whose status says everything).
-func statusError(st Status) error {
-	if st == StatusOK {
-		return nil
-	}
-	return &StatusError{Status: st}
-}
-
 // Version is the version of the linked C library.
 func Version() string {
 	return C.GoString(C.tattler_version())
-}
-
-// Config is what to watch and how to reach the cluster; it is passed to the
-// library as JSON (see tattler_open in tattler.h). Zero values are left out,
-// so the library's defaults apply.
-type Config struct {
-	// Server is the apiserver URL, https://host:port. Without it the
-	// library finds the cluster as kubectl does (Kubeconfig, Context, or
-	// in-cluster).
-	Server     string `json:"server,omitempty"`
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-	Context    string `json:"context,omitempty"`
-	CAFile     string `json:"ca_file,omitempty"`
-	CAData     string `json:"ca_data,omitempty"`
-	Token      string `json:"token,omitempty"`
-	TokenFile  string `json:"token_file,omitempty"`
-	Insecure   bool   `json:"insecure,omitempty"`
-	// Resources are names such as "pods", "nodes", "rbac", "v1/pods" or
-	// "apps/v1/deployments"; they take Namespace, LabelSelector,
-	// FieldSelector and MetadataOnly.
-	Resources []string `json:"-"`
-	// Specs are resources with a scope of their own, streamed beside
-	// Resources; they take none of the fields above. A node agent:
-	//
-	//	Specs: []tattler.ResourceSpec{
-	//		{Resource: "pods", FieldSelector: "spec.nodeName=" + node},
-	//		{Resource: "nodes", FieldSelector: "metadata.name=" + node},
-	//	}
-	Specs         []ResourceSpec `json:"-"`
-	Namespace     string         `json:"namespace,omitempty"`
-	LabelSelector string         `json:"label_selector,omitempty"`
-	FieldSelector string         `json:"field_selector,omitempty"`
-	// MetadataOnly streams the Resources as PartialObjectMetadata: each
-	// Entry.Object is {"kind":"PartialObjectMetadata","apiVersion":
-	// "meta.k8s.io/v1","metadata":{...}}, without spec or status. It also
-	// applies to the names given to SetResources later.
-	MetadataOnly       bool  `json:"-"`
-	ChannelCapacity    int   `json:"channel_capacity,omitempty"`
-	RelistIntervalSecs int   `json:"relist_interval_secs,omitempty"`
-	Scrub              *bool `json:"scrub,omitempty"`
-	// Extra holds further keys of the library's JSON configuration, merged
-	// in as they are.
-	Extra map[string]any `json:"-"`
-	// Resume is a checkpoint of an earlier Reader (Reader.Checkpoint, kept
-	// across a restart): each resource it holds with the same scope starts
-	// from it, with Synced at once and then only what changed meanwhile
-	// (see tattler_open_resume). Nil: a full sync.
-	Resume []byte `json:"-"`
-}
-
-// ResourceSpec is one resource with its own scope: an object of the
-// configuration's "resources" (see tattler_set_resources in tattler.h).
-type ResourceSpec struct {
-	// Resource is a name as in Config.Resources ("pods", "apps/v1/deployments").
-	Resource string `json:"resource"`
-	// Namespace, or Namespaces (one stream each, entries of one resource);
-	// neither watches every namespace.
-	Namespace     string   `json:"namespace,omitempty"`
-	Namespaces    []string `json:"namespaces,omitempty"`
-	LabelSelector string   `json:"label_selector,omitempty"`
-	FieldSelector string   `json:"field_selector,omitempty"`
-	// MetadataOnly streams the objects as PartialObjectMetadata (only
-	// their metadata).
-	MetadataOnly bool `json:"metadata_only,omitempty"`
-}
-
-// nameScope is what names take when the Go side must spell it out: with
-// MetadataOnly, each name becomes an object carrying the top-level scope
-// (the library's names take namespace and selectors, but no metadata_only).
-type nameScope struct {
-	namespace, labelSelector, fieldSelector string
-	metadataOnly                            bool
-}
-
-// resourceList is the JSON array of names and objects the library reads.
-func resourceList(names []string, specs []ResourceSpec, scope nameScope) []any {
-	list := make([]any, 0, len(names)+len(specs))
-	for _, n := range names {
-		if !scope.metadataOnly {
-			list = append(list, n)
-			continue
-		}
-		list = append(list, ResourceSpec{Resource: n, Namespace: scope.namespace,
-			LabelSelector: scope.labelSelector, FieldSelector: scope.fieldSelector, MetadataOnly: true})
-	}
-	for _, s := range specs {
-		list = append(list, s)
-	}
-	return list
-}
-
-func (c Config) scope() nameScope {
-	return nameScope{c.Namespace, c.LabelSelector, c.FieldSelector, c.MetadataOnly}
-}
-
-// JSON is the configuration as the library reads it.
-func (c Config) JSON() (string, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return "", err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", err
-	}
-	m["resources"] = resourceList(c.Resources, c.Specs, c.scope())
-	for k, v := range c.Extra {
-		m[k] = v
-	}
-	b, err = json.Marshal(m)
-	return string(b), err
 }
 
 // Reader streams entries. Safe for concurrent use.
@@ -323,7 +111,7 @@ func OpenJSONResume(config string, checkpoint []byte) (*Reader, error) {
 	var c *C.tattler_reader
 	st := Status(C.tattler_open_resume(cs, cp, C.size_t(len(checkpoint)), &c, &buf[0], C.size_t(len(buf))))
 	if st != StatusOK {
-		return nil, &StatusError{Status: st, Message: C.GoString(&buf[0])}
+		return nil, &Error{Status: st, Message: C.GoString(&buf[0])}
 	}
 	r := &Reader{c: c, done: make(chan struct{}), waiter: make(chan struct{}, 1)}
 	// A backstop only: a Reader left open holds threads and sockets until
@@ -378,7 +166,7 @@ func (r *Reader) Next(ctx context.Context) (Entry, error) {
 	default:
 		if inLogCallback() {
 			// The waiter may be waiting for the very stream that is logging.
-			return Entry{}, &StatusError{Status: StatusReentrant, Message: "Next cannot wait inside a LogFunc"}
+			return Entry{}, &Error{Status: StatusReentrant, Message: "Next cannot wait inside a LogFunc"}
 		}
 		select {
 		case r.waiter <- struct{}{}:
@@ -546,7 +334,7 @@ func (r *Reader) SetResourceSpecs(names []string, specs []ResourceSpec, force bo
 	case StatusClosed:
 		return false, ErrClosed
 	default:
-		return false, &StatusError{Status: st, Message: C.GoString(&buf[0])}
+		return false, &Error{Status: st, Message: C.GoString(&buf[0])}
 	}
 }
 

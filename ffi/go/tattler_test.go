@@ -40,9 +40,9 @@ func next(t *testing.T, r *Reader) Entry {
 // line is how the C example prints an entry.
 func line(e Entry) string {
 	switch e.Change {
-	case Synced:
+	case ChangeSynced:
 		return fmt.Sprintf("Synced %s/%s %s", e.Version, e.Resource, e.ResourceVersion)
-	case Error:
+	case ChangeError:
 		return fmt.Sprintf("Error %s/%s %v", e.Version, e.Resource, e.Err)
 	}
 	return fmt.Sprintf("%s %s/%s %s", e.Change, e.Namespace, e.Name, e.ResourceVersion)
@@ -53,7 +53,7 @@ func untilSynced(t *testing.T, r *Reader, resource string) (lines []string, sync
 	t.Helper()
 	for {
 		e := next(t, r)
-		if e.Change == Synced && e.Resource == resource {
+		if e.Change == ChangeSynced && e.Resource == resource {
 			return lines, e
 		}
 		lines = append(lines, line(e))
@@ -261,7 +261,7 @@ func TestEntriesOutliveTheReader(t *testing.T) {
 	e := next(t, r)
 	r.Close()
 	runtime.GC()
-	if e.Change != Add || len(e.Object) == 0 || !json.Valid(e.Object) {
+	if e.Change != ChangeAdd || len(e.Object) == 0 || !json.Valid(e.Object) {
 		t.Fatalf("entry after Close: %+v", e)
 	}
 }
@@ -279,7 +279,7 @@ func TestOpenErrorsSayWhatIsWrong(t *testing.T) {
 	}
 	for _, c := range cases {
 		r, err := OpenJSON(c.json)
-		var se *StatusError
+		var se *Error
 		if r != nil || !errors.As(err, &se) || se.Status != c.status || !strings.Contains(se.Message, c.needle) {
 			t.Errorf("%s: %v (%#v)", c.json, err, se)
 		}
@@ -315,7 +315,7 @@ func TestSetResourcesAndStats(t *testing.T) {
 		t.Fatalf("the same set again: %v %v", changed, err)
 	}
 	_, err = r.SetResources([]string{"pods!"}, false)
-	var se *StatusError
+	var se *Error
 	if !errors.As(err, &se) || se.Status != StatusInvalidResource || !strings.Contains(se.Message, `"pods!"`) ||
 		!errors.Is(err, ErrInvalidResource) {
 		t.Fatalf("bad name: %v", err)
@@ -340,7 +340,7 @@ func TestForbiddenResourceIsAnErrorEntry(t *testing.T) {
 	r := open(t, f, "nodes")
 	e := next(t, r)
 	var se *StreamError
-	if e.Change != Error || !errors.As(e.Err, &se) || se.Code != 403 || se.Reason != "Forbidden" {
+	if e.Change != ChangeError || !errors.As(e.Err, &se) || se.Code != 403 || se.Reason != "Forbidden" {
 		t.Fatalf("entry: %+v", e)
 	}
 }
@@ -388,7 +388,7 @@ func TestAllIteratesUntilStopped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Change == Synced {
+		if e.Change == ChangeSynced {
 			break // leaves the reader running
 		}
 		first = append(first, line(e))

@@ -69,10 +69,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, "tattler-go:", err)
 			os.Exit(1)
 		}
-		if e.Change == tattler.Synced {
+		if e.Change == tattler.ChangeSynced {
 			break
 		}
-		if e.Change == tattler.Error {
+		if e.Change == tattler.ChangeError {
 			fmt.Fprintln(os.Stderr, "tattler-go: error entry:", e.Err)
 			os.Exit(1)
 		}

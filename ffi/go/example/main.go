@@ -11,7 +11,9 @@
 //
 // It links the installed library through pkg-config (make install PREFIX=DIR,
 // then PKG_CONFIG_PATH=DIR/lib/pkgconfig LD_LIBRARY_PATH=DIR/lib); inside the
-// repository, -tags tattler_dev links target/debug/libtattler.a instead.
+// repository, -tags tattler_dev links target/debug/libtattler.a instead;
+// -tags tattler_static links the installed libtattler.a (a prefix installed
+// with LIBRARY=static).
 //
 // Without -server the cluster is found as kubectl finds it (kubeconfig, in-cluster).
 // SIGINT or SIGTERM ends the wait and closes the reader. Log lines go to stderr.
@@ -76,13 +78,13 @@ func run(cfg tattler.Config, untilSynced bool) error {
 			return err
 		}
 		switch e.Change {
-		case tattler.Synced:
+		case tattler.ChangeSynced:
 			fmt.Printf("Synced %s %s\n", gvr(e), e.ResourceVersion)
 			synced[gvr(e)] = true
 			if untilSynced && len(synced) == len(stats) {
 				return nil
 			}
-		case tattler.Error:
+		case tattler.ChangeError:
 			fmt.Printf("Error %s %v\n", gvr(e), e.Err)
 			if untilSynced {
 				return fmt.Errorf("%s failed: %w", gvr(e), e.Err)

@@ -1,0 +1,340 @@
+package tattler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConstantsAreTheHeaders(t *testing.T) {
+	for _, c := range cConstants() {
+		if c.goVal != c.cValue {
+			t.Errorf("%s = %d, the header says %d", c.name, c.goVal, c.cValue)
+		}
+	}
+}
+
+func TestChangeNames(t *testing.T) {
+	names := map[Change]string{ChangeAdd: "Add", ChangeUpdate: "Update", ChangeDelete: "Delete",
+		ChangeSnapshot: "Snapshot", ChangeSynced: "Synced", ChangeError: "Error", Change(9): "Change(9)"}
+	for c, want := range names {
+		if c.String() != want {
+			t.Errorf("%d: %q, want %q", int(c), c.String(), want)
+		}
+	}
+	// The deprecated names are the same constants.
+	if Add != ChangeAdd || Update != ChangeUpdate || Delete != ChangeDelete || Snapshot != ChangeSnapshot || Synced != ChangeSynced {
+		t.Error("a deprecated alias differs")
+	}
+	if LogWarn.String() != "WARN" || LogLevel(9).String() != "LogLevel(9)" {
+		t.Errorf("log levels: %v %v", LogWarn, LogLevel(9))
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	_, err := OpenJSON(`{"server":"http://127.0.0.1:1","resources":["pods"],"bogus":1}`)
+	var te *Error
+	if !errors.As(err, &te) || te.Status != StatusInvalidConfig || !strings.Contains(te.Message, "`bogus`") {
+		t.Fatalf("errors.As(%v): %+v", err, te)
+	}
+	wrapped := fmt.Errorf("agent: %w", err)
+	if !errors.Is(wrapped, ErrInvalidConfig) || errors.Is(wrapped, ErrIO) {
+		t.Errorf("errors.Is through a wrap: %v", wrapped)
+	}
+	var old *StatusError = te // the deprecated name is the same type
+	if old.Status != StatusInvalidConfig {
+		t.Error(old)
+	}
+	h := &Error{Status: StatusInvalidHandle}
+	if !errors.Is(h, ErrInvalidHandle) || errors.Is(h, ErrClosed) || h.Error() != "tattler: "+StatusInvalidHandle.String() {
+		t.Errorf("invalid handle: %v", h)
+	}
+	if StatusInvalidHandle.String() == StatusOther.String() {
+		t.Errorf("the library has no text for 113: %q", StatusInvalidHandle)
+	}
+}
+
+// full is a Config with every field set, none to its zero value.
+func full() Config {
+	yes, no := true, false
+	return Config{
+		Server: "https://10.0.0.1:6443", Kubeconfig: "/kc", Context: "ctx", InCluster: true,
+		CAFile: "/ca", CAData: "PEM", TLSServerName: "kubernetes", Insecure: true,
+		Token: "tok-s3cret", TokenFile: "/tok", Username: "u", Password: "pw-s3cret",
+		Exec: &ExecConfig{Command: "plugin", Args: []string{"a"}, Env: map[string]string{"K": "env-s3cret"},
+			APIVersion: "client.authentication.k8s.io/v1", InstallHint: "install it", Timeout: 1500 * time.Millisecond},
+		ClientCertFile: "/cert", ClientKeyFile: "/key", Proxy: "none",
+		Resources: []string{"pods"}, Specs: []ResourceSpec{{Resource: "nodes", FieldSelector: "metadata.name=n"}},
+		Namespace: "ns", LabelSelector: "app=x", FieldSelector: "f=y",
+		Scrub: &no, ScrubSecretData: &no, DropManagedFields: &yes, EventKinds: []string{"Pod"},
+		ChannelCapacity: 8, PageSize: 50, MaxFrameBytes: 1 << 20, MaxBufferedBytes: 2 << 20, Gzip: true,
+		IdleTimeout: time.Minute, ConnectTimeout: 2 * time.Second, InitialEventsTimeout: 10 * time.Second,
+		RelistInterval: time.Hour, DiscoveryInterval: 30 * time.Second,
+	}
+}
+
+func document(t *testing.T, c Config) map[string]any {
+	t.Helper()
+	js, err := c.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestConfigJSONHasEveryKey(t *testing.T) {
+	got := document(t, full())
+	want := `{"ca_data":"PEM","ca_file":"/ca","channel_capacity":8,"client_cert_file":"/cert","client_key_file":"/key",` +
+		`"connect_timeout_secs":2,"context":"ctx","discovery_interval_secs":30,"drop_managed_fields":true,"event_kinds":["Pod"],` +
+		`"exec":{"api_version":"client.authentication.k8s.io/v1","args":["a"],"command":"plugin","env":{"K":"env-s3cret"},"install_hint":"install it","timeout_secs":2},` +
+		`"field_selector":"f=y","gzip":true,"idle_timeout_secs":60,"in_cluster":true,"initial_events_timeout_secs":10,"insecure":true,` +
+		`"kubeconfig":"/kc","label_selector":"app=x","max_buffered_bytes":2097152,"max_frame_bytes":1048576,"namespace":"ns",` +
+		`"page_size":50,"password":"pw-s3cret","proxy":"none","relist_interval_secs":3600,` +
+		`"resources":["pods",{"resource":"nodes","field_selector":"metadata.name=n"}],"scrub":false,"scrub_secret_data":false,` +
+		`"server":"https://10.0.0.1:6443","tls_server_name":"kubernetes","token":"tok-s3cret","token_file":"/tok","username":"u"}`
+	var w map[string]any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, w) {
+		b, _ := json.Marshal(got)
+		t.Fatalf("JSON:\n%s\nwant:\n%s", b, want)
+	}
+
+	// Every key the library reads has a field, and every field a key the
+	// library reads: the library's list, from its unknown-key message.
+	_, err := OpenJSON(`{"resources":["pods"],"zz_unknown":1}`)
+	known := regexp.MustCompile(`known: ([a-z_, ]+)`).FindStringSubmatch(fmt.Sprint(err))
+	if known == nil {
+		t.Fatalf("no key list in %v", err)
+	}
+	library := map[string]bool{}
+	for _, k := range strings.Split(known[1], ", ") {
+		library[strings.TrimSpace(k)] = true
+	}
+	// metadata_only: spelt out per name (see nameScope).
+	if !library["metadata_only"] {
+		t.Error("the library no longer reads metadata_only")
+	}
+	delete(library, "metadata_only")
+	for k := range got {
+		if !library[k] {
+			t.Errorf("the library does not read %s", k)
+		}
+		delete(library, k)
+	}
+	for k := range library {
+		t.Errorf("the library reads %s: Config has no field for it", k)
+	}
+}
+
+func TestConfigJSONZeroAndDurations(t *testing.T) {
+	if got := document(t, Config{}); !reflect.DeepEqual(got, map[string]any{"resources": []any{}}) {
+		t.Errorf("zero Config: %v", got)
+	}
+	got := document(t, Config{Resources: []string{"pods"}, IdleTimeout: 1500 * time.Millisecond, RelistIntervalSecs: 90})
+	if got["idle_timeout_secs"] != 2.0 || got["relist_interval_secs"] != 90.0 {
+		t.Errorf("durations: %v", got)
+	}
+	got = document(t, Config{RelistInterval: 90 * time.Second, RelistIntervalSecs: 90})
+	if got["relist_interval_secs"] != 90.0 {
+		t.Errorf("both relist fields: %v", got)
+	}
+	// Extra adds keys the fields do not set.
+	got = document(t, Config{Resources: []string{"pods"}, Extra: map[string]any{"token": "t", "future_key": 1}})
+	if got["token"] != "t" || got["future_key"] != 1.0 {
+		t.Errorf("Extra: %v", got)
+	}
+	for name, c := range map[string]Config{
+		"negative":     {ConnectTimeout: -time.Second},
+		"exec":         {Exec: &ExecConfig{Command: "p", Timeout: -1}},
+		"relist":       {RelistInterval: time.Minute, RelistIntervalSecs: 30},
+		"extra":        {Token: "t", Extra: map[string]any{"token": "u"}},
+		"alias":        {Insecure: true, Extra: map[string]any{"insecure_skip_tls_verify": true}},
+		"resources":    {Resources: []string{"pods"}, Extra: map[string]any{"resources": []string{"nodes"}}},
+		"metadataOnly": {MetadataOnly: true, Extra: map[string]any{"metadata_only": false}},
+	} {
+		js, err := c.JSON()
+		if !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %s, %v", name, js, err)
+		}
+		if _, err := Open(c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Open %s: %v", name, err)
+		}
+	}
+}
+
+func TestConfigTypedFieldsReachTheLibrary(t *testing.T) {
+	f := startFake(t)
+	no := false
+	r, err := Open(Config{Server: f.URL, Resources: []string{"pods"}, Scrub: &no, Gzip: true,
+		IdleTimeout: time.Minute, ConnectTimeout: time.Second, PageSize: 1, ChannelCapacity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	adds, _ := untilSynced(t, r, "pods")
+	if len(adds) != len(f.Seeded) {
+		t.Fatalf("first sync: %v", adds)
+	}
+	// The library checks the typed fields as it checks its document.
+	_, err = Open(Config{Server: f.URL, Resources: []string{"pods"}, Exec: &ExecConfig{Command: "p"}, Token: "t"})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "authenticate") {
+		t.Errorf("two ways to authenticate: %v", err)
+	}
+}
+
+func TestConfigPrintsNoSecret(t *testing.T) {
+	c := full()
+	c.Extra = map[string]any{"password": "extra-s3cret", "other": 1}
+	c.Proxy = "http://user:proxy-s3cret@proxy:3128"
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%10v"} {
+		for _, v := range []any{c, &c, *c.Exec, c.Exec} {
+			s := fmt.Sprintf(format, v)
+			if strings.Contains(s, "s3cret") || !strings.Contains(s, redacted) {
+				t.Errorf("%s of %T: %s", format, v, s)
+			}
+		}
+	}
+	if s := fmt.Sprintf("%#v", c); !strings.HasPrefix(s, "tattler.Config{Server:") {
+		t.Errorf("%%#v: %s", s)
+	}
+	if s := fmt.Sprintf("%+v", Config{Server: "s"}); strings.Contains(s, redacted) {
+		t.Errorf("an empty token printed as set: %s", s)
+	}
+	// Printing changes nothing.
+	if s := fmt.Sprint(c); !strings.Contains(s, "http://user:REDACTED@proxy:3128") {
+		t.Errorf("proxy: %s", s)
+	}
+	if c.Token != "tok-s3cret" || c.Proxy != "http://user:proxy-s3cret@proxy:3128" || c.Extra["password"] != "extra-s3cret" || c.Exec.Env["K"] != "env-s3cret" {
+		t.Errorf("printing changed the config: %v", c.Extra)
+	}
+}
+
+func TestEventsDeliversEveryEntryThenCloses(t *testing.T) {
+	f := startFake(t)
+	r := open(t, f, "pods")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ev := r.Events(ctx)
+	recv := func() (Entry, bool) {
+		t.Helper()
+		select {
+		case e, ok := <-ev.C:
+			return e, ok
+		case <-time.After(wait):
+			t.Fatal("no entry on Events.C")
+		}
+		return Entry{}, false
+	}
+	var adds, want []string
+	for {
+		e, ok := recv()
+		if !ok {
+			t.Fatalf("closed early: %v", ev.Err())
+		}
+		if e.Change == ChangeSynced {
+			break
+		}
+		adds = append(adds, line(e))
+	}
+	for key, rv := range f.Seeded {
+		want = append(want, fmt.Sprintf("Add %s %d", key, rv))
+	}
+	sort.Strings(adds)
+	sort.Strings(want)
+	if strings.Join(adds, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("first sync:\n%v\nwant:\n%v", adds, want)
+	}
+	// A slow receiver loses nothing: three changes wait for it.
+	var rvs []uint64
+	for _, name := range []string{"slow-1", "slow-2", "slow-3"} {
+		rvs = append(rvs, f.do(t, "apply pods shop "+name))
+	}
+	time.Sleep(100 * time.Millisecond) // not a synchronisation: only lets the stream run ahead
+	for i, name := range []string{"slow-1", "slow-2", "slow-3"} {
+		e, ok := recv()
+		if got := line(e); !ok || got != fmt.Sprintf("Add shop/%s %d", name, rvs[i]) {
+			t.Fatalf("entry %d: %s (%v)", i, got, ok)
+		}
+	}
+	if ev.Err() != nil {
+		t.Errorf("Err while open: %v", ev.Err())
+	}
+	r.Stop()
+	if _, ok := recv(); ok {
+		t.Fatal("an entry after Stop")
+	}
+	<-ev.Done()
+	if ev.Err() != nil {
+		t.Errorf("Err after Stop: %v", ev.Err())
+	}
+}
+
+func TestEventsEndsWithTheContext(t *testing.T) {
+	f := startFake(t)
+	r := open(t, f, "pods")
+	ctx, cancel := context.WithCancel(context.Background())
+	ev := r.Events(ctx)
+	// Nobody receives: the goroutine waits on its send, then on ctx.
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case <-ev.Done():
+	case <-time.After(wait):
+		t.Fatal("Events did not end with its context")
+	}
+	for range ev.C { // drained and closed
+	}
+	if !errors.Is(ev.Err(), context.Canceled) {
+		t.Errorf("Err: %v", ev.Err())
+	}
+	// The reader runs on: Next still works.
+	if e := next(t, r); e.Resource != "pods" {
+		t.Errorf("after Events: %+v", e)
+	}
+	// A closed reader: C closes at once, Err nil.
+	r.Close()
+	ev = r.Events(context.Background())
+	if _, ok := <-ev.C; ok || ev.Err() != nil {
+		t.Errorf("after Close: %v %v", ok, ev.Err())
+	}
+}
+
+func TestWithoutCgoTheBuildSaysSo(t *testing.T) {
+	cmd := exec.Command("go", "build", ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "tattler_requires_cgo__build_with_CGO_ENABLED_1") {
+		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+	}
+}
+
+func TestModulePathFollowsTheRepository(t *testing.T) {
+	mod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cargo, err := os.ReadFile("../../Cargo.toml")
+	if err != nil {
+		t.Skip("not in the repository:", err) // the copy ci-consumers.sh makes
+	}
+	repo := regexp.MustCompile(`(?m)^repository = "https://([^"]+)"`).FindSubmatch(cargo)
+	path := regexp.MustCompile(`(?m)^module (\S+)`).FindSubmatch(mod)
+	if repo == nil || path == nil || string(path[1]) != string(repo[1])+"/ffi/go" {
+		t.Fatalf("go.mod's module %q is not Cargo.toml's repository %q + /ffi/go (tags: ffi/go/vX.Y.Z)", path, repo)
+	}
+}
