@@ -51,19 +51,31 @@ def split_top(code, prelude, top_prefix):
     return "\n".join(top), "\n".join(body)
 
 
+# A function defined at the left margin: the block is declarations, not a body.
+C_FUNCTION = re.compile(r"^[A-Za-z_][\w \t\*&:<>,]*?\b(\w+)\s*\([^;{]*\)\s*(const\s*)?\{", re.M)
+GO_IMPORTS = re.compile(r"^import\s*\(.*?^\)\s*$|^import\s+[^\n(]*$", re.S | re.M)
+
+
 def c_source(lang, prelude, code):
-    if re.search(r"\bint\s+main\s*\(", code):
-        return prelude + "\n" + code
-    top, body = split_top(code, prelude, "#include")
     sig = "int main(void)" if lang == "c" else "int main()"
+    names = [m.group(1) for m in C_FUNCTION.finditer(code)]
+    if "main" in names:
+        return prelude + "\n" + code
+    if names:
+        return f"{prelude}\n{code}\n{sig} {{ return 0; }}\n"
+    top, body = split_top(code, prelude, "#include")
     return f"{top}\n\n{sig} {{\n{body}\n    return 0;\n}}\n"
 
 
 def go_source(prelude, code):
-    if re.search(r"^func main\(\)", code, re.M):
-        return code
-    top, body = split_top(code, prelude, "import")
-    return f"package main\n\n{top}\n\nfunc run() error {{\n{body}\n\treturn nil\n}}\n\nfunc main() {{ _ = run() }}\n"
+    text = prelude + "\n" + code
+    imports = "\n".join(m.group(0) for m in GO_IMPORTS.finditer(text))
+    rest = GO_IMPORTS.sub("", text)
+    if re.search(r"^func main\(\)", rest, re.M):
+        return f"package main\n\n{imports}\n{rest}"
+    if re.search(r"^func ", rest, re.M):
+        return f"package main\n\n{imports}\n{rest}\n\nfunc main() {{}}\n"
+    return f"package main\n\n{imports}\n\nfunc run() error {{\n{rest}\n\treturn nil\n}}\n\nfunc main() {{ _ = run() }}\n"
 
 
 def run(cmd, cwd, env=None):
