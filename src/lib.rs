@@ -136,7 +136,7 @@ pub use delivery::stats::StreamStats;
 pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use objects::shape::{Shaping, Transform, REDACTED};
-pub use resource::ResourceSpec;
+pub use resource::{Encoding, ResourceSpec};
 
 /// Entry points for the fuzz targets in `fuzz/`; not part of the API.
 #[cfg(feature = "fuzzing")]
