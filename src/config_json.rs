@@ -530,13 +530,19 @@ mod tests {
             .map(|r| (r.encoding, r.protobuf()))
             .collect();
         use crate::Encoding::{Auto, Json};
-        assert_eq!(got, [(Auto, false), (Auto, true), (Json, false), (Auto, false)]);
+        assert_eq!(
+            got,
+            [(Auto, false), (Auto, true), (Json, false), (Auto, false)]
+        );
         let e = Config::from_json(
             r#"{"server":"https://h","resources":[{"resource":"pods","encoding":"protobuf"}]}"#,
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("`resources[0].encoding` is \"auto\" or \"json\""), "{e}");
+        assert!(
+            e.contains("`resources[0].encoding` is \"auto\" or \"json\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1042,14 +1042,32 @@ spec:
   containers: [{name: c, image: busybox, env: [{name: TOKEN, value: hunter2}]}]
 "#,
     );
-    let cm_uid = c.kubectl(&["-n", "wire-a", "get", "cm", "cm-1", "-o", "jsonpath={.metadata.uid}"]);
+    let cm_uid = c.kubectl(&[
+        "-n",
+        "wire-a",
+        "get",
+        "cm",
+        "cm-1",
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
     c.kubectl_in(
         &["create", "-f", "-"],
         Some(&format!(
             "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: owned-\n  namespace: wire-a\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: cm-1, uid: {cm_uid}, controller: true, blockOwnerDeletion: false}}\nspec:\n  containers: [{{name: c, image: busybox}}]\n"
         )),
     );
-    c.kubectl(&["-n", "wire-a", "patch", "pod", "pod-a1", "--subresource=status", "--type=merge", "-p", r#"{"status":{"message":"hi"}}"#]);
+    c.kubectl(&[
+        "-n",
+        "wire-a",
+        "patch",
+        "pod",
+        "pod-a1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"message":"hi"}}"#,
+    ]);
     c.kubectl(&["-n", "wire-a", "delete", "pod", "odd", "--wait=false"]);
 
     let stream = |encoding: Encoding| {
@@ -1100,8 +1118,16 @@ spec:
         let text = String::from_utf8_lossy(bytes);
         assert_eq!(Some(bytes), json.get(key), "{key}: {text}");
         let mut parts = key.split(' ');
-        let (res, ns, name) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
-        let base = if res == "pods" { "/api/v1".to_string() } else { "/apis/example.com/v1".to_string() };
+        let (res, ns, name) = (
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+            parts.next().unwrap(),
+        );
+        let base = if res == "pods" {
+            "/api/v1".to_string()
+        } else {
+            "/apis/example.com/v1".to_string()
+        };
         let server = get_as(
             &c,
             &format!("{base}/namespaces/{ns}/{res}/{name}"),
@@ -1114,11 +1140,20 @@ spec:
         );
     }
     let odd = String::from_utf8_lossy(&proto["pods wire-a odd"]).into_owned();
-    for needle in ["\\u003cb\\u003e \\u0026 \\u2028", "\"deletionTimestamp\":", "\"finalizers\":[\"example.com/keep\"]"] {
+    for needle in [
+        "\\u003cb\\u003e \\u0026 \\u2028",
+        "\"deletionTimestamp\":",
+        "\"finalizers\":[\"example.com/keep\"]",
+    ] {
         assert!(odd.contains(needle), "{needle}: {odd}");
     }
-    assert!(proto.values().any(|o| String::from_utf8_lossy(o).contains("\"subresource\":\"status\"")));
-    assert!(proto.values().any(|o| String::from_utf8_lossy(o).contains("\"controller\":true,\"blockOwnerDeletion\":false")));
+    assert!(proto
+        .values()
+        .any(|o| String::from_utf8_lossy(o).contains("\"subresource\":\"status\"")));
+    assert!(proto
+        .values()
+        .any(|o| String::from_utf8_lossy(o)
+            .contains("\"controller\":true,\"blockOwnerDeletion\":false")));
     // Protobuf on the wire: fewer bytes for the same objects.
     assert!(
         proto_bytes * 10 < json_bytes * 9,

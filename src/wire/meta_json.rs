@@ -249,7 +249,8 @@ fn owner_reference(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
     for (k, v) in [("controller", controller), ("blockOwnerDeletion", block)] {
         if let Some(b) = v {
             o.key(k);
-            o.out.extend_from_slice(if b { "true" } else { "false" }.as_bytes());
+            o.out
+                .extend_from_slice(if b { "true" } else { "false" }.as_bytes());
         }
     }
     o.end();
@@ -628,8 +629,14 @@ mod tests {
             (b"plain", r#""plain""#),
             (b"a<b>&c", r#""a\u003cb\u003e\u0026c""#),
             (b"q\"\\", r#""q\"\\""#),
-            (b"\n\r\t\x08\x0c\x01\x1f\x7f", "\"\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\""),
-            ("é ü \u{2028}x\u{2029}".as_bytes(), "\"é ü \\u2028x\\u2029\""),
+            (
+                b"\n\r\t\x08\x0c\x01\x1f\x7f",
+                "\"\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\"",
+            ),
+            (
+                "é ü \u{2028}x\u{2029}".as_bytes(),
+                "\"é ü \\u2028x\\u2029\"",
+            ),
             (b"a\xffb", r#""a\ufffdb""#),
             // Go's DecodeRune: each byte of a bad sequence is one U+FFFD.
             (b"\xe2\x80a", r#""\ufffd\ufffda""#),
@@ -673,7 +680,10 @@ mod tests {
     fn fields_v1_is_compacted_html_safe() {
         let cases: &[(&[u8], Result<&str, ()>)] = &[
             (b"", Ok("null")),
-            (b"{\"f:a\": {\".\": {}},\n \"k:<x>\":{}}", Ok(r#"{"f:a":{".":{}},"k:\u003cx\u003e":{}}"#)),
+            (
+                b"{\"f:a\": {\".\": {}},\n \"k:<x>\":{}}",
+                Ok(r#"{"f:a":{".":{}},"k:\u003cx\u003e":{}}"#),
+            ),
             (b"{\"a b\":\"\\\" &\"}", Ok(r#"{"a b":"\" \u0026"}"#)),
             (b"{", Err(())),
             (b"\xa1\x61\x61", Err(())),

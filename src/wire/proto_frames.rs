@@ -322,7 +322,9 @@ impl<R: Read> ProtoListReader<R> {
                         .varint()?
                         .ok_or_else(|| invalid("the body ends inside the list"))?;
                     if len > end.saturating_sub(self.input.consumed) {
-                        return Err(invalid(&format!("a field of {len} bytes runs past the list")));
+                        return Err(invalid(&format!(
+                            "a field of {len} bytes runs past the list"
+                        )));
                     }
                     if number == 1 {
                         let raw = self.input.small(len, MAX_SMALL, "the list's metadata")?;
@@ -383,7 +385,8 @@ impl<R: Read> ProtoListReader<R> {
                     let (api_version, kind) =
                         protobuf::type_meta(&raw).map_err(|e| invalid(&e.0))?;
                     let Some(item) = kind.strip_suffix(b"List") else {
-                        let shown = String::from_utf8_lossy(&kind[..kind.len().min(64)]).into_owned();
+                        let shown =
+                            String::from_utf8_lossy(&kind[..kind.len().min(64)]).into_owned();
                         return Err(invalid(&format!("a body of kind {shown:?}, not a list")));
                     };
                     self.kind = item.to_vec();
@@ -556,7 +559,9 @@ mod tests {
         // The limit below the largest frame: it alone is skipped.
         let got = frames(proto, 4096, 1200);
         assert_eq!(got.len(), lines.len());
-        assert!(got.iter().any(|g| g.as_ref().is_err_and(|e| e.starts_with("too large"))));
+        assert!(got
+            .iter()
+            .any(|g| g.as_ref().is_err_and(|e| e.starts_with("too large"))));
         assert!(got.iter().any(|g| g.as_ref().is_ok()));
         // A frame whose object lost its magic: reported, and the next read.
         let mut bad = proto.to_vec();
@@ -564,14 +569,25 @@ mod tests {
         bad[at] = b'X';
         let got = frames(&bad, 4096, 1 << 20);
         assert_eq!(got.len(), lines.len());
-        assert!(got[0].as_ref().unwrap_err().contains("no k8s protobuf magic"));
+        assert!(got[0]
+            .as_ref()
+            .unwrap_err()
+            .contains("no k8s protobuf magic"));
         assert_eq!(got[1].as_deref(), Ok(lines[1]));
         // Cut in the middle: truncated.
         let got = frames(&proto[..proto.len() - 3], 4096, 1 << 20);
-        assert!(got.last().unwrap().as_ref().unwrap_err().starts_with("truncated"));
+        assert!(got
+            .last()
+            .unwrap()
+            .as_ref()
+            .unwrap_err()
+            .starts_with("truncated"));
         // A list item over the limit.
         let mut r = ProtoListReader::new(LISTS[0].0, 100);
-        assert!(matches!(r.next_item().unwrap(), Some(ListItem::TooLarge(_))));
+        assert!(matches!(
+            r.next_item().unwrap(),
+            Some(ListItem::TooLarge(_))
+        ));
         // A JSON body is not a protobuf list.
         let mut r = ProtoListReader::new(LISTS[0].1, 1 << 20);
         assert!(matches!(r.next_item(), Err(ListError::Invalid(_))));

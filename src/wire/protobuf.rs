@@ -72,7 +72,10 @@ impl<'a> Fields<'a> {
         let key = self.varint()?;
         let number = key >> 3;
         if number == 0 || number > u64::from(u32::MAX >> 3) {
-            return Err(PbError(format!("field number {number} at byte {}", self.pos)));
+            return Err(PbError(format!(
+                "field number {number} at byte {}",
+                self.pos
+            )));
         }
         let value = match key & 7 {
             0 => Value::Varint(self.varint()?),
@@ -250,7 +253,10 @@ mod tests {
         // typeMeta{apiVersion "v1", kind "Status"}, raw "x", contentType ""
         let b = b"k8s\0\x0a\x0c\x0a\x02v1\x12\x06Status\x12\x01x\x22\x00";
         let u = unknown(b).unwrap();
-        assert_eq!((u.api_version, u.kind, u.raw), (&b"v1"[..], &b"Status"[..], &b"x"[..]));
+        assert_eq!(
+            (u.api_version, u.kind, u.raw),
+            (&b"v1"[..], &b"Status"[..], &b"x"[..])
+        );
         assert!(unknown(b"k8s").is_err());
         assert!(unknown(b"{\"kind\":1}").is_err());
         assert!(unknown(b"k8s\0\x1a\x04gzip").is_err());
