@@ -587,9 +587,9 @@ impl Stream {
                 .unwrap_or("application/json");
             let asked_protobuf =
                 self.spec.protobuf() && matches!(what, Asking::Objects | Asking::List);
-            if !content_type.to_ascii_lowercase().contains("json")
-                && !(asked_protobuf && body::is_protobuf(&resp))
-            {
+            let readable = content_type.to_ascii_lowercase().contains("json")
+                || (asked_protobuf && body::is_protobuf(&resp));
+            if !readable {
                 let shown: String = content_type.chars().take(64).collect();
                 return Err(End::Retry(
                     format!("the server answered 200 with Content-Type {shown:?}, not JSON"),

@@ -258,13 +258,9 @@ fn owner_reference(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
 }
 
 fn managed_fields_entry(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
-    let (mut manager, mut operation, mut api_version, mut fields_type, mut subresource): (
-        &[u8],
-        &[u8],
-        &[u8],
-        &[u8],
-        &[u8],
-    ) = (b"", b"", b"", b"", b"");
+    let empty: &[u8] = b"";
+    let (mut manager, mut operation, mut api_version) = (empty, empty, empty);
+    let (mut fields_type, mut subresource) = (empty, empty);
     let (mut time_raw, mut fields_v1) = (None, None);
     let mut f = Fields::new(raw);
     while let Some((n, v)) = f.next_field()? {
@@ -534,6 +530,14 @@ fn raw_json(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
     if serde_json::from_slice::<serde::de::IgnoredAny>(raw).is_err() {
         return Err(PbError::new("fieldsV1 is not valid JSON"));
     }
+    // The apiserver stores it compact, and it rarely holds what Go escapes.
+    if !raw
+        .iter()
+        .any(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'<' | b'>' | b'&' | 0xe2))
+    {
+        out.extend_from_slice(raw);
+        return Ok(());
+    }
     let mut in_string = false;
     let mut escaped = false;
     let mut i = 0;
@@ -571,41 +575,68 @@ fn raw_json(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
     Ok(())
 }
 
+/// The bytes [`string`] looks at twice: those Go escapes, and 0xE2 (the
+/// lead byte of U+2028 and U+2029).
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'<' as usize] = true;
+    t[b'>' as usize] = true;
+    t[b'&' as usize] = true;
+    t[0xe2] = true;
+    t
+};
+
 /// A string as Go's `encoding/json` writes it (HTML-safe).
 pub(crate) fn string(out: &mut Vec<u8>, s: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     for chunk in s.utf8_chunks() {
         let v = chunk.valid().as_bytes();
-        let mut i = 0;
+        // Runs of bytes that need no escape are copied whole.
+        let (mut run, mut i) = (0, 0);
         while i < v.len() {
             let b = v[i];
-            i += 1;
-            match b {
-                b'"' => out.extend_from_slice(b"\\\""),
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'\n' => out.extend_from_slice(b"\\n"),
-                b'\r' => out.extend_from_slice(b"\\r"),
-                b'\t' => out.extend_from_slice(b"\\t"),
-                0x08 => out.extend_from_slice(b"\\b"),
-                0x0c => out.extend_from_slice(b"\\f"),
-                b'<' | b'>' | b'&' | 0..=0x1f => {
-                    out.extend_from_slice(b"\\u00");
-                    out.push(HEX[usize::from(b >> 4)]);
-                    out.push(HEX[usize::from(b & 0xf)]);
-                }
-                // U+2028, U+2029 (valid UTF-8 here, so these bytes are they)
-                0xe2 if v.get(i) == Some(&0x80) && matches!(v.get(i + 1), Some(0xa8 | 0xa9)) => {
-                    out.extend_from_slice(if v[i + 1] == 0xa8 {
-                        b"\\u2028"
-                    } else {
-                        b"\\u2029"
-                    });
-                    i += 2;
-                }
-                _ => out.push(b),
+            if !NEEDS_ESCAPE[usize::from(b)] {
+                i += 1;
+                continue;
             }
+            let escape: &[u8] = match b {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0x08 => b"\\b",
+                0x0c => b"\\f",
+                b'<' | b'>' | b'&' | 0..=0x1f => b"",
+                // U+2028, U+2029 (valid UTF-8 here, so these bytes are they)
+                0xe2 if v.get(i + 1) == Some(&0x80) && v.get(i + 2) == Some(&0xa8) => b"\\u2028",
+                0xe2 if v.get(i + 1) == Some(&0x80) && v.get(i + 2) == Some(&0xa9) => b"\\u2029",
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            out.extend_from_slice(&v[run..i]);
+            if escape.is_empty() {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(b >> 4)]);
+                out.push(HEX[usize::from(b & 0xf)]);
+                i += 1;
+            } else {
+                out.extend_from_slice(escape);
+                i += if b == 0xe2 { 3 } else { 1 };
+            }
+            run = i;
         }
+        out.extend_from_slice(&v[run..]);
         for _ in chunk.invalid() {
             out.extend_from_slice(b"\\ufffd");
         }

@@ -206,9 +206,11 @@ pub(crate) fn watch_event(b: &[u8]) -> Result<(&[u8], &[u8]), PbError> {
 mod tests {
     use super::*;
 
+    type Case = (&'static [u8], Result<(u64, usize), &'static str>);
+
     #[test]
     fn varints() {
-        let cases: &[(&[u8], Result<(u64, usize), &str>)] = &[
+        let cases: &[Case] = &[
             (&[0], Ok((0, 1))),
             (&[0x96, 0x01], Ok((150, 2))),
             (&[0xff; 9], Err("truncated varint")),
