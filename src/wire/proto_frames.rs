@@ -258,7 +258,7 @@ pub(crate) struct ProtoListReader<R> {
     max_item: usize,
     state: ListState,
     meta: Option<ListMeta>,
-    /// The items' `kind` and `apiVersion` (the list's kind less `List`).
+    /// The items' `kind` and `apiVersion` (the list's, its kind less `List`).
     kind: Vec<u8>,
     api_version: Vec<u8>,
     json: Vec<u8>,
@@ -384,12 +384,15 @@ impl<R: Read> ProtoListReader<R> {
                     let raw = self.input.small(len, MAX_SMALL, "typeMeta")?;
                     let (api_version, kind) =
                         protobuf::type_meta(&raw).map_err(|e| invalid(&e.0))?;
-                    let Some(item) = kind.strip_suffix(b"List") else {
+                    // Only metadata is written as the server would write it.
+                    if kind != b"PartialObjectMetadataList" {
                         let shown =
                             String::from_utf8_lossy(&kind[..kind.len().min(64)]).into_owned();
-                        return Err(invalid(&format!("a body of kind {shown:?}, not a list")));
-                    };
-                    self.kind = item.to_vec();
+                        return Err(invalid(&format!(
+                            "a body of kind {shown:?}, not PartialObjectMetadataList"
+                        )));
+                    }
+                    self.kind = b"PartialObjectMetadata".to_vec();
                     self.api_version = api_version.to_vec();
                 }
                 (2, 2) => {
@@ -588,6 +591,10 @@ mod tests {
             r.next_item().unwrap(),
             Some(ListItem::TooLarge(_))
         ));
+        // A protobuf list of anything but metadata is refused.
+        let pods: &[u8] = b"k8s\0\x0a\x0d\x0a\x02v1\x12\x07PodList\x12\x00";
+        let mut r = ProtoListReader::new(pods, 1 << 20);
+        assert!(matches!(r.next_item(), Err(ListError::Invalid(m)) if m.contains("PodList")));
         // A JSON body is not a protobuf list.
         let mut r = ProtoListReader::new(LISTS[0].1, 1 << 20);
         assert!(matches!(r.next_item(), Err(ListError::Invalid(_))));
