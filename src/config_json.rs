@@ -166,7 +166,7 @@ pub(crate) struct Defaults<'a> {
 }
 
 /// A `resources` array: names (taking `defaults`) and objects
-/// `{"resource","namespace","namespaces","label_selector","field_selector","metadata_only"}`
+/// `{"resource","namespace","namespaces","label_selector","field_selector","metadata_only","encoding"}`
 /// (taking only their own fields; several namespaces, one spec each).
 pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<ResourceSpec>, Error> {
     const KIND: &str = "an array of resource names and objects";
@@ -189,6 +189,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
         let key = |k: &str| format!("resources[{i}].{k}");
         let (mut name, mut namespaces, mut label, mut field, mut meta) =
             (None, None, None, None, false);
+        let mut encoding = crate::Encoding::Auto;
         for (k, v) in obj {
             match k.as_str() {
                 "resource" => name = Some(string(&key(k), v)?),
@@ -197,9 +198,21 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
                 "label_selector" => label = Some(string(&key(k), v)?),
                 "field_selector" => field = Some(string(&key(k), v)?),
                 "metadata_only" => meta = boolean(&key(k), v)?,
+                "encoding" => {
+                    encoding = match string(&key(k), v)?.as_str() {
+                        "auto" => crate::Encoding::Auto,
+                        "json" => crate::Encoding::Json,
+                        _ => {
+                            return Err(Error::Config(format!(
+                                "JSON: `{}` is \"auto\" or \"json\"",
+                                key(k)
+                            )))
+                        }
+                    }
+                }
                 other => {
                     return Err(Error::Config(format!(
-                        "JSON: unknown key `{}` (known: resource, namespace, namespaces, label_selector, field_selector, metadata_only)",
+                        "JSON: unknown key `{}` (known: resource, namespace, namespaces, label_selector, field_selector, metadata_only, encoding)",
                         key(other)
                     )))
                 }
@@ -218,6 +231,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
             spec.label_selector.clone_from(&label);
             spec.field_selector.clone_from(&field);
             spec.metadata_only = meta;
+            spec.encoding = encoding;
             match &namespaces {
                 Some(list) if spec.namespaced => {
                     if list.is_empty() {
@@ -499,6 +513,36 @@ mod tests {
             .resources
             .iter()
             .all(|r| r.label_selector.as_deref() == Some("app=x")));
+    }
+
+    #[test]
+    fn encoding_is_per_resource_object() {
+        let c = Config::from_json(
+            r#"{"server":"https://h","resources":["pods",
+                {"resource":"pods","metadata_only":true},
+                {"resource":"nodes","metadata_only":true,"encoding":"json"},
+                {"resource":"secrets","encoding":"auto"}]}"#,
+        )
+        .unwrap();
+        let got: Vec<(crate::Encoding, bool)> = c
+            .resources
+            .iter()
+            .map(|r| (r.encoding, r.protobuf()))
+            .collect();
+        use crate::Encoding::{Auto, Json};
+        assert_eq!(
+            got,
+            [(Auto, false), (Auto, true), (Json, false), (Auto, false)]
+        );
+        let e = Config::from_json(
+            r#"{"server":"https://h","resources":[{"resource":"pods","encoding":"protobuf"}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`resources[0].encoding` is \"auto\" or \"json\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub enum Reason {
     InvalidObject,
     /// A frame that is not a watch event: skipped.
     InvalidFrame,
+    /// A protobuf frame or LIST item (metadata-only streams) that cannot be
+    /// decoded: skipped.
+    InvalidProtobuf,
     /// The caller's transform failed on an object: skipped.
     TransformFailed,
     /// Discovery knows no resource of that name (yet): looked for again.
@@ -106,6 +109,7 @@ impl Reason {
             Reason::ObjectTooDeep => "ObjectTooDeep",
             Reason::InvalidObject => "InvalidObject",
             Reason::InvalidFrame => "InvalidFrame",
+            Reason::InvalidProtobuf => "InvalidProtobuf",
             Reason::TransformFailed => "TransformFailed",
             Reason::NotFound => "NotFound",
             Reason::MethodNotAllowed => "MethodNotAllowed",

@@ -136,7 +136,7 @@ pub use delivery::stats::StreamStats;
 pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use objects::shape::{Shaping, Transform, REDACTED};
-pub use resource::ResourceSpec;
+pub use resource::{Encoding, ResourceSpec};
 
 /// Entry points for the fuzz targets in `fuzz/`; not part of the API.
 #[cfg(feature = "fuzzing")]
@@ -186,6 +186,44 @@ pub mod __fuzz {
         let mut r = crate::wire::frames::ListReader::new(Trickle(body, chunk), 1 << 16);
         while let Ok(Some(item)) = r.next_item() {
             if let crate::wire::frames::ListItem::Item(b) = item {
+                if let Ok(text) = std::str::from_utf8(b) {
+                    let _ = crate::wire::decode::object_walk(text, ALL);
+                }
+            }
+        }
+    }
+
+    /// Reads a protobuf body (arriving `chunk` bytes at a time) both as a
+    /// watch body and as a LIST body: each JSON piece handed out must be
+    /// JSON when it is UTF-8 (FieldsV1 is copied as Go copies it, unchecked
+    /// UTF-8 included), and is then decoded as the stream would.
+    pub fn protobuf(body: &[u8], chunk: usize, max_frame: usize) {
+        fn check(json: &[u8]) {
+            if std::str::from_utf8(json).is_ok() {
+                if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(json) {
+                    panic!("protobuf gave invalid JSON: {e}");
+                }
+            }
+        }
+        let max = max_frame.max(1);
+        let mut r = crate::wire::proto_frames::ProtoFrameReader::new(Trickle(body, chunk), max);
+        loop {
+            match r.next_frame() {
+                Ok(Some(frame)) => {
+                    check(frame);
+                    let _ = crate::wire::decode::event(frame, ALL);
+                }
+                Err(
+                    crate::wire::frames::FrameError::TooLarge(_)
+                    | crate::wire::frames::FrameError::Invalid(_),
+                ) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let mut r = crate::wire::proto_frames::ProtoListReader::new(Trickle(body, chunk), max);
+        while let Ok(Some(item)) = r.next_item() {
+            if let crate::wire::frames::ListItem::Item(b) = item {
+                check(b);
                 if let Ok(text) = std::str::from_utf8(b) {
                     let _ = crate::wire::decode::object_walk(text, ALL);
                 }

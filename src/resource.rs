@@ -32,11 +32,29 @@ pub struct ResourceSpec {
     /// namespace, labels, annotations, owners, versions; no spec or status):
     /// far less for the apiserver to send and for tattler to read.
     pub metadata_only: bool,
+    /// How the objects travel on the wire; the consumer gets JSON either way.
+    pub encoding: Encoding,
     /// A name the stream resolves through discovery, as kubectl would (a
     /// short name, a singular, a kind, `resource.group`), when group,
     /// version and resource are not known yet. Set by
     /// [`parse`](Self::parse); an internal encoding, not an API.
     pub(crate) lookup: Option<String>,
+}
+
+/// How a resource's objects travel from the apiserver. What the consumer
+/// gets is the same JSON either way: tattler turns protobuf into the bytes
+/// the server would have sent as JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Encoding {
+    /// Protobuf where tattler can decode it, JSON elsewhere. For now that is
+    /// [`metadata_only`](ResourceSpec::metadata_only) specs, which cost the
+    /// apiserver about a quarter of the CPU this way (a server that answers
+    /// JSON is read as JSON).
+    #[default]
+    Auto,
+    /// JSON always.
+    Json,
 }
 
 /// kubectl's short names and singulars of the built-in resources (the fast
@@ -239,6 +257,7 @@ impl ResourceSpec {
             label_selector: None,
             field_selector: None,
             metadata_only: false,
+            encoding: Encoding::Auto,
             lookup: None,
         }
     }
@@ -431,13 +450,26 @@ impl ResourceSpec {
         self
     }
 
+    /// This spec with its wire encoding (see [`Encoding`]).
+    #[must_use]
+    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
+    }
+
+    /// Whether its watches and LISTs ask for protobuf.
+    pub(crate) fn protobuf(&self) -> bool {
+        self.metadata_only && self.encoding == Encoding::Auto
+    }
+
     /// The C ABI's and Go's encoding of a resource list, not an API for Rust
     /// callers (who build specs with [`parse`](Self::parse) and the
     /// builders). Reads a JSON array of resources, as the configuration's `resources`:
     /// each item a name (as [`parse`](Self::parse) reads it; names take the
     /// given namespace and selectors) or an object
     /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
-    /// "label_selector": S, "field_selector": S, "metadata_only": BOOL}`
+    /// "label_selector": S, "field_selector": S, "metadata_only": BOOL,
+    /// "encoding": "auto" | "json"}`
     /// (an object takes only its own fields; several namespaces give one
     /// spec, and one stream, each). Names take `metadata_only` too. Errors
     /// name the item and key.

@@ -17,7 +17,8 @@
 //! With the `hook` feature (tattler's `fuzzing` feature, its hidden `__fuzz`
 //! module), three more targets reach the crate-private code directly:
 //! [`decode_frames`] (the frame reader and event decoding), [`decode_list`]
-//! (LIST bodies read item by item), [`scrub_bytes`] (the byte-level walk and
+//! (LIST bodies read item by item), [`decode_protobuf`] (protobuf watch and
+//! LIST bodies turned into JSON), [`scrub_bytes`] (the byte-level walk and
 //! scrubber) and [`walk_depth`] (nesting, on a small stack).
 
 use std::io::{Read, Write};
@@ -368,6 +369,17 @@ pub fn decode_list(data: &[u8]) {
     tattler::__fuzz::list(body, usize::from(a % 64) + 1);
 }
 
+/// Protobuf bodies (metadata-only streams) read as watch frames and as LIST
+/// items: byte 1 sets how many bytes arrive per read (1..=64), byte 2 the
+/// frame limit (64..=16384).
+#[cfg(feature = "hook")]
+pub fn decode_protobuf(data: &[u8]) {
+    let [a, b, body @ ..] = data else {
+        return;
+    };
+    tattler::__fuzz::protobuf(body, usize::from(a % 64) + 1, usize::from(*b) * 64 + 64);
+}
+
 /// The byte-level walk and scrubber, on any input (it checks the structure
 /// itself): the hook asserts that what it edits stays JSON.
 #[cfg(feature = "hook")]
@@ -520,6 +532,12 @@ mod smoke {
     #[test]
     fn decode_list() {
         run("decode_list", super::decode_list);
+    }
+
+    #[cfg(feature = "hook")]
+    #[test]
+    fn decode_protobuf() {
+        run("decode_protobuf", super::decode_protobuf);
     }
 
     #[cfg(feature = "hook")]

@@ -9,7 +9,7 @@ use crate::stream::machine::End;
 use crate::stream::sink::{Batch, Decoded};
 use crate::stream::{Asking, Stream};
 use crate::wire::decode::{self, DecodeError, EventType};
-use crate::wire::frames::{ListError, ListItem, ListReader};
+use crate::wire::frames::{ListError, ListItem};
 use crate::wire::request;
 
 impl Stream {
@@ -25,18 +25,17 @@ impl Stream {
                 Ok(r) => r,
                 Err(end) => return end,
             };
-            let body = match self.body(resp) {
-                Ok(b) => b,
+            let mut items = match self.items(resp) {
+                Ok(i) => i,
                 Err(end) => return end,
             };
-            let mut items = ListReader::new(body, max);
             let mut batch = Batch::default();
             let mut counted = 0;
             loop {
                 self.counters
                     .bytes
-                    .fetch_add(items.bytes - counted, Ordering::Relaxed);
-                counted = items.bytes;
+                    .fetch_add(items.bytes() - counted, Ordering::Relaxed);
+                counted = items.bytes();
                 let item = match items.next_item() {
                     Ok(Some(ListItem::Item(b))) => self.list_item(b),
                     Ok(Some(ListItem::TooLarge(n))) => Err(DecodeError {
@@ -44,6 +43,13 @@ impl Stream {
                         message: format!(
                             "a list item of {n} bytes exceeds max_frame_bytes ({max}); skipped"
                         ),
+                        namespace: None,
+                        name: None,
+                        meta: None,
+                    }),
+                    Ok(Some(ListItem::Invalid(message))) => Err(DecodeError {
+                        reason: crate::Reason::InvalidProtobuf,
+                        message,
                         namespace: None,
                         name: None,
                         meta: None,
@@ -87,7 +93,7 @@ impl Stream {
             }
             self.counters
                 .bytes
-                .fetch_add(items.bytes - counted, Ordering::Relaxed);
+                .fetch_add(items.bytes() - counted, Ordering::Relaxed);
             if let Some(end) = self.deliver(&mut batch, true) {
                 return end;
             }

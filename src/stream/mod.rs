@@ -7,6 +7,7 @@
 
 pub(crate) mod answer;
 mod backoff;
+mod body;
 pub(crate) mod discovery;
 mod list;
 pub(crate) mod machine;
@@ -236,6 +237,11 @@ const METADATA: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 const METADATA_LIST: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// The same, protobuf first: it costs the apiserver about a quarter of the
+/// CPU (see bench/README.md); tattler turns it into the same JSON. The
+/// Content-Type says which one came.
+const METADATA_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+const METADATA_LIST_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 impl Stream {
     pub(crate) fn new(init: StreamInit) -> Stream {
@@ -554,6 +560,8 @@ impl Stream {
         let url = format!("{}{}", self.transport.base, path);
         let drop = self.edits.drop_managed_fields;
         let accept = match what {
+            Asking::Objects if self.spec.protobuf() => request::accept(METADATA_PROTOBUF, drop),
+            Asking::List if self.spec.protobuf() => request::accept(METADATA_LIST_PROTOBUF, drop),
             Asking::Objects if self.spec.metadata_only => request::accept(METADATA, drop),
             Asking::List if self.spec.metadata_only => request::accept(METADATA_LIST, drop),
             Asking::Objects | Asking::List => request::accept("application/json", drop),
@@ -579,7 +587,11 @@ impl Stream {
                 .get("Content-Type")
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("application/json");
-            if !content_type.to_ascii_lowercase().contains("json") {
+            let asked_protobuf =
+                self.spec.protobuf() && matches!(what, Asking::Objects | Asking::List);
+            let readable = content_type.to_ascii_lowercase().contains("json")
+                || (asked_protobuf && body::is_protobuf(&resp));
+            if !readable {
                 let shown: String = content_type.chars().take(64).collect();
                 return Err(End::Retry(
                     format!("the server answered 200 with Content-Type {shown:?}, not JSON"),

@@ -12,7 +12,7 @@ use crate::stream::machine::End;
 use crate::stream::sink::{Batch, Decoded};
 use crate::stream::{Asking, Stream};
 use crate::wire::decode::{self, Event};
-use crate::wire::frames::{FrameError, FrameReader, ListError, ListReader};
+use crate::wire::frames::{FrameError, ListError};
 use crate::wire::request;
 use crate::wire::rv::Rv;
 
@@ -77,8 +77,7 @@ impl Stream {
     fn probe_version(&mut self) -> Result<Rv, End> {
         let path = format!("{}?limit=1", request::collection_path(&self.spec));
         let resp = self.get(&path, Asking::List, None)?;
-        let body = self.body(resp)?;
-        let mut items = ListReader::new(body, self.settings.max_frame_bytes);
+        let mut items = self.items(resp)?;
         loop {
             match items.next_item() {
                 Ok(Some(_)) => {}
@@ -127,19 +126,18 @@ impl Stream {
             Ok(r) => r,
             Err(end) => return end,
         };
-        let body = match self.body(resp) {
-            Ok(b) => b,
+        let mut frames = match self.frames(resp) {
+            Ok(f) => f,
             Err(end) => return end,
         };
-        let mut frames = FrameReader::new(body, self.settings.max_frame_bytes);
         let mut batch = Batch::default();
         let mut counted = 0;
         let mut objects = 0u64;
         let end = loop {
             self.counters
                 .bytes
-                .fetch_add(frames.bytes - counted, Ordering::Relaxed);
-            counted = frames.bytes;
+                .fetch_add(frames.bytes() - counted, Ordering::Relaxed);
+            counted = frames.bytes();
             if batch.full() || (!batch.is_empty() && !frames.buffered() && batch.due(self.synced)) {
                 if let Some(end) = self.deliver(&mut batch, initial) {
                     break end;
@@ -193,6 +191,22 @@ impl Stream {
                 Err(FrameError::Truncated(n)) => {
                     break End::Broke(format!("stream ended in the middle of a frame ({n} bytes)"))
                 }
+                Err(FrameError::Invalid(message)) => {
+                    if let Some(end) = self.deliver(&mut batch, initial) {
+                        break end;
+                    }
+                    self.skip(
+                        decode::DecodeError {
+                            reason: crate::Reason::InvalidProtobuf,
+                            message,
+                            namespace: None,
+                            name: None,
+                            meta: None,
+                        },
+                        &[],
+                    );
+                    continue;
+                }
                 Err(FrameError::TooLarge(n)) => {
                     if let Some(end) = self.deliver(&mut batch, initial) {
                         break end;
@@ -222,7 +236,7 @@ impl Stream {
         };
         self.counters
             .bytes
-            .fetch_add(frames.bytes - counted, Ordering::Relaxed);
+            .fetch_add(frames.bytes() - counted, Ordering::Relaxed);
         match end {
             End::Stopped => End::Stopped,
             // What came before the end is delivered first.

@@ -17,6 +17,9 @@ pub(crate) enum FrameError {
     TooLarge(usize),
     /// The body ended in the middle of a frame.
     Truncated(usize),
+    /// A protobuf frame that could not be turned into a JSON event (the
+    /// message says why); skipped, the body reads on.
+    Invalid(String),
 }
 
 /// Splits a watch body into frames as bytes arrive, one JSON event a line,
@@ -177,6 +180,9 @@ pub(crate) enum ListItem<'a> {
     Item(&'a [u8]),
     /// An item longer than the limit, skipped; its length.
     TooLarge(usize),
+    /// A protobuf item that could not be turned into JSON (the message says
+    /// why); skipped.
+    Invalid(String),
 }
 
 /// The `metadata` of a LIST page.
@@ -588,6 +594,7 @@ mod tests {
                     return out;
                 }
                 Err(FrameError::Io(e)) => panic!("{e}"),
+                Err(FrameError::Invalid(m)) => panic!("{m}"),
             }
         }
     }
@@ -617,6 +624,7 @@ mod tests {
             match r.next_item() {
                 Ok(Some(ListItem::Item(b))) => out.push(String::from_utf8(b.to_vec()).unwrap()),
                 Ok(Some(ListItem::TooLarge(n))) => out.push(format!("too large {n}")),
+                Ok(Some(ListItem::Invalid(m))) => panic!("{m}"),
                 Ok(None) => return Ok((out, r.meta().cloned().unwrap())),
                 Err(ListError::Invalid(m)) => return Err(m),
                 Err(ListError::Io(e)) => panic!("{e}"),

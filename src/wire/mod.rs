@@ -1,6 +1,7 @@
 //! The apiserver's bytes, both ways, and nothing else: request URLs
 //! (`request`), bodies split as they arrive into watch frames and LIST items
-//! (`frames`), frames and objects decoded into events and metadata, Status
+//! (`frames`; protobuf ones, turned into the same JSON, `proto_frames` over
+//! `protobuf` and `meta_json`), frames and objects decoded into events and metadata, Status
 //! bodies (`decode`), resourceVersions (`rv`), dates (`dates`). Pure: no I/O beyond reading
 //! from a given `Read`, no clock, no log (`.ci/pure.sh` checks).
 
@@ -8,5 +9,8 @@ pub(crate) mod dates;
 pub(crate) mod decode;
 pub(crate) mod discovery;
 pub(crate) mod frames;
+pub(crate) mod meta_json;
+pub(crate) mod proto_frames;
+pub(crate) mod protobuf;
 pub(crate) mod request;
 pub(crate) mod rv;

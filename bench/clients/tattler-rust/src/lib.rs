@@ -58,7 +58,7 @@ pub fn sync(reader: &Reader, t0: Instant) -> Synced {
 /// Reads what a consumer would: name, namespace, resourceVersion, object bytes.
 pub fn touch(e: &Entry) -> u64 {
     (e.name().len() + e.namespace().map_or(0, str::len) + e.object().map_or(0, <[u8]>::len)) as u64
-        + (e.resource_version() & 1)
+        + (e.resource_version().unwrap_or(0) & 1)
 }
 
 /// User + system CPU seconds of this process so far (all threads).

@@ -1,0 +1,652 @@
+//! Protobuf response bodies split as their bytes arrive, each piece turned
+//! into the JSON the apiserver would have sent (`meta_json`), so that the
+//! stream handles them as it handles JSON bodies: a watch body
+//! (`application/vnd.kubernetes.protobuf;stream=watch`: a 4-byte big-endian
+//! length before each `WatchEvent`) into JSON event frames; a LIST body
+//! (an enveloped `PartialObjectMetadataList`) into JSON items and its
+//! metadata, item by item: a page of any size costs one item of memory.
+
+use std::io::{self, Read};
+
+use crate::wire::frames::{FrameError, ListError, ListItem, ListMeta};
+use crate::wire::meta_json;
+use crate::wire::protobuf::{self, PbError};
+use crate::wire::rv::Rv;
+
+const READ_CHUNK: usize = 64 << 10;
+/// The longest `typeMeta`, list `metadata`, or other small field read.
+const MAX_SMALL: u64 = 1 << 20;
+
+/// A body being read: bytes read but not consumed, and counts.
+struct Input<R> {
+    inner: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// Bytes read, for stats.
+    bytes: u64,
+    /// Bytes consumed.
+    consumed: u64,
+}
+
+impl<R: Read> Input<R> {
+    fn new(inner: R) -> Input<R> {
+        Input {
+            inner,
+            buf: vec![0; READ_CHUNK],
+            start: 0,
+            end: 0,
+            eof: false,
+            bytes: 0,
+            consumed: 0,
+        }
+    }
+
+    fn pending(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Reads until `k` bytes are pending or the body ends; whether they are.
+    /// `k` is bounded by the caller (a frame's limit).
+    fn fill(&mut self, k: usize) -> io::Result<bool> {
+        while self.end - self.start < k {
+            if self.eof {
+                return Ok(false);
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.buf.len() < k {
+                self.buf.resize(k, 0);
+            }
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.end += n;
+                    self.bytes += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    fn consume(&mut self, k: usize) {
+        self.start += k;
+        self.consumed += k as u64;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            // After a huge frame, give the memory back.
+            if self.buf.len() > 4 * READ_CHUNK {
+                self.buf = vec![0; READ_CHUNK];
+            }
+        }
+    }
+
+    /// Passes over `k` bytes; false when the body ends first.
+    fn discard(&mut self, mut k: u64) -> io::Result<bool> {
+        while k > 0 {
+            if self.start == self.end && !self.fill(1)? {
+                return Ok(false);
+            }
+            let t = ((self.end - self.start) as u64).min(k);
+            self.consume(t as usize);
+            k -= t;
+        }
+        Ok(true)
+    }
+
+    /// A varint; `Ok(None)` at the end of the body before its first byte.
+    fn varint(&mut self) -> Result<Option<u64>, ListError> {
+        if !self.fill(1).map_err(ListError::Io)? {
+            return Ok(None);
+        }
+        loop {
+            match protobuf::varint(self.pending()) {
+                Ok((v, n)) => {
+                    self.consume(n);
+                    return Ok(Some(v));
+                }
+                Err(_) if self.pending().len() < 10 => {
+                    let more = self.pending().len() + 1;
+                    if !self.fill(more).map_err(ListError::Io)? {
+                        return Err(invalid("the body ends inside a varint"));
+                    }
+                }
+                Err(e) => return Err(invalid(&e.0)),
+            }
+        }
+    }
+
+    /// A length-delimited value of at most `max` bytes, read whole.
+    fn small(&mut self, len: u64, max: u64, what: &str) -> Result<Vec<u8>, ListError> {
+        if len > max {
+            return Err(invalid(&format!("{what} of {len} bytes")));
+        }
+        if !self.fill(len as usize).map_err(ListError::Io)? {
+            return Err(invalid(&format!("the body ends inside {what}")));
+        }
+        let v = self.pending()[..len as usize].to_vec();
+        self.consume(len as usize);
+        Ok(v)
+    }
+
+    /// Passes over a field of wire type `wire`.
+    fn skip(&mut self, wire: u64) -> Result<(), ListError> {
+        let len = match wire {
+            0 => {
+                return self
+                    .varint()?
+                    .map(|_| ())
+                    .ok_or_else(|| invalid("the body ends inside a field"))
+            }
+            1 => 8,
+            5 => 4,
+            2 => self
+                .varint()?
+                .ok_or_else(|| invalid("the body ends inside a field"))?,
+            w => return Err(invalid(&format!("wire type {w}"))),
+        };
+        if self.discard(len).map_err(ListError::Io)? {
+            Ok(())
+        } else {
+            Err(invalid("the body ends inside a field"))
+        }
+    }
+}
+
+fn invalid(m: &str) -> ListError {
+    ListError::Invalid(format!("protobuf list: {m}"))
+}
+
+/// Splits a protobuf watch body into frames and hands each out as the JSON
+/// event frame the server would have sent.
+pub(crate) struct ProtoFrameReader<R> {
+    input: Input<R>,
+    max: usize,
+    json: Vec<u8>,
+}
+
+impl<R: Read> ProtoFrameReader<R> {
+    pub(crate) fn new(inner: R, max_frame: usize) -> Self {
+        ProtoFrameReader {
+            input: Input::new(inner),
+            max: max_frame,
+            json: Vec::new(),
+        }
+    }
+
+    /// Total bytes read, for stats.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.input.bytes
+    }
+
+    fn next_len(&self) -> Option<usize> {
+        let p = self.input.pending();
+        (p.len() >= 4).then(|| u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize)
+    }
+
+    /// Whether a whole frame is already buffered.
+    pub(crate) fn buffered(&self) -> bool {
+        self.next_len()
+            .is_some_and(|n| n <= self.max && self.input.pending().len() >= 4 + n)
+    }
+
+    /// Whether part of a frame has been read.
+    pub(crate) fn partial(&self) -> bool {
+        !self.input.pending().is_empty()
+    }
+
+    /// The next frame as JSON, `Ok(None)` at a clean end of the body. A
+    /// frame that is not a metadata-only watch event is
+    /// [`FrameError::Invalid`], and the body reads on after it.
+    pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        let input = &mut self.input;
+        if !input.fill(4).map_err(FrameError::Io)? {
+            let pending = input.pending().len();
+            return if pending == 0 {
+                Ok(None)
+            } else {
+                Err(FrameError::Truncated(pending))
+            };
+        }
+        let p = input.pending();
+        let n = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize;
+        if n > self.max {
+            input.consume(4);
+            if !input.discard(n as u64).map_err(FrameError::Io)? {
+                return Err(FrameError::Truncated(n));
+            }
+            return Err(FrameError::TooLarge(n));
+        }
+        if !input.fill(4 + n).map_err(FrameError::Io)? {
+            return Err(FrameError::Truncated(input.pending().len()));
+        }
+        self.json.clear();
+        let done = meta_json::event(&input.pending()[4..4 + n], &mut self.json);
+        input.consume(4 + n);
+        match done {
+            Ok(()) => Ok(Some(&self.json)),
+            Err(PbError(m)) => Err(FrameError::Invalid(format!(
+                "a protobuf watch frame of {n} bytes: {m}; skipped"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListState {
+    /// Before the magic and the envelope's fields up to `raw`.
+    Start,
+    /// Inside `raw` (the `PartialObjectMetadataList`), up to this many
+    /// bytes consumed in all.
+    Raw(u64),
+    /// After `raw`: the envelope's last fields, then the end.
+    Tail,
+    Done,
+}
+
+/// Reads a protobuf LIST body item by item as it arrives, each item handed
+/// out as the JSON the server would have sent for it.
+pub(crate) struct ProtoListReader<R> {
+    input: Input<R>,
+    max_item: usize,
+    state: ListState,
+    meta: Option<ListMeta>,
+    /// The items' `kind` and `apiVersion` (the list's, its kind less `List`).
+    kind: Vec<u8>,
+    api_version: Vec<u8>,
+    json: Vec<u8>,
+}
+
+impl<R: Read> ProtoListReader<R> {
+    pub(crate) fn new(inner: R, max_item: usize) -> Self {
+        ProtoListReader {
+            input: Input::new(inner),
+            max_item,
+            state: ListState::Start,
+            meta: None,
+            kind: Vec::new(),
+            api_version: Vec::new(),
+            json: Vec::new(),
+        }
+    }
+
+    /// Total bytes read, for stats.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.input.bytes
+    }
+
+    /// The page's metadata, once read (it comes before the items).
+    pub(crate) fn meta(&self) -> Option<&ListMeta> {
+        self.meta.as_ref()
+    }
+
+    /// The next item, `Ok(None)` once the body has ended cleanly.
+    pub(crate) fn next_item(&mut self) -> Result<Option<ListItem<'_>>, ListError> {
+        loop {
+            match self.state {
+                ListState::Done => return Ok(None),
+                ListState::Start => self.start()?,
+                ListState::Tail => {
+                    let Some(key) = self.input.varint()? else {
+                        self.state = ListState::Done;
+                        return Ok(None);
+                    };
+                    self.input.skip(key & 7)?;
+                }
+                ListState::Raw(end) => {
+                    if self.input.consumed >= end {
+                        if self.input.consumed > end {
+                            return Err(invalid("a field runs past the list"));
+                        }
+                        self.state = ListState::Tail;
+                        continue;
+                    }
+                    let key = self
+                        .input
+                        .varint()?
+                        .ok_or_else(|| invalid("the body ends inside the list"))?;
+                    let (number, wire) = (key >> 3, key & 7);
+                    if wire != 2 || !matches!(number, 1 | 2) {
+                        self.input.skip(wire)?;
+                        continue;
+                    }
+                    let len = self
+                        .input
+                        .varint()?
+                        .ok_or_else(|| invalid("the body ends inside the list"))?;
+                    if len > end.saturating_sub(self.input.consumed) {
+                        return Err(invalid(&format!(
+                            "a field of {len} bytes runs past the list"
+                        )));
+                    }
+                    if number == 1 {
+                        let raw = self.input.small(len, MAX_SMALL, "the list's metadata")?;
+                        let (rv, continue_token) =
+                            meta_json::list_meta(&raw).map_err(|e| invalid(&e.0))?;
+                        self.meta = Some(ListMeta {
+                            resource_version: Rv::new(&rv),
+                            continue_token,
+                        });
+                        continue;
+                    }
+                    if len > self.max_item as u64 {
+                        if !self.input.discard(len).map_err(ListError::Io)? {
+                            return Err(invalid("the body ends inside an item"));
+                        }
+                        return Ok(Some(ListItem::TooLarge(len as usize)));
+                    }
+                    let len = len as usize;
+                    if !self.input.fill(len).map_err(ListError::Io)? {
+                        return Err(invalid("the body ends inside an item"));
+                    }
+                    self.json.clear();
+                    let done = meta_json::object_meta_doc(
+                        &mut self.json,
+                        &self.kind,
+                        &self.api_version,
+                        &self.input.pending()[..len],
+                    );
+                    self.input.consume(len);
+                    return Ok(Some(match done {
+                        Ok(()) => ListItem::Item(&self.json),
+                        Err(PbError(m)) => ListItem::Invalid(format!(
+                            "a protobuf list item of {len} bytes: {m}; skipped"
+                        )),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// The magic and the envelope up to its `raw` field.
+    fn start(&mut self) -> Result<(), ListError> {
+        if !self.input.fill(4).map_err(ListError::Io)?
+            || self.input.pending()[..4] != protobuf::MAGIC[..]
+        {
+            return Err(invalid("no k8s protobuf magic"));
+        }
+        self.input.consume(4);
+        loop {
+            let key = self
+                .input
+                .varint()?
+                .ok_or_else(|| invalid("no list in the body"))?;
+            match (key >> 3, key & 7) {
+                (1, 2) => {
+                    let len = self.input.varint()?.unwrap_or(0);
+                    let raw = self.input.small(len, MAX_SMALL, "typeMeta")?;
+                    let (api_version, kind) =
+                        protobuf::type_meta(&raw).map_err(|e| invalid(&e.0))?;
+                    // Only metadata is written as the server would write it.
+                    if kind != b"PartialObjectMetadataList" {
+                        let shown =
+                            String::from_utf8_lossy(&kind[..kind.len().min(64)]).into_owned();
+                        return Err(invalid(&format!(
+                            "a body of kind {shown:?}, not PartialObjectMetadataList"
+                        )));
+                    }
+                    self.kind = b"PartialObjectMetadata".to_vec();
+                    self.api_version = api_version.to_vec();
+                }
+                (2, 2) => {
+                    let len = self
+                        .input
+                        .varint()?
+                        .ok_or_else(|| invalid("the body ends inside the list"))?;
+                    if self.kind.is_empty() {
+                        return Err(invalid("a list without its kind"));
+                    }
+                    self.state = ListState::Raw(self.input.consumed.saturating_add(len));
+                    return Ok(());
+                }
+                (_, wire) => self.input.skip(wire)?,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::frames::ListReader;
+
+    /// Captured from kube-apiserver v1.36.3 (tests/wire/proto/README.md):
+    /// each protobuf body, and the JSON body of the same request.
+    const CAPTURES: &[(&[u8], &[u8])] = &[
+        (
+            include_bytes!("../../tests/wire/proto/watchlist-pods.bin"),
+            include_bytes!("../../tests/wire/proto/watchlist-pods.jsonl"),
+        ),
+        (
+            include_bytes!("../../tests/wire/proto/watch-expired.bin"),
+            include_bytes!("../../tests/wire/proto/watch-expired.jsonl"),
+        ),
+        (
+            include_bytes!("../../tests/wire/proto/watchlist-future-rv.bin"),
+            include_bytes!("../../tests/wire/proto/watchlist-future-rv.jsonl"),
+        ),
+    ];
+    const LISTS: &[(&[u8], &[u8])] = &[
+        (
+            include_bytes!("../../tests/wire/proto/list-pods.bin"),
+            include_bytes!("../../tests/wire/proto/list-pods.json"),
+        ),
+        (
+            include_bytes!("../../tests/wire/proto/list-empty.bin"),
+            include_bytes!("../../tests/wire/proto/list-empty.json"),
+        ),
+    ];
+
+    /// Reads a body a few bytes at a time, as a network does.
+    struct Trickle<'a>(&'a [u8], usize);
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn frames(body: &[u8], chunk: usize, max: usize) -> Vec<Result<String, String>> {
+        let mut r = ProtoFrameReader::new(Trickle(body, chunk), max);
+        let mut out = Vec::new();
+        loop {
+            match r.next_frame() {
+                Ok(Some(f)) => out.push(Ok(String::from_utf8_lossy(f).into_owned())),
+                Ok(None) => return out,
+                Err(FrameError::Invalid(m)) => out.push(Err(m)),
+                Err(FrameError::TooLarge(n)) => out.push(Err(format!("too large {n}"))),
+                Err(FrameError::Truncated(n)) => {
+                    out.push(Err(format!("truncated {n}")));
+                    return out;
+                }
+                Err(FrameError::Io(e)) => panic!("{e}"),
+            }
+        }
+    }
+
+    /// The two requests of a capture were a moment apart: the server's
+    /// current resourceVersion, quoted in a message, may differ.
+    fn unversioned(s: &str) -> String {
+        match s.find("current: ") {
+            Some(at) => {
+                let rest = &s[at + 9..];
+                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                format!("{}current: N{}", &s[..at], &rest[digits..])
+            }
+            None => s.to_string(),
+        }
+    }
+
+    #[test]
+    fn watch_frames_are_the_json_the_server_sends() {
+        for (proto, json) in CAPTURES {
+            let want: Vec<Result<String, String>> = std::str::from_utf8(json)
+                .unwrap()
+                .lines()
+                .map(|l| Ok(unversioned(l)))
+                .collect();
+            assert!(!want.is_empty());
+            for chunk in [1, 7, 4096] {
+                let got: Vec<_> = frames(proto, chunk, 1 << 20)
+                    .into_iter()
+                    .map(|f| f.map(|f| unversioned(&f)))
+                    .collect();
+                assert_eq!(got, want, "chunk {chunk}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_capture_has_what_the_json_must_get_right() {
+        let json = std::str::from_utf8(CAPTURES[0].1).unwrap();
+        for needle in [
+            "\"deletionTimestamp\":",
+            "\"deletionGracePeriodSeconds\":0",
+            "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"",
+            "\"controller\":true,\"blockOwnerDeletion\":false",
+            "\"finalizers\":[\"example.com/keep\"",
+            "\"subresource\":\"status\"",
+            "\"fieldsV1\":{",
+            "kubectl.kubernetes.io/last-applied-configuration",
+            "\\u003cb\\u003e \\u0026 \\u2028 tab\\there",
+            "é ünïcode",
+            "\"k8s.io/initial-events-end\":\"true\"",
+        ] {
+            assert!(json.contains(needle), "{needle}");
+        }
+    }
+
+    #[test]
+    fn list_items_are_the_json_the_server_sends() {
+        for (proto, json) in LISTS {
+            let mut want = ListReader::new(*json, 1 << 20);
+            let mut want_items = Vec::new();
+            while let Some(item) = want.next_item().unwrap() {
+                let ListItem::Item(b) = item else {
+                    panic!("{item:?}")
+                };
+                want_items.push(String::from_utf8(b.to_vec()).unwrap());
+            }
+            for chunk in [1, 5, 4096] {
+                let mut got = ProtoListReader::new(Trickle(proto, chunk), 1 << 20);
+                let mut items = Vec::new();
+                while let Some(item) = got.next_item().unwrap() {
+                    let ListItem::Item(b) = item else {
+                        panic!("{item:?}")
+                    };
+                    items.push(String::from_utf8(b.to_vec()).unwrap());
+                }
+                assert_eq!(items, want_items, "chunk {chunk}");
+                assert_eq!(got.meta(), want.meta());
+            }
+        }
+        // The page with a continue token.
+        let mut r = ProtoListReader::new(LISTS[0].0, 1 << 20);
+        while r.next_item().unwrap().is_some() {}
+        assert!(r.meta().unwrap().continue_token.is_some());
+    }
+
+    #[test]
+    fn oversized_pieces_are_skipped_and_bad_ones_reported() {
+        let (proto, json) = CAPTURES[0];
+        let lines: Vec<&str> = std::str::from_utf8(json).unwrap().lines().collect();
+        // The limit below the largest frame: it alone is skipped.
+        let got = frames(proto, 4096, 1200);
+        assert_eq!(got.len(), lines.len());
+        assert!(got
+            .iter()
+            .any(|g| g.as_ref().is_err_and(|e| e.starts_with("too large"))));
+        assert!(got.iter().any(|g| g.as_ref().is_ok()));
+        // A frame whose object lost its magic: reported, and the next read.
+        let mut bad = proto.to_vec();
+        let at = bad.windows(4).position(|w| w == protobuf::MAGIC).unwrap();
+        bad[at] = b'X';
+        let got = frames(&bad, 4096, 1 << 20);
+        assert_eq!(got.len(), lines.len());
+        assert!(got[0]
+            .as_ref()
+            .unwrap_err()
+            .contains("no k8s protobuf magic"));
+        assert_eq!(got[1].as_deref(), Ok(lines[1]));
+        // Cut in the middle: truncated.
+        let got = frames(&proto[..proto.len() - 3], 4096, 1 << 20);
+        assert!(got
+            .last()
+            .unwrap()
+            .as_ref()
+            .unwrap_err()
+            .starts_with("truncated"));
+        // A list item over the limit.
+        let mut r = ProtoListReader::new(LISTS[0].0, 100);
+        assert!(matches!(
+            r.next_item().unwrap(),
+            Some(ListItem::TooLarge(_))
+        ));
+        // A protobuf list of anything but metadata is refused.
+        let pods: &[u8] = b"k8s\0\x0a\x0d\x0a\x02v1\x12\x07PodList\x12\x00";
+        let mut r = ProtoListReader::new(pods, 1 << 20);
+        assert!(matches!(r.next_item(), Err(ListError::Invalid(m)) if m.contains("PodList")));
+        // A JSON body is not a protobuf list.
+        let mut r = ProtoListReader::new(LISTS[0].1, 1 << 20);
+        assert!(matches!(r.next_item(), Err(ListError::Invalid(_))));
+        // A cut list body.
+        let body = LISTS[0].0;
+        let mut r = ProtoListReader::new(&body[..body.len() / 2], 1 << 20);
+        let end = loop {
+            match r.next_item() {
+                Ok(Some(_)) => {}
+                other => break other.map(|o| o.is_some()),
+            }
+        };
+        assert!(matches!(end, Err(ListError::Invalid(_))), "{end:?}");
+    }
+
+    /// Seeded random mutations and cuts of the captures: every outcome is
+    /// an item, an error or the end, never a panic, in bounded time.
+    #[test]
+    fn mutated_captures_never_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let started = std::time::Instant::now();
+        let bodies: Vec<&[u8]> = CAPTURES.iter().chain(LISTS).map(|(p, _)| *p).collect();
+        for round in 0..3000 {
+            let mut b = bodies[round % bodies.len()].to_vec();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() as usize) % b.len().max(1);
+                match next() % 4 {
+                    0 => b[at] = next() as u8,
+                    1 => b[at] ^= 1 << (next() % 8),
+                    2 => b.truncate(at),
+                    _ => b.insert(at, next() as u8),
+                }
+                if b.is_empty() {
+                    break;
+                }
+            }
+            let chunk = 1 + (next() as usize) % 64;
+            let _ = frames(&b, chunk, 1 + (next() as usize) % 4096);
+            let mut r = ProtoListReader::new(Trickle(&b, chunk), 1 << 16);
+            for _ in 0..10_000 {
+                match r.next_item() {
+                    Ok(Some(_)) => {}
+                    _ => break,
+                }
+            }
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
+}
