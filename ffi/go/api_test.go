@@ -195,6 +195,16 @@ func TestConfigTypedFieldsReachTheLibrary(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "authenticate") {
 		t.Errorf("two ways to authenticate: %v", err)
 	}
+	// A spec's encoding reaches the library too: an unknown one is refused.
+	_, err = Open(Config{Server: f.URL, Specs: []ResourceSpec{{Resource: "pods", MetadataOnly: true, Encoding: "cbor"}}})
+	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "encoding") {
+		t.Errorf("an unknown encoding: %v", err)
+	}
+	r2, err := Open(Config{Server: f.URL, Specs: []ResourceSpec{{Resource: "pods", MetadataOnly: true, Encoding: "json"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
 }
 
 func TestConfigPrintsNoSecret(t *testing.T) {

@@ -157,6 +157,9 @@ type ResourceSpec struct {
 	// MetadataOnly streams the objects as PartialObjectMetadata (only
 	// their metadata).
 	MetadataOnly bool `json:"metadata_only,omitempty"`
+	// Encoding is "auto" (empty: protobuf on the wire where it applies,
+	// metadata-only streams today, JSON out either way) or "json".
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // nameScope is what names take when the Go side must spell it out: with
