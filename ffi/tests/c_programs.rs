@@ -170,6 +170,13 @@ fn run_to_end(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
             "detect_leaks=1:abort_on_error=0:exitcode=86",
         )
         .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        .env(
+            "TSAN_OPTIONS",
+            format!(
+                "halt_on_error=1:exitcode=66:suppressions={}",
+                root().join("ffi/tsan.supp").display()
+            ),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -559,6 +566,54 @@ fn the_cpp_wrapper_under_address_and_undefined_behaviour_sanitizers() {
     assert_sanitizers_quiet(&run);
     assert_eq!(run.lines().last(), Some(&"hpp_test: ok"), "{}", run.stdout);
     assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+}
+
+/// ThreadSanitizer's flags (the Rust library is not instrumented: only the
+/// wrapper's own state, such as closed(), is checked).
+const TSAN: [&str; 4] = [
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=thread",
+    "-fno-sanitize-recover=all",
+];
+
+#[test]
+fn the_cpp_wrapper_without_exceptions_from_several_threads_under_thread_sanitizer() {
+    for std in ["-std=c++17", "-std=c++20"] {
+        let flags = [&[std, "-Wpedantic", "-fno-exceptions"][..], &TSAN].concat();
+        let bin = compile(
+            "g++",
+            "programs/hpp_threads.cpp",
+            &flags,
+            // Shared: ffi/tsan.supp ignores what libtattler.so does (see there).
+            &shared_link(),
+            &format!("hpp-threads-tsan{std}"),
+        );
+        let (api, _, _) = cluster();
+        let run = run_to_end(&bin, &[&api.url()], &[]);
+        assert!(
+            run.status.success() && !run.stderr.contains("ThreadSanitizer"),
+            "{std} ({}):\nstdout:\n{}\nstderr:\n{}",
+            run.status,
+            run.stdout,
+            run.stderr
+        );
+        assert_eq!(run.lines().last(), Some(&"hpp_threads: ok"), "{}", run.stdout);
+        assert_eq!(
+            run.stdout.contains("stop_token checked"),
+            std == "-std=c++20",
+            "{}",
+            run.stdout
+        );
+    }
+    // The whole header, throwing calls included, is valid C++20 too.
+    compile(
+        "g++",
+        "programs/hpp_test.cpp",
+        &["-std=c++20", "-Wpedantic", "-fsyntax-only"],
+        &[],
+        "never",
+    );
 }
 
 #[test]
