@@ -1,6 +1,7 @@
 //! `tattler_reader`: open, next entry, stop, close, and the calls between.
 
 use std::ffi::c_char;
+use std::ptr::null_mut;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use tattler_core::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextErr
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};
 use crate::entry::{self, tattler_entry};
-use crate::error::{copy_truncated, guard, Failure};
+use crate::error::{guard, report, Failure};
 use crate::handle::Registry;
 use crate::logging::in_callback;
 use crate::status::tattler_status::{self, *};
@@ -70,9 +71,13 @@ const FOREVER_MS: i64 = 1 << 40;
 /// One call on a reader: the handle check, a counted reference for the
 /// length of the call, and panics caught. A failure's text goes to `err_buf`
 /// (the caller's, for this call only; nothing is kept in the reader).
-fn with_reader(
+///
+/// # Safety
+/// `err_needed` is NULL or writable.
+unsafe fn with_reader_needed(
     r: *const tattler_reader,
     err_buf: &mut [u8],
+    err_needed: *mut usize,
     body: impl FnOnce(&OpenReader) -> Result<tattler_status, Failure>,
 ) -> tattler_status {
     let result = guard(|| {
@@ -83,10 +88,18 @@ fn with_reader(
         drop(handle);
         status
     });
-    result.unwrap_or_else(|f| {
-        copy_truncated(&f.message, err_buf);
-        f.status
-    })
+    // SAFETY: NULL or writable, by the caller's promise.
+    result.unwrap_or_else(|f| unsafe { report(&f, err_buf, err_needed) })
+}
+
+/// `with_reader_needed` for calls without an error size.
+fn with_reader(
+    r: *const tattler_reader,
+    err_buf: &mut [u8],
+    body: impl FnOnce(&OpenReader) -> Result<tattler_status, Failure>,
+) -> tattler_status {
+    // SAFETY: no `err_needed`.
+    unsafe { with_reader_needed(r, err_buf, null_mut(), body) }
 }
 
 /// Opens a reader: checks the configuration and starts one thread per
@@ -137,20 +150,22 @@ pub unsafe extern "C" fn tattler_open(
     err_len: usize,
 ) -> tattler_status {
     // SAFETY: the caller's promise, passed on; no checkpoint.
-    unsafe { open(config_json, None, out, err_buf, err_len) }
+    unsafe { open(config_json, None, out, err_buf, err_len, null_mut()) }
 }
 
-/// `tattler_open` and `tattler_open_resume`: `checkpoint` is the caller's
-/// pointer and length, or `None` for no checkpoint.
+/// `tattler_open`, `tattler_open_resume`, `tattler_open_ex` and
+/// `tattler_open_config`: `checkpoint` is the caller's pointer and length,
+/// or `None` for no checkpoint.
 ///
 /// # Safety
-/// As `tattler_open_resume`.
-unsafe fn open(
+/// As `tattler_open_ex`.
+pub(crate) unsafe fn open(
     config_json: *const c_char,
     checkpoint: Option<(*const u8, usize)>,
     out: *mut *mut tattler_reader,
     err_buf: *mut c_char,
     err_len: usize,
+    err_needed: *mut usize,
 ) -> tattler_status {
     // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
     let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
@@ -183,10 +198,8 @@ unsafe fn open(
         unsafe { cast::write(out, handle) };
         Ok(TATTLER_OK)
     });
-    result.unwrap_or_else(|f| {
-        copy_truncated(&f.message, err_buf);
-        f.status
-    })
+    // SAFETY: NULL or writable, by the caller's promise.
+    result.unwrap_or_else(|f| unsafe { report(&f, err_buf, err_needed) })
 }
 
 /// Opens a reader that resumes from a checkpoint of an earlier one
@@ -245,6 +258,48 @@ pub unsafe extern "C" fn tattler_open_resume(
             out,
             err_buf,
             err_len,
+            null_mut(),
+        )
+    }
+}
+
+/// `tattler_open_resume` that also tells how long the error text is, so
+/// that a caller can see it was cut and call again with a buffer that fits
+/// (an unknown key's text lists every known key: over 500 bytes).
+///
+/// Parameters: as `tattler_open_resume` (`checkpoint` NULL and 0 for a
+/// plain `tattler_open`), and `err_needed`: NULL, or where to store, on
+/// failure, the size of the whole error text with its NUL (more than
+/// `err_len` when the text in `err_buf` was cut).
+///
+/// Returns: as `tattler_open_resume`. `*err_needed` is written only on
+/// failure, `*out` only on success.
+///
+/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
+///
+/// Thread safety: as `tattler_open`.
+///
+/// # Safety
+/// As `tattler_open_resume`; `err_needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_open_ex(
+    config_json: *const c_char,
+    checkpoint: *const u8,
+    checkpoint_len: usize,
+    out: *mut *mut tattler_reader,
+    err_buf: *mut c_char,
+    err_len: usize,
+    err_needed: *mut usize,
+) -> tattler_status {
+    // SAFETY: the caller's promise, passed on.
+    unsafe {
+        open(
+            config_json,
+            Some((checkpoint, checkpoint_len)),
+            out,
+            err_buf,
+            err_len,
+            err_needed,
         )
     }
 }
@@ -500,6 +555,45 @@ pub unsafe extern "C" fn tattler_set_resources(
     err_buf: *mut c_char,
     err_len: usize,
 ) -> tattler_status {
+    // SAFETY: the caller's promise, passed on; no `err_needed`.
+    unsafe {
+        tattler_set_resources_ex(
+            r,
+            resources_json,
+            force,
+            changed,
+            err_buf,
+            err_len,
+            null_mut(),
+        )
+    }
+}
+
+/// `tattler_set_resources` that also tells how long the error text is.
+///
+/// Parameters: as `tattler_set_resources`, and `err_needed`: NULL, or where
+/// to store, on failure, the size of the whole error text with its NUL
+/// (more than `err_len` when the text in `err_buf` was cut).
+///
+/// Returns: as `tattler_set_resources`. `*err_needed` is written only on
+/// failure (a status of 100 or more), `*changed` only with `TATTLER_OK`.
+///
+/// Ownership: `resources_json` is only read during the call.
+///
+/// Thread safety: as `tattler_set_resources`.
+///
+/// # Safety
+/// As `tattler_set_resources`; `err_needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_set_resources_ex(
+    r: *mut tattler_reader,
+    resources_json: *const c_char,
+    force: bool,
+    changed: *mut bool,
+    err_buf: *mut c_char,
+    err_len: usize,
+    err_needed: *mut usize,
+) -> tattler_status {
     // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
     let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
     let body = |h: &OpenReader| {
@@ -532,7 +626,8 @@ pub unsafe extern "C" fn tattler_set_resources(
             Err(e) => Err(e.into()),
         }
     };
-    with_reader(r, err_buf, body)
+    // SAFETY: `err_needed` is NULL or writable, by the caller's promise.
+    unsafe { with_reader_needed(r, err_buf, err_needed, body) }
 }
 
 /// The counters of each stream as a JSON array, in the configured order:

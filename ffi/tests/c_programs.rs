@@ -598,7 +598,12 @@ fn the_cpp_wrapper_without_exceptions_from_several_threads_under_thread_sanitize
             run.stdout,
             run.stderr
         );
-        assert_eq!(run.lines().last(), Some(&"hpp_threads: ok"), "{}", run.stdout);
+        assert_eq!(
+            run.lines().last(),
+            Some(&"hpp_threads: ok"),
+            "{}",
+            run.stdout
+        );
         assert_eq!(
             run.stdout.contains("stop_token checked"),
             std == "-std=c++20",
@@ -614,6 +619,24 @@ fn the_cpp_wrapper_without_exceptions_from_several_threads_under_thread_sanitize
         &[],
         "never",
     );
+}
+
+#[test]
+fn the_configuration_builder_and_error_sizes_from_c() {
+    let flags = [&C_FLAGS[..], &["-Wpedantic"], &SANITIZE].concat();
+    let bin = compile(
+        "gcc",
+        "programs/config.c",
+        &flags,
+        &static_link(),
+        "config-asan",
+    );
+    let (api, _, _) = cluster();
+    let run = run(&bin, &[&api.url()], &[]);
+    assert_sanitizers_quiet(&run);
+    assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+    assert_eq!(run.lines().last(), Some(&"config: ok"), "{}", run.stdout);
+    assert_eq!(run.lines().len(), 21, "{}", run.stdout);
 }
 
 #[test]
