@@ -58,10 +58,15 @@
  * ERRORS
  *
  *   Error text belongs to the call that failed, never to a reader or a
- *   thread: tattler_open, tattler_open_resume and tattler_set_resources
- *   write theirs into the caller's err_buf; the other calls fail only in
- *   ways their status says completely (tattler_status_str), and a caught
- *   panic's text is logged.
+ *   thread: tattler_open, tattler_open_resume, tattler_set_resources and
+ *   the tattler_config_* calls write theirs into the caller's err_buf,
+ *   cut to fit; the other calls fail only in ways their status says
+ *   completely (tattler_status_str), and a caught panic's text is logged.
+ *   To learn how long a text is, use the calls with a size_t *err_needed
+ *   (tattler_open_ex, tattler_set_resources_ex, tattler_config_*,
+ *   tattler_open_config): on failure it receives the whole text's size
+ *   with its NUL, more than err_len when the text was cut. An unknown
+ *   key's text lists every known key: over 500 bytes.
  *
  * OWNERSHIP
  *
@@ -79,10 +84,28 @@
  *   100 and above. Out-parameters are written only on success. No function
  *   lets a Rust panic unwind into the caller: it becomes TATTLER_ERR_PANIC.
  *
+ * SIGNALS AND FORK
+ *
+ *   No tattler function is async-signal-safe, tattler_stop and tattler_wake
+ *   included: they take the handle registry's lock and the reader's, and
+ *   may log (allocating); called from a signal handler that interrupted a
+ *   thread holding one of those locks, they deadlock. To stop on SIGTERM,
+ *   let the handler write a byte to a self-pipe (write(2) is
+ *   async-signal-safe) or use sigwait/signalfd in a thread of its own, and
+ *   call tattler_stop from that normal thread.
+ *
+ *   fork(): only the forking thread survives in the child, so tattler's
+ *   stream threads do not, and a lock one of them held stays locked. A
+ *   child must not use (nor close) a reader or an entry the parent opened;
+ *   it may exec, or open readers of its own only if the parent had none
+ *   open when it forked (prefer forking before the first tattler_open).
+ *   The parent's readers are unaffected.
+ *
  * VERSIONS
  *
  *   TATTLER_VERSION_MAJOR, _MINOR, _PATCH and _NUMBER are this header's;
- *   tattler_version() is the linked library's. Before 1.0 a new minor
+ *   tattler_version() and tattler_version_number() are the linked
+ *   library's. Before 1.0 a new minor
  *   version may change the ABI, so the shared library's SONAME is
  *   libtattler.so.0.MINOR.
  *
@@ -552,7 +575,9 @@ enum tattler_status tattler_next_entry(struct tattler_reader *r, int64_t timeout
  * concurrently with any other call on `r`, also from inside the log
  * callback. This is how another thread (a signal handler's helper thread)
  * ends a blocked `tattler_next_entry` for good; `tattler_wake` ends one
- * wait only.
+ * wait only. Not async-signal-safe (it takes locks and may log): never
+ * call it from a signal handler; have the handler write to a self-pipe
+ * and call it from the thread that reads the pipe.
  */
 void tattler_stop(struct tattler_reader *r);
 
@@ -573,7 +598,8 @@ void tattler_stop(struct tattler_reader *r);
  * nothing happens but a logged warning.
  *
  * Thread safety: safe from any thread, at any time, concurrently with any
- * other call on `r`, also from inside the log callback.
+ * other call on `r`, also from inside the log callback. Not
+ * async-signal-safe, as `tattler_stop`.
  */
 void tattler_wake(struct tattler_reader *r);
 

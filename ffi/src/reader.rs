@@ -407,7 +407,9 @@ pub unsafe extern "C" fn tattler_next_entry(
 /// concurrently with any other call on `r`, also from inside the log
 /// callback. This is how another thread (a signal handler's helper thread)
 /// ends a blocked `tattler_next_entry` for good; `tattler_wake` ends one
-/// wait only.
+/// wait only. Not async-signal-safe (it takes locks and may log): never
+/// call it from a signal handler; have the handler write to a self-pipe
+/// and call it from the thread that reads the pipe.
 #[no_mangle]
 pub extern "C" fn tattler_stop(r: *mut tattler_reader) {
     on_reader(r, "tattler_stop", |h| h.reader.stop());
@@ -443,7 +445,8 @@ fn on_reader(r: *mut tattler_reader, call: &str, body: impl FnOnce(&OpenReader))
 /// nothing happens but a logged warning.
 ///
 /// Thread safety: safe from any thread, at any time, concurrently with any
-/// other call on `r`, also from inside the log callback.
+/// other call on `r`, also from inside the log callback. Not
+/// async-signal-safe, as `tattler_stop`.
 #[no_mangle]
 pub extern "C" fn tattler_wake(r: *mut tattler_reader) {
     on_reader(r, "tattler_wake", |h| h.reader.wake());
