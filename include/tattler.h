@@ -84,6 +84,17 @@
  *   100 and above. Out-parameters are written only on success. No function
  *   lets a Rust panic unwind into the caller: it becomes TATTLER_ERR_PANIC.
  *
+ * EVENT LOOPS
+ *
+ *   tattler_fd(r) (Linux) is an eventfd the reader owns, readable while at
+ *   least one entry is queued and from the stop on: add it to poll/epoll,
+ *   and when it is readable call tattler_next_entry(r, 0, &e) until
+ *   TATTLER_TIMEOUT. Never read or close it: a TATTLER_TIMEOUT, or taking
+ *   the last queued entry, clears it and re-arms it if an entry arrived
+ *   meanwhile, so no wake-up is lost; it may be readable with nothing
+ *   queued (the next call says TATTLER_TIMEOUT and clears it).
+ *   ffi/examples/epoll.c is such a loop.
+ *
  * SIGNALS AND FORK
  *
  *   No tattler function is async-signal-safe, tattler_stop and tattler_wake
@@ -558,6 +569,44 @@ enum tattler_status tattler_open_ex(const char *config_json, const uint8_t *chec
  * `out` is NULL or writable (`r` may be any pointer: it is checked).
  */
 enum tattler_status tattler_next_entry(struct tattler_reader *r, int64_t timeout_ms, struct tattler_entry **out);
+
+/**
+ * A file descriptor that is readable while entries are waiting, so that a
+ * poll/epoll/select loop can drive `tattler_next_entry(r, 0, ...)`
+ * instead of a thread blocking in it. Linux only (an eventfd).
+ *
+ * The protocol (level-triggered):
+ * - Watch the fd for readability (`POLLIN`, `EPOLLIN`); never read,
+ *   write or close it: tattler keeps its level.
+ * - It is readable while at least one entry is queued, and from the
+ *   moment the reader is stopped (`tattler_stop`, `tattler_close`) on, so
+ *   that the loop sees `TATTLER_CLOSED`.
+ * - When it is readable, call `tattler_next_entry(r, 0, &e)` until it
+ *   returns `TATTLER_TIMEOUT` (or stop earlier: the fd stays readable
+ *   while entries remain). A `TATTLER_TIMEOUT`, and a call that takes
+ *   the last queued entry, clear the fd, and re-arm it at once when an
+ *   entry arrived meanwhile: no wake-up is lost between the two.
+ * - It may be readable with nothing queued (another thread took the
+ *   entry, or just after this call): the `TATTLER_TIMEOUT` that follows
+ *   clears it. With `EPOLLET` (edge-triggered), always go on until
+ *   `TATTLER_TIMEOUT`.
+ * - `tattler_wake` does not touch it.
+ *
+ * Parameters: `r`, the reader.
+ *
+ * Returns: the fd (0 or more; the same one on every call); -1 when `r`
+ * is NULL or not an open reader, on systems without eventfd (not Linux),
+ * or when the eventfd could not be made (the file descriptor limit;
+ * later calls return -1 too).
+ *
+ * Ownership: the reader owns the fd; it is closed by `tattler_close(r)`
+ * (remove it from an epoll set first). It is close-on-exec.
+ *
+ * Thread safety: any thread, concurrently with any other call on `r`.
+ * Not async-signal-safe. Other threads may still call
+ * `tattler_next_entry` on `r`; each entry goes to one caller.
+ */
+int tattler_fd(struct tattler_reader *r);
 
 /**
  * Stops the reader: every stream ends, and a thread blocked in

@@ -34,6 +34,7 @@ mod cast;
 mod config;
 mod error;
 mod handle;
+mod readiness;
 
 #[cfg(test)]
 mod tests;
@@ -56,8 +57,8 @@ pub use logging::{
     tattler_set_log_level,
 };
 pub use reader::{
-    tattler_checkpoint, tattler_close, tattler_metrics_text, tattler_next_entry, tattler_open,
-    tattler_open_ex, tattler_open_resume, tattler_reader, tattler_set_resources,
+    tattler_checkpoint, tattler_close, tattler_fd, tattler_metrics_text, tattler_next_entry,
+    tattler_open, tattler_open_ex, tattler_open_resume, tattler_reader, tattler_set_resources,
     tattler_set_resources_ex, tattler_stats_json, tattler_stop, tattler_wake,
 };
 pub use status::{

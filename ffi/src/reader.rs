@@ -1,8 +1,8 @@
 //! `tattler_reader`: open, next entry, stop, close, and the calls between.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 use std::ptr::null_mut;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -15,6 +15,7 @@ use crate::entry::{self, tattler_entry};
 use crate::error::{guard, report, Failure};
 use crate::handle::Registry;
 use crate::logging::in_callback;
+use crate::readiness::Readiness;
 use crate::status::tattler_status::{self, *};
 
 /// A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
@@ -37,6 +38,8 @@ pub(crate) struct OpenReader {
     pub(crate) reader: Reader,
     /// What the names given to `tattler_set_resources` take.
     scope: Scope,
+    /// `tattler_fd`'s, made by its first call (`None`: it could not be).
+    ready: OnceLock<Option<Arc<Readiness>>>,
 }
 
 /// Every reader opened and not yet closed.
@@ -192,6 +195,7 @@ pub(crate) unsafe fn open(
         let handle = Arc::new(OpenReader {
             reader: Reader::open(config)?,
             scope: Scope::from_json(json),
+            ready: OnceLock::new(),
         });
         let handle = READERS.lock().insert(handle);
         // SAFETY: non-NULL and writable, by the caller's promise.
@@ -379,6 +383,17 @@ pub unsafe extern "C" fn tattler_next_entry(
                     NextTimeoutError::Closed => TATTLER_CLOSED,
                 })
         };
+        if let Some(Some(ready)) = h.ready.get() {
+            // The queue was found empty, or is now: clear the fd (re-armed
+            // if an entry came meanwhile). Not on CLOSED: it stays readable.
+            let drained = match &got {
+                Ok(_) => h.reader.is_queue_empty(),
+                Err(status) => *status == TATTLER_TIMEOUT,
+            };
+            if drained {
+                ready.clear(|| h.reader.is_queue_empty());
+            }
+        }
         match got {
             Ok(entry) => {
                 let entry = entry::hand_out(entry);
@@ -390,6 +405,59 @@ pub unsafe extern "C" fn tattler_next_entry(
         }
     };
     with_reader(r, &mut [], body)
+}
+
+/// A file descriptor that is readable while entries are waiting, so that a
+/// poll/epoll/select loop can drive `tattler_next_entry(r, 0, ...)`
+/// instead of a thread blocking in it. Linux only (an eventfd).
+///
+/// The protocol (level-triggered):
+/// - Watch the fd for readability (`POLLIN`, `EPOLLIN`); never read,
+///   write or close it: tattler keeps its level.
+/// - It is readable while at least one entry is queued, and from the
+///   moment the reader is stopped (`tattler_stop`, `tattler_close`) on, so
+///   that the loop sees `TATTLER_CLOSED`.
+/// - When it is readable, call `tattler_next_entry(r, 0, &e)` until it
+///   returns `TATTLER_TIMEOUT` (or stop earlier: the fd stays readable
+///   while entries remain). A `TATTLER_TIMEOUT`, and a call that takes
+///   the last queued entry, clear the fd, and re-arm it at once when an
+///   entry arrived meanwhile: no wake-up is lost between the two.
+/// - It may be readable with nothing queued (another thread took the
+///   entry, or just after this call): the `TATTLER_TIMEOUT` that follows
+///   clears it. With `EPOLLET` (edge-triggered), always go on until
+///   `TATTLER_TIMEOUT`.
+/// - `tattler_wake` does not touch it.
+///
+/// Parameters: `r`, the reader.
+///
+/// Returns: the fd (0 or more; the same one on every call); -1 when `r`
+/// is NULL or not an open reader, on systems without eventfd (not Linux),
+/// or when the eventfd could not be made (the file descriptor limit;
+/// later calls return -1 too).
+///
+/// Ownership: the reader owns the fd; it is closed by `tattler_close(r)`
+/// (remove it from an epoll set first). It is close-on-exec.
+///
+/// Thread safety: any thread, concurrently with any other call on `r`.
+/// Not async-signal-safe. Other threads may still call
+/// `tattler_next_entry` on `r`; each entry goes to one caller.
+#[no_mangle]
+pub extern "C" fn tattler_fd(r: *mut tattler_reader) -> c_int {
+    let mut fd = -1;
+    let _ = with_reader(r, &mut [], |h| {
+        let ready = h.ready.get_or_init(|| {
+            let ready = Arc::new(Readiness::new()?);
+            let hook = ready.clone();
+            h.reader
+                .set_ready_hook(Box::new(move || hook.signal()))
+                .then_some(ready)
+        });
+        if let Some(ready) = ready {
+            fd = ready.raw();
+        }
+        Ok(TATTLER_OK)
+    });
+    fd
 }
 
 /// Stops the reader: every stream ends, and a thread blocked in

@@ -641,6 +641,28 @@ fn the_configuration_builder_and_error_sizes_from_c() {
 }
 
 #[test]
+fn the_epoll_agent_is_driven_by_the_readiness_fd() {
+    let flags = [&C_FLAGS[..], &SANITIZE].concat();
+    let bin = compile("gcc", "epoll.c", &flags, &static_link(), "epoll-asan");
+    let (api, adds, synced) = cluster();
+    let run = run(&bin, &["--until-synced", &api.url(), "pods"], &[]);
+    assert_sanitizers_quiet(&run);
+    let lines = run.lines();
+    assert_first_sync(&lines, &adds, &synced);
+    assert_eq!(lines[adds.len() + 1..], ["Closed"], "{lines:?}");
+    // Two resources, one forbidden: an Error entry ends it with 1.
+    api.forbid("nodes", true);
+    let run = run_to_end(&bin, &["--until-synced", &api.url(), "pods", "nodes"], &[]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("Error nodes 403 Forbidden"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.ends_with("Closed\n"), "{}", run.stdout);
+}
+
+#[test]
 fn the_cpp_example_prints_what_the_c_example_prints() {
     let bin = compile(
         "g++",
