@@ -344,6 +344,11 @@ public:
     // Any thread, any time.
     void stop() noexcept { tattler_stop(r_); }
 
+    // tattler_fd: readable while entries wait (Linux; -1 elsewhere), for a
+    // poll/epoll loop that calls next_for(0ms) until it returns std::nullopt.
+    // The reader owns it: never read or close it.
+    int fd() const noexcept { return tattler_fd(r_); }
+
     // Ends one wait of next() or next_for() (or the next one) early: it
     // returns std::nullopt and the reader runs on. Any thread, any time.
     void wake() noexcept { tattler_wake(r_); }
@@ -463,9 +468,19 @@ private:
     tattler_status open_into(const char *json, const std::uint8_t *checkpoint, std::size_t len,
                              std::string *message) noexcept {
         char err[1024] = {0};
-        tattler_status st = tattler_open_resume(json, checkpoint, len, &r_, err, sizeof err);
+        std::size_t needed = 0;
+        tattler_status st = tattler_open_ex(json, checkpoint, len, &r_, err, sizeof err, &needed);
         if (st != TATTLER_OK && message != nullptr) {
-            *message = err;  // a failed allocation here ends the process (noexcept)
+            // A failed allocation here ends the process (noexcept).
+            if (needed > sizeof err) {
+                // The text was cut: ask again with room for all of it (a
+                // failed open has nothing to undo).
+                std::vector<char> full(needed);
+                st = tattler_open_ex(json, checkpoint, len, &r_, full.data(), full.size(), &needed);
+                *message = full.data();
+            } else {
+                *message = err;
+            }
         }
         return st;
     }

@@ -162,12 +162,14 @@ int main(int argc, char **argv) {
                                                     ec, &message);
         check(!bad && ec == TATTLER_ERR_INVALID_CONFIG && ec.category() == tattler::category() &&
                   std::string(ec.category().name()) == "tattler" && ec.message() == "invalid configuration" &&
-                  message.find("`tokn`") != std::string::npos,
-              "open(json, ec) reports INVALID_CONFIG and the message");
+                  message.find("`tokn`") != std::string::npos &&
+                  message.find("discovery_interval_secs)") != std::string::npos,
+              "open(json, ec) reports INVALID_CONFIG and the whole message");
         auto none = bad.next(ec);
         check(!none && ec == TATTLER_ERR_NULL_ARG, "next(ec) on an empty reader sets NULL_ARG");
         tattler::reader good = tattler::reader::open(pods, ec);
         check(bool(good) && !ec, "open(json, ec) opens");
+        check(good.fd() >= 0 && good.fd() == tattler_fd(good.get()), "fd() is tattler_fd");
         int seen = 0;
         for (tattler::entry &e : good) {
             if (e.type() == tattler::Change::Synced) {
