@@ -20,8 +20,11 @@
  *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
  *     (how a Go context or a C++ stop_token cancels one wait).
  *   - tattler_next_entry, tattler_set_resources, tattler_stats_json,
- *     tattler_metrics_text and tattler_checkpoint on one reader may run
- *     concurrently from several threads.
+ *     tattler_metrics_text, tattler_checkpoint and tattler_fd on one reader
+ *     may run concurrently from several threads.
+ *   - The tattler_config_* calls on one configuration take turns (a lock);
+ *     free it once, when no other call on it runs. A reader opened from it
+ *     does not need it.
  *   - tattler_close(r) is meant to be called once, when no other thread is
  *     inside a call on r and none will start one: call tattler_stop from the
  *     other threads first, let their calls return, then close. Breaking
@@ -42,7 +45,7 @@
  *
  * HANDLES
  *
- *   tattler_reader and tattler_entry pointers are handles: every call looks
+ *   tattler_reader, tattler_entry and tattler_config pointers are handles: every call looks
  *   its handle up in the library's registry of live ones before anything
  *   else and never follows a pointer that is not there. A closed reader, a
  *   freed entry, a pointer of the other type, or any pointer tattler did not
