@@ -2,16 +2,19 @@
 #
 #   make install PREFIX=DIR     build (cargo, release, no debug info) and install:
 #                               DIR/lib/libtattler.{so.*,a}, DIR/include/tattler.{h,hpp},
-#                               DIR/lib/pkgconfig/tattler.pc, DIR/lib/cmake/tattler/
+#                               DIR/lib/pkgconfig/tattler.pc, DIR/lib/cmake/tattler/,
+#                               DIR/share/tattler/{valgrind,tsan}.supp
+#                               (built in cargo's target directory: CARGO_TARGET_DIR is honoured)
 #   make install PREFIX=DIR LIBRARY=static   the static library alone (or shared)
 #   make uninstall PREFIX=DIR
 #
-# Also LIBDIR (default PREFIX/lib), INCLUDEDIR (PREFIX/include) and DESTDIR
+# Also LIBDIR (default PREFIX/lib), INCLUDEDIR (PREFIX/include), DATADIR (PREFIX/share) and DESTDIR
 # (a staging root for packaging). ffi/install.sh does the work. The Rust
 # library itself needs no install: `cargo add tattler`.
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
 LIBRARY ?= both
 DESTDIR ?=
 
@@ -22,10 +25,10 @@ all:
 
 install:
 	ffi/install.sh --prefix "$(abspath $(PREFIX))" --libdir "$(abspath $(LIBDIR))" \
-		--includedir "$(abspath $(INCLUDEDIR))" --destdir "$(DESTDIR)" --library "$(LIBRARY)"
+		--includedir "$(abspath $(INCLUDEDIR))" --datadir "$(abspath $(DATADIR))" --destdir "$(DESTDIR)" --library "$(LIBRARY)"
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libtattler.so $(DESTDIR)$(LIBDIR)/libtattler.so.* \
 		$(DESTDIR)$(LIBDIR)/libtattler.a $(DESTDIR)$(LIBDIR)/pkgconfig/tattler.pc \
 		$(DESTDIR)$(INCLUDEDIR)/tattler.h $(DESTDIR)$(INCLUDEDIR)/tattler.hpp
-	rm -rf $(DESTDIR)$(LIBDIR)/cmake/tattler
+	rm -rf $(DESTDIR)$(LIBDIR)/cmake/tattler $(DESTDIR)$(DATADIR)/tattler

@@ -29,6 +29,9 @@ set -euo pipefail
 
 ffi_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$ffi_dir")
+# cargo's target directory (CARGO_TARGET_DIR honoured), as install.sh finds it.
+target=$(cd "$root" && cargo metadata --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 if ! command -v cmake >/dev/null && command -v apt-get >/dev/null; then
     echo "ci-consumers: installing cmake"
     apt-get update -qq
@@ -63,7 +66,8 @@ say "make install: $(($(date +%s) - start)) s"
 "$ffi_dir/install.sh" --no-build --prefix "$S" --library static >/dev/null
 
 for f in include/tattler.h include/tattler.hpp lib/libtattler.a "lib/libtattler.so.$version" \
-    lib/pkgconfig/tattler.pc lib/cmake/tattler/tattlerConfig.cmake lib/cmake/tattler/tattlerConfigVersion.cmake; do
+    lib/pkgconfig/tattler.pc lib/cmake/tattler/tattlerConfig.cmake lib/cmake/tattler/tattlerConfigVersion.cmake \
+    share/tattler/valgrind.supp share/tattler/tsan.supp; do
     [[ -f "$P/$f" ]] || fail "$f not installed"
 done
 abi=$major
@@ -228,7 +232,7 @@ for order in "$P/lib/libtattler.a $other" "$other $P/lib/libtattler.a"; do
     [[ $(bin/both) == "other Some([1, 2]), tattler $version, open ok" ]] || fail "running $order"
 done
 if ((${#toolchain[@]})); then
-    gcc -I"$P/include" src/both.c "$root/target/dist/libtattler.a" "$other" -lpthread -ldl -lm -lrt -o bin/both-cargo \
+    gcc -I"$P/include" src/both.c "$target/dist/libtattler.a" "$other" -lpthread -ldl -lm -lrt -o bin/both-cargo \
         2>"$work/both-cargo.err" && fail "cargo's archive linked next to a nightly Rust library: this check shows nothing"
     say "cargo's own archive next to it: $(grep -o 'multiple definition of `[^'\'']*' "$work/both-cargo.err" | head -1)'"
 fi
@@ -263,7 +267,7 @@ run_all() { # EXPECTED-FILE C-ARGS... -- GO-ARGS...
 
 (cd "$root" && cargo build --quiet -p tattler-ffi --example fakeapi_serve)
 mkfifo "$work/fake-in"
-"$root/target/debug/examples/fakeapi_serve" <"$work/fake-in" >"$work/fake-out" &
+"$target/debug/examples/fakeapi_serve" <"$work/fake-in" >"$work/fake-out" &
 fake_pid=$!
 exec 9>"$work/fake-in" # holds the fake's stdin open
 for _ in $(seq 100); do grep -q '^ready$' "$work/fake-out" 2>/dev/null && break; sleep 0.1; done

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds and installs tattler's C library: what `make install` runs.
 #
-#   ffi/install.sh --prefix DIR [--libdir DIR] [--includedir DIR]
+#   ffi/install.sh --prefix DIR [--libdir DIR] [--includedir DIR] [--datadir DIR]
 #                  [--destdir DIR] [--library both|shared|static] [--no-build]
-#   ffi/install.sh --build-only      build and prepare target/dist/stage only
+#   ffi/install.sh --build-only      build and prepare TARGET/dist/stage only
+#
+# TARGET is cargo's target directory as `cargo metadata` reports it (so
+# CARGO_TARGET_DIR and build.target-dir are honoured): what is installed is
+# what this run built there.
 #
 # Installs, under the prefix (DESTDIR in front of every path, for packaging):
 #   lib/libtattler.so.X.Y.Z, libtattler.so.ABI -> it, libtattler.so -> that
@@ -13,6 +17,10 @@
 #   include/tattler.h, include/tattler.hpp
 #   lib/pkgconfig/tattler.pc     shared: --libs; static: --static (Libs.private)
 #   lib/cmake/tattler/tattlerConfig.cmake, tattlerConfigVersion.cmake
+#   share/tattler/valgrind.supp, tsan.supp   suppressions for the host's tests
+#
+# The shared library is installed stripped (strip --strip-unneeded: the
+# dynamic tattler_* symbols stay, checked).
 #
 # --library static installs the archive alone, so that -ltattler (and so
 # `pkg-config --static --libs tattler`) links it statically; shared the
@@ -26,7 +34,7 @@ set -euo pipefail
 
 ffi_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$ffi_dir")
-prefix="" libdir="" includedir="" destdir="" library=both build=1 build_only=0
+prefix="" libdir="" includedir="" datadir="" destdir="" library=both build=1 build_only=0
 usage() {
     sed -n '3,6p' "$0" | sed 's/^# *//' >&2
     exit 2
@@ -36,6 +44,7 @@ while (($#)); do
     --prefix) prefix=${2:?}; shift 2 ;;
     --libdir) libdir=${2:?}; shift 2 ;;
     --includedir) includedir=${2:?}; shift 2 ;;
+    --datadir) datadir=${2:?}; shift 2 ;;
     --destdir) destdir=${2-}; shift 2 ;;
     --library) library=${2:?}; shift 2 ;;
     --no-build) build=0; shift ;;
@@ -48,7 +57,8 @@ done
 [[ "$prefix" = /* ]] || { echo "install.sh: --prefix must be absolute: $prefix" >&2; exit 2; }
 libdir=${libdir:-$prefix/lib}
 includedir=${includedir:-$prefix/include}
-for tool in cargo ld objcopy nm ar readelf; do
+datadir=${datadir:-$prefix/share}
+for tool in cargo ld objcopy nm ar readelf strip; do
     command -v "$tool" >/dev/null || { echo "install.sh: $tool is missing (binutils, cargo)" >&2; exit 1; }
 done
 
@@ -56,7 +66,11 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ffi_dir/Cargo.toml" | head -1)
 IFS=. read -r major minor _ <<<"$version"
 if ((major > 0)); then abi=$major; else abi=0.$minor; fi
 soname=libtattler.so.$abi
-out=$root/target/dist
+# Where cargo builds: CARGO_TARGET_DIR or build.target-dir when set.
+target=$(cd "$root" && cargo metadata --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+[[ -n "$target" ]] || { echo "install.sh: cargo metadata did not say where the target directory is" >&2; exit 1; }
+out=$target/dist
 
 if ((build)); then
     # Only the final crate gets the SONAME (cargo rustc): every other build
@@ -65,7 +79,7 @@ if ((build)); then
         -C "link-arg=-Wl,-soname,$soname")
 fi
 [[ -f "$out/libtattler.a" && -f "$out/libtattler.so" ]] ||
-    { echo "install.sh: no build in $out (run without --no-build)" >&2; exit 1; }
+    { echo "install.sh: no build in $out (CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-unset}; run without --no-build)" >&2; exit 1; }
 
 # The archive: one relocatable object with only the C API global.
 stage=$out/stage
@@ -103,8 +117,17 @@ if (($(readelf -S -W "$stage/libtattler.a" | grep -cE '\.(debug_|llvmbc)' || tru
     exit 1
 fi
 
+# The shared library, stripped; its dynamic tattler_* symbols must survive.
+cp "$out/libtattler.so" "$stage/libtattler.so"
+strip --strip-unneeded "$stage/libtattler.so"
+nm -D --defined-only "$stage/libtattler.so" | awk 'NF == 3 && $3 ~ /^tattler_/ {print $3}' | sort -u >"$stage/so-exports.txt"
+if ! diff -u "$stage/declared.txt" "$stage/so-exports.txt" >&2; then
+    echo "install.sh: the stripped libtattler.so does not export the header's functions" >&2
+    exit 1
+fi
+
 if ((build_only)); then
-    echo "install.sh: built $stage/libtattler.a and $out/libtattler.so"
+    echo "install.sh: built $stage/libtattler.a and $stage/libtattler.so"
     exit 0
 fi
 
@@ -125,9 +148,10 @@ subst "$ffi_dir/cmake/tattlerConfigVersion.cmake.in" "$stage/tattlerConfigVersio
 
 # Install.
 L=$destdir$libdir I=$destdir$includedir
-install -d "$L" "$L/pkgconfig" "$L/cmake/tattler" "$I"
+D=$destdir$datadir/tattler
+install -d "$L" "$L/pkgconfig" "$L/cmake/tattler" "$I" "$D"
 if [[ "$library" != static ]]; then
-    install -m 755 "$out/libtattler.so" "$L/libtattler.so.$version"
+    install -m 755 "$stage/libtattler.so" "$L/libtattler.so.$version"
     ln -sfn "libtattler.so.$version" "$L/$soname"
     ln -sfn "$soname" "$L/libtattler.so"
 else
@@ -140,6 +164,7 @@ else
 fi
 install -m 644 "$root/include/tattler.h" "$root/include/tattler.hpp" "$I/"
 install -m 644 "$stage/tattler.pc" "$L/pkgconfig/tattler.pc"
+install -m 644 "$ffi_dir/valgrind.supp" "$ffi_dir/tsan.supp" "$D/"
 install -m 644 "$stage/tattlerConfig.cmake" "$stage/tattlerConfigVersion.cmake" "$L/cmake/tattler/"
 
 count=$(wc -l <"$stage/exports.txt")

@@ -20,8 +20,11 @@
  *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
  *     (how a Go context or a C++ stop_token cancels one wait).
  *   - tattler_next_entry, tattler_set_resources, tattler_stats_json,
- *     tattler_metrics_text and tattler_checkpoint on one reader may run
- *     concurrently from several threads.
+ *     tattler_metrics_text, tattler_checkpoint and tattler_fd on one reader
+ *     may run concurrently from several threads.
+ *   - The tattler_config_* calls on one configuration take turns (a lock);
+ *     free it once, when no other call on it runs. A reader opened from it
+ *     does not need it.
  *   - tattler_close(r) is meant to be called once, when no other thread is
  *     inside a call on r and none will start one: call tattler_stop from the
  *     other threads first, let their calls return, then close. Breaking
@@ -42,7 +45,7 @@
  *
  * HANDLES
  *
- *   tattler_reader and tattler_entry pointers are handles: every call looks
+ *   tattler_reader, tattler_entry and tattler_config pointers are handles: every call looks
  *   its handle up in the library's registry of live ones before anything
  *   else and never follows a pointer that is not there. A closed reader, a
  *   freed entry, a pointer of the other type, or any pointer tattler did not
@@ -58,10 +61,15 @@
  * ERRORS
  *
  *   Error text belongs to the call that failed, never to a reader or a
- *   thread: tattler_open, tattler_open_resume and tattler_set_resources
- *   write theirs into the caller's err_buf; the other calls fail only in
- *   ways their status says completely (tattler_status_str), and a caught
- *   panic's text is logged.
+ *   thread: tattler_open, tattler_open_resume, tattler_set_resources and
+ *   the tattler_config_* calls write theirs into the caller's err_buf,
+ *   cut to fit; the other calls fail only in ways their status says
+ *   completely (tattler_status_str), and a caught panic's text is logged.
+ *   To learn how long a text is, use the calls with a size_t *err_needed
+ *   (tattler_open_ex, tattler_set_resources_ex, tattler_config_*,
+ *   tattler_open_config): on failure it receives the whole text's size
+ *   with its NUL, more than err_len when the text was cut. An unknown
+ *   key's text lists every known key: over 500 bytes.
  *
  * OWNERSHIP
  *
@@ -79,10 +87,39 @@
  *   100 and above. Out-parameters are written only on success. No function
  *   lets a Rust panic unwind into the caller: it becomes TATTLER_ERR_PANIC.
  *
+ * EVENT LOOPS
+ *
+ *   tattler_fd(r) (Linux) is an eventfd the reader owns, readable while at
+ *   least one entry is queued and from the stop on: add it to poll/epoll,
+ *   and when it is readable call tattler_next_entry(r, 0, &e) until
+ *   TATTLER_TIMEOUT. Never read or close it: a TATTLER_TIMEOUT, or taking
+ *   the last queued entry, clears it and re-arms it if an entry arrived
+ *   meanwhile, so no wake-up is lost; it may be readable with nothing
+ *   queued (the next call says TATTLER_TIMEOUT and clears it).
+ *   ffi/examples/epoll.c is such a loop.
+ *
+ * SIGNALS AND FORK
+ *
+ *   No tattler function is async-signal-safe, tattler_stop and tattler_wake
+ *   included: they take the handle registry's lock and the reader's, and
+ *   may log (allocating); called from a signal handler that interrupted a
+ *   thread holding one of those locks, they deadlock. To stop on SIGTERM,
+ *   let the handler write a byte to a self-pipe (write(2) is
+ *   async-signal-safe) or use sigwait/signalfd in a thread of its own, and
+ *   call tattler_stop from that normal thread.
+ *
+ *   fork(): only the forking thread survives in the child, so tattler's
+ *   stream threads do not, and a lock one of them held stays locked. A
+ *   child must not use (nor close) a reader or an entry the parent opened;
+ *   it may exec, or open readers of its own only if the parent had none
+ *   open when it forked (prefer forking before the first tattler_open).
+ *   The parent's readers are unaffected.
+ *
  * VERSIONS
  *
  *   TATTLER_VERSION_MAJOR, _MINOR, _PATCH and _NUMBER are this header's;
- *   tattler_version() is the linked library's. Before 1.0 a new minor
+ *   tattler_version() and tattler_version_number() are the linked
+ *   library's. Before 1.0 a new minor
  *   version may change the ABI, so the shared library's SONAME is
  *   libtattler.so.0.MINOR.
  *
@@ -306,6 +343,16 @@ typedef enum tattler_log_level {
 } tattler_log_level;
 
 /**
+ * A configuration being built. Opaque; made by `tattler_config_new`, freed
+ * by `tattler_config_free`, used by `tattler_open_config` (any number of
+ * times).
+ *
+ * The pointer is a handle, checked on every call: a freed or foreign
+ * pointer gets `TATTLER_ERR_INVALID_HANDLE` and is not followed.
+ */
+typedef struct tattler_config tattler_config;
+
+/**
  * One entry handed out by `tattler_next_entry`. Opaque; read it with the
  * `tattler_entry_*` getters and free it with `tattler_entry_free`.
  *
@@ -360,6 +407,19 @@ const char *tattler_status_str(int status);
  * Thread safety: callable from any thread at any time.
  */
 const char *tattler_version(void);
+
+/**
+ * The version of the tattler library as one number, MAJOR * 10000 +
+ * MINOR * 100 + PATCH (0.1.0 is 100): the run-time counterpart of the
+ * header's `TATTLER_VERSION_NUMBER`, to check at start-up that the library
+ * loaded is at least the one compiled against
+ * (`tattler_version_number() >= TATTLER_VERSION_NUMBER`).
+ *
+ * Returns: the number.
+ *
+ * Thread safety: callable from any thread at any time.
+ */
+uint32_t tattler_version_number(void);
 
 /**
  * Opens a reader: checks the configuration and starts one thread per
@@ -449,6 +509,28 @@ enum tattler_status tattler_open(const char *config_json, struct tattler_reader 
 enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len);
 
 /**
+ * `tattler_open_resume` that also tells how long the error text is, so
+ * that a caller can see it was cut and call again with a buffer that fits
+ * (an unknown key's text lists every known key: over 500 bytes).
+ *
+ * Parameters: as `tattler_open_resume` (`checkpoint` NULL and 0 for a
+ * plain `tattler_open`), and `err_needed`: NULL, or where to store, on
+ * failure, the size of the whole error text with its NUL (more than
+ * `err_len` when the text in `err_buf` was cut).
+ *
+ * Returns: as `tattler_open_resume`. `*err_needed` is written only on
+ * failure, `*out` only on success.
+ *
+ * Ownership: the caller owns `*out` and must free it with `tattler_close`.
+ *
+ * Thread safety: as `tattler_open`.
+ *
+ * # Safety
+ * As `tattler_open_resume`; `err_needed` is NULL or writable.
+ */
+enum tattler_status tattler_open_ex(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
  * Waits for the next entry.
  *
  * Parameters:
@@ -492,6 +574,44 @@ enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *
 enum tattler_status tattler_next_entry(struct tattler_reader *r, int64_t timeout_ms, struct tattler_entry **out);
 
 /**
+ * A file descriptor that is readable while entries are waiting, so that a
+ * poll/epoll/select loop can drive `tattler_next_entry(r, 0, ...)`
+ * instead of a thread blocking in it. Linux only (an eventfd).
+ *
+ * The protocol (level-triggered):
+ * - Watch the fd for readability (`POLLIN`, `EPOLLIN`); never read,
+ *   write or close it: tattler keeps its level.
+ * - It is readable while at least one entry is queued, and from the
+ *   moment the reader is stopped (`tattler_stop`, `tattler_close`) on, so
+ *   that the loop sees `TATTLER_CLOSED`.
+ * - When it is readable, call `tattler_next_entry(r, 0, &e)` until it
+ *   returns `TATTLER_TIMEOUT` (or stop earlier: the fd stays readable
+ *   while entries remain). A `TATTLER_TIMEOUT`, and a call that takes
+ *   the last queued entry, clear the fd, and re-arm it at once when an
+ *   entry arrived meanwhile: no wake-up is lost between the two.
+ * - It may be readable with nothing queued (another thread took the
+ *   entry, or just after this call): the `TATTLER_TIMEOUT` that follows
+ *   clears it. With `EPOLLET` (edge-triggered), always go on until
+ *   `TATTLER_TIMEOUT`.
+ * - `tattler_wake` does not touch it.
+ *
+ * Parameters: `r`, the reader.
+ *
+ * Returns: the fd (0 or more; the same one on every call); -1 when `r`
+ * is NULL or not an open reader, on systems without eventfd (not Linux),
+ * or when the eventfd could not be made (the file descriptor limit;
+ * later calls return -1 too).
+ *
+ * Ownership: the reader owns the fd; it is closed by `tattler_close(r)`
+ * (remove it from an epoll set first). It is close-on-exec.
+ *
+ * Thread safety: any thread, concurrently with any other call on `r`.
+ * Not async-signal-safe. Other threads may still call
+ * `tattler_next_entry` on `r`; each entry goes to one caller.
+ */
+int tattler_fd(struct tattler_reader *r);
+
+/**
  * Stops the reader: every stream ends, and a thread blocked in
  * `tattler_next_entry(r)` wakes up. Entries already queued are still handed
  * out; after them `tattler_next_entry` returns `TATTLER_CLOSED`. Does not
@@ -507,7 +627,9 @@ enum tattler_status tattler_next_entry(struct tattler_reader *r, int64_t timeout
  * concurrently with any other call on `r`, also from inside the log
  * callback. This is how another thread (a signal handler's helper thread)
  * ends a blocked `tattler_next_entry` for good; `tattler_wake` ends one
- * wait only.
+ * wait only. Not async-signal-safe (it takes locks and may log): never
+ * call it from a signal handler; have the handler write to a self-pipe
+ * and call it from the thread that reads the pipe.
  */
 void tattler_stop(struct tattler_reader *r);
 
@@ -528,7 +650,8 @@ void tattler_stop(struct tattler_reader *r);
  * nothing happens but a logged warning.
  *
  * Thread safety: safe from any thread, at any time, concurrently with any
- * other call on `r`, also from inside the log callback.
+ * other call on `r`, also from inside the log callback. Not
+ * async-signal-safe, as `tattler_stop`.
  */
 void tattler_wake(struct tattler_reader *r);
 
@@ -618,6 +741,25 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  * pointer: it is checked).
  */
 enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *resources_json, bool force, bool *changed, char *err_buf, size_t err_len);
+
+/**
+ * `tattler_set_resources` that also tells how long the error text is.
+ *
+ * Parameters: as `tattler_set_resources`, and `err_needed`: NULL, or where
+ * to store, on failure, the size of the whole error text with its NUL
+ * (more than `err_len` when the text in `err_buf` was cut).
+ *
+ * Returns: as `tattler_set_resources`. `*err_needed` is written only on
+ * failure (a status of 100 or more), `*changed` only with `TATTLER_OK`.
+ *
+ * Ownership: `resources_json` is only read during the call.
+ *
+ * Thread safety: as `tattler_set_resources`.
+ *
+ * # Safety
+ * As `tattler_set_resources`; `err_needed` is NULL or writable.
+ */
+enum tattler_status tattler_set_resources_ex(struct tattler_reader *r, const char *resources_json, bool force, bool *changed, char *err_buf, size_t err_len, size_t *err_needed);
 
 /**
  * The counters of each stream as a JSON array, in the configured order:
@@ -1006,6 +1148,177 @@ const char *tattler_entry_error_message(const struct tattler_entry *e);
  * finishes first; what getters lent out must not be used after this.
  */
 void tattler_entry_free(struct tattler_entry *e);
+
+/**
+ * Makes an empty configuration: set its keys and add its resources, then
+ * open it with `tattler_open_config`.
+ *
+ * Returns: the new configuration; NULL only if tattler failed internally
+ * (a caught panic, logged).
+ *
+ * Ownership: the caller owns it and must free it with
+ * `tattler_config_free`; a reader opened from it does not need it.
+ *
+ * Thread safety: any thread. Calls on one configuration take turns (a
+ * lock); calls on different ones are independent.
+ */
+struct tattler_config *tattler_config_new(void);
+
+/**
+ * Frees a configuration. Readers opened from it run on.
+ *
+ * Parameters: `cfg`, or NULL (then nothing happens). A configuration freed
+ * already, or a pointer not from `tattler_config_new`, is not followed:
+ * nothing happens but a logged warning.
+ *
+ * Ownership: `cfg` is invalid afterwards. The values set in it (a token,
+ * a password) are dropped with it.
+ *
+ * Thread safety: any thread, once no other call on `cfg` runs.
+ */
+void tattler_config_free(struct tattler_config *cfg);
+
+/**
+ * Sets a string key of the configuration, as the JSON form's
+ * `"key":"value"`: `server`, `ca_file`, `ca_data`, `token`, `token_file`,
+ * `namespace`, `label_selector`, `field_selector`, `kubeconfig`, `context`,
+ * `tls_server_name`, `proxy`, `client_cert_file`, `client_key_file`,
+ * `username`, `password`. Setting a key again replaces its value.
+ *
+ * Parameters:
+ * - `cfg`: the configuration.
+ * - `key`, `value`: NUL-terminated UTF-8.
+ * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+ *   and 0. The text is NUL-terminated and cut to fit.
+ * - `err_needed`: NULL, or where to store, on failure, the size of the
+ *   whole error text with its NUL.
+ *
+ * Returns: `TATTLER_OK`; or `TATTLER_ERR_INVALID_CONFIG` for an unknown
+ * key or one that does not take a string (the text is what `tattler_open`
+ * would say: "unknown key `tokn` (known: ...)"), or for `resources` and
+ * `exec`, which have their own calls or none;
+ * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE`. A refused key changes nothing.
+ *
+ * Ownership: `key` and `value` are copied; they are only read during the
+ * call. Files named are read by `tattler_open_config`, not here.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `key` and `value` are NULL or NUL-terminated; `err_buf` is NULL or has
+ * `err_len` writable bytes; `err_needed` is NULL or writable (`cfg` may be
+ * any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_string(struct tattler_config *cfg, const char *key, const char *value, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Sets an integer key, as the JSON form's `"key":123`:
+ * `channel_capacity`, `idle_timeout_secs`, `connect_timeout_secs`,
+ * `page_size`, `max_frame_bytes`, `initial_events_timeout_secs`,
+ * `discovery_interval_secs`, `max_buffered_bytes`,
+ * `relist_interval_secs`.
+ *
+ * Parameters, Returns, Ownership, Thread safety: as
+ * `tattler_config_set_string` (a negative value is refused as the JSON
+ * reader refuses it).
+ *
+ * # Safety
+ * As `tattler_config_set_string`.
+ */
+enum tattler_status tattler_config_set_int(struct tattler_config *cfg, const char *key, int64_t value, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Sets a boolean key, as the JSON form's `"key":true`: `insecure`, `gzip`,
+ * `in_cluster`, `scrub`, `scrub_secret_data`, `metadata_only`,
+ * `drop_managed_fields`.
+ *
+ * Parameters, Returns, Ownership, Thread safety: as
+ * `tattler_config_set_string`.
+ *
+ * # Safety
+ * As `tattler_config_set_string`.
+ */
+enum tattler_status tattler_config_set_bool(struct tattler_config *cfg, const char *key, bool value, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Adds a resource by name, as an item `"pods"` of the JSON form's
+ * `resources`: `pods`, `nodes`, `rbac`, `v1/pods`, `apps/v1/deployments`,
+ * `example.com/v1/widgets`, ... It takes the configuration's
+ * `namespace`, `label_selector`, `field_selector` and `metadata_only`.
+ * Resources stream in the order added.
+ *
+ * Parameters: `cfg`; `name`, NUL-terminated UTF-8; `err_buf`, `err_len`,
+ * `err_needed` as for `tattler_config_set_string`.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_RESOURCE` for a name that
+ * cannot be one (the text says why); `TATTLER_ERR_NULL_ARG`,
+ * `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_INVALID_HANDLE`.
+ *
+ * Ownership: `name` is copied.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `name` is NULL or NUL-terminated; `err_buf` is NULL or has `err_len`
+ * writable bytes; `err_needed` is NULL or writable.
+ */
+enum tattler_status tattler_config_add_resource(struct tattler_config *cfg, const char *name, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Adds a resource with a scope of its own, as an object
+ * `{"resource":"pods","namespace":"a","label_selector":"app=web","field_selector":"spec.nodeName=n1","metadata_only":true}`
+ * of the JSON form's `resources`: it takes only these, not the
+ * configuration's.
+ *
+ * Parameters:
+ * - `cfg`: the configuration.
+ * - `resource`: the name, as for `tattler_config_add_resource`.
+ * - `namespace`, `label_selector`, `field_selector`: NULL to leave out
+ *   (all namespaces, no selector).
+ * - `metadata_only`: the objects as `PartialObjectMetadata` (only their
+ *   `metadata`).
+ * - `err_buf`, `err_len`, `err_needed`: as for `tattler_config_set_string`.
+ *
+ * Returns: as `tattler_config_add_resource`.
+ *
+ * Ownership: the strings are copied.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * The strings are NULL or NUL-terminated; `err_buf` is NULL or has
+ * `err_len` writable bytes; `err_needed` is NULL or writable.
+ */
+enum tattler_status tattler_config_add_resource_spec(struct tattler_config *cfg, const char *resource, const char *namespace_, const char *label_selector, const char *field_selector, bool metadata_only, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Opens a reader from a configuration built with the calls above:
+ * `tattler_open_ex` on the JSON document they built.
+ *
+ * Parameters:
+ * - `cfg`: the configuration; it stays the caller's and may be changed,
+ *   opened again or freed afterwards.
+ * - `checkpoint`, `checkpoint_len`: as `tattler_open_resume`; NULL and 0
+ *   for none.
+ * - `out`: where to store the new reader.
+ * - `err_buf`, `err_len`, `err_needed`: as `tattler_open_ex`.
+ *
+ * Returns: what `tattler_open_ex` returns (`TATTLER_ERR_INVALID_CONFIG`
+ * for no resources, say), and `TATTLER_ERR_INVALID_HANDLE` when `cfg` is
+ * not a live configuration. `*out` is written only on success.
+ *
+ * Ownership: the caller owns `*out` and must free it with `tattler_close`.
+ *
+ * Thread safety: as `tattler_open`.
+ *
+ * # Safety
+ * `checkpoint` is NULL or has `checkpoint_len` readable bytes; `out` is
+ * NULL or writable; `err_buf` is NULL or has `err_len` writable bytes;
+ * `err_needed` is NULL or writable (`cfg` may be any pointer: it is
+ * checked).
+ */
+enum tattler_status tattler_open_config(struct tattler_config *cfg, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len, size_t *err_needed);
 
 /**
  * Routes tattler's log lines to `cb`. Without a callback tattler logs

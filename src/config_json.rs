@@ -285,6 +285,16 @@ fn narrow<T: TryFrom<u64>>(key: &str, v: u64) -> Result<T, Error> {
 }
 
 impl Config {
+    /// Checks the keys of a configuration document and the JSON type of
+    /// each, as [`Config::from_json`] does first, without building anything
+    /// (no required key, no file read): the same errors for the same
+    /// mistakes. For the C configuration builder, which refuses an unknown
+    /// key when it is set.
+    #[doc(hidden)]
+    pub fn check_json_keys(json: &str) -> Result<(), Error> {
+        JsonConfig::parse(json).map(|_| ())
+    }
+
     /// Reads a configuration from JSON, for example
     /// `{"server":"https://127.0.0.1:6443","ca_file":"ca.crt","token_file":"token","resources":["pods","apps/v1/deployments"]}`.
     ///

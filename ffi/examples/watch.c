@@ -16,10 +16,14 @@
  *   --stop-race     the same with tattler_stop, the documented way: this thread
  *                   then closes the reader itself; prints "Closed"
  *
- * Build: cc -Wall -Wextra -Werror -Iinclude ffi/examples/watch.c \
+ * Build: cc -std=c11 -Wall -Wextra -Werror -Iinclude ffi/examples/watch.c \
  *            -Ltarget/debug -l:libtattler.a -lpthread -ldl -lm -lrt -o watch
  * Log lines from tattler go to stderr through the log callback.
  */
+/* POSIX threads and clocks under -std=c11, which alone hides them. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -87,6 +87,22 @@ pub(crate) fn copy_truncated(text: &str, buf: &mut [u8]) {
     buf[n] = 0;
 }
 
+/// Reports a failure to a caller with an error buffer: the text into
+/// `buf` (cut to fit), and into `*needed`, when `needed` is not NULL, the
+/// size the whole text takes with its NUL, so that the caller can learn it
+/// was cut and how large a buffer it needs. Returns the failure's status.
+///
+/// # Safety
+/// `needed` is NULL or writable.
+pub(crate) unsafe fn report(f: &Failure, buf: &mut [u8], needed: *mut usize) -> tattler_status {
+    copy_truncated(&f.message, buf);
+    if !needed.is_null() {
+        // SAFETY: non-NULL and writable, by the caller's promise.
+        unsafe { crate::cast::write(needed, f.message.len() + 1) };
+    }
+    f.status
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,6 +62,11 @@ impl<S: Default, T> Registry<S, T> {
         self.live.get(&(handle as usize)).map(|l| &l.value)
     }
 
+    /// The object of a live handle, to change; `None` for any other pointer.
+    pub(crate) fn get_mut(&mut self, handle: *const S) -> Option<&mut T> {
+        self.live.get_mut(&(handle as usize)).map(|l| &mut l.value)
+    }
+
     /// Unregisters a live handle and gives its object back; `None` for any
     /// other pointer, which is left alone.
     pub(crate) fn remove(&mut self, handle: *const S) -> Option<T> {

@@ -10,7 +10,8 @@
 //! refused with `TATTLER_ERR_INVALID_HANDLE`.
 //! One file per C object: `reader.rs` (`tattler_reader`), `entry.rs`
 //! (`tattler_entry`), `status.rs` (`tattler_status`), `error.rs` (failure text),
-//! `config.rs` (the JSON a caller passes), `logging.rs` (the log callback).
+//! `config.rs` (the JSON a caller passes), `config_builder.rs`
+//! (`tattler_config`, the same built call by call), `logging.rs` (the log callback).
 //!
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -24,6 +25,8 @@ mod reader;
 
 mod entry;
 
+mod config_builder;
+
 mod logging;
 
 // Internal.
@@ -31,10 +34,16 @@ mod cast;
 mod config;
 mod error;
 mod handle;
+mod readiness;
 
 #[cfg(test)]
 mod tests;
 
+pub use config_builder::{
+    tattler_config, tattler_config_add_resource, tattler_config_add_resource_spec,
+    tattler_config_free, tattler_config_new, tattler_config_set_bool, tattler_config_set_int,
+    tattler_config_set_string, tattler_open_config,
+};
 pub use entry::{
     tattler_change, tattler_entry, tattler_entry_change, tattler_entry_error_code,
     tattler_entry_error_ended, tattler_entry_error_message, tattler_entry_error_reason,
@@ -48,11 +57,11 @@ pub use logging::{
     tattler_set_log_level,
 };
 pub use reader::{
-    tattler_checkpoint, tattler_close, tattler_metrics_text, tattler_next_entry, tattler_open,
-    tattler_open_resume, tattler_reader, tattler_set_resources, tattler_stats_json, tattler_stop,
-    tattler_wake,
+    tattler_checkpoint, tattler_close, tattler_fd, tattler_metrics_text, tattler_next_entry,
+    tattler_open, tattler_open_ex, tattler_open_resume, tattler_reader, tattler_set_resources,
+    tattler_set_resources_ex, tattler_stats_json, tattler_stop, tattler_wake,
 };
 pub use status::{
-    tattler_status, tattler_status_str, tattler_version, TATTLER_VERSION_MAJOR,
-    TATTLER_VERSION_MINOR, TATTLER_VERSION_NUMBER, TATTLER_VERSION_PATCH,
+    tattler_status, tattler_status_str, tattler_version, tattler_version_number,
+    TATTLER_VERSION_MAJOR, TATTLER_VERSION_MINOR, TATTLER_VERSION_NUMBER, TATTLER_VERSION_PATCH,
 };

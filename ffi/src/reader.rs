@@ -1,7 +1,8 @@
 //! `tattler_reader`: open, next entry, stop, close, and the calls between.
 
-use std::ffi::c_char;
-use std::sync::Arc;
+use std::ffi::{c_char, c_int};
+use std::ptr::null_mut;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -11,9 +12,10 @@ use tattler_core::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextErr
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};
 use crate::entry::{self, tattler_entry};
-use crate::error::{copy_truncated, guard, Failure};
+use crate::error::{guard, report, Failure};
 use crate::handle::Registry;
 use crate::logging::in_callback;
+use crate::readiness::Readiness;
 use crate::status::tattler_status::{self, *};
 
 /// A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
@@ -36,6 +38,8 @@ pub(crate) struct OpenReader {
     pub(crate) reader: Reader,
     /// What the names given to `tattler_set_resources` take.
     scope: Scope,
+    /// `tattler_fd`'s, made by its first call (`None`: it could not be).
+    ready: OnceLock<Option<Arc<Readiness>>>,
 }
 
 /// Every reader opened and not yet closed.
@@ -70,9 +74,13 @@ const FOREVER_MS: i64 = 1 << 40;
 /// One call on a reader: the handle check, a counted reference for the
 /// length of the call, and panics caught. A failure's text goes to `err_buf`
 /// (the caller's, for this call only; nothing is kept in the reader).
-fn with_reader(
+///
+/// # Safety
+/// `err_needed` is NULL or writable.
+unsafe fn with_reader_needed(
     r: *const tattler_reader,
     err_buf: &mut [u8],
+    err_needed: *mut usize,
     body: impl FnOnce(&OpenReader) -> Result<tattler_status, Failure>,
 ) -> tattler_status {
     let result = guard(|| {
@@ -83,10 +91,18 @@ fn with_reader(
         drop(handle);
         status
     });
-    result.unwrap_or_else(|f| {
-        copy_truncated(&f.message, err_buf);
-        f.status
-    })
+    // SAFETY: NULL or writable, by the caller's promise.
+    result.unwrap_or_else(|f| unsafe { report(&f, err_buf, err_needed) })
+}
+
+/// `with_reader_needed` for calls without an error size.
+fn with_reader(
+    r: *const tattler_reader,
+    err_buf: &mut [u8],
+    body: impl FnOnce(&OpenReader) -> Result<tattler_status, Failure>,
+) -> tattler_status {
+    // SAFETY: no `err_needed`.
+    unsafe { with_reader_needed(r, err_buf, null_mut(), body) }
 }
 
 /// Opens a reader: checks the configuration and starts one thread per
@@ -137,20 +153,22 @@ pub unsafe extern "C" fn tattler_open(
     err_len: usize,
 ) -> tattler_status {
     // SAFETY: the caller's promise, passed on; no checkpoint.
-    unsafe { open(config_json, None, out, err_buf, err_len) }
+    unsafe { open(config_json, None, out, err_buf, err_len, null_mut()) }
 }
 
-/// `tattler_open` and `tattler_open_resume`: `checkpoint` is the caller's
-/// pointer and length, or `None` for no checkpoint.
+/// `tattler_open`, `tattler_open_resume`, `tattler_open_ex` and
+/// `tattler_open_config`: `checkpoint` is the caller's pointer and length,
+/// or `None` for no checkpoint.
 ///
 /// # Safety
-/// As `tattler_open_resume`.
-unsafe fn open(
+/// As `tattler_open_ex`.
+pub(crate) unsafe fn open(
     config_json: *const c_char,
     checkpoint: Option<(*const u8, usize)>,
     out: *mut *mut tattler_reader,
     err_buf: *mut c_char,
     err_len: usize,
+    err_needed: *mut usize,
 ) -> tattler_status {
     // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
     let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
@@ -177,16 +195,15 @@ unsafe fn open(
         let handle = Arc::new(OpenReader {
             reader: Reader::open(config)?,
             scope: Scope::from_json(json),
+            ready: OnceLock::new(),
         });
         let handle = READERS.lock().insert(handle);
         // SAFETY: non-NULL and writable, by the caller's promise.
         unsafe { cast::write(out, handle) };
         Ok(TATTLER_OK)
     });
-    result.unwrap_or_else(|f| {
-        copy_truncated(&f.message, err_buf);
-        f.status
-    })
+    // SAFETY: NULL or writable, by the caller's promise.
+    result.unwrap_or_else(|f| unsafe { report(&f, err_buf, err_needed) })
 }
 
 /// Opens a reader that resumes from a checkpoint of an earlier one
@@ -245,6 +262,48 @@ pub unsafe extern "C" fn tattler_open_resume(
             out,
             err_buf,
             err_len,
+            null_mut(),
+        )
+    }
+}
+
+/// `tattler_open_resume` that also tells how long the error text is, so
+/// that a caller can see it was cut and call again with a buffer that fits
+/// (an unknown key's text lists every known key: over 500 bytes).
+///
+/// Parameters: as `tattler_open_resume` (`checkpoint` NULL and 0 for a
+/// plain `tattler_open`), and `err_needed`: NULL, or where to store, on
+/// failure, the size of the whole error text with its NUL (more than
+/// `err_len` when the text in `err_buf` was cut).
+///
+/// Returns: as `tattler_open_resume`. `*err_needed` is written only on
+/// failure, `*out` only on success.
+///
+/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
+///
+/// Thread safety: as `tattler_open`.
+///
+/// # Safety
+/// As `tattler_open_resume`; `err_needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_open_ex(
+    config_json: *const c_char,
+    checkpoint: *const u8,
+    checkpoint_len: usize,
+    out: *mut *mut tattler_reader,
+    err_buf: *mut c_char,
+    err_len: usize,
+    err_needed: *mut usize,
+) -> tattler_status {
+    // SAFETY: the caller's promise, passed on.
+    unsafe {
+        open(
+            config_json,
+            Some((checkpoint, checkpoint_len)),
+            out,
+            err_buf,
+            err_len,
+            err_needed,
         )
     }
 }
@@ -324,6 +383,17 @@ pub unsafe extern "C" fn tattler_next_entry(
                     NextTimeoutError::Closed => TATTLER_CLOSED,
                 })
         };
+        if let Some(Some(ready)) = h.ready.get() {
+            // The queue was found empty, or is now: clear the fd (re-armed
+            // if an entry came meanwhile). Not on CLOSED: it stays readable.
+            let drained = match &got {
+                Ok(_) => h.reader.is_queue_empty(),
+                Err(status) => *status == TATTLER_TIMEOUT,
+            };
+            if drained {
+                ready.clear(|| h.reader.is_queue_empty());
+            }
+        }
         match got {
             Ok(entry) => {
                 let entry = entry::hand_out(entry);
@@ -335,6 +405,59 @@ pub unsafe extern "C" fn tattler_next_entry(
         }
     };
     with_reader(r, &mut [], body)
+}
+
+/// A file descriptor that is readable while entries are waiting, so that a
+/// poll/epoll/select loop can drive `tattler_next_entry(r, 0, ...)`
+/// instead of a thread blocking in it. Linux only (an eventfd).
+///
+/// The protocol (level-triggered):
+/// - Watch the fd for readability (`POLLIN`, `EPOLLIN`); never read,
+///   write or close it: tattler keeps its level.
+/// - It is readable while at least one entry is queued, and from the
+///   moment the reader is stopped (`tattler_stop`, `tattler_close`) on, so
+///   that the loop sees `TATTLER_CLOSED`.
+/// - When it is readable, call `tattler_next_entry(r, 0, &e)` until it
+///   returns `TATTLER_TIMEOUT` (or stop earlier: the fd stays readable
+///   while entries remain). A `TATTLER_TIMEOUT`, and a call that takes
+///   the last queued entry, clear the fd, and re-arm it at once when an
+///   entry arrived meanwhile: no wake-up is lost between the two.
+/// - It may be readable with nothing queued (another thread took the
+///   entry, or just after this call): the `TATTLER_TIMEOUT` that follows
+///   clears it. With `EPOLLET` (edge-triggered), always go on until
+///   `TATTLER_TIMEOUT`.
+/// - `tattler_wake` does not touch it.
+///
+/// Parameters: `r`, the reader.
+///
+/// Returns: the fd (0 or more; the same one on every call); -1 when `r`
+/// is NULL or not an open reader, on systems without eventfd (not Linux),
+/// or when the eventfd could not be made (the file descriptor limit;
+/// later calls return -1 too).
+///
+/// Ownership: the reader owns the fd; it is closed by `tattler_close(r)`
+/// (remove it from an epoll set first). It is close-on-exec.
+///
+/// Thread safety: any thread, concurrently with any other call on `r`.
+/// Not async-signal-safe. Other threads may still call
+/// `tattler_next_entry` on `r`; each entry goes to one caller.
+#[no_mangle]
+pub extern "C" fn tattler_fd(r: *mut tattler_reader) -> c_int {
+    let mut fd = -1;
+    let _ = with_reader(r, &mut [], |h| {
+        let ready = h.ready.get_or_init(|| {
+            let ready = Arc::new(Readiness::new()?);
+            let hook = ready.clone();
+            h.reader
+                .set_ready_hook(Box::new(move || hook.signal()))
+                .then_some(ready)
+        });
+        if let Some(ready) = ready {
+            fd = ready.raw();
+        }
+        Ok(TATTLER_OK)
+    });
+    fd
 }
 
 /// Stops the reader: every stream ends, and a thread blocked in
@@ -352,7 +475,9 @@ pub unsafe extern "C" fn tattler_next_entry(
 /// concurrently with any other call on `r`, also from inside the log
 /// callback. This is how another thread (a signal handler's helper thread)
 /// ends a blocked `tattler_next_entry` for good; `tattler_wake` ends one
-/// wait only.
+/// wait only. Not async-signal-safe (it takes locks and may log): never
+/// call it from a signal handler; have the handler write to a self-pipe
+/// and call it from the thread that reads the pipe.
 #[no_mangle]
 pub extern "C" fn tattler_stop(r: *mut tattler_reader) {
     on_reader(r, "tattler_stop", |h| h.reader.stop());
@@ -388,7 +513,8 @@ fn on_reader(r: *mut tattler_reader, call: &str, body: impl FnOnce(&OpenReader))
 /// nothing happens but a logged warning.
 ///
 /// Thread safety: safe from any thread, at any time, concurrently with any
-/// other call on `r`, also from inside the log callback.
+/// other call on `r`, also from inside the log callback. Not
+/// async-signal-safe, as `tattler_stop`.
 #[no_mangle]
 pub extern "C" fn tattler_wake(r: *mut tattler_reader) {
     on_reader(r, "tattler_wake", |h| h.reader.wake());
@@ -500,6 +626,45 @@ pub unsafe extern "C" fn tattler_set_resources(
     err_buf: *mut c_char,
     err_len: usize,
 ) -> tattler_status {
+    // SAFETY: the caller's promise, passed on; no `err_needed`.
+    unsafe {
+        tattler_set_resources_ex(
+            r,
+            resources_json,
+            force,
+            changed,
+            err_buf,
+            err_len,
+            null_mut(),
+        )
+    }
+}
+
+/// `tattler_set_resources` that also tells how long the error text is.
+///
+/// Parameters: as `tattler_set_resources`, and `err_needed`: NULL, or where
+/// to store, on failure, the size of the whole error text with its NUL
+/// (more than `err_len` when the text in `err_buf` was cut).
+///
+/// Returns: as `tattler_set_resources`. `*err_needed` is written only on
+/// failure (a status of 100 or more), `*changed` only with `TATTLER_OK`.
+///
+/// Ownership: `resources_json` is only read during the call.
+///
+/// Thread safety: as `tattler_set_resources`.
+///
+/// # Safety
+/// As `tattler_set_resources`; `err_needed` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_set_resources_ex(
+    r: *mut tattler_reader,
+    resources_json: *const c_char,
+    force: bool,
+    changed: *mut bool,
+    err_buf: *mut c_char,
+    err_len: usize,
+    err_needed: *mut usize,
+) -> tattler_status {
     // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
     let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
     let body = |h: &OpenReader| {
@@ -532,7 +697,8 @@ pub unsafe extern "C" fn tattler_set_resources(
             Err(e) => Err(e.into()),
         }
     };
-    with_reader(r, err_buf, body)
+    // SAFETY: `err_needed` is NULL or writable, by the caller's promise.
+    unsafe { with_reader_needed(r, err_buf, err_needed, body) }
 }
 
 /// The counters of each stream as a JSON array, in the configured order:

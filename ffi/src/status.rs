@@ -169,6 +169,33 @@ pub extern "C" fn tattler_version() -> *const c_char {
     VERSION.as_ptr()
 }
 
+/// The version of the tattler library as one number, MAJOR * 10000 +
+/// MINOR * 100 + PATCH (0.1.0 is 100): the run-time counterpart of the
+/// header's `TATTLER_VERSION_NUMBER`, to check at start-up that the library
+/// loaded is at least the one compiled against
+/// (`tattler_version_number() >= TATTLER_VERSION_NUMBER`).
+///
+/// Returns: the number.
+///
+/// Thread safety: callable from any thread at any time.
+#[no_mangle]
+pub extern "C" fn tattler_version_number() -> u32 {
+    const fn parse(s: &str) -> u32 {
+        let b = s.as_bytes();
+        let mut n = 0u32;
+        let mut i = 0;
+        while i < b.len() {
+            n = n * 10 + (b[i] - b'0') as u32;
+            i += 1;
+        }
+        n
+    }
+    const NUMBER: u32 = parse(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+        + parse(env!("CARGO_PKG_VERSION_MINOR")) * 100
+        + parse(env!("CARGO_PKG_VERSION_PATCH"));
+    NUMBER
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +220,6 @@ mod tests {
             TATTLER_VERSION_NUMBER,
             TATTLER_VERSION_MAJOR * 10000 + TATTLER_VERSION_MINOR * 100 + TATTLER_VERSION_PATCH
         );
+        assert_eq!(tattler_version_number(), TATTLER_VERSION_NUMBER);
     }
 }

@@ -104,7 +104,8 @@ fn shared_link() -> Vec<String> {
     ]
 }
 
-const C_FLAGS: [&str; 2] = ["-std=c11", "-D_POSIX_C_SOURCE=200809L"];
+// No -D_POSIX_C_SOURCE: the programs define it, as a user's copy must.
+const C_FLAGS: [&str; 1] = ["-std=c11"];
 
 const SANITIZE: [&str; 4] = [
     "-O1",
@@ -170,6 +171,13 @@ fn run_to_end(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
             "detect_leaks=1:abort_on_error=0:exitcode=86",
         )
         .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+        .env(
+            "TSAN_OPTIONS",
+            format!(
+                "halt_on_error=1:exitcode=66:suppressions={}",
+                root().join("ffi/tsan.supp").display()
+            ),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -559,6 +567,99 @@ fn the_cpp_wrapper_under_address_and_undefined_behaviour_sanitizers() {
     assert_sanitizers_quiet(&run);
     assert_eq!(run.lines().last(), Some(&"hpp_test: ok"), "{}", run.stdout);
     assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+}
+
+/// ThreadSanitizer's flags (the Rust library is not instrumented: only the
+/// wrapper's own state, such as closed(), is checked).
+const TSAN: [&str; 4] = [
+    "-O1",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=thread",
+    "-fno-sanitize-recover=all",
+];
+
+#[test]
+fn the_cpp_wrapper_without_exceptions_from_several_threads_under_thread_sanitizer() {
+    for std in ["-std=c++17", "-std=c++20"] {
+        let flags = [&[std, "-Wpedantic", "-fno-exceptions"][..], &TSAN].concat();
+        let bin = compile(
+            "g++",
+            "programs/hpp_threads.cpp",
+            &flags,
+            // Shared: ffi/tsan.supp ignores what libtattler.so does (see there).
+            &shared_link(),
+            &format!("hpp-threads-tsan{std}"),
+        );
+        let (api, _, _) = cluster();
+        let run = run_to_end(&bin, &[&api.url()], &[]);
+        assert!(
+            run.status.success() && !run.stderr.contains("ThreadSanitizer"),
+            "{std} ({}):\nstdout:\n{}\nstderr:\n{}",
+            run.status,
+            run.stdout,
+            run.stderr
+        );
+        assert_eq!(
+            run.lines().last(),
+            Some(&"hpp_threads: ok"),
+            "{}",
+            run.stdout
+        );
+        assert_eq!(
+            run.stdout.contains("stop_token checked"),
+            std == "-std=c++20",
+            "{}",
+            run.stdout
+        );
+    }
+    // The whole header, throwing calls included, is valid C++20 too.
+    compile(
+        "g++",
+        "programs/hpp_test.cpp",
+        &["-std=c++20", "-Wpedantic", "-fsyntax-only"],
+        &[],
+        "never",
+    );
+}
+
+#[test]
+fn the_configuration_builder_and_error_sizes_from_c() {
+    let flags = [&C_FLAGS[..], &["-Wpedantic"], &SANITIZE].concat();
+    let bin = compile(
+        "gcc",
+        "programs/config.c",
+        &flags,
+        &static_link(),
+        "config-asan",
+    );
+    let (api, _, _) = cluster();
+    let run = run(&bin, &[&api.url()], &[]);
+    assert_sanitizers_quiet(&run);
+    assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+    assert_eq!(run.lines().last(), Some(&"config: ok"), "{}", run.stdout);
+    assert_eq!(run.lines().len(), 21, "{}", run.stdout);
+}
+
+#[test]
+fn the_epoll_agent_is_driven_by_the_readiness_fd() {
+    let flags = [&C_FLAGS[..], &SANITIZE].concat();
+    let bin = compile("gcc", "epoll.c", &flags, &static_link(), "epoll-asan");
+    let (api, adds, synced) = cluster();
+    let run = run(&bin, &["--until-synced", &api.url(), "pods"], &[]);
+    assert_sanitizers_quiet(&run);
+    let lines = run.lines();
+    assert_first_sync(&lines, &adds, &synced);
+    assert_eq!(lines[adds.len() + 1..], ["Closed"], "{lines:?}");
+    // Two resources, one forbidden: an Error entry ends it with 1.
+    api.forbid("nodes", true);
+    let run = run_to_end(&bin, &["--until-synced", &api.url(), "pods", "nodes"], &[]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("Error nodes 403 Forbidden"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.ends_with("Closed\n"), "{}", run.stdout);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! wait honours stop.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
@@ -53,7 +54,13 @@ pub(crate) struct Budget {
     /// Sends between their look at `closed` and their end: once none is,
     /// after a stop, the channel holds every entry there will ever be.
     inflight: AtomicUsize,
+    /// Called after each entry enters the channel and once at the stop
+    /// ([`crate::Reader::set_ready_hook`]: the C library's readiness fd).
+    ready: OnceLock<ReadyHook>,
 }
+
+/// What [`crate::Reader::set_ready_hook`] installs.
+pub(crate) type ReadyHook = Box<dyn Fn() + Send + Sync>;
 
 /// How long a reader that finds the channel empty keeps looking (instead of
 /// parking) while a stream is sending a batch. A stream sends a batch's
@@ -87,6 +94,18 @@ impl Budget {
             bursts: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
+            ready: OnceLock::new(),
+        }
+    }
+
+    /// Installs the readiness hook; false when one is installed already.
+    pub(crate) fn set_ready_hook(&self, hook: ReadyHook) -> bool {
+        self.ready.set(hook).is_ok()
+    }
+
+    fn ready(&self) {
+        if let Some(hook) = self.ready.get() {
+            hook();
         }
     }
 
@@ -95,6 +114,8 @@ impl Budget {
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.wake();
+        // A consumer polling for entries must also see the end.
+        self.ready();
     }
 
     /// After [`close`](Self::close): waits until no send is between its look
@@ -214,7 +235,10 @@ impl Out {
         };
         // Room in the channel (the common case): no select needed.
         let entry = match self.tx.try_send(entry) {
-            Ok(()) => return true,
+            Ok(()) => {
+                self.budget.ready();
+                return true;
+            }
             Err(TrySendError::Disconnected(_)) => {
                 give_back(&self.budget);
                 return false;
@@ -226,7 +250,9 @@ impl Out {
             recv(stop.all) -> _ => false,
             recv(stop.own) -> _ => false,
         };
-        if !sent {
+        if sent {
+            self.budget.ready();
+        } else {
             give_back(&self.budget);
         }
         sent

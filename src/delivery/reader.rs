@@ -413,6 +413,24 @@ impl Reader {
         e.map(|e| self.taken(e))
     }
 
+    /// Installs `hook`, called (from a stream's thread, so it must be quick
+    /// and must not call the reader) right after each entry enters the
+    /// channel, and once when the reader stops. For the C library's
+    /// readiness file descriptor; one hook per reader: false, and `hook`
+    /// dropped, when one is installed already.
+    #[doc(hidden)]
+    pub fn set_ready_hook(&self, hook: Box<dyn Fn() + Send + Sync>) -> bool {
+        self.budget.set_ready_hook(hook)
+    }
+
+    /// Whether no entry is queued now (a moment's answer: streams send
+    /// concurrently). With [`set_ready_hook`](Self::set_ready_hook), to
+    /// re-arm after clearing a readiness signal.
+    #[doc(hidden)]
+    pub fn is_queue_empty(&self) -> bool {
+        self.rx.is_empty()
+    }
+
     /// Makes a thread waiting in [`next_timeout`](Self::next_timeout) return
     /// [`NextTimeoutError::Timeout`] at once, without stopping the reader
     /// (how a cancelled Go context ends a wait). With no thread waiting, the

@@ -22,8 +22,44 @@ static_assert(std::is_nothrow_move_constructible_v<tattler::reader>, "reader is 
 static_assert(std::is_nothrow_move_assignable_v<tattler::reader>, "reader is movable");
 static_assert(!std::is_copy_constructible_v<tattler::entry>, "entry is not copyable");
 static_assert(std::is_nothrow_move_constructible_v<tattler::entry>, "entry is movable");
-static_assert(std::is_same_v<decltype(std::declval<tattler::entry>().name()), std::string_view>,
+static_assert(std::is_same_v<decltype(std::declval<tattler::entry &>().name()), std::string_view>,
               "getters are string_views");
+
+// The dangling view `std::string_view n = r.next()->name();` must not
+// compile: a getter's view on a temporary entry, and -> or * on a temporary
+// next() result, are deleted.
+template <class T, class = void>
+struct name_compiles : std::false_type {};
+template <class T>
+struct name_compiles<T, std::void_t<decltype(std::declval<T>().name())>> : std::true_type {};
+template <class T, class = void>
+struct arrow_name_compiles : std::false_type {};
+template <class T>
+struct arrow_name_compiles<T, std::void_t<decltype(std::declval<T>()->name())>> : std::true_type {};
+template <class T, class = void>
+struct star_name_compiles : std::false_type {};
+template <class T>
+struct star_name_compiles<T, std::void_t<decltype((*std::declval<T>()).name())>> : std::true_type {};
+static_assert(name_compiles<tattler::entry &>::value && name_compiles<const tattler::entry &>::value,
+              "getters work on an entry in a variable");
+static_assert(!name_compiles<tattler::entry>::value && !name_compiles<tattler::entry &&>::value &&
+                  !name_compiles<const tattler::entry &&>::value,
+              "getters returning views are deleted on a temporary entry");
+static_assert(std::is_same_v<decltype(std::declval<tattler::reader &>().next()), tattler::maybe_entry>,
+              "next() returns maybe_entry");
+static_assert(arrow_name_compiles<tattler::maybe_entry &>::value, "e->name() on a kept result");
+static_assert(!arrow_name_compiles<tattler::maybe_entry>::value && !star_name_compiles<tattler::maybe_entry>::value,
+              "r.next()->name() and (*r.next()).name() do not compile");
+static_assert(std::is_convertible_v<tattler::maybe_entry, std::optional<tattler::entry>>,
+              "a next() result moves into a std::optional<entry>");
+static_assert(noexcept(tattler::reader::open(std::declval<const std::string &>(), std::declval<std::error_code &>())),
+              "the error_code open is noexcept");
+static_assert(noexcept(std::declval<tattler::reader &>().next(std::declval<std::error_code &>())),
+              "the error_code next is noexcept");
+static_assert(tattler::to_string(tattler::Change::Snapshot) == "Snapshot" &&
+                  tattler::to_string(static_cast<tattler::Change>(99)) == "None",
+              "to_string(Change)");
+static_assert(static_cast<int>(tattler::Change::Error) == TATTLER_CHANGE_ERROR, "Change has tattler_change's numbers");
 
 namespace {
 
@@ -104,6 +140,55 @@ int main(int argc, char **argv) {
     check(status_of([&] { (void)r.next_for(std::chrono::milliseconds(0)); }) == TATTLER_ERR_NULL_ARG,
           "a moved-from reader throws NULL_ARG");
     check(!moved.next_for(std::chrono::milliseconds(0)) && !moved.closed(), "nothing ready; not closed");
+
+    // wake() from another thread ends a next() wait (no timeout), not the reader.
+    {
+        auto t1 = std::chrono::steady_clock::now();
+        std::thread waker1([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            moved.wake();
+        });
+        auto none = moved.next();
+        waker1.join();
+        check(!none && !moved.closed() && std::chrono::steady_clock::now() - t1 < std::chrono::seconds(20),
+              "wake ends a next() wait: nullopt, not closed");
+    }
+
+    // The non-throwing API: open with an error_code and the message.
+    {
+        std::error_code ec;
+        std::string message;
+        tattler::reader bad = tattler::reader::open("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"tokn\":1}",
+                                                    ec, &message);
+        check(!bad && ec == TATTLER_ERR_INVALID_CONFIG && ec.category() == tattler::category() &&
+                  std::string(ec.category().name()) == "tattler" && ec.message() == "invalid configuration" &&
+                  message.find("`tokn`") != std::string::npos &&
+                  message.find("discovery_interval_secs)") != std::string::npos,
+              "open(json, ec) reports INVALID_CONFIG and the whole message");
+        auto none = bad.next(ec);
+        check(!none && ec == TATTLER_ERR_NULL_ARG, "next(ec) on an empty reader sets NULL_ARG");
+        tattler::reader good = tattler::reader::open(pods, ec);
+        check(bool(good) && !ec, "open(json, ec) opens");
+        check(good.fd() >= 0 && good.fd() == tattler_fd(good.get()), "fd() is tattler_fd");
+        int seen = 0;
+        for (tattler::entry &e : good) {
+            if (e.type() == tattler::Change::Synced) {
+                check(tattler::to_string(e.type()) == "Synced" && seen == 3, "the iterator: three Adds, then Synced");
+                good.stop();
+            } else {
+                seen += e.type() == tattler::Change::Add;
+            }
+        }
+        check(good.closed(), "the range-for ends once the reader is stopped and drained");
+        good.close(ec);
+        check(!ec && !good, "close(ec)");
+        try {
+            tattler::reader thrower("{\"resources\":[\"pods\"],\"server\":1}");
+            check(false, "a bad server throws");
+        } catch (const tattler::error &e) {
+            check(e.code() == TATTLER_ERR_INVALID_CONFIG, "error::code() is the status as an error_code");
+        }
+    }
 
     // wake() from another thread ends one next_for wait, not the reader.
     auto t0 = std::chrono::steady_clock::now();

@@ -15,6 +15,10 @@
  * Prints "ok: CHECK" per check, "FAILED: CHECK" for one that fails, and
  * "misuse: ok" at the end when none did.
  */
+/* POSIX threads and clocks under -std=c11, which alone hides them. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -14,6 +14,10 @@
  * Prints one line per check ("ok: ..." or "FAILED: ..."), then "reentrant: ok"
  * and exits 0, or exits 1.
  */
+/* POSIX threads and clocks under -std=c11, which alone hides them. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,6 +19,10 @@
  *   checkpoint to FILE and prints "saved N bytes". On a refused checkpoint
  *   it prints "open: STATUS: MESSAGE" and exits 3; other failures exit 1.
  */
+/* POSIX threads and clocks under -std=c11, which alone hides them. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
