@@ -290,11 +290,7 @@ impl ResourceSpec {
         }
         if name == "*" || name.starts_with("*.") {
             let group = &name[1..].trim_start_matches('.');
-            if !group.is_empty()
-                && !group
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-            {
+            if !group.is_empty() && !crate::wire::request::dns_name(group, 253, true) {
                 return Err(Error::Resource(format!(
                     "{name:?}: a group is a lower-case DNS name"
                 )));
@@ -317,12 +313,12 @@ impl ResourceSpec {
                 )))
             }
         };
-        let valid = |s: &str| {
-            !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        };
-        if !(group.is_empty() || valid(group)) || !valid(version) || !valid(resource) {
+        // The rules discovery holds the server's names to (wire::discovery).
+        let valid = |s: &str, max: usize, dots: bool| crate::wire::request::dns_name(s, max, dots);
+        if !(group.is_empty() || valid(group, 253, true))
+            || !valid(version, 63, false)
+            || !valid(resource, 253, true)
+        {
             return Err(Error::Resource(format!(
                 "{name:?}: group, version and resource must be lower-case DNS names"
             )));

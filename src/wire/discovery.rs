@@ -4,6 +4,8 @@
 
 use serde::Deserialize;
 
+use crate::wire::request::dns_name;
+
 /// Aggregated discovery (one document for every group), with plain JSON
 /// accepted from servers without it.
 pub(crate) const AGGREGATED: &str =
@@ -223,20 +225,6 @@ pub(crate) fn checked(served: Vec<Served>) -> (Vec<Served>, usize) {
 /// path of its resource list (as [`checked`] judges them).
 pub(crate) fn group_path_ok(group: &str, version: &str) -> bool {
     dns_name(group, 253, true) && dns_name(version, 63, false)
-}
-
-/// RFC 1123: lowercase letters, digits and `-` (and `.` between labels when
-/// `dots`), starting and ending with a letter or digit, at most `max` bytes.
-fn dns_name(s: &str, max: usize, dots: bool) -> bool {
-    let b = s.as_bytes();
-    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= max
-        && b.first().is_some_and(alnum)
-        && b.last().is_some_and(alnum)
-        && b.iter()
-            .all(|c| alnum(c) || *c == b'-' || (dots && *c == b'.'))
-        && !s.contains("..")
 }
 
 #[cfg(test)]
