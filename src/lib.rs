@@ -94,11 +94,11 @@
 //! for a stream's retries and re-syncs, `tattler::stream::sink` for syncs,
 //! `tattler::delivery::reader` for the reader). Tokens, keys, proxy
 //! credentials, exec output and scrubbed values never reach a log line, an
-//! error or `Debug` output. One exception below tattler: ureq-proto logs
-//! response bytes as they arrive at trace level (target `ureq_proto::util`),
-//! before scrubbing; keep that target at debug or below. (Its request rows
-//! carry no credentials: tattler adds the `Authorization` header below
-//! ureq.)
+//! error or `Debug` output, ureq's included: ureq-proto logs the bytes it
+//! writes and parses at trace level (target `ureq_proto::util`), so tattler
+//! adds the `Authorization` header below ureq, and while the host's logger
+//! would record those rows it masks response bodies below ureq too and
+//! unmasks them above (README, "Security").
 //!
 //! # Words
 //!

@@ -105,7 +105,13 @@ fn level_filter(n: usize) -> LevelFilter {
 }
 
 impl Log for CallbackLogger {
-    fn enabled(&self, _: &Metadata) -> bool {
+    fn enabled(&self, m: &Metadata) -> bool {
+        // The HTTP client's TRACE lines never reach the callback (below), so
+        // they are not enabled either: tattler masks response bodies across
+        // ureq only while they are (tattler::access::mask).
+        if m.level() == Level::Trace && !m.target().starts_with("tattler") {
+            return false;
+        }
         self.sink.read_recursive().is_some()
     }
 

@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use ureq::unversioned::transport::{
-    Buffers, ConnectionDetails, Connector, NextTimeout, Transport as Wire,
+    Buffers, ConnectionDetails, Connector, LazyBuffers, NextTimeout, Transport as Wire,
 };
 
+use crate::access::mask::{self, Framing};
 use crate::access::secret::Token;
 
 /// The header value for the agent's next request, set by its stream (one
@@ -40,12 +41,21 @@ impl<In: Wire> Connector<In> for Authorize {
 
     fn connect(
         &self,
-        _: &ConnectionDetails,
+        details: &ConnectionDetails,
         chained: Option<In>,
     ) -> Result<Option<Self::Out>, ureq::Error> {
         Ok(chained.map(|inner| Authorized {
             inner,
             slot: self.0.clone(),
+            masking: mask::rows_logged().then(|| Masking {
+                buffers: LazyBuffers::new(
+                    details.config.input_buffer_size(),
+                    details.config.output_buffer_size(),
+                ),
+                framing: Framing::default(),
+                pending: Vec::new(),
+                taken: 0,
+            }),
         }))
     }
 }
@@ -54,6 +64,18 @@ impl<In: Wire> Connector<In> for Authorize {
 pub(crate) struct Authorized<T> {
     inner: T,
     slot: Arc<HeaderSlot>,
+    /// Set when the host logged ureq-proto's rows as the connection opened.
+    masking: Option<Masking>,
+}
+
+/// What a masking connection adds: buffers of its own for ureq (the inner
+/// ones hold the server's bytes as they came), the framing followed, and
+/// bytes masked but not yet in `buffers` (`pending[taken..]`).
+struct Masking {
+    buffers: LazyBuffers,
+    framing: Framing,
+    pending: Vec<u8>,
+    taken: usize,
 }
 
 impl<T> std::fmt::Debug for Authorized<T> {
@@ -64,16 +86,21 @@ impl<T> std::fmt::Debug for Authorized<T> {
 
 impl<T: Wire> Wire for Authorized<T> {
     fn buffers(&mut self) -> &mut dyn Buffers {
-        self.inner.buffers()
+        match &mut self.masking {
+            Some(m) => &mut m.buffers,
+            None => self.inner.buffers(),
+        }
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
         let spliced = match self.slot.get() {
-            Some(value) => with_header(&self.inner.buffers().output()[..amount], value.expose()),
+            Some(value) => with_header(&self.buffers().output()[..amount], value.expose()),
             None => None,
         };
-        let Some(bytes) = spliced else {
-            return self.inner.transmit_output(amount, timeout);
+        let bytes = match (spliced, &mut self.masking) {
+            (Some(bytes), _) => bytes,
+            (None, Some(m)) => m.buffers.output()[..amount].to_vec(),
+            (None, None) => return self.inner.transmit_output(amount, timeout),
         };
         // The head is in the inner output buffer already; it was copied out,
         // so the buffer can carry the spliced head piece by piece.
@@ -94,11 +121,42 @@ impl<T: Wire> Wire for Authorized<T> {
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.inner.await_input(timeout)
+        let Some(m) = &mut self.masking else {
+            if mask::rows_logged() {
+                // The host began logging the rows on a connection opened
+                // unmasked: end it, so the next one masks.
+                return Err(ureq::Error::Io(std::io::Error::other(
+                    "ureq-proto's byte rows are logged now: reconnecting with bodies masked",
+                )));
+            }
+            return self.inner.await_input(timeout);
+        };
+        // A head is passed up whole, so one read may give ureq nothing yet.
+        while m.taken == m.pending.len() {
+            if self.inner.buffers().input().is_empty() && !self.inner.await_input(timeout)? {
+                return Ok(false);
+            }
+            m.pending.clear();
+            m.taken = 0;
+            let input = self.inner.buffers().input();
+            let n = input.len();
+            m.framing.feed(input, &mut m.pending)?;
+            self.inner.buffers().input_consume(n);
+        }
+        let room = m.buffers.input_append_buf();
+        let n = room.len().min(m.pending.len() - m.taken);
+        room[..n].copy_from_slice(&m.pending[m.taken..m.taken + n]);
+        m.taken += n;
+        m.buffers.input_appended(n);
+        Ok(n > 0)
     }
 
     fn is_open(&mut self) -> bool {
-        self.inner.is_open()
+        let between = self
+            .masking
+            .as_ref()
+            .is_none_or(|m| m.taken == m.pending.len() && m.framing.between_responses());
+        between && self.inner.is_open()
     }
 
     fn is_tls(&self) -> bool {

@@ -7,9 +7,11 @@
 //! the group. Its stdout (the credential: a secret) is read by polling, and
 //! the plugin's own exit ends the run (what it wrote is read for 100 ms more),
 //! so a grandchild that keeps stdout open cannot hold a run. One that stays in
-//! the group is killed with it; one that left it (`setsid`) is out of reach
-//! without changing the host process (`PR_SET_CHILD_SUBREAPER` would), so it
-//! is reported by pid where Linux's `/proc` tells it, never claimed killed. Its stderr goes to
+//! the group is killed with it; one that left it (`setsid`) is found, on
+//! Linux, by the write end of that pipe in `/proc/*/fd` (only the plugin's
+//! descendants hold it) and killed by pid, and the message names it; where
+//! `/proc` cannot tell, it is reported, never claimed killed (a subreaper,
+//! `PR_SET_CHILD_SUBREAPER`, would change the host process). Its stderr goes to
 //! this process's stderr, as kubectl passes it to the user; it is never read,
 //! so it never reaches an error, a log line or the stats.
 
@@ -351,8 +353,8 @@ fn read_some(
 
 /// Once the plugin and its process group are dead: `None` if the pipe
 /// reaches its end within a moment (every writer is gone); else what to
-/// tell, since a process that left the group (`setsid`) still holds it and
-/// tattler cannot end it without changing the host process (a subreaper).
+/// tell, since a process that left the group (`setsid`) still holds it:
+/// each one found holding its write end is killed, and named.
 #[cfg(unix)]
 fn still_held(out: &mut std::process::ChildStdout, eof: bool) -> Option<String> {
     use std::time::{Duration, Instant};
@@ -373,24 +375,81 @@ fn still_held(out: &mut std::process::ChildStdout, eof: bool) -> Option<String> 
             _ => {}
         }
     }
-    let pids = pipe_holders(out);
-    let who = if pids.is_empty() {
-        "a process it started left its process group and keeps its output open".to_string()
-    } else {
-        let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-        format!(
-            "a process it started (pid {}) left its process group and keeps its output open",
-            list.join(", ")
-        )
-    };
-    Some(format!("{who}; tattler cannot end it, it may still run"))
+    let found = pipe_writers(out);
+    let killed: Vec<String> = found
+        .iter()
+        .filter(|&&pid| kill_writer(out, pid))
+        .map(u32::to_string)
+        .collect();
+    let missed = found.len() - killed.len();
+    let left = "left its process group and kept its output open";
+    Some(match (killed.is_empty(), missed) {
+        (true, 0) => format!("a process it started {left}; tattler could not find it, it may still run"),
+        (true, _) => format!("a process it started {left}; tattler could not end it, it may still run"),
+        (false, 0) => format!("a process it started (pid {}) {left}; killed it", killed.join(", ")),
+        (false, n) => format!(
+            "a process it started (pid {}) {left}; killed it; {n} more could not be ended and may still run",
+            killed.join(", ")
+        ),
+    })
 }
 
-/// The other processes holding the plugin's stdout pipe (Linux: found by
-/// the pipe's inode in `/proc/*/fd`; at most 8). Only the plugin's
-/// descendants can hold it: tattler's own end is close-on-exec.
+/// Kills `pid` if it still holds the write end of the plugin's stdout pipe,
+/// checked again just before: whether it was killed.
 #[cfg(target_os = "linux")]
-fn pipe_holders(out: &std::process::ChildStdout) -> Vec<u32> {
+fn kill_writer(out: &std::process::ChildStdout, pid: u32) -> bool {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use std::os::fd::AsRawFd;
+
+    let Ok(pipe) = std::fs::read_link(format!("/proc/self/fd/{}", out.as_raw_fd())) else {
+        return false;
+    };
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    holds_write_end(pid, &pipe) && kill(Pid::from_raw(raw), Signal::SIGKILL).is_ok()
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn kill_writer(_: &std::process::ChildStdout, _: u32) -> bool {
+    false
+}
+
+/// Whether process `pid` has `pipe` (a `/proc/*/fd` link target) open for
+/// writing.
+#[cfg(target_os = "linux")]
+fn holds_write_end(pid: u32, pipe: &std::path::Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|l| l == pipe)
+            && std::fs::read_to_string(format!(
+                "/proc/{pid}/fdinfo/{}",
+                fd.file_name().to_string_lossy()
+            ))
+            .is_ok_and(|info| writable(&info))
+    })
+}
+
+/// Whether an fdinfo's `flags:` (octal) open the file for writing.
+#[cfg(target_os = "linux")]
+fn writable(fdinfo: &str) -> bool {
+    fdinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        .is_some_and(|f| f & 3 != 0)
+}
+
+/// The other processes holding the write end of the plugin's stdout pipe
+/// (Linux: found by the pipe's inode in `/proc/*/fd`, flags in
+/// `/proc/*/fdinfo`; at most 8). Only the plugin's descendants hold it: the
+/// write end went to the plugin alone, and tattler's read end (which a host
+/// that forks without exec may copy) is not looked for.
+#[cfg(target_os = "linux")]
+fn pipe_writers(out: &std::process::ChildStdout) -> Vec<u32> {
     use std::os::fd::AsRawFd;
 
     let me = std::process::id();
@@ -405,16 +464,7 @@ fn pipe_holders(out: &std::process::ChildStdout) -> Vec<u32> {
         let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if pid == me {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
-            continue;
-        };
-        if fds
-            .flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == pipe))
-        {
+        if pid != me && holds_write_end(pid, &pipe) {
             found.push(pid);
             if found.len() == 8 {
                 break;
@@ -426,7 +476,7 @@ fn pipe_holders(out: &std::process::ChildStdout) -> Vec<u32> {
 }
 
 #[cfg(all(unix, not(target_os = "linux")))]
-fn pipe_holders(_: &std::process::ChildStdout) -> Vec<u32> {
+fn pipe_writers(_: &std::process::ChildStdout) -> Vec<u32> {
     Vec::new()
 }
 
@@ -469,6 +519,21 @@ fn without_escapes(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_fdinfo_opens_for_writing_by_its_octal_flags() {
+        for (info, want) in [
+            ("pos:\t0\nflags:\t01\nmnt_id:\t15\n", true),
+            ("pos:\t0\nflags:\t02000001\n", true),
+            ("flags:\t02\n", true),
+            ("pos:\t0\nflags:\t02000000\nmnt_id:\t15\n", false),
+            ("flags:\t09\n", false),
+            ("pos:\t0\n", false),
+        ] {
+            assert_eq!(super::writable(info), want, "{info:?}");
+        }
+    }
 
     fn exec() -> ExecConfig {
         ExecConfig::new("plugin", &[])

@@ -6,8 +6,8 @@
 //! plugins (`exec`), secrets that never print (`secret`), bounded file reads
 //! (`files`), pure TLS checks (`pem`), URLs read as Go reads them (`url`),
 //! proxies and NO_PROXY (`proxy`), the HTTP agent with its TLS and TCP
-//! connectors (`transport`, `keepalive`) and the credentials' header added
-//! below ureq (`authorize`). Dependencies run one way, from the leaves
+//! connectors (`transport`, `keepalive`), the credentials' header added
+//! below ureq (`authorize`) and response bodies masked across it (`mask`). Dependencies run one way, from the leaves
 //! (`url`, `files`, `pem`, `yaml`; `secret` over `url`) up to `kubeconfig`
 //! and `transport`; `Access`'s kubeconfig and in-cluster constructors live in
 //! `kubeconfig` and `in_cluster`, so `cluster` knows nothing of them.
@@ -21,6 +21,7 @@ pub(crate) mod files;
 pub(crate) mod in_cluster;
 pub(crate) mod keepalive;
 pub(crate) mod kubeconfig;
+pub(crate) mod mask;
 pub(crate) mod pem;
 pub(crate) mod proxy;
 pub(crate) mod secret;

@@ -608,9 +608,8 @@ impl Stream {
             SystemTime::now(),
         );
         let mut body = Vec::new();
-        let _ = resp
-            .into_body()
-            .into_reader()
+        let (head, answer) = resp.into_parts();
+        let _ = crate::access::mask::unmasked(&head.headers, answer.into_reader())
             .take(64 << 10)
             .read_to_end(&mut body);
         let status = decode::status(&body);

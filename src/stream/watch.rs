@@ -339,7 +339,8 @@ impl Stream {
             .get("Content-Encoding")
             .and_then(|v| v.to_str().ok())
             .map(|v| v.trim().to_ascii_lowercase());
-        let reader = resp.into_body().into_reader();
+        let (head, body) = resp.into_parts();
+        let reader = crate::access::mask::unmasked(&head.headers, body.into_reader());
         match encoding.as_deref() {
             None | Some("" | "identity") => Ok(Box::new(reader)),
             // Any number of members: a 1.37 apiserver (WatchListCompression)
