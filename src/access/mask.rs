@@ -214,7 +214,7 @@ impl Framing {
                     if collect(&mut head, &mut input, b"\r\n\r\n") {
                         self.head(&head, out)?
                     } else if head.len() > MAX_HEAD {
-                        self.to_close(&head, out)?
+                        self.mask_to_close(&head, out)?
                     } else {
                         Phase::Head(head)
                     }
@@ -239,7 +239,7 @@ impl Framing {
                 Phase::Size(mut line) => {
                     if !collect(&mut line, &mut input, b"\r\n") {
                         if line.len() > MAX_LINE {
-                            self.to_close(&line, out)?
+                            self.mask_to_close(&line, out)?
                         } else {
                             Phase::Size(line)
                         }
@@ -253,14 +253,14 @@ impl Framing {
                                 out.extend_from_slice(&line);
                                 Phase::Data(size)
                             }
-                            None => self.to_close(&line, out)?,
+                            None => self.mask_to_close(&line, out)?,
                         }
                     }
                 }
                 Phase::Trailer(mut line) => {
                     if !collect(&mut line, &mut input, b"\r\n") {
                         if line.len() > MAX_LINE {
-                            self.to_close(&line, out)?
+                            self.mask_to_close(&line, out)?
                         } else {
                             Phase::Trailer(line)
                         }
@@ -309,7 +309,7 @@ impl Framing {
     }
 
     /// Everything from `bytes` on is masked: framing not understood.
-    fn to_close(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> io::Result<Phase> {
+    fn mask_to_close(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> io::Result<Phase> {
         self.masked(bytes, out)?;
         Ok(Phase::Close)
     }
@@ -318,7 +318,7 @@ impl Framing {
     /// that name the server sent dropped), and the framing of its body.
     fn head(&mut self, head: &[u8], out: &mut Vec<u8>) -> io::Result<Phase> {
         let Some(framing) = body_framing(head) else {
-            return self.to_close(head, out);
+            return self.mask_to_close(head, out);
         };
         let keystream = Keystream::fresh()?;
         let mut lines = head.split_inclusive(|&b| b == b'\n');
