@@ -542,7 +542,7 @@ mod tests {
         use crate::Encoding::{Auto, Json};
         assert_eq!(
             got,
-            [(Auto, false), (Auto, true), (Json, false), (Auto, false)]
+            [(Auto, true), (Auto, true), (Json, false), (Auto, true)]
         );
         let e = Config::from_json(
             r#"{"server":"https://h","resources":[{"resource":"pods","encoding":"protobuf"}]}"#,

@@ -30,15 +30,24 @@ pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>) -> Result<(), PbError> {
     match u.kind {
         b"PartialObjectMetadata" => object_meta_doc(out, u.kind, u.api_version, u.raw)?,
         b"Status" => status(out, u.kind, u.api_version, u.raw)?,
-        other => {
-            let shown = String::from_utf8_lossy(&other[..other.len().min(64)]).into_owned();
-            return Err(PbError(format!(
-                "an event object of kind {shown:?}, not PartialObjectMetadata"
-            )));
-        }
+        _ => crate::wire::proto_json::object_doc(out, u.kind, u.api_version, u.raw)?,
     }
     out.push(b'}');
     Ok(())
+}
+
+/// A LIST item's message as its JSON document: a `PartialObjectMetadata`,
+/// or a built-in object (`proto_json`).
+pub(crate) fn item_doc(
+    out: &mut Vec<u8>,
+    kind: &[u8],
+    api_version: &[u8],
+    raw: &[u8],
+) -> Result<(), PbError> {
+    match kind {
+        b"PartialObjectMetadata" => object_meta_doc(out, kind, api_version, raw),
+        _ => crate::wire::proto_json::object_doc(out, kind, api_version, raw),
+    }
 }
 
 /// A `PartialObjectMetadata` message as its JSON document.
@@ -105,7 +114,7 @@ struct Meta<'a> {
 }
 
 /// An `ObjectMeta` message as JSON.
-fn object_meta(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
+pub(crate) fn object_meta(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
     let mut m = Meta::default();
     let mut f = Fields::new(raw);
     while let Some((n, v)) = f.next_field()? {
@@ -461,13 +470,13 @@ impl<'o> Obj<'o> {
     }
 }
 
-fn int(out: &mut Vec<u8>, v: i64) {
+pub(crate) fn int(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(v.to_string().as_bytes());
 }
 
 /// A `metav1.Time` message's seconds; `None` for Go's zero time (no bytes,
 /// or the zero instant).
-fn seconds(raw: &[u8]) -> Result<Option<i64>, PbError> {
+pub(crate) fn seconds(raw: &[u8]) -> Result<Option<i64>, PbError> {
     let mut secs = 0i64;
     let mut f = Fields::new(raw);
     while let Some((n, v)) = f.next_field()? {
@@ -480,7 +489,7 @@ fn seconds(raw: &[u8]) -> Result<Option<i64>, PbError> {
 
 /// A time as `metav1.Time` writes it: `null` when zero, else
 /// `"2006-01-02T15:04:05Z"`.
-fn time(out: &mut Vec<u8>, secs: Option<i64>) -> Result<(), PbError> {
+pub(crate) fn time(out: &mut Vec<u8>, secs: Option<i64>) -> Result<(), PbError> {
     let Some(secs) = secs else {
         out.extend_from_slice(b"null");
         return Ok(());
@@ -504,7 +513,7 @@ fn time(out: &mut Vec<u8>, secs: Option<i64>) -> Result<(), PbError> {
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
 /// algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -519,16 +528,21 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// `FieldsV1`'s raw JSON as `encoding/json` writes a `Marshaler`'s output:
 /// checked, then compacted with HTML-safe escaping. No bytes are `null`.
-fn raw_json(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
+pub(crate) fn raw_json(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
     if raw.is_empty() {
         out.extend_from_slice(b"null");
         return Ok(());
     }
-    if !matches!(raw[0], b'n' | b'{' | b'\t' | b'\r' | b'\n' | b' ') {
-        return Err(PbError::new("fieldsV1 is not JSON (CBOR?)"));
+    if !matches!(
+        raw[0],
+        b'n' | b'{' | b'[' | b'"' | b't' | b'f' | b'-' | b'0'..=b'9' | b'\t' | b'\r' | b'\n' | b' '
+    ) {
+        return Err(PbError::new(
+            "raw bytes that are not JSON (CBOR? protobuf?)",
+        ));
     }
     if serde_json::from_slice::<serde::de::IgnoredAny>(raw).is_err() {
-        return Err(PbError::new("fieldsV1 is not valid JSON"));
+        return Err(PbError::new("raw bytes that are not valid JSON"));
     }
     // The apiserver stores it compact, and it rarely holds what Go escapes.
     if !raw

@@ -11,6 +11,8 @@ pub(crate) mod discovery;
 pub(crate) mod frames;
 pub(crate) mod meta_json;
 pub(crate) mod proto_frames;
+pub(crate) mod proto_json;
 pub(crate) mod protobuf;
 pub(crate) mod request;
 pub(crate) mod rv;
+pub(crate) mod schema;

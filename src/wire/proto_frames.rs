@@ -347,7 +347,7 @@ impl<R: Read> ProtoListReader<R> {
                         return Err(invalid("the body ends inside an item"));
                     }
                     self.json.clear();
-                    let done = meta_json::object_meta_doc(
+                    let done = meta_json::item_doc(
                         &mut self.json,
                         &self.kind,
                         &self.api_version,
@@ -384,15 +384,21 @@ impl<R: Read> ProtoListReader<R> {
                     let raw = self.input.small(len, MAX_SMALL, "typeMeta")?;
                     let (api_version, kind) =
                         protobuf::type_meta(&raw).map_err(|e| invalid(&e.0))?;
-                    // Only metadata is written as the server would write it.
-                    if kind != b"PartialObjectMetadataList" {
+                    // Only kinds whose JSON tattler can write as the server
+                    // would: metadata, and the built-in kinds of the schema.
+                    let item = kind.strip_suffix(b"List").unwrap_or(b"");
+                    if item != b"PartialObjectMetadata"
+                        && crate::wire::schema::schema()
+                            .kind(api_version, item)
+                            .is_none()
+                    {
                         let shown =
                             String::from_utf8_lossy(&kind[..kind.len().min(64)]).into_owned();
                         return Err(invalid(&format!(
-                            "a body of kind {shown:?}, not PartialObjectMetadataList"
+                            "a body of kind {shown:?}, not a list tattler can read"
                         )));
                     }
-                    self.kind = b"PartialObjectMetadata".to_vec();
+                    self.kind = item.to_vec();
                     self.api_version = api_version.to_vec();
                 }
                 (2, 2) => {
@@ -591,10 +597,14 @@ mod tests {
             r.next_item().unwrap(),
             Some(ListItem::TooLarge(_))
         ));
-        // A protobuf list of anything but metadata is refused.
+        // A protobuf list of a kind outside the schema is refused; an
+        // empty PodList reads.
+        let widgets: &[u8] = b"k8s\0\x0a\x10\x0a\x02v1\x12\x0aWidgetList\x12\x00";
+        let mut r = ProtoListReader::new(widgets, 1 << 20);
+        assert!(matches!(r.next_item(), Err(ListError::Invalid(m)) if m.contains("WidgetList")));
         let pods: &[u8] = b"k8s\0\x0a\x0d\x0a\x02v1\x12\x07PodList\x12\x00";
         let mut r = ProtoListReader::new(pods, 1 << 20);
-        assert!(matches!(r.next_item(), Err(ListError::Invalid(m)) if m.contains("PodList")));
+        assert!(matches!(r.next_item(), Ok(None)));
         // A JSON body is not a protobuf list.
         let mut r = ProtoListReader::new(LISTS[0].1, 1 << 20);
         assert!(matches!(r.next_item(), Err(ListError::Invalid(_))));

@@ -1,0 +1,569 @@
+//! A built-in object that came as protobuf, written as the JSON the
+//! apiserver would have sent for it: the fields of each struct in the order
+//! its Go type declares them, under `encoding/json`'s rules (`omitempty`
+//! leaves out empty strings, numbers, booleans, lists and maps and nil
+//! pointers, never a struct; an absent list or map without it is `null`;
+//! map keys sorted; embedded structs' fields in the embedding object), with
+//! the types that write themselves (`Time`, `MicroTime`, `Duration`,
+//! `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`) as they do.
+//! `ObjectMeta` is `meta_json`'s. The schema is `schema`'s. Pure.
+//!
+//! The recursion follows the schema, which has no cycle: the input cannot
+//! make it deeper. A field number the schema does not have is an error
+//! (a newer server's field would otherwise vanish without a word).
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+
+use crate::wire::meta_json::{self, string};
+use crate::wire::protobuf::{Fields, PbError, Value};
+use crate::wire::schema::{schema, Field, Msg, Schema, Shape, Ty};
+
+/// An object's protobuf message (`raw` of its `runtime.Unknown`) as its
+/// JSON document, `kind` and `apiVersion` first, appended to `out`.
+pub(crate) fn object_doc(
+    out: &mut Vec<u8>,
+    kind: &[u8],
+    api_version: &[u8],
+    raw: &[u8],
+) -> Result<(), PbError> {
+    let s = schema();
+    let Some(msg) = s.kind(api_version, kind) else {
+        return Err(PbError(format!(
+            "kind {:?} of {:?} is not in tattler's schema",
+            String::from_utf8_lossy(&kind[..kind.len().min(64)]),
+            String::from_utf8_lossy(&api_version[..api_version.len().min(64)]),
+        )));
+    };
+    let mut w = Writer {
+        s,
+        out,
+        first: true,
+    };
+    w.out.push(b'{');
+    if !kind.is_empty() {
+        w.key(b"\"kind\":");
+        string(w.out, kind);
+    }
+    if !api_version.is_empty() {
+        w.key(b"\"apiVersion\":");
+        string(w.out, api_version);
+    }
+    w.fields(s.msg(msg), raw)?;
+    w.out.push(b'}');
+    Ok(())
+}
+
+/// Writes one JSON object's members.
+struct Writer<'a> {
+    s: &'a Schema,
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl Writer<'_> {
+    fn key(&mut self, key: &[u8]) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.extend_from_slice(key);
+    }
+
+    /// `msg`'s fields from its message bytes, into the current object.
+    fn fields(&mut self, msg: &Msg, raw: &[u8]) -> Result<(), PbError> {
+        // (position in msg.fields, value), in wire order; then grouped by
+        // position, keeping each field's occurrences in wire order.
+        let mut seen: Vec<(u16, Value<'_>)> = Vec::new();
+        let mut f = Fields::new(raw);
+        while let Some((n, v)) = f.next_field()? {
+            let Some(p) = msg.position(n) else {
+                return Err(PbError(format!(
+                    "field {n} of {} is not in tattler's schema (a newer server?)",
+                    short(&msg.name)
+                )));
+            };
+            seen.push((p as u16, v));
+        }
+        seen.sort_by_key(|&(p, _)| p);
+        let mut at = 0;
+        for (p, field) in msg.fields.iter().enumerate() {
+            let from = at;
+            while at < seen.len() && usize::from(seen[at].0) == p {
+                at += 1;
+            }
+            let values = &seen[from..at];
+            let last = values.last().map(|&(_, v)| v);
+            match field.shape {
+                Shape::Inline => {
+                    let Ty::Msg(i) = field.ty else {
+                        return Err(PbError::new("an inline field that is not a struct"));
+                    };
+                    let bytes = match last {
+                        Some(v) => v.bytes("an embedded struct")?,
+                        None => &[],
+                    };
+                    self.fields(self.s.msg(i), bytes)?;
+                }
+                Shape::One => {
+                    if field.omitempty && field.ty.can_be_empty() && is_empty(field.ty, last)? {
+                        continue;
+                    }
+                    self.key(&field.key);
+                    self.item(field, last)?;
+                }
+                Shape::Pointer => match last {
+                    None if field.omitempty => {}
+                    None => {
+                        self.key(&field.key);
+                        self.out.extend_from_slice(b"null");
+                    }
+                    Some(v) => {
+                        self.key(&field.key);
+                        self.item(field, Some(v))?;
+                    }
+                },
+                Shape::List => {
+                    let items = list(field.ty, values)?;
+                    if items.is_empty() {
+                        if !field.omitempty {
+                            self.key(&field.key);
+                            self.out.extend_from_slice(b"null");
+                        }
+                        continue;
+                    }
+                    self.key(&field.key);
+                    self.out.push(b'[');
+                    for (i, v) in items.into_iter().enumerate() {
+                        if i > 0 {
+                            self.out.push(b',');
+                        }
+                        self.item(field, Some(v))?;
+                    }
+                    self.out.push(b']');
+                }
+                Shape::Map => {
+                    let mut entries: BTreeMap<&[u8], Option<Value<'_>>> = BTreeMap::new();
+                    for &(_, v) in values {
+                        let (k, v) = entry(v.bytes("a map entry")?)?;
+                        entries.insert(k, v);
+                    }
+                    if entries.is_empty() {
+                        if !field.omitempty {
+                            self.key(&field.key);
+                            self.out.extend_from_slice(b"null");
+                        }
+                        continue;
+                    }
+                    self.key(&field.key);
+                    self.out.push(b'{');
+                    for (i, (k, v)) in entries.into_iter().enumerate() {
+                        if i > 0 {
+                            self.out.push(b',');
+                        }
+                        string(self.out, k);
+                        self.out.push(b':');
+                        self.item(field, v)?;
+                    }
+                    self.out.push(b'}');
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One value of `field`: its type's, led by the constant `kind` and
+    /// `apiVersion` the field's structs carry, if any.
+    fn item(&mut self, field: &Field, v: Option<Value<'_>>) -> Result<(), PbError> {
+        match (field.ty, &field.type_meta) {
+            (Ty::Msg(i), Some(type_meta)) => {
+                let raw = bytes(v, "a struct")?;
+                let mut inner = Writer {
+                    s: self.s,
+                    out: &mut *self.out,
+                    first: false,
+                };
+                inner.out.push(b'{');
+                inner.out.extend_from_slice(type_meta);
+                inner.fields(self.s.msg(i), raw)?;
+                inner.out.push(b'}');
+                Ok(())
+            }
+            (ty, _) => self.value(ty, v),
+        }
+    }
+
+    /// One value of type `ty`; `None` is the type's zero value.
+    fn value(&mut self, ty: Ty, v: Option<Value<'_>>) -> Result<(), PbError> {
+        let out = &mut *self.out;
+        match ty {
+            Ty::Str => string(out, bytes(v, "a string")?),
+            Ty::Bool => out.extend_from_slice(if varint(v, "a bool")? != 0 {
+                b"true"
+            } else {
+                b"false"
+            }),
+            Ty::I32 => meta_json::int(out, i64::from(varint(v, "an int32")? as i32)),
+            Ty::I64 => meta_json::int(out, varint(v, "an int64")? as i64),
+            Ty::U32 => {
+                out.extend_from_slice((varint(v, "a uint32")? as u32).to_string().as_bytes())
+            }
+            Ty::U64 => out.extend_from_slice(varint(v, "a uint64")?.to_string().as_bytes()),
+            Ty::Bytes => match v {
+                // A nil []byte; an empty one is "" (protobuf cannot tell).
+                None => out.extend_from_slice(b"null"),
+                Some(v) => {
+                    out.push(b'"');
+                    let b = v.bytes("bytes")?;
+                    out.extend_from_slice(
+                        base64::engine::general_purpose::STANDARD
+                            .encode(b)
+                            .as_bytes(),
+                    );
+                    out.push(b'"');
+                }
+            },
+            Ty::Time => {
+                let raw = bytes(v, "a Time")?;
+                meta_json::time(out, meta_json::seconds(raw)?)?;
+            }
+            Ty::MicroTime => micro_time(out, bytes(v, "a MicroTime")?)?,
+            Ty::Duration => {
+                let mut nanos = 0i64;
+                let mut f = Fields::new(bytes(v, "a Duration")?);
+                while let Some((n, v)) = f.next_field()? {
+                    if n == 1 {
+                        nanos = v.varint("Duration.duration")? as i64;
+                    }
+                }
+                out.push(b'"');
+                duration(out, nanos);
+                out.push(b'"');
+            }
+            Ty::Quantity => {
+                let mut s: &[u8] = b"";
+                let mut f = Fields::new(bytes(v, "a Quantity")?);
+                while let Some((n, v)) = f.next_field()? {
+                    if n == 1 {
+                        s = v.bytes("Quantity.string")?;
+                    }
+                }
+                string(out, if s.is_empty() { b"0" } else { s });
+            }
+            Ty::IntOrString => {
+                let (mut kind, mut int, mut text): (u64, u64, &[u8]) = (0, 0, b"");
+                let mut f = Fields::new(bytes(v, "an IntOrString")?);
+                while let Some((n, v)) = f.next_field()? {
+                    match n {
+                        1 => kind = v.varint("IntOrString.type")?,
+                        2 => int = v.varint("IntOrString.intVal")?,
+                        3 => text = v.bytes("IntOrString.strVal")?,
+                        _ => {}
+                    }
+                }
+                match kind {
+                    0 => meta_json::int(out, i64::from(int as i32)),
+                    1 => string(out, text),
+                    _ => return Err(PbError::new("an IntOrString of an unknown type")),
+                }
+            }
+            Ty::Raw | Ty::FieldsV1 => {
+                let mut raw: Option<&[u8]> = None;
+                let mut f = Fields::new(bytes(v, "raw JSON")?);
+                while let Some((n, v)) = f.next_field()? {
+                    if n == 1 {
+                        raw = Some(v.bytes("raw")?);
+                    }
+                }
+                match raw {
+                    // A nil Raw is `null`; an empty one is too (protobuf
+                    // cannot tell them apart).
+                    None | Some(b"") => out.extend_from_slice(b"null"),
+                    Some(raw) => meta_json::raw_json(out, raw)?,
+                }
+            }
+            Ty::ObjectMeta => meta_json::object_meta(out, bytes(v, "an ObjectMeta")?)?,
+            Ty::Msg(i) => {
+                let raw = bytes(v, "a struct")?;
+                let mut inner = Writer {
+                    s: self.s,
+                    out,
+                    first: true,
+                };
+                inner.out.push(b'{');
+                inner.fields(self.s.msg(i), raw)?;
+                inner.out.push(b'}');
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A Go type name without its package path.
+fn short(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+fn bytes<'v>(v: Option<Value<'v>>, what: &str) -> Result<&'v [u8], PbError> {
+    v.map_or(Ok(&[][..]), |v| v.bytes(what))
+}
+
+fn varint(v: Option<Value<'_>>, what: &str) -> Result<u64, PbError> {
+    v.map_or(Ok(0), |v| v.varint(what))
+}
+
+/// Whether a scalar field's value is what `omitempty` leaves out.
+fn is_empty(ty: Ty, v: Option<Value<'_>>) -> Result<bool, PbError> {
+    Ok(match ty {
+        Ty::Str | Ty::Bytes => bytes(v, "a string")?.is_empty(),
+        _ => varint(v, "a number")? == 0,
+    })
+}
+
+/// A repeated field's items: length-delimited ones as they are, numbers
+/// either one per occurrence or packed.
+fn list<'v>(ty: Ty, values: &[(u16, Value<'v>)]) -> Result<Vec<Value<'v>>, PbError> {
+    let numeric = matches!(ty, Ty::Bool | Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64);
+    let mut items = Vec::with_capacity(values.len());
+    for &(_, v) in values {
+        match v {
+            Value::Bytes(packed) if numeric => {
+                let mut rest = packed;
+                while !rest.is_empty() {
+                    let (n, used) = crate::wire::protobuf::varint(rest)?;
+                    items.push(Value::Varint(n));
+                    rest = &rest[used..];
+                }
+            }
+            v => items.push(v),
+        }
+    }
+    Ok(items)
+}
+
+/// A map entry's key and value (absent: the value type's zero).
+fn entry(raw: &[u8]) -> Result<(&[u8], Option<Value<'_>>), PbError> {
+    let (mut k, mut v): (&[u8], Option<Value<'_>>) = (b"", None);
+    let mut f = Fields::new(raw);
+    while let Some((n, value)) = f.next_field()? {
+        match n {
+            1 => k = value.bytes("a map key")?,
+            2 => v = Some(value),
+            _ => {}
+        }
+    }
+    Ok((k, v))
+}
+
+/// A `MicroTime` message as it writes itself: `null` when zero, else
+/// `"2006-01-02T15:04:05.000000Z"`.
+fn micro_time(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
+    let (mut secs, mut nanos) = (0i64, 0i64);
+    let mut f = Fields::new(raw);
+    while let Some((n, v)) = f.next_field()? {
+        match n {
+            1 => secs = v.varint("MicroTime.seconds")? as i64,
+            2 => nanos = i64::from(v.varint("MicroTime.nanos")? as i32),
+            _ => {}
+        }
+    }
+    if raw.is_empty() || (secs == 0 && nanos == 0) {
+        out.extend_from_slice(b"null");
+        return Ok(());
+    }
+    let mut whole = Vec::with_capacity(24);
+    meta_json::time(&mut whole, Some(secs))?;
+    // "…:05Z" → "…:05.000000Z"
+    whole.truncate(whole.len() - 2);
+    out.extend_from_slice(&whole);
+    out.extend_from_slice(format!(".{:06}Z\"", nanos.rem_euclid(1_000_000_000) / 1000).as_bytes());
+    Ok(())
+}
+
+/// Go's `time.Duration.String()`: `0s`, `1.5s`, `2m3s`, `1h0m0s`, `250ms`,
+/// `3µs`, `9ns`.
+fn duration(out: &mut Vec<u8>, nanos: i64) {
+    if nanos == 0 {
+        out.extend_from_slice(b"0s");
+        return;
+    }
+    if nanos < 0 {
+        out.push(b'-');
+    }
+    let u = nanos.unsigned_abs();
+    // Below a second: one unit, with a fraction.
+    let frac = |out: &mut Vec<u8>, v: u64, digits: u32| {
+        let p = 10u64.pow(digits);
+        out.extend_from_slice((v / p).to_string().as_bytes());
+        let f = v % p;
+        if f != 0 {
+            let s = format!("{f:0width$}", width = digits as usize);
+            out.push(b'.');
+            out.extend_from_slice(s.trim_end_matches('0').as_bytes());
+        }
+    };
+    if u < 1_000 {
+        out.extend_from_slice(format!("{u}ns").as_bytes());
+    } else if u < 1_000_000 {
+        frac(out, u, 3);
+        out.extend_from_slice("µs".as_bytes());
+    } else if u < 1_000_000_000 {
+        frac(out, u, 6);
+        out.extend_from_slice(b"ms");
+    } else {
+        let secs = u / 1_000_000_000;
+        let (h, m) = (secs / 3600, secs / 60 % 60);
+        if h > 0 {
+            out.extend_from_slice(format!("{h}h").as_bytes());
+        }
+        if h > 0 || m > 0 {
+            out.extend_from_slice(format!("{m}m").as_bytes());
+        }
+        frac(out, u % 60_000_000_000, 9);
+        out.push(b's');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Protobuf encoding, enough for the tests.
+    fn key(n: u32, wire: u64, out: &mut Vec<u8>) {
+        varint_to(u64::from(n) << 3 | wire, out);
+    }
+    fn varint_to(mut v: u64, out: &mut Vec<u8>) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+    fn bytes_field(n: u32, b: &[u8], out: &mut Vec<u8>) {
+        key(n, 2, out);
+        varint_to(b.len() as u64, out);
+        out.extend_from_slice(b);
+    }
+    fn int_field(n: u32, v: u64, out: &mut Vec<u8>) {
+        key(n, 0, out);
+        varint_to(v, out);
+    }
+
+    fn doc(kind: &str, api_version: &str, raw: &[u8]) -> String {
+        let mut out = Vec::new();
+        object_doc(&mut out, kind.as_bytes(), api_version.as_bytes(), raw).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn durations_read_as_go_writes_them() {
+        for (nanos, want) in [
+            (0, "0s"),
+            (9, "9ns"),
+            (1_500, "1.5µs"),
+            (250_000_000, "250ms"),
+            (1_500_000_000, "1.5s"),
+            (123_000_000_000, "2m3s"),
+            (3_600_000_000_000, "1h0m0s"),
+            (-90_000_000_000, "-1m30s"),
+        ] {
+            let mut out = Vec::new();
+            duration(&mut out, nanos);
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{nanos}");
+        }
+    }
+
+    #[test]
+    fn an_empty_configmap_is_what_the_server_writes() {
+        // ObjectMeta with a name only; no data.
+        let mut meta = Vec::new();
+        bytes_field(1, b"c", &mut meta);
+        let mut raw = Vec::new();
+        bytes_field(1, &meta, &mut raw);
+        assert_eq!(
+            doc("ConfigMap", "v1", &raw),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}}"#
+        );
+    }
+
+    #[test]
+    fn maps_sort_pointers_and_lists_follow_omitempty_and_structs_are_never_empty() {
+        // A Secret: data (map of bytes) out of order, immutable (*bool), type.
+        let mut raw = Vec::new();
+        bytes_field(1, &[], &mut raw);
+        for (k, v) in [(&b"z"[..], &b"\x00\xff"[..]), (b"a", b"hi")] {
+            let mut e = Vec::new();
+            bytes_field(1, k, &mut e);
+            bytes_field(2, v, &mut e);
+            bytes_field(2, &e, &mut raw);
+        }
+        bytes_field(3, b"Opaque", &mut raw);
+        int_field(5, 0, &mut raw);
+        assert_eq!(
+            doc("Secret", "v1", &raw),
+            r#"{"kind":"Secret","apiVersion":"v1","metadata":{},"immutable":false,"data":{"a":"aGk=","z":"AP8="},"type":"Opaque"}"#
+        );
+        // A Service with an empty spec: ports (omitempty) left out,
+        // structs written whole with their non-omitempty members.
+        let mut raw = Vec::new();
+        bytes_field(1, &[], &mut raw);
+        bytes_field(2, &[], &mut raw);
+        let got = doc("Service", "v1", &raw);
+        assert!(
+            got.starts_with(r#"{"kind":"Service","apiVersion":"v1","metadata":{},"spec":{}"#),
+            "{got}"
+        );
+        assert!(got.ends_with(r#""status":{"loadBalancer":{}}}"#), "{got}");
+    }
+
+    #[test]
+    fn int_or_string_quantity_and_micro_time_write_themselves() {
+        // A container port probe: tcpSocket.port = "http" (IntOrString
+        // string); resources.limits.cpu = 500m.
+        let mut ios = Vec::new();
+        int_field(1, 1, &mut ios);
+        bytes_field(3, b"http", &mut ios);
+        let mut out = Vec::new();
+        let mut w = Writer {
+            s: schema(),
+            out: &mut out,
+            first: true,
+        };
+        w.value(Ty::IntOrString, Some(Value::Bytes(&ios))).unwrap();
+        w.value(Ty::IntOrString, None).unwrap();
+        let mut q = Vec::new();
+        bytes_field(1, b"500m", &mut q);
+        w.value(Ty::Quantity, Some(Value::Bytes(&q))).unwrap();
+        w.value(Ty::Quantity, None).unwrap();
+        let mut t = Vec::new();
+        int_field(1, 1_700_000_000, &mut t);
+        int_field(2, 123_456_789, &mut t);
+        w.value(Ty::MicroTime, Some(Value::Bytes(&t))).unwrap();
+        w.value(Ty::MicroTime, None).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#""http"0"500m""0""2023-11-14T22:13:20.123456Z"null"#
+        );
+    }
+
+    #[test]
+    fn unknown_fields_kinds_and_wrong_wire_types_are_errors_not_panics() {
+        let mut raw = Vec::new();
+        bytes_field(1, &[], &mut raw);
+        bytes_field(99, b"x", &mut raw);
+        let mut out = Vec::new();
+        let e = object_doc(&mut out, b"ConfigMap", b"v1", &raw).unwrap_err();
+        assert!(e.0.contains("field 99 of"), "{}", e.0);
+        assert!(object_doc(&mut out, b"Widget", b"v1", &[]).is_err());
+        let mut raw = Vec::new();
+        int_field(1, 5, &mut raw); // metadata as a varint
+        assert!(object_doc(&mut out, b"ConfigMap", b"v1", &raw).is_err());
+        // Truncated bytes.
+        assert!(object_doc(&mut out, b"ConfigMap", b"v1", &[0x0a, 0x05, 1]).is_err());
+    }
+}
