@@ -47,13 +47,18 @@ impl Stream {
                         name: None,
                         meta: None,
                     }),
-                    Ok(Some(ListItem::Invalid(message))) => Err(DecodeError {
-                        reason: crate::Reason::InvalidProtobuf,
-                        message,
-                        namespace: None,
-                        name: None,
-                        meta: None,
-                    }),
+                    Ok(Some(ListItem::Invalid(message))) => {
+                        if let Some(end) = self.schema_miss(&message) {
+                            return self.deliver(&mut batch, true).unwrap_or(end);
+                        }
+                        Err(DecodeError {
+                            reason: crate::Reason::InvalidProtobuf,
+                            message,
+                            namespace: None,
+                            name: None,
+                            meta: None,
+                        })
+                    }
                     Ok(None) => break,
                     Err(_) if self.stop.is_set() => return End::Stopped,
                     Err(ListError::Io(e)) => {
@@ -61,7 +66,9 @@ impl Stream {
                         return self.deliver(&mut batch, true).unwrap_or(end);
                     }
                     Err(ListError::Invalid(m)) => {
-                        let end = End::Retry(format!("bad list page: {m}"), None);
+                        let end = self
+                            .schema_miss(&m)
+                            .unwrap_or_else(|| End::Retry(format!("bad list page: {m}"), None));
                         return self.deliver(&mut batch, true).unwrap_or(end);
                     }
                 };

@@ -207,6 +207,9 @@ pub(crate) struct Stream {
     gate: Option<Arc<SyncGate>>,
     /// Jitter for the backoff, the request budget and watch timeouts.
     pub(crate) jitter: Jitter,
+    /// The server sent a built-in object with a field tattler's schema does
+    /// not have (a newer server): this stream asks for JSON from then on.
+    pub(crate) schema_missed: bool,
 }
 
 /// Catching up after a resume (`watch`): the server's resourceVersion when
@@ -302,7 +305,28 @@ impl Stream {
             catch_up: resumed.then(CatchUp::default),
             gate: init.gate,
             jitter,
+            schema_missed: false,
         }
+    }
+
+    /// Whether this stream's requests ask for protobuf now.
+    pub(crate) fn asks_protobuf(&self) -> bool {
+        self.spec.protobuf() && !self.schema_missed
+    }
+
+    /// A protobuf piece tattler could not write as JSON: when the schema did
+    /// not know it (a full object from a newer server), the stream turns to
+    /// JSON and resumes where it was, so that no object is lost; `None`
+    /// leaves the piece to be skipped as invalid.
+    pub(crate) fn schema_miss(&mut self, message: &str) -> Option<End> {
+        if self.spec.metadata_only || !message.contains(crate::wire::proto_json::NOT_IN_SCHEMA) {
+            return None;
+        }
+        self.schema_missed = true;
+        Some(End::Retry(
+            format!("{message}: asking for JSON from now on"),
+            None,
+        ))
     }
 
     pub(crate) fn is_replacement(&self) -> bool {
@@ -563,13 +587,13 @@ impl Stream {
         let url = format!("{}{}", self.transport.base, path);
         let drop = self.edits.drop_managed_fields;
         let accept = match what {
-            Asking::Objects if self.spec.protobuf() && self.spec.metadata_only => {
+            Asking::Objects if self.asks_protobuf() && self.spec.metadata_only => {
                 request::accept(METADATA_PROTOBUF, drop)
             }
-            Asking::List if self.spec.protobuf() && self.spec.metadata_only => {
+            Asking::List if self.asks_protobuf() && self.spec.metadata_only => {
                 request::accept(METADATA_LIST_PROTOBUF, drop)
             }
-            Asking::Objects | Asking::List if self.spec.protobuf() => {
+            Asking::Objects | Asking::List if self.asks_protobuf() => {
                 request::accept(OBJECTS_PROTOBUF, drop)
             }
             Asking::Objects if self.spec.metadata_only => request::accept(METADATA, drop),
@@ -598,7 +622,7 @@ impl Stream {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("application/json");
             let asked_protobuf =
-                self.spec.protobuf() && matches!(what, Asking::Objects | Asking::List);
+                self.asks_protobuf() && matches!(what, Asking::Objects | Asking::List);
             let readable = content_type.to_ascii_lowercase().contains("json")
                 || (asked_protobuf && body::is_protobuf(&resp));
             if !readable {
@@ -618,10 +642,15 @@ impl Stream {
             SystemTime::now(),
         );
         let mut body = Vec::new();
+        let protobuf = body::is_protobuf(&resp);
         let (head, answer) = resp.into_parts();
         let _ = crate::access::mask::unmasked(&head.headers, answer.into_reader())
             .take(64 << 10)
             .read_to_end(&mut body);
+        // Asked protobuf first, the server sends its Status that way too.
+        if protobuf {
+            body = crate::wire::meta_json::status_doc(&body).unwrap_or_default();
+        }
         let status = decode::status(&body);
         Err(answer::classify(code, status, hint, creds.reloadable()))
     }

@@ -195,6 +195,9 @@ impl Stream {
                     if let Some(end) = self.deliver(&mut batch, initial) {
                         break end;
                     }
+                    if let Some(end) = self.schema_miss(&message) {
+                        break end;
+                    }
                     self.skip(
                         decode::DecodeError {
                             reason: crate::Reason::InvalidProtobuf,

@@ -36,6 +36,18 @@ pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>) -> Result<(), PbError> {
     Ok(())
 }
 
+/// An enveloped protobuf `Status` (an error answer's body) as its JSON
+/// document.
+pub(crate) fn status_doc(body: &[u8]) -> Result<Vec<u8>, PbError> {
+    let u = protobuf::unknown(body)?;
+    if u.kind != b"Status" {
+        return Err(PbError::new("an error body that is not a Status"));
+    }
+    let mut out = Vec::new();
+    status(&mut out, u.kind, u.api_version, u.raw)?;
+    Ok(out)
+}
+
 /// A LIST item's message as its JSON document: a `PartialObjectMetadata`,
 /// or a built-in object (`proto_json`).
 pub(crate) fn item_doc(

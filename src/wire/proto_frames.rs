@@ -395,7 +395,8 @@ impl<R: Read> ProtoListReader<R> {
                         let shown =
                             String::from_utf8_lossy(&kind[..kind.len().min(64)]).into_owned();
                         return Err(invalid(&format!(
-                            "a body of kind {shown:?}, not a list tattler can read"
+                            "a body of kind {shown:?}, {}",
+                            crate::wire::proto_json::NOT_IN_SCHEMA
                         )));
                     }
                     self.kind = item.to_vec();

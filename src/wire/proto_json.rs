@@ -20,6 +20,10 @@ use crate::wire::meta_json::{self, string};
 use crate::wire::protobuf::{Fields, PbError, Value};
 use crate::wire::schema::{schema, Field, Msg, Schema, Shape, Ty};
 
+/// Said by every error about what the schema does not have: a field or a
+/// kind (a newer server's), which JSON would carry.
+pub(crate) const NOT_IN_SCHEMA: &str = "not in tattler's schema";
+
 /// An object's protobuf message (`raw` of its `runtime.Unknown`) as its
 /// JSON document, `kind` and `apiVersion` first, appended to `out`.
 pub(crate) fn object_doc(

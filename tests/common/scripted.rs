@@ -73,6 +73,8 @@ type Handler = dyn Fn(usize, &str) -> Reply + Send + Sync;
 pub struct Scripted {
     url: String,
     requests: Arc<Mutex<Vec<(Instant, String)>>>,
+    /// Each request's `Accept` header, in request order.
+    accepts: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     conns: Arc<Mutex<Vec<TcpStream>>>,
     accept: Option<JoinHandle<()>>,
@@ -85,13 +87,15 @@ impl Scripted {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
+        let accepts: Arc<Mutex<Vec<String>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let threads: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let answer: Arc<Handler> = Arc::new(answer);
         let accept = {
-            let (requests, stop, conns, threads) = (
+            let (requests, accepts, stop, conns, threads) = (
                 requests.clone(),
+                accepts.clone(),
                 stop.clone(),
                 conns.clone(),
                 threads.clone(),
@@ -105,8 +109,15 @@ impl Scripted {
                     if let Ok(c) = s.try_clone() {
                         conns.lock().unwrap().push(c);
                     }
-                    let (requests, stop, answer) = (requests.clone(), stop.clone(), answer.clone());
-                    let t = std::thread::spawn(move || serve(s, &requests, &stop, &*answer));
+                    let (requests, accepts, stop, answer) = (
+                        requests.clone(),
+                        accepts.clone(),
+                        stop.clone(),
+                        answer.clone(),
+                    );
+                    let t = std::thread::spawn(move || {
+                        serve(s, (&requests, &accepts), &stop, &*answer)
+                    });
                     threads.lock().unwrap().push(t);
                 }
             })
@@ -114,6 +125,7 @@ impl Scripted {
         Scripted {
             url,
             requests,
+            accepts,
             stop,
             conns,
             accept: Some(accept),
@@ -126,6 +138,11 @@ impl Scripted {
     }
 
     /// The paths (with queries) asked for, in order.
+    /// Each request's `Accept` header (empty when it had none), in order.
+    pub fn accepts(&self) -> Vec<String> {
+        self.accepts.lock().unwrap().clone()
+    }
+
     pub fn requests(&self) -> Vec<String> {
         self.requests
             .lock()
@@ -177,7 +194,7 @@ impl Drop for Scripted {
 
 fn serve(
     s: TcpStream,
-    requests: &Mutex<Vec<(Instant, String)>>,
+    (requests, accepts): (&Mutex<Vec<(Instant, String)>>, &Mutex<Vec<String>>),
     stop: &AtomicBool,
     answer: &Handler,
 ) {
@@ -190,15 +207,22 @@ fn serve(
         return;
     }
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+    let mut accept = String::new();
     loop {
         let mut h = String::new();
         if r.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
             break;
         }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.eq_ignore_ascii_case("accept") {
+                accept = v.trim().to_string();
+            }
+        }
     }
     let n = {
         let mut q = requests.lock().unwrap();
         q.push((Instant::now(), path.clone()));
+        accepts.lock().unwrap().push(accept);
         q.len() - 1
     };
     let reply = answer(n, &path);

@@ -619,3 +619,106 @@ fn a_slow_consumer_costs_bounded_memory() {
         assert!(kb < 64 * 1024, "{mode}: peak RSS grew by {kb} kB");
     }
 }
+
+/// Protobuf as the apiserver writes it, enough for one test.
+mod pb {
+    pub fn varint(mut v: u64, out: &mut Vec<u8>) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+    pub fn field(n: u64, bytes: &[u8], out: &mut Vec<u8>) {
+        varint(n << 3 | 2, out);
+        varint(bytes.len() as u64, out);
+        out.extend_from_slice(bytes);
+    }
+    /// A watch frame: an ADDED event of a ConfigMap `a/NAME` at `rv`,
+    /// with field 99 (unknown to any schema) when `newer`.
+    pub fn added_configmap(name: &str, rv: &str, newer: bool) -> Vec<u8> {
+        let mut meta = Vec::new();
+        field(1, name.as_bytes(), &mut meta);
+        field(3, b"a", &mut meta);
+        field(5, format!("uid-{name}").as_bytes(), &mut meta);
+        field(6, rv.as_bytes(), &mut meta);
+        let mut cm = Vec::new();
+        field(1, &meta, &mut cm);
+        if newer {
+            field(99, b"from a newer server", &mut cm);
+        }
+        let mut type_meta = Vec::new();
+        field(1, b"v1", &mut type_meta);
+        field(2, b"ConfigMap", &mut type_meta);
+        let mut unknown = b"k8s\0".to_vec();
+        field(1, &type_meta, &mut unknown);
+        field(2, &cm, &mut unknown);
+        let mut raw = Vec::new();
+        field(1, &unknown, &mut raw);
+        let mut event = Vec::new();
+        field(1, b"ADDED", &mut event);
+        field(2, &raw, &mut event);
+        let mut frame = (event.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&event);
+        frame
+    }
+}
+
+/// Issue 23: a built-in object over protobuf with a field tattler's schema
+/// does not have (a newer server) is not lost: the stream asks for JSON from
+/// then on and gets it whole.
+#[test]
+fn a_field_the_schema_lacks_turns_the_stream_to_json_and_loses_nothing() {
+    let _w = Watchdog::new("schema_miss", Duration::from_secs(20));
+    let s = Scripted::start(move |n, _| match n {
+        0 => {
+            let mut r = Reply::json(
+                vec![
+                    pb::added_configmap("c1", "5", false),
+                    pb::added_configmap("c2", "6", true),
+                ],
+                Then::Hang,
+            );
+            r.headers = vec![(
+                "Content-Type".into(),
+                "application/vnd.kubernetes.protobuf;stream=watch".into(),
+            )];
+            r
+        }
+        1 => Reply::json(
+            vec![
+                frame("ADDED", &pod_json("c1", "uid-c1", "5", "")),
+                frame("ADDED", &pod_json("c2", "uid-c2", "6", "")),
+                end_bookmark("7"),
+            ],
+            Then::Hang,
+        ),
+        _ => Reply::json(vec![], Then::Hang),
+    });
+    let mut c = Config::new(Access::new(&s.url()))
+        .watch(&["configmaps"])
+        .unwrap();
+    c.tuning.backoff = Backoff {
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(100),
+        reset_after: Duration::from_secs(120),
+    };
+    let r = Reader::open(c).unwrap();
+    let got = until_synced(&r);
+    assert!(
+        got.iter().all(|e| !e.starts_with("Error")),
+        "no object skipped: {got:?}"
+    );
+    assert!(got.iter().any(|e| e.ends_with("a/c2")), "{got:?}");
+    assert_eq!(got.last().unwrap(), "Synced configmaps");
+    let accepts = s.accepts();
+    assert!(
+        accepts[0].starts_with("application/vnd.kubernetes.protobuf"),
+        "{accepts:?}"
+    );
+    assert_eq!(accepts[1], "application/json", "{accepts:?}");
+}

@@ -418,10 +418,11 @@ fn shaping_options_apply_before_the_channel() {
     pod(&api, "a", "p2");
     pod(&api, "a", "p3");
     assert_eq!(take(&r, 1), ["Add a/p3"], "the transform dropped p2");
-    // The server is asked to leave them out too (KEP-5958).
+    // The server is asked to leave them out too (KEP-5958), in either
+    // encoding (pods: protobuf first; this server answers JSON).
     assert_eq!(
         api.accepts()[0],
-        "application/json;drop=metadata.managedFields"
+        "application/vnd.kubernetes.protobuf;drop=metadata.managedFields,application/json;drop=metadata.managedFields"
     );
 }
 
