@@ -19,11 +19,16 @@ build() { # what command... (its output goes to $OUT/build-WHAT.log)
 
 # tattler's Rust, C and Go clients (from this checkout's own source), kube-rs
 # and client-go, into $T.
+# Whether CLIENTS (empty: all) names a client starting with $1.
+wants_any() { [ -z "${CLIENTS:-}" ] || [[ " $CLIENTS" == *" $1"* ]]; }
+
 build_clients() {
     build tattler-rust cargo build --release --manifest-path "$BENCH/clients/tattler-rust/Cargo.toml" || true
-    build kube-rs cargo build --release --manifest-path "$BENCH/clients/kube-rs/Cargo.toml" || true
+    if wants_any kube-rs; then
+        build kube-rs cargo build --release --manifest-path "$BENCH/clients/kube-rs/Cargo.toml" || true
+    fi
     # The C ABI, where the C example and the Go package expect it (target/release).
-    if build tattler-ffi env -u CARGO_TARGET_DIR cargo build --release -p tattler-ffi --manifest-path "$ROOT/Cargo.toml"; then
+    if { wants_any tattler-c || wants_any tattler-go; } && build tattler-ffi env -u CARGO_TARGET_DIR cargo build --release -p tattler-ffi --manifest-path "$ROOT/Cargo.toml"; then
         build tattler-c cc -O2 -g -Wall -Wextra -Werror -I "$ROOT/include" "$BENCH/clients/c/bench.c" \
             "$ROOT/target/release/libtattler.a" -lpthread -ldl -lm -lrt -o "$T/tattler-c" || true
         if [ -f "$ROOT/ffi/go/go.mod" ]; then
@@ -35,6 +40,7 @@ build_clients() {
             echo "tattler-go: not built: ffi/go has no go.mod (the Go package does not exist yet)" >>"$NOTES"
         fi
     fi
+    wants_any client-go || return 0
     build client-go sh -c "cd '$BENCH/clients/client-go' && go build -o '$T/client-go' ." || true
 }
 

@@ -26,15 +26,18 @@ GROUPS = [
     ("node", "A node agent's sync (one node's pods: `fieldSelector=spec.nodeName=NODE`)"),
 ]
 ORDER = [
-    "curl", "curl-http1.1", "tattler-rust", "tattler-rust-noscrub", "tattler-c", "tattler-go", "kube-rs",
+    "curl", "curl-http1.1", "tattler-rust", "tattler-rust-json", "tattler-rust-noscrub", "tattler-c", "tattler-go", "kube-rs",
     "client-go-json", "client-go-protobuf",
-    "curl-metadata", "tattler-rust-metadata", "kube-rs-metadata", "client-go-metadata-json", "client-go-metadata-protobuf",
-    "curl-node", "tattler-rust-node", "kube-rs-node", "client-go-protobuf-node",
+    "curl-metadata", "tattler-rust-metadata", "tattler-rust-metadata-json", "kube-rs-metadata", "client-go-metadata-json", "client-go-metadata-protobuf",
+    "curl-node", "tattler-rust-node", "tattler-rust-node-json", "kube-rs-node", "client-go-protobuf-node",
 ]
 DESCRIBE = {
     "curl": "curl (HTTP/2, as curl and the apiserver agree with TLS) piped into a C newline scanner that stops at the initial-events-end bookmark: the naive floor; CPU and RSS are curl's and the scanner's",
     "curl-http1.1": "the same over HTTP/1.1 (`--http1.1`), the protocol tattler and kube-rs speak",
-    "tattler-rust": "tattler Rust API (HTTP/1.1, rustls), default settings: secret scrubbing on",
+    "tattler-rust": "tattler Rust API (HTTP/1.1, rustls), default settings: secret scrubbing on, protobuf on the wire (`encoding` auto)",
+    "tattler-rust-json": "tattler Rust API, JSON on the wire (`\"encoding\":\"json\"`), otherwise default",
+    "tattler-rust-metadata-json": "tattler Rust API with `metadata_only`, JSON on the wire",
+    "tattler-rust-node-json": "tattler Rust API, `field_selector` on spec.nodeName, JSON on the wire",
     "tattler-rust-noscrub": "tattler Rust API, `\"scrub\":false`",
     "tattler-c": "tattler C ABI (libtattler.a), default settings",
     "tattler-go": "tattler Go package (cgo over the C ABI), default settings",
@@ -53,7 +56,8 @@ DESCRIBE = {
 }
 # A metadata-only client and the full sync it is compared with.
 META_OF = {
-    "curl-metadata": "curl", "tattler-rust-metadata": "tattler-rust", "kube-rs-metadata": "kube-rs",
+    "curl-metadata": "curl", "tattler-rust-metadata": "tattler-rust-json", "tattler-rust-metadata-json": "tattler-rust-json",
+    "kube-rs-metadata": "kube-rs",
     "client-go-metadata-json": "client-go-json", "client-go-metadata-protobuf": "client-go-protobuf",
 }
 
@@ -267,7 +271,27 @@ for c, goal in (("tattler-c", "C ABI"), ("tattler-go", "Go package")):
         target(f"{goal}: client CPU beside the Rust API's (no target in issue 16; issue 7's rates are in the replay tables)",
                f"{get(c, 'cpu_s') / t_cpu:.2f}×", "–", None, f"{get(c, 'cpu_s'):.2f} vs {t_cpu:.2f} CPU-s; {get(c, 'seconds_to_synced'):.2f} vs {tr['seconds_to_synced']:.2f} s to Synced")
 
-md.append("### Targets of issue 16 (same run)\n")
+# Issue 23: what tattler asks of the apiserver, against its own JSON sync.
+tj = rows.get("tattler-rust-json", {})
+if tr.get("apiserver_cpu_s") and tj.get("apiserver_cpu_s"):
+    v = 100 * tr["apiserver_cpu_s"] / tj["apiserver_cpu_s"]
+    target("issue 23: full sync, apiserver CPU ≤ 40% of tattler's JSON sync", f"{v:.0f}% ({tr['apiserver_cpu_s']:.2f} vs {tj['apiserver_cpu_s']:.2f} CPU-s)",
+           "≤ 40%", v <= 40, "" if v <= 40 else f"{v / 40:.2f}× over: what the apiserver spends encoding protobuf for a watch-list")
+if tr.get("seconds_to_synced") and tj.get("seconds_to_synced"):
+    v = tr["seconds_to_synced"] / tj["seconds_to_synced"]
+    target("issue 23: full sync, seconds to Synced ≤ 0.5× tattler's JSON sync", f"{v:.2f}× ({tr['seconds_to_synced']:.2f} vs {tj['seconds_to_synced']:.2f} s)",
+           "≤ 0.5×", v <= 0.5, "" if v <= 0.5 else f"{v / 0.5:.2f}× over")
+p = get("client-go-protobuf", "cpu_s")
+if t_cpu and p:
+    x = p / t_cpu
+    target("issue 23: full sync, client CPU ≤ 1/3 of client-go protobuf's", f"1/{x:.2f} ({t_cpu:.2f} vs {p:.2f} s)", "≤ 1/3", x >= 3,
+           "" if x >= 3 else f"needs ≤ {p / 3:.2f} CPU-s, {3 / x:.2f}× less than now")
+if tm.get("apiserver_cpu_s") and tj.get("apiserver_cpu_s"):
+    v = 100 * tm["apiserver_cpu_s"] / tj["apiserver_cpu_s"]
+    target("issue 23: metadata-only sync, apiserver CPU ≤ 25% of a full JSON sync", f"{v:.0f}% ({tm['apiserver_cpu_s']:.2f} vs {tj['apiserver_cpu_s']:.2f} CPU-s)",
+           "≤ 25%", v <= 25, "" if v <= 25 else f"{v / 25:.2f}× over")
+
+md.append("### Targets of issues 16 and 23 (same run)\n")
 md.append("| target | measured | goal | met | detail |")
 md.append("|---|---|---|---|---|")
 for t in targets:
