@@ -158,7 +158,8 @@ type ResourceSpec struct {
 	// their metadata).
 	MetadataOnly bool `json:"metadata_only,omitempty"`
 	// Encoding is "auto" (empty: protobuf on the wire where it applies,
-	// metadata-only streams today, JSON out either way) or "json".
+	// metadata-only streams and the built-in kinds, JSON out either way) or
+	// "json".
 	Encoding string `json:"encoding,omitempty"`
 }
 

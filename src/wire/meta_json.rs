@@ -21,7 +21,9 @@ const ZERO_TIME: i64 = -62_135_596_800;
 
 /// A watch event (protobuf `WatchEvent`) as the JSON frame the apiserver
 /// sends over JSON: `{"type":"…","object":{…}}`, appended to `out`.
-pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>) -> Result<(), PbError> {
+/// With `metadata`, a full built-in object is written as its
+/// `PartialObjectMetadata`.
+pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>, metadata: bool) -> Result<(), PbError> {
     let (kind, object) = protobuf::watch_event(frame)?;
     out.extend_from_slice(b"{\"type\":");
     string(out, kind);
@@ -30,7 +32,7 @@ pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>) -> Result<(), PbError> {
     match u.kind {
         b"PartialObjectMetadata" => object_meta_doc(out, u.kind, u.api_version, u.raw)?,
         b"Status" => status(out, u.kind, u.api_version, u.raw)?,
-        _ => crate::wire::proto_json::object_doc(out, u.kind, u.api_version, u.raw)?,
+        kind => item_doc(out, metadata, kind, u.api_version, u.raw)?,
     }
     out.push(b'}');
     Ok(())
@@ -50,14 +52,25 @@ pub(crate) fn status_doc(body: &[u8]) -> Result<Vec<u8>, PbError> {
 
 /// A LIST item's message as its JSON document: a `PartialObjectMetadata`,
 /// or a built-in object (`proto_json`).
+/// With `metadata`, a full built-in object is written as its
+/// `PartialObjectMetadata` (its `ObjectMeta` is field 1, as every
+/// object's).
 pub(crate) fn item_doc(
     out: &mut Vec<u8>,
+    metadata: bool,
     kind: &[u8],
     api_version: &[u8],
     raw: &[u8],
 ) -> Result<(), PbError> {
     match kind {
         b"PartialObjectMetadata" => object_meta_doc(out, kind, api_version, raw),
+        _ if metadata
+            && crate::wire::schema::schema()
+                .kind(api_version, kind)
+                .is_some() =>
+        {
+            object_meta_doc(out, b"PartialObjectMetadata", b"meta.k8s.io/v1", raw)
+        }
         _ => crate::wire::proto_json::object_doc(out, kind, api_version, raw),
     }
 }
@@ -621,10 +634,43 @@ const NEEDS_ESCAPE: [bool; 256] = {
 
 /// A string as Go's `encoding/json` writes it (HTML-safe).
 pub(crate) fn string(out: &mut Vec<u8>, s: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
+    // Most strings are printable ASCII with nothing to escape: one copy.
+    // (A fold of comparisons the compiler vectorises.)
+    let plain = s.iter().fold(true, |ok, &b| {
+        ok & (b >= 0x20)
+            & (b < 0x80)
+            & (b != b'"')
+            & (b != b'\\')
+            & (b != b'<')
+            & (b != b'>')
+            & (b != b'&')
+    });
+    if plain {
+        out.extend_from_slice(s);
+        out.push(b'"');
+        return;
+    }
+    // Valid UTF-8 (checked at once, fast) is one chunk; otherwise each
+    // invalid byte becomes U+FFFD between valid chunks.
+    if let Ok(v) = std::str::from_utf8(s) {
+        escape_valid(out, v.as_bytes());
+        out.push(b'"');
+        return;
+    }
     for chunk in s.utf8_chunks() {
-        let v = chunk.valid().as_bytes();
+        escape_valid(out, chunk.valid().as_bytes());
+        for _ in chunk.invalid() {
+            out.extend_from_slice(b"\\ufffd");
+        }
+    }
+    out.push(b'"');
+}
+
+/// Valid UTF-8 with Go's escapes, appended.
+fn escape_valid(out: &mut Vec<u8>, v: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    {
         // Runs of bytes that need no escape are copied whole.
         let (mut run, mut i) = (0, 0);
         while i < v.len() {
@@ -663,11 +709,7 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &[u8]) {
             run = i;
         }
         out.extend_from_slice(&v[run..]);
-        for _ in chunk.invalid() {
-            out.extend_from_slice(b"\\ufffd");
-        }
     }
-    out.push(b'"');
 }
 
 #[cfg(test)]

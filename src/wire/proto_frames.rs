@@ -170,6 +170,8 @@ pub(crate) struct ProtoFrameReader<R> {
     input: Input<R>,
     max: usize,
     json: Vec<u8>,
+    /// Full objects are written as their `PartialObjectMetadata`.
+    metadata: bool,
 }
 
 impl<R: Read> ProtoFrameReader<R> {
@@ -178,7 +180,17 @@ impl<R: Read> ProtoFrameReader<R> {
             input: Input::new(inner),
             max: max_frame,
             json: Vec::new(),
+            metadata: false,
         }
+    }
+
+    /// Each full object written as the `PartialObjectMetadata` the server
+    /// would have sent for it (metadata-only streams of built-in kinds,
+    /// which ask for the full protobuf: the apiserver caches its encoding of
+    /// each object, where it transforms every object for a metadata watch).
+    pub(crate) fn as_metadata(mut self, metadata: bool) -> Self {
+        self.metadata = metadata;
+        self
     }
 
     /// Total bytes read, for stats.
@@ -228,7 +240,7 @@ impl<R: Read> ProtoFrameReader<R> {
             return Err(FrameError::Truncated(input.pending().len()));
         }
         self.json.clear();
-        let done = meta_json::event(&input.pending()[4..4 + n], &mut self.json);
+        let done = meta_json::event(&input.pending()[4..4 + n], &mut self.json, self.metadata);
         input.consume(4 + n);
         match done {
             Ok(()) => Ok(Some(&self.json)),
@@ -262,6 +274,8 @@ pub(crate) struct ProtoListReader<R> {
     kind: Vec<u8>,
     api_version: Vec<u8>,
     json: Vec<u8>,
+    /// Full objects are written as their `PartialObjectMetadata`.
+    metadata: bool,
 }
 
 impl<R: Read> ProtoListReader<R> {
@@ -274,7 +288,14 @@ impl<R: Read> ProtoListReader<R> {
             kind: Vec::new(),
             api_version: Vec::new(),
             json: Vec::new(),
+            metadata: false,
         }
+    }
+
+    /// As [`ProtoFrameReader::as_metadata`].
+    pub(crate) fn as_metadata(mut self, metadata: bool) -> Self {
+        self.metadata = metadata;
+        self
     }
 
     /// Total bytes read, for stats.
@@ -349,6 +370,7 @@ impl<R: Read> ProtoListReader<R> {
                     self.json.clear();
                     let done = meta_json::item_doc(
                         &mut self.json,
+                        self.metadata,
                         &self.kind,
                         &self.api_version,
                         &self.input.pending()[..len],
