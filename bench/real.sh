@@ -85,14 +85,15 @@ export TATTLER_K8S_BIN="$K8S_BIN"
 # ---------------------------------------------------------------- cluster
 cluster_up() { "$K8S/cluster.sh" status "$CLUSTER" >/dev/null 2>&1; }
 loaded="$(cat "$CLUSTER/loaded" 2>/dev/null || true)"
-if cluster_up && [ "$loaded" = "$N $NODES ${SERVER_GOMEMLIMIT:-}" ]; then
+if cluster_up && [ "$loaded" = "$N $NODES ${SERVER_GOMEMLIMIT:-} profiling" ]; then
     log "reusing the running cluster in ${CLUSTER#"$ROOT"/} ($N pods on $NODES nodes)"
 else
     [ -f "$CLUSTER/env" ] && "$K8S/cluster.sh" down "$CLUSTER" >/dev/null 2>&1 || true
     rm -rf "$CLUSTER"
     log "starting kube-apiserver + etcd in ${CLUSTER#"$ROOT"/}"
     # SERVER_GOMEMLIMIT: a soft memory limit for the apiserver and etcd only (Go's GOMEMLIMIT).
-    env ${SERVER_GOMEMLIMIT:+GOMEMLIMIT="$SERVER_GOMEMLIMIT"} "$K8S/cluster.sh" up "$CLUSTER" >"$OUT/cluster-up.log" 2>&1 ||
+    # --profiling=true: settle_apiserver below asks it for a GC before each run.
+    env ${SERVER_GOMEMLIMIT:+GOMEMLIMIT="$SERVER_GOMEMLIMIT"} "$K8S/cluster.sh" up "$CLUSTER" --profiling=true >"$OUT/cluster-up.log" 2>&1 ||
         { tail -n 40 "$OUT/cluster-up.log" >&2; exit 1; }
 fi
 # shellcheck disable=SC1091
@@ -131,7 +132,7 @@ except (OSError, ValueError):
     pass
 open(f, "w").write(json.dumps(d) + "\n")
 EOF
-echo "$N $NODES ${SERVER_GOMEMLIMIT:-}" >"$CLUSTER/loaded"
+echo "$N $NODES ${SERVER_GOMEMLIMIT:-} profiling" >"$CLUSTER/loaded"
 log "loaded: $(cat "$OUT/load.out")"
 # The record of the load that made these pods stays with the cluster: a run that
 # reuses a kept cluster reports it, marked as reused.
@@ -214,6 +215,18 @@ wanted() { [ -z "${CLIENTS:-}" ] || [[ " $CLIENTS " == *" $1 "* ]]; }
 # One run: the client's JSON line, /usr/bin/time's "%M %U %S %e", stderr, the
 # command, the load average before, and the apiserver's and etcd's CPU over
 # the run (read 0.5 s after the client exits, so work it left behind counts).
+# The apiserver's garbage collector runs when its heap (gigabytes here) has
+# grown enough, whoever made it grow: its CPU-seconds land on whichever client
+# runs then (1.1 to 3.4 CPU-s for one client's protobuf sync in three rounds
+# before this). So each run starts from a collected heap: the apiserver's
+# profiling endpoint runs a GC before a heap profile (?gc=1; profiling is on
+# by default), and the run's window opens a moment after.
+settle_apiserver() {
+    curl -sf -o /dev/null --cacert "$K8S_CA" -H "@$CFG/auth-header" "$K8S_SERVER/debug/pprof/heap?gc=1" ||
+        log "could not ask the apiserver for a GC (profiling off?): CPU figures include others' garbage"
+    sleep 1
+}
+
 run_client() { # name round command...
     local name="$1" round="$2"
     shift 2
@@ -222,6 +235,7 @@ run_client() { # name round command...
     printf '%s\n' "$*" >"$d/cmd.txt"
     cat /proc/loadavg >"$d/$round.load"
     alive "$APISERVER_PID" || { log "kube-apiserver (pid $APISERVER_PID) is gone"; exit 1; }
+    settle_apiserver
     local a0 e0 t0 st=0
     a0="$(cpu_ticks "$APISERVER_PID")" e0="$(cpu_ticks "$ETCD_PID")" t0="$(date +%s.%N)"
     timeout "$TIMEOUT" "${CLIENT_NICE[@]}" "$TIME" -f '%M %U %S %e' -o "$d/$round.time" "$@" >"$d/$round.out" 2>"$d/$round.err" || st=$?
