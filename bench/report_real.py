@@ -29,7 +29,7 @@ ORDER = [
     "curl", "curl-http1.1", "tattler-rust", "tattler-rust-json", "tattler-rust-noscrub", "tattler-c", "tattler-go", "kube-rs",
     "client-go-json", "client-go-protobuf",
     "curl-metadata", "tattler-rust-metadata", "tattler-rust-metadata-json", "kube-rs-metadata", "client-go-metadata-json", "client-go-metadata-protobuf",
-    "curl-node", "tattler-rust-node", "tattler-rust-node-json", "kube-rs-node", "client-go-protobuf-node",
+    "curl-node", "tattler-rust-node", "tattler-rust-node-json", "tattler-rust-node-metadata", "kube-rs-node", "client-go-protobuf-node",
 ]
 DESCRIBE = {
     "curl": "curl (HTTP/2, as curl and the apiserver agree with TLS) piped into a C newline scanner that stops at the initial-events-end bookmark: the naive floor; CPU and RSS are curl's and the scanner's",
@@ -38,6 +38,7 @@ DESCRIBE = {
     "tattler-rust-json": "tattler Rust API, JSON on the wire (`\"encoding\":\"json\"`), otherwise default",
     "tattler-rust-metadata-json": "tattler Rust API with `metadata_only`, JSON on the wire",
     "tattler-rust-node-json": "tattler Rust API, `field_selector` on spec.nodeName, JSON on the wire",
+    "tattler-rust-node-metadata": "tattler Rust API, `field_selector` on spec.nodeName and `metadata_only`: the node-agent recipe for an agent that needs no spec",
     "tattler-rust-noscrub": "tattler Rust API, `\"scrub\":false`",
     "tattler-c": "tattler C ABI (libtattler.a), default settings",
     "tattler-go": "tattler Go package (cgo over the C ABI), default settings",
