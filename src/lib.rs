@@ -87,6 +87,10 @@
 //!   no healthy watching in between, waits at least half of
 //!   `0.8 s · 2^(n-1)`, up to 30 s), and a
 //!   resume from a [`Checkpoint`] asks for one object, not the whole state.
+//!   Built-in kinds travel as protobuf ([`Encoding::Auto`]): a full sync of
+//!   30,000 pods cost the apiserver 23% of the CPU of JSON, and tattler
+//!   about 21 µs per pod to write the JSON the server would have sent
+//!   (README, "Protobuf on the wire for built-in kinds").
 //!
 //! # Logging
 //!

@@ -473,6 +473,53 @@ mod tests {
         ),
     ];
 
+    /// Full pods (tests/wire/proto/README.md): the protobuf page, and the
+    /// same page as JSON and as `PartialObjectMetadataList` JSON.
+    const FULL: (&[u8], &[u8], &[u8]) = (
+        include_bytes!("../../tests/wire/proto/list-pods-full.bin"),
+        include_bytes!("../../tests/wire/proto/list-pods-full.json"),
+        include_bytes!("../../tests/wire/proto/list-pods-full-meta.json"),
+    );
+
+    /// The items of a JSON list body, as sent.
+    fn json_items(body: &[u8]) -> Vec<String> {
+        let mut r = ListReader::new(body, 1 << 20);
+        let mut out = Vec::new();
+        while let Some(item) = r.next_item().unwrap() {
+            let ListItem::Item(b) = item else { panic!() };
+            out.push(String::from_utf8(b.to_vec()).unwrap());
+        }
+        out
+    }
+
+    fn proto_items(body: &[u8], chunk: usize, metadata: bool) -> Vec<String> {
+        let mut r = ProtoListReader::new(Trickle(body, chunk), 1 << 20).as_metadata(metadata);
+        let mut out = Vec::new();
+        while let Some(item) = r.next_item().unwrap() {
+            let ListItem::Item(b) = item else { panic!() };
+            out.push(String::from_utf8(b.to_vec()).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn full_pods_are_the_json_the_server_sends_and_cut_to_its_metadata() {
+        let (proto, json, meta) = FULL;
+        for chunk in [7, 4096, 1 << 20] {
+            let full: Vec<String> = proto_items(proto, chunk, false)
+                .into_iter()
+                .map(|i| i.replacen("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", "", 1))
+                .collect();
+            assert_eq!(full, json_items(json), "chunk {chunk}");
+            assert_eq!(
+                proto_items(proto, chunk, true),
+                json_items(meta),
+                "chunk {chunk}"
+            );
+        }
+        assert_eq!(json_items(json).len(), 2);
+    }
+
     /// Reads a body a few bytes at a time, as a network does.
     struct Trickle<'a>(&'a [u8], usize);
     impl Read for Trickle<'_> {
