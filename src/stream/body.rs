@@ -94,7 +94,7 @@ impl Stream {
         let body = self.body(resp)?;
         let max = self.settings.max_frame_bytes;
         Ok(if proto {
-            Frames::Proto(ProtoFrameReader::new(body, max).as_metadata(self.spec.metadata_only))
+            Frames::Proto(ProtoFrameReader::new(body, max))
         } else {
             Frames::Json(FrameReader::new(body, max))
         })
@@ -106,7 +106,7 @@ impl Stream {
         let body = self.body(resp)?;
         let max = self.settings.max_frame_bytes;
         Ok(if proto {
-            Items::Proto(ProtoListReader::new(body, max).as_metadata(self.spec.metadata_only))
+            Items::Proto(ProtoListReader::new(body, max))
         } else {
             Items::Json(ListReader::new(body, max))
         })

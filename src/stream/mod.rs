@@ -248,12 +248,6 @@ const METADATA_LIST_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=Par
 /// Built-in objects, protobuf first (a third to a half of the apiserver's
 /// CPU of JSON); a server without it for the kind answers JSON.
 const OBJECTS_PROTOBUF: &str = "application/vnd.kubernetes.protobuf,application/json";
-/// Metadata of built-in objects: the full objects in protobuf (the
-/// apiserver encodes each object once for all its watchers, where it
-/// transforms every object for a metadata watch: bench/README.md), cut to
-/// their metadata by tattler; else metadata in JSON.
-const OBJECTS_AS_METADATA: &str = "application/vnd.kubernetes.protobuf,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
-const OBJECTS_LIST_AS_METADATA: &str = "application/vnd.kubernetes.protobuf,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 
 impl Stream {
     pub(crate) fn new(init: StreamInit) -> Stream {
@@ -313,13 +307,6 @@ impl Stream {
             jitter,
             schema_missed: false,
         }
-    }
-
-    /// Whether a metadata-only stream reads full built-in objects in
-    /// protobuf and cuts them to their metadata.
-    pub(crate) fn metadata_from_full(&self) -> bool {
-        self.spec.metadata_only
-            && crate::wire::schema::knows(&self.spec.group, &self.spec.version, &self.spec.kind)
     }
 
     /// Whether this stream's requests ask for protobuf now.
@@ -600,16 +587,6 @@ impl Stream {
         let url = format!("{}{}", self.transport.base, path);
         let drop = self.edits.drop_managed_fields;
         let accept = match what {
-            Asking::Objects | Asking::List if self.asks_protobuf() && self.metadata_from_full() => {
-                request::accept(
-                    if matches!(what, Asking::List) {
-                        OBJECTS_LIST_AS_METADATA
-                    } else {
-                        OBJECTS_AS_METADATA
-                    },
-                    drop,
-                )
-            }
             Asking::Objects if self.asks_protobuf() && self.spec.metadata_only => {
                 request::accept(METADATA_PROTOBUF, drop)
             }

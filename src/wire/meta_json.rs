@@ -21,9 +21,7 @@ const ZERO_TIME: i64 = -62_135_596_800;
 
 /// A watch event (protobuf `WatchEvent`) as the JSON frame the apiserver
 /// sends over JSON: `{"type":"…","object":{…}}`, appended to `out`.
-/// With `metadata`, a full built-in object is written as its
-/// `PartialObjectMetadata`.
-pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>, metadata: bool) -> Result<(), PbError> {
+pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>) -> Result<(), PbError> {
     let (kind, object) = protobuf::watch_event(frame)?;
     out.extend_from_slice(b"{\"type\":");
     string(out, kind);
@@ -32,7 +30,7 @@ pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>, metadata: bool) -> Result<(
     match u.kind {
         b"PartialObjectMetadata" => object_meta_doc(out, u.kind, u.api_version, u.raw)?,
         b"Status" => status(out, u.kind, u.api_version, u.raw)?,
-        kind => item_doc(out, metadata, kind, u.api_version, u.raw)?,
+        kind => crate::wire::proto_json::object_doc(out, kind, u.api_version, u.raw)?,
     }
     out.push(b'}');
     Ok(())
@@ -52,25 +50,14 @@ pub(crate) fn status_doc(body: &[u8]) -> Result<Vec<u8>, PbError> {
 
 /// A LIST item's message as its JSON document: a `PartialObjectMetadata`,
 /// or a built-in object (`proto_json`).
-/// With `metadata`, a full built-in object is written as its
-/// `PartialObjectMetadata` (its `ObjectMeta` is field 1, as every
-/// object's).
 pub(crate) fn item_doc(
     out: &mut Vec<u8>,
-    metadata: bool,
     kind: &[u8],
     api_version: &[u8],
     raw: &[u8],
 ) -> Result<(), PbError> {
     match kind {
         b"PartialObjectMetadata" => object_meta_doc(out, kind, api_version, raw),
-        _ if metadata
-            && crate::wire::schema::schema()
-                .kind(api_version, kind)
-                .is_some() =>
-        {
-            object_meta_doc(out, b"PartialObjectMetadata", b"meta.k8s.io/v1", raw)
-        }
         _ => crate::wire::proto_json::object_doc(out, kind, api_version, raw),
     }
 }

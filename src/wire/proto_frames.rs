@@ -170,8 +170,6 @@ pub(crate) struct ProtoFrameReader<R> {
     input: Input<R>,
     max: usize,
     json: Vec<u8>,
-    /// Full objects are written as their `PartialObjectMetadata`.
-    metadata: bool,
 }
 
 impl<R: Read> ProtoFrameReader<R> {
@@ -180,17 +178,7 @@ impl<R: Read> ProtoFrameReader<R> {
             input: Input::new(inner),
             max: max_frame,
             json: Vec::new(),
-            metadata: false,
         }
-    }
-
-    /// Each full object written as the `PartialObjectMetadata` the server
-    /// would have sent for it (metadata-only streams of built-in kinds,
-    /// which ask for the full protobuf: the apiserver caches its encoding of
-    /// each object, where it transforms every object for a metadata watch).
-    pub(crate) fn as_metadata(mut self, metadata: bool) -> Self {
-        self.metadata = metadata;
-        self
     }
 
     /// Total bytes read, for stats.
@@ -240,7 +228,7 @@ impl<R: Read> ProtoFrameReader<R> {
             return Err(FrameError::Truncated(input.pending().len()));
         }
         self.json.clear();
-        let done = meta_json::event(&input.pending()[4..4 + n], &mut self.json, self.metadata);
+        let done = meta_json::event(&input.pending()[4..4 + n], &mut self.json);
         input.consume(4 + n);
         match done {
             Ok(()) => Ok(Some(&self.json)),
@@ -274,8 +262,6 @@ pub(crate) struct ProtoListReader<R> {
     kind: Vec<u8>,
     api_version: Vec<u8>,
     json: Vec<u8>,
-    /// Full objects are written as their `PartialObjectMetadata`.
-    metadata: bool,
 }
 
 impl<R: Read> ProtoListReader<R> {
@@ -288,14 +274,7 @@ impl<R: Read> ProtoListReader<R> {
             kind: Vec::new(),
             api_version: Vec::new(),
             json: Vec::new(),
-            metadata: false,
         }
-    }
-
-    /// As [`ProtoFrameReader::as_metadata`].
-    pub(crate) fn as_metadata(mut self, metadata: bool) -> Self {
-        self.metadata = metadata;
-        self
     }
 
     /// Total bytes read, for stats.
@@ -370,7 +349,6 @@ impl<R: Read> ProtoListReader<R> {
                     self.json.clear();
                     let done = meta_json::item_doc(
                         &mut self.json,
-                        self.metadata,
                         &self.kind,
                         &self.api_version,
                         &self.input.pending()[..len],
@@ -474,11 +452,10 @@ mod tests {
     ];
 
     /// Full pods (tests/wire/proto/README.md): the protobuf page, and the
-    /// same page as JSON and as `PartialObjectMetadataList` JSON.
-    const FULL: (&[u8], &[u8], &[u8]) = (
+    /// same page as JSON.
+    const FULL: (&[u8], &[u8]) = (
         include_bytes!("../../tests/wire/proto/list-pods-full.bin"),
         include_bytes!("../../tests/wire/proto/list-pods-full.json"),
-        include_bytes!("../../tests/wire/proto/list-pods-full-meta.json"),
     );
 
     /// The items of a JSON list body, as sent.
@@ -492,8 +469,8 @@ mod tests {
         out
     }
 
-    fn proto_items(body: &[u8], chunk: usize, metadata: bool) -> Vec<String> {
-        let mut r = ProtoListReader::new(Trickle(body, chunk), 1 << 20).as_metadata(metadata);
+    fn proto_items(body: &[u8], chunk: usize) -> Vec<String> {
+        let mut r = ProtoListReader::new(Trickle(body, chunk), 1 << 20);
         let mut out = Vec::new();
         while let Some(item) = r.next_item().unwrap() {
             let ListItem::Item(b) = item else { panic!() };
@@ -503,10 +480,10 @@ mod tests {
     }
 
     #[test]
-    fn full_pods_are_the_json_the_server_sends_and_cut_to_its_metadata() {
-        let (proto, json, meta) = FULL;
+    fn full_pods_are_the_json_the_server_sends() {
+        let (proto, json) = FULL;
         for chunk in [7, 4096, 1 << 20] {
-            let full: Vec<String> = proto_items(proto, chunk, false)
+            let full: Vec<String> = proto_items(proto, chunk)
                 .into_iter()
                 .map(|i| i.replacen("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", "", 1))
                 .collect();
