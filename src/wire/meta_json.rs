@@ -21,7 +21,11 @@ const ZERO_TIME: i64 = -62_135_596_800;
 
 /// A watch event (protobuf `WatchEvent`) as the JSON frame the apiserver
 /// sends over JSON: `{"type":"…","object":{…}}`, appended to `out`.
-pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>) -> Result<(), PbError> {
+pub(crate) fn event(
+    frame: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut crate::wire::proto_json::Scratch,
+) -> Result<(), PbError> {
     let (kind, object) = protobuf::watch_event(frame)?;
     out.extend_from_slice(b"{\"type\":");
     string(out, kind);
@@ -30,7 +34,7 @@ pub(crate) fn event(frame: &[u8], out: &mut Vec<u8>) -> Result<(), PbError> {
     match u.kind {
         b"PartialObjectMetadata" => object_meta_doc(out, u.kind, u.api_version, u.raw)?,
         b"Status" => status(out, u.kind, u.api_version, u.raw)?,
-        kind => crate::wire::proto_json::object_doc(out, kind, u.api_version, u.raw)?,
+        kind => crate::wire::proto_json::object_doc(out, kind, u.api_version, u.raw, scratch)?,
     }
     out.push(b'}');
     Ok(())
@@ -55,10 +59,11 @@ pub(crate) fn item_doc(
     kind: &[u8],
     api_version: &[u8],
     raw: &[u8],
+    scratch: &mut crate::wire::proto_json::Scratch,
 ) -> Result<(), PbError> {
     match kind {
         b"PartialObjectMetadata" => object_meta_doc(out, kind, api_version, raw),
-        _ => crate::wire::proto_json::object_doc(out, kind, api_version, raw),
+        _ => crate::wire::proto_json::object_doc(out, kind, api_version, raw, scratch),
     }
 }
 
@@ -483,7 +488,22 @@ impl<'o> Obj<'o> {
 }
 
 pub(crate) fn int(out: &mut Vec<u8>, v: i64) {
-    out.extend_from_slice(v.to_string().as_bytes());
+    // Digits into a stack buffer: no allocation per number.
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut u = v.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&buf[at..]);
 }
 
 /// A `metav1.Time` message's seconds; `None` for Go's zero time (no bytes,
@@ -513,13 +533,24 @@ pub(crate) fn time(out: &mut Vec<u8>, secs: Option<i64>) -> Result<(), PbError> 
     if !(0..=9999).contains(&y) {
         return Err(PbError(format!("a time in the year {y}")));
     }
-    let s = format!(
-        "\"{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z\"",
-        tod / 3600,
-        tod / 60 % 60,
-        tod % 60
-    );
-    out.extend_from_slice(s.as_bytes());
+    let two = |out: &mut Vec<u8>, v: i64| {
+        out.push(b'0' + (v / 10 % 10) as u8);
+        out.push(b'0' + (v % 10) as u8);
+    };
+    out.push(b'"');
+    two(out, y / 100);
+    two(out, y % 100);
+    out.push(b'-');
+    two(out, i64::from(m));
+    out.push(b'-');
+    two(out, i64::from(d));
+    out.push(b'T');
+    two(out, tod / 3600);
+    out.push(b':');
+    two(out, tod / 60 % 60);
+    out.push(b':');
+    two(out, tod % 60);
+    out.extend_from_slice(b"Z\"");
     Ok(())
 }
 

@@ -31,6 +31,7 @@ pub(crate) fn object_doc(
     kind: &[u8],
     api_version: &[u8],
     raw: &[u8],
+    scratch: &mut Scratch,
 ) -> Result<(), PbError> {
     let s = schema();
     let Some(msg) = s.kind(api_version, kind) else {
@@ -40,12 +41,11 @@ pub(crate) fn object_doc(
             String::from_utf8_lossy(&api_version[..api_version.len().min(64)]),
         )));
     };
-    let mut pool = Vec::new();
     let mut w = Writer {
         s,
         out,
         first: true,
-        pool: &mut pool,
+        pool: &mut scratch.lists,
     };
     w.out.push(b'{');
     if !kind.is_empty() {
@@ -61,16 +61,55 @@ pub(crate) fn object_doc(
     Ok(())
 }
 
+/// Memory the conversion reuses from object to object (a reader keeps one):
+/// no allocation per message once warm, so the stream's heap does not
+/// fragment between the records it keeps.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    lists: Vec<Vec<(u16, At)>>,
+}
+
+/// A field's value as an offset into its message's bytes: what a
+/// [`Scratch`] list holds, with no borrow of one object's bytes.
+#[derive(Debug, Clone, Copy)]
+enum At {
+    Varint(u64),
+    Fixed64(u64),
+    Fixed32(u32),
+    Bytes(usize, usize),
+}
+
+impl At {
+    /// `v`, a value read from `raw`.
+    fn of(v: Value<'_>, raw: &[u8]) -> At {
+        match v {
+            Value::Varint(x) => At::Varint(x),
+            Value::Fixed64(x) => At::Fixed64(x),
+            Value::Fixed32(x) => At::Fixed32(x),
+            Value::Bytes(b) => At::Bytes(b.as_ptr() as usize - raw.as_ptr() as usize, b.len()),
+        }
+    }
+
+    fn get(self, raw: &[u8]) -> Value<'_> {
+        match self {
+            At::Varint(x) => Value::Varint(x),
+            At::Fixed64(x) => Value::Fixed64(x),
+            At::Fixed32(x) => Value::Fixed32(x),
+            At::Bytes(at, n) => Value::Bytes(&raw[at..at + n]),
+        }
+    }
+}
+
 /// Writes one JSON object's members.
-struct Writer<'a, 'v> {
+struct Writer<'a> {
     s: &'a Schema,
     out: &'a mut Vec<u8>,
     first: bool,
     /// Field lists of one message each, reused from message to message.
-    pool: &'a mut Vec<Vec<(u16, Value<'v>)>>,
+    pool: &'a mut Vec<Vec<(u16, At)>>,
 }
 
-impl<'v> Writer<'_, 'v> {
+impl Writer<'_> {
     fn key(&mut self, key: &[u8]) {
         if !self.first {
             self.out.push(b',');
@@ -80,7 +119,7 @@ impl<'v> Writer<'_, 'v> {
     }
 
     /// `msg`'s fields from its message bytes, into the current object.
-    fn fields(&mut self, msg: &Msg, raw: &'v [u8]) -> Result<(), PbError> {
+    fn fields(&mut self, msg: &Msg, raw: &[u8]) -> Result<(), PbError> {
         // (position in msg.fields, value), in wire order; then grouped by
         // position, keeping each field's occurrences in wire order.
         let mut seen = self.pool.pop().unwrap_or_default();
@@ -93,7 +132,7 @@ impl<'v> Writer<'_, 'v> {
                     short(&msg.name)
                 )));
             };
-            seen.push((p as u16, v));
+            seen.push((p as u16, At::of(v, raw)));
         }
         // The server writes fields by number, mostly the struct's order.
         if !seen.windows(2).all(|w| w[0].0 <= w[1].0) {
@@ -106,7 +145,7 @@ impl<'v> Writer<'_, 'v> {
                 at += 1;
             }
             let values = &seen[from..at];
-            let last = values.last().map(|&(_, v)| v);
+            let last = values.last().map(|&(_, a)| a.get(raw));
             match field.shape {
                 Shape::Inline => {
                     let Ty::Msg(i) = field.ty else {
@@ -137,46 +176,65 @@ impl<'v> Writer<'_, 'v> {
                     }
                 },
                 Shape::List => {
-                    let items = list(field.ty, values)?;
-                    if items.is_empty() {
-                        if !field.omitempty {
-                            self.key(&field.key);
-                            self.out.extend_from_slice(b"null");
+                    let numeric =
+                        matches!(field.ty, Ty::Bool | Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64);
+                    let mut wrote = false;
+                    for &(_, a) in values {
+                        match a.get(raw) {
+                            // Packed numbers: one value, many items.
+                            Value::Bytes(mut packed) if numeric => {
+                                while !packed.is_empty() {
+                                    let (n, used) = crate::wire::protobuf::varint(packed)?;
+                                    self.list_item(field, &mut wrote, Value::Varint(n))?;
+                                    packed = &packed[used..];
+                                }
+                            }
+                            v => self.list_item(field, &mut wrote, v)?,
                         }
-                        continue;
                     }
-                    self.key(&field.key);
-                    self.out.push(b'[');
-                    for (i, v) in items.into_iter().enumerate() {
-                        if i > 0 {
-                            self.out.push(b',');
-                        }
-                        self.item(field, Some(v))?;
+                    if wrote {
+                        self.out.push(b']');
+                    } else if !field.omitempty {
+                        self.key(&field.key);
+                        self.out.extend_from_slice(b"null");
                     }
-                    self.out.push(b']');
                 }
                 Shape::Map => {
-                    let mut entries: BTreeMap<&[u8], Option<Value<'v>>> = BTreeMap::new();
-                    for &(_, v) in values {
-                        let (k, v) = entry(v.bytes("a map entry")?)?;
-                        entries.insert(k, v);
-                    }
-                    if entries.is_empty() {
+                    if values.is_empty() {
                         if !field.omitempty {
                             self.key(&field.key);
                             self.out.extend_from_slice(b"null");
                         }
                         continue;
+                    }
+                    // The server writes entries sorted by key (Go's order
+                    // too): written as they come; otherwise sorted here, a
+                    // later duplicate winning as in Go.
+                    let mut sorted = true;
+                    let mut prev: Option<&[u8]> = None;
+                    for &(_, a) in values {
+                        let (k, _) = entry(a.get(raw).bytes("a map entry")?)?;
+                        if prev.is_some_and(|p| p >= k) {
+                            sorted = false;
+                        }
+                        prev = Some(k);
                     }
                     self.key(&field.key);
                     self.out.push(b'{');
-                    for (i, (k, v)) in entries.into_iter().enumerate() {
-                        if i > 0 {
-                            self.out.push(b',');
+                    if sorted {
+                        for (i, &(_, a)) in values.iter().enumerate() {
+                            let (k, v) = entry(a.get(raw).bytes("a map entry")?)?;
+                            self.map_item(field, i, k, v)?;
                         }
-                        string(self.out, k);
-                        self.out.push(b':');
-                        self.item(field, v)?;
+                    } else {
+                        let mut entries: BTreeMap<&[u8], Option<Value<'_>>> = BTreeMap::new();
+                        for &(_, a) in values {
+                            let (k, v) = entry(a.get(raw).bytes("a map entry")?)?;
+                            entries.insert(k, v);
+                        }
+                        for (i, (k, v)) in entries.into_iter().enumerate() {
+                            self.map_item(field, i, k, v)?;
+                        }
                     }
                     self.out.push(b'}');
                 }
@@ -186,9 +244,37 @@ impl<'v> Writer<'_, 'v> {
         Ok(())
     }
 
+    /// One item of a list field: the key and `[` before the first.
+    fn list_item(&mut self, field: &Field, wrote: &mut bool, v: Value<'_>) -> Result<(), PbError> {
+        if *wrote {
+            self.out.push(b',');
+        } else {
+            self.key(&field.key);
+            self.out.push(b'[');
+            *wrote = true;
+        }
+        self.item(field, Some(v))
+    }
+
+    /// The `i`th entry of a map field.
+    fn map_item(
+        &mut self,
+        field: &Field,
+        i: usize,
+        k: &[u8],
+        v: Option<Value<'_>>,
+    ) -> Result<(), PbError> {
+        if i > 0 {
+            self.out.push(b',');
+        }
+        string(self.out, k);
+        self.out.push(b':');
+        self.item(field, v)
+    }
+
     /// One value of `field`: its type's, led by the constant `kind` and
     /// `apiVersion` the field's structs carry, if any.
-    fn item(&mut self, field: &Field, v: Option<Value<'v>>) -> Result<(), PbError> {
+    fn item(&mut self, field: &Field, v: Option<Value<'_>>) -> Result<(), PbError> {
         match (field.ty, &field.type_meta) {
             (Ty::Msg(i), Some(type_meta)) => {
                 let raw = bytes(v, "a struct")?;
@@ -209,7 +295,7 @@ impl<'v> Writer<'_, 'v> {
     }
 
     /// One value of type `ty`; `None` is the type's zero value.
-    fn value(&mut self, ty: Ty, v: Option<Value<'v>>) -> Result<(), PbError> {
+    fn value(&mut self, ty: Ty, v: Option<Value<'_>>) -> Result<(), PbError> {
         let out = &mut *self.out;
         match ty {
             Ty::Str => string(out, bytes(v, "a string")?),
@@ -220,10 +306,11 @@ impl<'v> Writer<'_, 'v> {
             }),
             Ty::I32 => meta_json::int(out, i64::from(varint(v, "an int32")? as i32)),
             Ty::I64 => meta_json::int(out, varint(v, "an int64")? as i64),
-            Ty::U32 => {
-                out.extend_from_slice((varint(v, "a uint32")? as u32).to_string().as_bytes())
+            Ty::U32 => meta_json::int(out, i64::from(varint(v, "a uint32")? as u32)),
+            Ty::U64 => {
+                use std::io::Write as _;
+                let _ = write!(out, "{}", varint(v, "a uint64")?);
             }
-            Ty::U64 => out.extend_from_slice(varint(v, "a uint64")?.to_string().as_bytes()),
             Ty::Bytes => match v {
                 // A nil []byte; an empty one is "" (protobuf cannot tell).
                 None => out.extend_from_slice(b"null"),
@@ -336,27 +423,6 @@ fn is_empty(ty: Ty, v: Option<Value<'_>>) -> Result<bool, PbError> {
     })
 }
 
-/// A repeated field's items: length-delimited ones as they are, numbers
-/// either one per occurrence or packed.
-fn list<'v>(ty: Ty, values: &[(u16, Value<'v>)]) -> Result<Vec<Value<'v>>, PbError> {
-    let numeric = matches!(ty, Ty::Bool | Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64);
-    let mut items = Vec::with_capacity(values.len());
-    for &(_, v) in values {
-        match v {
-            Value::Bytes(packed) if numeric => {
-                let mut rest = packed;
-                while !rest.is_empty() {
-                    let (n, used) = crate::wire::protobuf::varint(rest)?;
-                    items.push(Value::Varint(n));
-                    rest = &rest[used..];
-                }
-            }
-            v => items.push(v),
-        }
-    }
-    Ok(items)
-}
-
 /// A map entry's key and value (absent: the value type's zero).
 fn entry(raw: &[u8]) -> Result<(&[u8], Option<Value<'_>>), PbError> {
     let (mut k, mut v): (&[u8], Option<Value<'_>>) = (b"", None);
@@ -392,7 +458,12 @@ fn micro_time(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
     // "…:05Z" → "…:05.000000Z"
     whole.truncate(whole.len() - 2);
     out.extend_from_slice(&whole);
-    out.extend_from_slice(format!(".{:06}Z\"", nanos.rem_euclid(1_000_000_000) / 1000).as_bytes());
+    let micros = nanos.rem_euclid(1_000_000_000) / 1000;
+    out.push(b'.');
+    for p in [100_000, 10_000, 1000, 100, 10, 1] {
+        out.push(b'0' + (micros / p % 10) as u8);
+    }
+    out.extend_from_slice(b"Z\"");
     Ok(())
 }
 
@@ -471,7 +542,14 @@ mod tests {
 
     fn doc(kind: &str, api_version: &str, raw: &[u8]) -> String {
         let mut out = Vec::new();
-        object_doc(&mut out, kind.as_bytes(), api_version.as_bytes(), raw).unwrap();
+        object_doc(
+            &mut out,
+            kind.as_bytes(),
+            api_version.as_bytes(),
+            raw,
+            &mut Scratch::default(),
+        )
+        .unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -573,14 +651,22 @@ mod tests {
         bytes_field(1, &[], &mut raw);
         bytes_field(99, b"x", &mut raw);
         let mut out = Vec::new();
-        let e = object_doc(&mut out, b"ConfigMap", b"v1", &raw).unwrap_err();
+        let e =
+            object_doc(&mut out, b"ConfigMap", b"v1", &raw, &mut Scratch::default()).unwrap_err();
         assert!(e.0.contains("field 99 of"), "{}", e.0);
-        assert!(object_doc(&mut out, b"Widget", b"v1", &[]).is_err());
+        assert!(object_doc(&mut out, b"Widget", b"v1", &[], &mut Scratch::default()).is_err());
         let mut raw = Vec::new();
         int_field(1, 5, &mut raw); // metadata as a varint
-        assert!(object_doc(&mut out, b"ConfigMap", b"v1", &raw).is_err());
+        assert!(object_doc(&mut out, b"ConfigMap", b"v1", &raw, &mut Scratch::default()).is_err());
         // Truncated bytes.
-        assert!(object_doc(&mut out, b"ConfigMap", b"v1", &[0x0a, 0x05, 1]).is_err());
+        assert!(object_doc(
+            &mut out,
+            b"ConfigMap",
+            b"v1",
+            &[0x0a, 0x05, 1],
+            &mut Scratch::default()
+        )
+        .is_err());
     }
 }
 
