@@ -656,8 +656,7 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &[u8]) {
     // Most strings are printable ASCII with nothing to escape: one copy.
     // (A fold of comparisons the compiler vectorises.)
     let plain = s.iter().fold(true, |ok, &b| {
-        ok & (b >= 0x20)
-            & (b < 0x80)
+        ok & (0x20..0x80).contains(&b)
             & (b != b'"')
             & (b != b'\\')
             & (b != b'<')
