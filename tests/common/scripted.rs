@@ -69,6 +69,10 @@ impl Reply {
 
 type Handler = dyn Fn(usize, &str) -> Reply + Send + Sync;
 
+/// What a server records of each request: when and its path, and its
+/// `Accept` header.
+type Log<'a> = (&'a Mutex<Vec<(Instant, String)>>, &'a Mutex<Vec<String>>);
+
 /// A running scripted server on 127.0.0.1.
 pub struct Scripted {
     url: String,
@@ -192,12 +196,7 @@ impl Drop for Scripted {
     }
 }
 
-fn serve(
-    s: TcpStream,
-    (requests, accepts): (&Mutex<Vec<(Instant, String)>>, &Mutex<Vec<String>>),
-    stop: &AtomicBool,
-    answer: &Handler,
-) {
+fn serve(s: TcpStream, (requests, accepts): Log<'_>, stop: &AtomicBool, answer: &Handler) {
     let mut r = BufReader::new(match s.try_clone() {
         Ok(c) => c,
         Err(_) => return,
