@@ -110,6 +110,17 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
+    /// A schema field's key (plain ASCII: no escape).
+    fn field_key(&mut self, name: &str) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(b"\":");
+    }
+
     fn key(&mut self, key: &[u8]) {
         if !self.first {
             self.out.push(b',');
@@ -161,17 +172,17 @@ impl Writer<'_> {
                     if field.omitempty && field.ty.can_be_empty() && is_empty(field.ty, last)? {
                         continue;
                     }
-                    self.key(&field.key);
+                    self.field_key(field.key);
                     self.item(field, last)?;
                 }
                 Shape::Pointer => match last {
                     None if field.omitempty => {}
                     None => {
-                        self.key(&field.key);
+                        self.field_key(field.key);
                         self.out.extend_from_slice(b"null");
                     }
                     Some(v) => {
-                        self.key(&field.key);
+                        self.field_key(field.key);
                         self.item(field, Some(v))?;
                     }
                 },
@@ -195,14 +206,14 @@ impl Writer<'_> {
                     if wrote {
                         self.out.push(b']');
                     } else if !field.omitempty {
-                        self.key(&field.key);
+                        self.field_key(field.key);
                         self.out.extend_from_slice(b"null");
                     }
                 }
                 Shape::Map => {
                     if values.is_empty() {
                         if !field.omitempty {
-                            self.key(&field.key);
+                            self.field_key(field.key);
                             self.out.extend_from_slice(b"null");
                         }
                         continue;
@@ -219,7 +230,7 @@ impl Writer<'_> {
                         }
                         prev = Some(k);
                     }
-                    self.key(&field.key);
+                    self.field_key(field.key);
                     self.out.push(b'{');
                     if sorted {
                         for (i, &(_, a)) in values.iter().enumerate() {
@@ -249,7 +260,7 @@ impl Writer<'_> {
         if *wrote {
             self.out.push(b',');
         } else {
-            self.key(&field.key);
+            self.field_key(field.key);
             self.out.push(b'[');
             *wrote = true;
         }

@@ -5,7 +5,6 @@
 //! writes), each with its JSON name, protobuf field number, type and shape.
 //! Read once, on first use. Pure.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The generated schema.
@@ -69,8 +68,9 @@ pub(crate) enum Shape {
 /// One field of a struct.
 #[derive(Debug)]
 pub(crate) struct Field {
-    /// The JSON key, quoted, with its colon: `"name":`.
-    pub(crate) key: Box<[u8]>,
+    /// The JSON key (printable ASCII that needs no escape: the parse
+    /// checks), a slice of the schema's text.
+    pub(crate) key: &'static str,
     pub(crate) ty: Ty,
     pub(crate) shape: Shape,
     pub(crate) omitempty: bool,
@@ -83,7 +83,7 @@ pub(crate) struct Field {
 /// number.
 #[derive(Debug, Default)]
 pub(crate) struct Msg {
-    pub(crate) name: Box<str>,
+    pub(crate) name: &'static str,
     pub(crate) fields: Vec<Field>,
     by_number: Vec<(u32, u16)>,
 }
@@ -101,7 +101,8 @@ impl Msg {
 /// The whole schema.
 #[derive(Debug, Default)]
 pub(crate) struct Schema {
-    kinds: HashMap<(Box<str>, Box<str>), u32>,
+    /// (apiVersion, kind, struct), sorted.
+    kinds: Vec<(&'static str, &'static str, u32)>,
     pub(crate) msgs: Vec<Msg>,
 }
 
@@ -112,7 +113,11 @@ impl Schema {
             std::str::from_utf8(api_version).ok()?,
             std::str::from_utf8(kind).ok()?,
         );
-        self.kinds.get(&(Box::from(v), Box::from(k))).copied()
+        let i = self
+            .kinds
+            .binary_search_by(|&(kv, kk, _)| (kv, kk).cmp(&(v, k)))
+            .ok()?;
+        Some(self.kinds[i].2)
     }
 
     pub(crate) fn msg(&self, i: u32) -> &Msg {
@@ -140,7 +145,7 @@ pub(crate) fn knows(group: &str, version: &str, kind: &str) -> bool {
 }
 
 /// Reads the schema's text; an error names the line.
-fn parse(text: &str) -> Result<Schema, String> {
+fn parse(text: &'static str) -> Result<Schema, String> {
     let mut s = Schema::default();
     for (n, line) in text.lines().enumerate() {
         let bad = || format!("schema line {}", n + 1);
@@ -149,14 +154,14 @@ fn parse(text: &str) -> Result<Schema, String> {
             ["#", ..] | [""] => {}
             ["K", gv, kind, msg] => {
                 let msg = msg.parse().map_err(|_| bad())?;
-                s.kinds.insert((Box::from(*gv), Box::from(*kind)), msg);
+                s.kinds.push((gv, kind, msg));
             }
             ["M", index, name] => {
                 if index.parse::<usize>().ok() != Some(s.msgs.len()) {
                     return Err(bad());
                 }
                 s.msgs.push(Msg {
-                    name: Box::from(*name),
+                    name,
                     ..Msg::default()
                 });
             }
@@ -208,14 +213,16 @@ fn parse(text: &str) -> Result<Schema, String> {
                 } else {
                     Shape::One
                 };
-                let mut key = Vec::with_capacity(json.len() + 3);
-                crate::wire::meta_json::string(&mut key, json.as_bytes());
-                key.push(b':');
+                let plain =
+                    |c: char| c.is_ascii_graphic() && !matches!(c, '"' | '\\' | '<' | '>' | '&');
+                if json.is_empty() || !json.chars().all(plain) {
+                    return Err(bad());
+                }
                 let number: u32 = number.parse().map_err(|_| bad())?;
                 let position = u16::try_from(msg.fields.len()).map_err(|_| bad())?;
                 msg.by_number.push((number, position));
                 msg.fields.push(Field {
-                    key: key.into(),
+                    key: json,
                     ty,
                     shape,
                     omitempty: has('o'),
@@ -238,7 +245,14 @@ fn parse(text: &str) -> Result<Schema, String> {
             }
         }
     }
-    if s.kinds.values().any(|&k| k as usize >= s.msgs.len()) {
+    s.kinds.sort_unstable();
+    if s.kinds
+        .windows(2)
+        .any(|w| (w[0].0, w[0].1) == (w[1].0, w[1].1))
+    {
+        return Err("a kind given twice".into());
+    }
+    if s.kinds.iter().any(|&(_, _, k)| k as usize >= s.msgs.len()) {
         return Err("a kind without its message".into());
     }
     Ok(s)
@@ -267,21 +281,17 @@ mod tests {
             );
         }
         let pod = s.msg(s.kind(b"v1", b"Pod").unwrap());
-        let keys: Vec<String> = pod
-            .fields
-            .iter()
-            .map(|f| String::from_utf8_lossy(&f.key).into_owned())
-            .collect();
-        assert_eq!(keys, ["\"metadata\":", "\"spec\":", "\"status\":"]);
+        let keys: Vec<String> = pod.fields.iter().map(|f| f.key.to_string()).collect();
+        assert_eq!(keys, ["metadata", "spec", "status"]);
         assert_eq!(pod.position(3), Some(2));
         assert!(s.kind(b"v1", b"Widget").is_none());
         let spec = s
             .msgs
             .iter()
-            .find(|m| &*m.name == "k8s.io/api/apps/v1.StatefulSetSpec")
+            .find(|m| m.name == "k8s.io/api/apps/v1.StatefulSetSpec")
             .unwrap();
         let templates = spec.fields.iter().find(|f| f.type_meta.is_some()).unwrap();
-        assert_eq!(&*templates.key, b"\"volumeClaimTemplates\":");
+        assert_eq!(templates.key, "volumeClaimTemplates");
         assert_eq!(
             templates.type_meta.as_deref().unwrap(),
             b"\"kind\":\"PersistentVolumeClaim\",\"apiVersion\":\"v1\""
