@@ -140,7 +140,7 @@ impl Writer<'_> {
             let Some(p) = msg.position(n) else {
                 return Err(PbError(format!(
                     "field {n} of {} is not in tattler's schema (a newer server?)",
-                    short(&msg.name)
+                    short(msg.name)
                 )));
             };
             seen.push((p as u16, At::of(v, raw)));
