@@ -19,19 +19,20 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // Types written by a MarshalJSON of their own, each a fixed protobuf message.
 var special = map[string]string{
-	"k8s.io/apimachinery/pkg/apis/meta/v1.Time":            "T",
-	"k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime":       "U",
-	"k8s.io/apimachinery/pkg/apis/meta/v1.Duration":        "D",
-	"k8s.io/apimachinery/pkg/api/resource.Quantity":        "Q",
-	"k8s.io/apimachinery/pkg/util/intstr.IntOrString":      "I",
-	"k8s.io/apimachinery/pkg/runtime.RawExtension":         "R",
-	"k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1":        "F",
-	"k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta":      "O",
+	"k8s.io/apimachinery/pkg/apis/meta/v1.Time":       "T",
+	"k8s.io/apimachinery/pkg/apis/meta/v1.MicroTime":  "U",
+	"k8s.io/apimachinery/pkg/apis/meta/v1.Duration":   "D",
+	"k8s.io/apimachinery/pkg/api/resource.Quantity":   "Q",
+	"k8s.io/apimachinery/pkg/util/intstr.IntOrString": "I",
+	"k8s.io/apimachinery/pkg/runtime.RawExtension":    "R",
+	"k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1":   "F",
+	"k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta": "O",
 }
 
 // Nested objects whose kind and apiVersion the apiserver always sets:
@@ -235,10 +236,22 @@ func (g *gen) typeOf(t reflect.Type, top bool) (string, string, error) {
 
 func main() {
 	g := &gen{index: map[reflect.Type]int{}, busy: map[reflect.Type]bool{}}
-	type kind struct{ gv, kind string; msg int }
+	type kind struct {
+		gv, kind string
+		msg      int
+	}
 	var kinds []kind
 	var skipped []string
-	for gvk, t := range scheme.Scheme.AllKnownTypes() {
+	// In a fixed order (a map's is random), so that the output is the same
+	// on every run: CI checks it is.
+	known := scheme.Scheme.AllKnownTypes()
+	gvks := make([]schema.GroupVersionKind, 0, len(known))
+	for gvk := range known {
+		gvks = append(gvks, gvk)
+	}
+	sort.Slice(gvks, func(a, b int) bool { return gvks[a].String() < gvks[b].String() })
+	for _, gvk := range gvks {
+		t := known[gvk]
 		if gvk.Version == "__internal" || strings.HasSuffix(gvk.Kind, "List") {
 			continue
 		}

@@ -2,7 +2,10 @@ module tattler.dev/schema-gen
 
 go 1.26.0
 
-require k8s.io/client-go v0.36.3
+require (
+	k8s.io/apimachinery v0.36.3
+	k8s.io/client-go v0.36.3
+)
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
@@ -17,7 +20,6 @@ require (
 	golang.org/x/text v0.33.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.36.3 // indirect
-	k8s.io/apimachinery v0.36.3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
