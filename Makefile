@@ -10,7 +10,8 @@
 #
 # Also LIBDIR (default PREFIX/lib), INCLUDEDIR (PREFIX/include), DATADIR (PREFIX/share) and DESTDIR
 # (a staging root for packaging). ffi/install.sh does the work. The Rust
-# library itself needs no install: `cargo add tattler`.
+# library itself needs no install: `cargo add kube-tattler` (the crate `kube_tattler`;
+# until it is published, `cargo add kube-tattler --path <this checkout>`).
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include

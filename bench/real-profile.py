@@ -16,10 +16,10 @@ import sys
 PARTS = [
     ("TLS (rustls record layer, AES-GCM in ring)", re.compile(r"rustls|\bring::|ring_core|aes_|gcm_|GFp_|aws_lc|chacha", re.I)),
     ("HTTP/1.1 and de-chunking (ureq)", re.compile(r"ureq")),
-    ("scrubbing (tattler::scrub)", re.compile(r"tattler::scrub")),
-    ("decoding (tattler::decode: frames, the token check, metadata)", re.compile(r"tattler::decode")),
-    ("state, entries, hand-off (tattler::watch/state/reader/entry, crossbeam, parking_lot)",
-     re.compile(r"tattler::(watch|state|reader|entry|shape|transport)|crossbeam|parking_lot")),
+    ("scrubbing (kube_tattler::scrub)", re.compile(r"kube_tattler::scrub")),
+    ("decoding (kube_tattler::decode: frames, the token check, metadata)", re.compile(r"kube_tattler::decode")),
+    ("state, entries, hand-off (kube_tattler::watch/state/reader/entry, crossbeam, parking_lot)",
+     re.compile(r"kube_tattler::(watch|state|reader|entry|shape|transport)|crossbeam|parking_lot")),
     ("the consumer (the bench client's loop)", re.compile(r"tattler_bench_client|tattler_rust::")),
 ]
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tattler::{Access, Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
+use kube_tattler::{Access, Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
 
 const USAGE: &str = "usage: watch [--demo] [--kubeconfig F] [--context C] [--server URL] [--ca-file F] [--token-file F]
              [--insecure-skip-tls-verify] [--config FILE] [--namespace NS] [--selector L] [--all]

@@ -131,7 +131,7 @@
  *     cc app.c $(pkg-config --cflags --libs tattler)            shared
  *     cc app.c $(pkg-config --cflags --libs --static tattler)   static: install
  *         the archive alone (make install LIBRARY=static), or add -static
- *     find_package(tattler) and target_link_libraries(app tattler::tattler),
+ *     find_package(tattler) and target_link_libraries(app kube_tattler::tattler),
  *         with TATTLER_STATIC=ON for the archive
  *   The archive needs -lpthread -ldl -lm -lrt (its Libs.private) and defines
  *   only tattler_* globally, so it links next to other Rust static libraries.
@@ -274,7 +274,7 @@ typedef enum tattler_status {
 } tattler_status;
 
 /**
- * What an entry reports; the same numbers as the Rust `tattler::Change`.
+ * What an entry reports; the same numbers as the Rust `kube_tattler::Change`.
  */
 typedef enum tattler_change {
     /**
@@ -374,7 +374,7 @@ typedef struct tattler_reader tattler_reader;
 /**
  * The log callback: `user` as given to `tattler_set_log_callback`, `level` a
  * `tattler_log_level` (1 error ... 5 trace), `target` the module that logged
- * (e.g. `"tattler::watch"`), `msg` the line. Both strings are valid only
+ * (e.g. `"kube_tattler::watch"`), `msg` the line. Both strings are valid only
  * during the call.
  */
 typedef void (*tattler_log_fn)(void *user, int level, const char *target, const char *msg);
@@ -439,7 +439,7 @@ uint32_t tattler_version_number(void);
  *   names (not the objects): `namespace`, `label_selector`,
  *   `field_selector`. Tuning:
  *   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
- *   of the Rust `tattler::Config::from_json`. An unknown key is an error
+ *   of the Rust `kube_tattler::Config::from_json`. An unknown key is an error
  *   that lists the known ones. Files named are read now.
  * - `out`: where to store the new reader.
  * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
@@ -816,7 +816,7 @@ enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size
  * `tattler_seconds_since_sync` (absent until the first full state) per
  * stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
  * for the consumer) for the reader. The text is the Rust
- * `tattler::Reader::metrics_text`.
+ * `kube_tattler::Reader::metrics_text`.
  *
  * Parameters:
  * - `r`: the reader.

@@ -46,11 +46,11 @@ impl Default for Backoff {
 /// cluster, what to stream from it, and tuning.
 ///
 /// ```
-/// use tattler::{Access, Config};
+/// use kube_tattler::{Access, Config};
 /// let mut config = Config::new(Access::new("https://10.0.0.1:6443").token("…"))
 ///     .watch(&["pods", "deployments.apps"])?;
 /// config.tuning.channel_capacity = 256;
-/// # Ok::<(), tattler::Error>(())
+/// # Ok::<(), kube_tattler::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]

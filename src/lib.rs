@@ -3,7 +3,7 @@
 //! (no async runtime) with a C ABI beside it (the `tattler-ffi` crate).
 //!
 //! ```no_run
-//! use tattler::{Access, Change, Config, Reader};
+//! use kube_tattler::{Access, Change, Config, Reader};
 //!
 //! let access = Access::new("https://127.0.0.1:6443")
 //!     .ca_file("/etc/kubernetes/ca.crt")?
@@ -19,7 +19,7 @@
 //!         c => println!("{c} {}/{}", entry.namespace().unwrap_or(""), entry.name()),
 //!     }
 //! }
-//! # Ok::<(), tattler::Error>(())
+//! # Ok::<(), kube_tattler::Error>(())
 //! ```
 //!
 //! # Design
@@ -94,9 +94,9 @@
 //!
 //! # Logging
 //!
-//! Through the `log` crate, under the `tattler::…` targets (`tattler::stream`
-//! for a stream's retries and re-syncs, `tattler::stream::sink` for syncs,
-//! `tattler::delivery::reader` for the reader). Tokens, keys, proxy
+//! Through the `log` crate, under the `kube_tattler::…` targets (`kube_tattler::stream`
+//! for a stream's retries and re-syncs, `kube_tattler::stream::sink` for syncs,
+//! `kube_tattler::delivery::reader` for the reader). Tokens, keys, proxy
 //! credentials, exec output and scrubbed values never reach a log line, an
 //! error or `Debug` output, ureq's included: ureq-proto logs the bytes it
 //! writes and parses at trace level (target `ureq_proto::util`), so tattler

@@ -30,7 +30,7 @@ use common::trace::Trace;
 use common::*;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
-use tattler::{Reader, ResourceSpec};
+use kube_tattler::{Reader, ResourceSpec};
 use tattler_fakeapi::{FakeApi, Fault};
 
 const RESOURCES: [&str; 2] = ["pods", "configmaps"];
@@ -124,7 +124,7 @@ fn consume(
     ctl: Receiver<Ctl>,
     violation: Arc<Mutex<Option<String>>>,
 ) {
-    let apply = |e: tattler::Entry| {
+    let apply = |e: kube_tattler::Entry| {
         TRACE.push(format!(
             "ENTRY {} {} {}/{} uid={} rv={}{}",
             e.change(),
@@ -154,8 +154,8 @@ fn consume(
         }
         match r.next_timeout(Duration::from_millis(10)) {
             Ok(e) => apply(e),
-            Err(tattler::NextTimeoutError::Closed) => return,
-            Err(tattler::NextTimeoutError::Timeout) => {}
+            Err(kube_tattler::NextTimeoutError::Closed) => return,
+            Err(kube_tattler::NextTimeoutError::Timeout) => {}
         }
     }
 }
@@ -492,7 +492,7 @@ fn random_operations_and_faults_converge_to_the_server_state() {
     );
     if let Some((seed, why)) = failures.first() {
         panic!(
-            "seed {seed} failed; re-run it with TATTLER_SEED={seed} cargo test -p tattler --test convergence\n{why}"
+            "seed {seed} failed; re-run it with TATTLER_SEED={seed} cargo test -p kube-tattler --test convergence\n{why}"
         );
     }
     assert!(n >= 5 || only.is_some(), "only {n} seeds ran");
@@ -514,7 +514,7 @@ fn a_relist_lagging_behind_a_live_create_and_delete_does_not_resurrect_it() {
     c.access.server = proxy.url();
     let r = Arc::new(Reader::open(c).unwrap());
     let mut model = Model::new();
-    let apply = |model: &mut Model, e: tattler::Entry| {
+    let apply = |model: &mut Model, e: kube_tattler::Entry| {
         if let Err(why) = model.apply(&e) {
             panic!("{why}\n{}", model.log.join("\n"));
         }
@@ -584,7 +584,7 @@ fn a_forced_restart_at_the_end_of_a_sync_neither_doubles_nor_deletes_objects() {
         c.tuning.channel_capacity = 1;
         let r = Reader::open(c).unwrap();
         let mut model = Model::new();
-        let apply = |model: &mut Model, e: tattler::Entry| {
+        let apply = |model: &mut Model, e: kube_tattler::Entry| {
             if let Err(why) = model.apply(&e) {
                 panic!("attempt {attempt}: {why}\n{}", model.log.join("\n"));
             }

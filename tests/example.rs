@@ -404,7 +404,7 @@ fn checkpoint_resumes_with_only_what_changed_meanwhile() {
         ]
     );
     assert!(err.contains("does not exist yet: a full sync"), "{err}");
-    let cp = tattler::Checkpoint::from_bytes(&std::fs::read(&file).unwrap()).unwrap();
+    let cp = kube_tattler::Checkpoint::from_bytes(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!((cp.resources(), cp.objects()), (2, 2));
 
     // While it is down: an update, a delete, a new pod.

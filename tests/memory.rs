@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use common::*;
-use tattler::Change;
+use kube_tattler::Change;
 use tattler_fakeapi::FakeApi;
 
 struct Counting;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use common::tls::*;
 use common::*;
-use tattler::{Access, Auth, Backoff, Config, ProxyConfig, Reader};
+use kube_tattler::{Access, Auth, Backoff, Config, ProxyConfig, Reader};
 use tattler_fakeapi::FakeApi;
 
 /// Every variable these checks set, cleared before each check.
@@ -353,7 +353,7 @@ contexts:
     assert_eq!(c.access.namespace.as_deref(), Some("ns-b"));
     assert_eq!(
         c.access.auth,
-        Auth::Token(tattler::Token::new("tok-merge-u2-3c3c"))
+        Auth::Token(kube_tattler::Token::new("tok-merge-u2-3c3c"))
     );
     let c = Access::from_kubeconfig(None, Some("ctx-a"))
         .map(Config::new)

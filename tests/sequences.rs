@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::scripted::{end_bookmark, frame, list_body, uid, Reply, Scripted, Taps, Then};
 use common::*;
-use tattler::{Access, Backoff, Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
+use kube_tattler::{Access, Backoff, Change, Checkpoint, Config, Entry, Reader, ResourceSpec};
 use tattler_fakeapi::FakeApi;
 
 // ---------------------------------------------------------------------------

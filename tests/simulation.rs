@@ -46,7 +46,7 @@ use common::trace::Trace;
 use common::Watchdog;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
-use tattler::{Access, Backoff, Change, Checkpoint, Config, Reader, ResourceSpec};
+use kube_tattler::{Access, Backoff, Change, Checkpoint, Config, Reader, ResourceSpec};
 use tattler_fakeapi::{Backup, FakeApi, Fault, InitialEvents};
 
 const RESOURCES: [&str; 2] = ["pods", "configmaps"];
@@ -185,7 +185,7 @@ enum Ctl {
 }
 
 fn consume(r: Arc<Reader>, sh: Arc<Shared>, ctl: Receiver<Ctl>) {
-    let apply = |e: tattler::Entry| {
+    let apply = |e: kube_tattler::Entry| {
         let res = e.resource().resource.clone();
         let ns = e.namespace().unwrap_or("").to_string();
         TRACE.push(format!(
@@ -268,8 +268,8 @@ fn consume(r: Arc<Reader>, sh: Arc<Shared>, ctl: Receiver<Ctl>) {
         }
         match r.next_timeout(Duration::from_millis(10)) {
             Ok(e) => apply(e),
-            Err(tattler::NextTimeoutError::Closed) => return,
-            Err(tattler::NextTimeoutError::Timeout) => {}
+            Err(kube_tattler::NextTimeoutError::Closed) => return,
+            Err(kube_tattler::NextTimeoutError::Timeout) => {}
         }
     }
 }
@@ -1176,7 +1176,7 @@ fn check_budget(run: &mut Run) {
 // The drivers.
 
 fn replay(seed: u64) -> String {
-    format!("TATTLER_SIM_SEED={seed} cargo test -p tattler --test simulation -- --nocapture")
+    format!("TATTLER_SIM_SEED={seed} cargo test -p kube-tattler --test simulation -- --nocapture")
 }
 
 fn install_logger() {

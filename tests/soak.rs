@@ -19,7 +19,7 @@ use common::proxy::{
 };
 use common::*;
 use parking_lot::Mutex;
-use tattler::Reader;
+use kube_tattler::Reader;
 use tattler_fakeapi::FakeApi;
 
 /// `(path for the fake, resource name in entries)`.

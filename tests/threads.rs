@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::proxy::{tattler_threads, tattler_threads_after_close, thread_names};
 use common::Watchdog;
-use tattler::{Access, Backoff, Config, Reader};
+use kube_tattler::{Access, Backoff, Config, Reader};
 
 #[test]
 fn no_thread_outlives_close_even_mid_reconnect() {

@@ -1,3 +1,3 @@
-module example.invalid/tattler/ffi/go
+module example.invalid/kube-tattler/ffi/go
 
 go 1.23

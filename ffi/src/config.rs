@@ -1,6 +1,6 @@
 //! The JSON a C caller passes: the reader's configuration, and resource lists.
 
-use tattler_core::{Config, Error, ResourceSpec};
+use kube_tattler::{Config, Error, ResourceSpec};
 
 use crate::error::Failure;
 use crate::status::tattler_status::TATTLER_ERR_INVALID_RESOURCE;
@@ -42,7 +42,7 @@ impl Scope {
 /// A JSON array as the configuration's `resources`: names
 /// (`"pods"`, `"apps/v1/deployments"`, taking `scope`) and objects
 /// (`{"resource":"pods","field_selector":"spec.nodeName=n1"}`, taking only
-/// their own keys), read by `tattler::ResourceSpec::list_from_json`. Every
+/// their own keys), read by `kube_tattler::ResourceSpec::list_from_json`. Every
 /// failure is the list's, so it is `TATTLER_ERR_INVALID_RESOURCE`, the text
 /// naming the item and key.
 pub(crate) fn parse_resources(json: &str, scope: &Scope) -> Result<Vec<ResourceSpec>, Failure> {

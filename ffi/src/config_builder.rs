@@ -7,7 +7,7 @@ use std::ffi::{c_char, CString};
 
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
-use tattler_core::{Config, ResourceSpec};
+use kube_tattler::{Config, ResourceSpec};
 
 use crate::cast;
 use crate::error::{guard, guard_value, report, Failure};

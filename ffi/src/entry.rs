@@ -3,13 +3,13 @@
 use std::ffi::{c_char, CStr};
 
 use parking_lot::Mutex;
-use tattler_core::{Change, Entry};
+use kube_tattler::{Change, Entry};
 
 use crate::cast;
 use crate::error::guard_value;
 use crate::handle::Registry;
 
-/// What an entry reports; the same numbers as the Rust `tattler::Change`.
+/// What an entry reports; the same numbers as the Rust `kube_tattler::Change`.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -26,9 +26,9 @@ impl Failure {
     }
 }
 
-impl From<tattler_core::Error> for Failure {
-    fn from(e: tattler_core::Error) -> Failure {
-        use tattler_core::Error;
+impl From<kube_tattler::Error> for Failure {
+    fn from(e: kube_tattler::Error) -> Failure {
+        use kube_tattler::Error;
         if let Error::Checkpoint(m) = &e {
             // The status says "invalid checkpoint" already.
             return Failure::new(TATTLER_ERR_INVALID_CHECKPOINT, format!("checkpoint: {m}"));

@@ -33,7 +33,7 @@ pub enum tattler_log_level {
 
 /// The log callback: `user` as given to `tattler_set_log_callback`, `level` a
 /// `tattler_log_level` (1 error ... 5 trace), `target` the module that logged
-/// (e.g. `"tattler::watch"`), `msg` the line. Both strings are valid only
+/// (e.g. `"kube_tattler::watch"`), `msg` the line. Both strings are valid only
 /// during the call.
 #[allow(non_camel_case_types)]
 pub type tattler_log_fn = Option<
@@ -108,7 +108,7 @@ impl Log for CallbackLogger {
     fn enabled(&self, m: &Metadata) -> bool {
         // The HTTP client's TRACE lines never reach the callback (below), so
         // they are not enabled either: tattler masks response bodies across
-        // ureq only while they are (tattler::access::mask).
+        // ureq only while they are (kube_tattler::access::mask).
         if m.level() == Level::Trace && !m.target().starts_with("tattler") {
             return false;
         }

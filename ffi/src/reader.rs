@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tattler_core::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextError};
+use kube_tattler::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextError};
 
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};
@@ -122,7 +122,7 @@ fn with_reader(
 ///   names (not the objects): `namespace`, `label_selector`,
 ///   `field_selector`. Tuning:
 ///   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
-///   of the Rust `tattler::Config::from_json`. An unknown key is an error
+///   of the Rust `kube_tattler::Config::from_json`. An unknown key is an error
 ///   that lists the known ones. Files named are read now.
 /// - `out`: where to store the new reader.
 /// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
@@ -693,7 +693,7 @@ pub unsafe extern "C" fn tattler_set_resources_ex(
                 }
                 Ok(TATTLER_OK)
             }
-            Err(tattler_core::Error::Stopped) => Ok(TATTLER_CLOSED),
+            Err(kube_tattler::Error::Stopped) => Ok(TATTLER_CLOSED),
             Err(e) => Err(e.into()),
         }
     };
@@ -809,7 +809,7 @@ unsafe fn copy_out(
 /// `tattler_seconds_since_sync` (absent until the first full state) per
 /// stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
 /// for the consumer) for the reader. The text is the Rust
-/// `tattler::Reader::metrics_text`.
+/// `kube_tattler::Reader::metrics_text`.
 ///
 /// Parameters:
 /// - `r`: the reader.

@@ -675,7 +675,7 @@ fn status_texts_and_version() {
 
 #[test]
 fn change_numbers_are_the_rust_ones() {
-    use tattler_core::Change;
+    use kube_tattler::Change;
     for c in [
         Change::Add,
         Change::Update,

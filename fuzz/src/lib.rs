@@ -28,7 +28,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tattler::{Access, Backoff, Change, Config, Reader};
+use kube_tattler::{Access, Backoff, Change, Config, Reader};
 
 /// Inputs that name device or process files would make a parser read them
 /// (`/dev/zero` never ends): not a finding, so they are skipped.
@@ -243,7 +243,7 @@ fn env_values(obj: &Value) -> Vec<&Value> {
 }
 
 /// Checks an entry's object: valid JSON naming the entry's object, scrubbed.
-fn check_object(e: &tattler::Entry, input: &[u8]) {
+fn check_object(e: &kube_tattler::Entry, input: &[u8]) {
     let Some(obj) = e.object() else {
         return;
     };
@@ -304,8 +304,8 @@ pub fn watch_stream(data: &[u8]) {
         cur.0
     };
     let mut c = Config::new(Access::new(&format!("http://{}", s.addr)));
-    c.resources = vec![tattler::ResourceSpec::parse("pods").unwrap().remove(0).in_namespace(&format!("n{input}"))];
-    c.access.proxy = tattler::ProxyConfig::None;
+    c.resources = vec![kube_tattler::ResourceSpec::parse("pods").unwrap().remove(0).in_namespace(&format!("n{input}"))];
+    c.access.proxy = kube_tattler::ProxyConfig::None;
     c.tuning.idle_timeout = Duration::from_secs(1);
     c.tuning.backoff = Backoff {
         initial: Duration::from_millis(1),
@@ -329,8 +329,8 @@ pub fn watch_stream(data: &[u8]) {
                 }
                 check_object(&e, rest);
             }
-            Err(tattler::NextTimeoutError::Closed) => break,
-            Err(tattler::NextTimeoutError::Timeout) => {}
+            Err(kube_tattler::NextTimeoutError::Closed) => break,
+            Err(kube_tattler::NextTimeoutError::Timeout) => {}
         }
     }
     r.stop();
@@ -355,8 +355,8 @@ pub fn decode_frames(data: &[u8]) {
     };
     let chunk = usize::from(a % 64) + 1;
     let max = 16 + usize::from(*b) * 16;
-    tattler::__fuzz::frames(body, chunk, max);
-    tattler::__fuzz::event(body);
+    kube_tattler::__fuzz::frames(body, chunk, max);
+    kube_tattler::__fuzz::event(body);
 }
 
 /// LIST bodies read item by item: the first byte sets how many bytes arrive
@@ -366,7 +366,7 @@ pub fn decode_list(data: &[u8]) {
     let [a, body @ ..] = data else {
         return;
     };
-    tattler::__fuzz::list(body, usize::from(a % 64) + 1);
+    kube_tattler::__fuzz::list(body, usize::from(a % 64) + 1);
 }
 
 /// Protobuf bodies (metadata-only streams) read as watch frames and as LIST
@@ -377,14 +377,14 @@ pub fn decode_protobuf(data: &[u8]) {
     let [a, b, body @ ..] = data else {
         return;
     };
-    tattler::__fuzz::protobuf(body, usize::from(a % 64) + 1, usize::from(*b) * 64 + 64);
+    kube_tattler::__fuzz::protobuf(body, usize::from(a % 64) + 1, usize::from(*b) * 64 + 64);
 }
 
 /// The byte-level walk and scrubber, on any input (it checks the structure
 /// itself): the hook asserts that what it edits stays JSON.
 #[cfg(feature = "hook")]
 pub fn scrub_bytes(data: &[u8]) {
-    tattler::__fuzz::scrub(data);
+    kube_tattler::__fuzz::scrub(data);
 }
 
 /// Nesting: two bytes of depth (up to twice the walker's limit), a shape of
@@ -397,7 +397,7 @@ pub fn walk_depth(data: &[u8]) {
     };
     let depth = usize::from(u16::from_le_bytes([*a, *b])) * 3;
     let (shape, tail) = rest.split_at(rest.len().min(8));
-    tattler::__fuzz::depth(shape, depth, tail);
+    kube_tattler::__fuzz::depth(shape, depth, tail);
 }
 
 #[cfg(test)]

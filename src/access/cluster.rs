@@ -17,7 +17,7 @@ pub(crate) const INSECURE_WITH_CA: &str =
 /// it apart as `kube::Config`).
 ///
 /// ```
-/// let access = tattler::Access::new("https://10.0.0.1:6443").token("…");
+/// let access = kube_tattler::Access::new("https://10.0.0.1:6443").token("…");
 /// assert_eq!(access.server, "https://10.0.0.1:6443");
 /// ```
 #[derive(Clone)]

@@ -535,11 +535,11 @@ impl Reader {
     /// [`Error::Stopped`] once the reader is stopped.
     ///
     /// ```no_run
-    /// # let reader: tattler::Reader = unimplemented!();
-    /// use tattler::ResourceSpec;
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// use kube_tattler::ResourceSpec;
     /// let pods = ResourceSpec::parse("pods")?.remove(0);
     /// reader.set_resources(&[pods.clone().in_namespace("a"), pods.in_namespace("b")])?;
-    /// # Ok::<(), tattler::Error>(())
+    /// # Ok::<(), kube_tattler::Error>(())
     /// ```
     pub fn set_resources(&self, resources: &[ResourceSpec]) -> Result<bool, Error> {
         self.change_resources(resources, false)

@@ -687,7 +687,7 @@ mod measure {
     /// (`TATTLER_PB_LIST`, `TATTLER_JSON_LIST`: the same `?limit=N` page
     /// as `application/vnd.kubernetes.protobuf` and as JSON): every item
     /// byte-equal, and the conversion's time per item.
-    /// `cargo test --release -p tattler --lib measure_list -- --ignored --nocapture`
+    /// `cargo test --release -p kube-tattler --lib measure_list -- --ignored --nocapture`
     #[test]
     #[ignore]
     fn measure_list() {

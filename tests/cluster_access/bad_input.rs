@@ -1,7 +1,7 @@
 //! Bad input: a clear error naming the file, field or command; never a panic.
 
 use super::*;
-use tattler::Access;
+use kube_tattler::Access;
 
 #[test]
 fn a_missing_kubeconfig_file_is_named() {
@@ -231,7 +231,7 @@ fn a_malformed_client_key_is_a_clear_error_not_a_panic() {
     // The same identity given through the Rust API: refused by Reader::open.
     let mut config = quick(Config::new(Access::new(&c.url())), &[&res]);
     config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
-    config.access.client_identity = Some(tattler::ClientIdentity {
+    config.access.client_identity = Some(kube_tattler::ClientIdentity {
         cert_pem: id.cert_pem.clone().into_bytes(),
         key_pem: garbage_key.as_bytes().to_vec(),
     });

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::tls::*;
 use common::*;
-use tattler::{Access, Auth, Backoff, Change, Config, ProxyConfig, Reader, Token};
+use kube_tattler::{Access, Auth, Backoff, Change, Config, ProxyConfig, Reader, Token};
 use tattler_fakeapi::FakeApi;
 
 const LIMIT: Duration = Duration::from_secs(60);

@@ -1,7 +1,7 @@
 //! Issue 13: certificates checked up front, client-go's TLS rules.
 
 use super::*;
-use tattler::Access;
+use kube_tattler::Access;
 
 /// A cluster demanding client certificates, and its client CA as files for openssl.
 fn mtls_cluster(dir: &TempDir) -> (Cluster, std::path::PathBuf, std::path::PathBuf) {
@@ -79,7 +79,7 @@ fn a_v1_client_certificate_is_refused_up_front_with_how_to_reissue_it() {
     want(&Config::from_json(&json).unwrap_err().to_string());
     let mut config = quick(Config::new(Access::new(&c.url())), &["pods"]);
     config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
-    config.access.client_identity = Some(tattler::ClientIdentity {
+    config.access.client_identity = Some(kube_tattler::ClientIdentity {
         cert_pem: v1.clone().into_bytes(),
         key_pem: v1_key.clone().into_bytes(),
     });
@@ -372,7 +372,7 @@ fn exec_precedence_follows_client_go() {
 
 /// A shell command as an exec plugin (Rust API), answering `token` unless it hangs.
 fn shell_plugin(script: &str, timeout: Duration) -> Auth {
-    let mut e = tattler::ExecConfig::new("/bin/sh", &["-c", script]);
+    let mut e = kube_tattler::ExecConfig::new("/bin/sh", &["-c", script]);
     e.timeout = timeout;
     Auth::Exec(e)
 }

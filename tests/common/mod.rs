@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tattler::{Access, Backoff, Change, Config, Entry, Reader};
+use kube_tattler::{Access, Backoff, Change, Config, Entry, Reader};
 use tattler_fakeapi::FakeApi;
 
 /// Fails the whole test binary if a test hangs: a hang must fail fast, not stall CI.

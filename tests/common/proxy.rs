@@ -947,7 +947,7 @@ impl Down {
 // The consumer's view, shared by the fault, convergence and soak tests.
 
 use std::collections::{BTreeMap, HashSet};
-use tattler::{Change, Entry};
+use kube_tattler::{Change, Entry};
 use tattler_fakeapi::FakeApi;
 
 /// One object as a consumer knows it.

@@ -56,7 +56,7 @@ impl Trace {
 
 impl log::Log for Trace {
     fn enabled(&self, m: &log::Metadata) -> bool {
-        m.target().starts_with("tattler::") || m.level() <= log::Level::Warn
+        m.target().starts_with("kube_tattler::") || m.level() <= log::Level::Warn
     }
 
     fn log(&self, r: &log::Record) {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::common::proxy::{process_figures, Fault as Net, FaultProxy, Model, Payload, Rng};
 use crate::common::tls::{capture_log, capture_trace, TempDir};
 use crate::common::*;
-use tattler::{Access, Auth, Change, Config, Entry, Reader, Token};
+use kube_tattler::{Access, Auth, Change, Config, Entry, Reader, Token};
 use tattler_fakeapi::{FakeApi, Fault};
 
 /// The fake apiserver with a fault proxy in front of it.

@@ -10,7 +10,7 @@ use crate::common::scripted::{
     end_bookmark, frame, list_body, pod_json, uid, Reply, Scripted, Then,
 };
 use crate::common::*;
-use tattler::{Access, Backoff, Change, Config, Reader};
+use kube_tattler::{Access, Backoff, Change, Config, Reader};
 use tattler_fakeapi::FakeApi;
 
 fn fast(server: &str) -> Config {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
-use tattler::{Change, Entry, Reader, ResourceSpec};
+use kube_tattler::{Change, Entry, Reader, ResourceSpec};
 use tattler_fakeapi::{FakeApi, Fault};
 
 /// Runs `r.relist()` on another thread; join it to learn whether it finished.
@@ -442,14 +442,14 @@ fn wake_ends_a_wait_without_stopping_the_reader() {
     // Whether the wake comes before or during the wait, the wait ends at once.
     r.wake();
     let (got, took) = waiter.join().unwrap();
-    assert_eq!(got, Err(tattler::NextTimeoutError::Timeout));
+    assert_eq!(got, Err(kube_tattler::NextTimeoutError::Timeout));
     assert!(took < Duration::from_secs(5), "{took:?}");
     // Wakes do not add up, and the reader runs on.
     r.wake();
     r.wake();
     assert_eq!(
         r.next_timeout(Duration::from_secs(5)).map(|e| show(&e)),
-        Err(tattler::NextTimeoutError::Timeout)
+        Err(kube_tattler::NextTimeoutError::Timeout)
     );
     pod(&api, "a", "p1");
     assert_eq!(take(&r, 1), ["Update a/p1"]);
@@ -628,7 +628,7 @@ fn a_reader_resumed_from_a_checkpoint_delivers_only_what_changed() {
         while r.next().is_ok() {}
         let bytes = r.checkpoint().to_bytes();
         drop(r);
-        let cp = tattler::Checkpoint::from_bytes(&bytes).unwrap();
+        let cp = kube_tattler::Checkpoint::from_bytes(&bytes).unwrap();
         assert_eq!((cp.resources(), cp.objects()), (2, 3));
         // While it was down.
         api.delete("pods", Some("a"), "p2");
@@ -788,7 +788,7 @@ fn a_resource_in_several_namespaces_is_synced_once() {
         r#"{{"server":"{}","resources":[{{"resource":"pods","namespaces":["a","b","c"]}},"configmaps"]}}"#,
         api.url()
     );
-    let r = Reader::open(tattler::Config::from_json(&json).unwrap()).unwrap();
+    let r = Reader::open(kube_tattler::Config::from_json(&json).unwrap()).unwrap();
     let mut got = take(&r, 5);
     let pods_synced = got.iter().position(|g| g == "Synced pods").unwrap();
     assert_eq!(

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use tattler::{Change, Reader};
+use kube_tattler::{Change, Reader};
 use tattler_fakeapi::{FakeApi, Fault};
 
 const WATCH_LIST: &str =
@@ -391,13 +391,13 @@ fn unauthorized_and_forbidden_stop_one_stream_only() {
     let api = FakeApi::start();
     api.require_token(Some("right"));
     let mut c = config(&api, &["pods"]);
-    c.access.auth = tattler::Auth::Token(tattler::Token::new("wrong"));
+    c.access.auth = kube_tattler::Auth::Token(kube_tattler::Token::new("wrong"));
     let r = Reader::open(c).unwrap();
     let e = next(&r);
     assert_eq!(show(&e), "Error pods 401 Unauthorized");
     assert!(!format!("{:?} {:?}", e, r.stats()).contains("wrong"));
     let mut c = config(&api, &["pods"]);
-    c.access.auth = tattler::Auth::Token(tattler::Token::new("right"));
+    c.access.auth = kube_tattler::Auth::Token(kube_tattler::Token::new("right"));
     let r = Reader::open(c).unwrap();
     assert_eq!(until_synced(&r), ["Synced pods"]);
 }
@@ -446,7 +446,7 @@ fn selectors_and_namespaces_reach_the_server() {
     pod(&api, "a", "p1");
     pod(&api, "b", "p2");
     let mut c = config(&api, &[]);
-    c.resources = vec![tattler::ResourceSpec::parse("pods")
+    c.resources = vec![kube_tattler::ResourceSpec::parse("pods")
         .unwrap()
         .remove(0)
         .in_namespace("b")];
@@ -524,9 +524,9 @@ fn stop_from_another_thread_wakes_a_blocked_next() {
     };
     assert!(api.wait_open_watches(1, Duration::from_secs(10)));
     r.stop();
-    assert_eq!(waiter.join().unwrap(), Err(tattler::Closed));
+    assert_eq!(waiter.join().unwrap(), Err(kube_tattler::Closed));
     assert!(r.is_stopped());
-    assert_eq!(r.try_next().unwrap_err(), tattler::TryNextError::Closed);
+    assert_eq!(r.try_next().unwrap_err(), kube_tattler::TryNextError::Closed);
     assert_eq!(r.iter().count(), 0);
 }
 

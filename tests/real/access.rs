@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::common::tls::{openssl_client_cert, TempDir};
 use crate::common::{until_synced, Watchdog};
-use tattler::{Access, Config, Reader};
+use kube_tattler::{Access, Config, Reader};
 
 use crate::fixture::{Cluster, SERIAL};
 

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{show, Watchdog};
-use tattler::{Access, Change, Config, Entry, Reader, ResourceSpec};
+use kube_tattler::{Access, Change, Config, Entry, Reader, ResourceSpec};
 
 use crate::fixture::{Cluster, SERIAL};
 
@@ -890,7 +890,7 @@ fn a_restart_from_a_checkpoint_delivers_only_what_changed() {
             c.script("restart-apiserver");
         }
         let mut cfg = cfg();
-        cfg.resume = Some(tattler::Checkpoint::from_bytes(&cp.to_bytes()).unwrap());
+        cfg.resume = Some(kube_tattler::Checkpoint::from_bytes(&cp.to_bytes()).unwrap());
         let r = Reader::open(cfg).unwrap();
         // One Synced either way: after the replayed changes, or after the
         // re-sync a compacted resourceVersion calls for.
@@ -1017,7 +1017,7 @@ fn metadata_only_lists_over_protobuf_are_byte_equal_to_the_servers_json() {
 }
 
 fn protobuf_and_json_agree(extra: &[&str], by_list: bool) {
-    use tattler::Encoding;
+    use kube_tattler::Encoding;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let c = Cluster::up(extra);
     let _w = Watchdog::new("real: metadata-only protobuf", Duration::from_secs(240));
@@ -1165,7 +1165,7 @@ spec:
 /// server sends for them; a custom resource beside them comes as JSON.
 #[test]
 fn built_in_objects_over_protobuf_are_byte_equal_to_the_servers_json() {
-    use tattler::Encoding;
+    use kube_tattler::Encoding;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let c = Cluster::up(&[]);
     let _w = Watchdog::new("real: built-in protobuf", Duration::from_secs(300));

@@ -33,8 +33,8 @@ fn main() {
     for _ in 0..reps {
         let t = std::time::Instant::now();
         match args[2].as_str() {
-            "scrub" => lines.iter().for_each(|l| tattler::__fuzz::event(l)),
-            "frames" => tattler::__fuzz::frames(&body, 1 << 20, 1 << 24),
+            "scrub" => lines.iter().for_each(|l| kube_tattler::__fuzz::event(l)),
+            "frames" => kube_tattler::__fuzz::frames(&body, 1 << 20, 1 << 24),
             "serde" => lines.iter().for_each(|l| {
                 std::hint::black_box(serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok());
             }),

@@ -53,8 +53,8 @@ fn main() {
             })
             .fold(f64::INFINITY, f64::min)
     };
-    let scrub = time(&|| lines.iter().for_each(|l| tattler::__fuzz::event(l)));
-    let plain = time(&|| tattler::__fuzz::frames(&body, 1 << 20, 1 << 20));
+    let scrub = time(&|| lines.iter().for_each(|l| kube_tattler::__fuzz::event(l)));
+    let plain = time(&|| kube_tattler::__fuzz::frames(&body, 1 << 20, 1 << 20));
     let serde = time(&|| {
         lines.iter().for_each(|l| {
             std::hint::black_box(serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok());

@@ -29,7 +29,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	tattler "example.invalid/tattler/ffi/go"
+	tattler "example.invalid/kube-tattler/ffi/go"
 )
 
 func main() {

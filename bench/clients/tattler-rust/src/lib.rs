@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use tattler::{Access, Change, Config, Entry, Reader};
+use kube_tattler::{Access, Change, Config, Entry, Reader};
 
 /// The reader every program uses: pods from `target`, default settings unless
 /// `noscrub`. `target` is the replay server's URL, or a file holding the JSON

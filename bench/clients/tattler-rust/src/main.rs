@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use tattler::Change;
+use kube_tattler::Change;
 use tattler_bench_client::*;
 
 const STAMP: &[u8] = br#""bench.tattler.dev/sent-unix-nanos":""#;
@@ -54,7 +54,7 @@ fn main() {
 }
 
 /// Reads `count` live updates and reports their latency and CPU cost.
-fn live_phase(reader: &tattler::Reader, base: &str, count: u64) {
+fn live_phase(reader: &kube_tattler::Reader, base: &str, count: u64) {
     let mut lat_ns: Vec<i64> = Vec::with_capacity(count as usize);
     let mut first: Option<(Instant, f64)> = None;
     let mut missing = 0u64;
@@ -112,7 +112,7 @@ fn stamp(obj: &[u8]) -> Option<i64> {
 }
 
 /// Relists while consuming the entries it produces.
-fn relist_phase(reader: &tattler::Reader, base: &str) {
+fn relist_phase(reader: &kube_tattler::Reader, base: &str) {
     settle();
     let rss_before = status_kb("VmRSS");
     let hwm_before = status_kb("VmHWM");
