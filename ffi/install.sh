@@ -73,9 +73,12 @@ target=$(cd "$root" && cargo metadata --format-version 1 --no-deps |
 out=$target/dist
 
 if ((build)); then
+    # cargo's own progress shows (a bar on a terminal, a line per crate
+    # otherwise): a first build takes minutes, and silence looks like a hang.
+    echo "install.sh: building libtattler with cargo's dist profile (a first build compiles ~90 crates)" >&2
     # Only the final crate gets the SONAME (cargo rustc): every other build
     # of libtattler.so stays as cargo makes it.
-    (cd "$root" && cargo rustc --profile dist -p tattler-ffi --lib --quiet -- \
+    (cd "$root" && cargo rustc --profile dist -p tattler-ffi --lib -- \
         -C "link-arg=-Wl,-soname,$soname")
 fi
 [[ -f "$out/libtattler.a" && -f "$out/libtattler.so" ]] ||

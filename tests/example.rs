@@ -18,7 +18,7 @@ fn watch_bin() -> std::path::PathBuf {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
         let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "tattler", "--example", "watch"]);
+        cmd.args(["build", "-p", "kube-tattler", "--example", "watch"]);
         if dir.file_name().is_some_and(|p| p == "release") {
             cmd.arg("--release");
         }

@@ -27,13 +27,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use kube_tattler::{Access, Backoff, Change, Config, Reader};
+use serde_json::Value;
 
 /// Inputs that name device or process files would make a parser read them
 /// (`/dev/zero` never ends): not a finding, so they are skipped.
 fn names_special_files(text: &str) -> bool {
-    ["/dev", "/proc", "/sys", "\\"].iter().any(|p| text.contains(p))
+    ["/dev", "/proc", "/sys", "\\"]
+        .iter()
+        .any(|p| text.contains(p))
 }
 
 /// Strings at `key` anywhere in `v`.
@@ -70,7 +72,10 @@ fn secrets(doc: &Value, text: &str, keys: &[&str]) -> Vec<String> {
 
 fn assert_hidden(secrets: &[String], what: &str, text: &str) {
     for s in secrets {
-        assert!(!text.contains(s.as_str()), "secret {s:?} shows in {what}: {text}");
+        assert!(
+            !text.contains(s.as_str()),
+            "secret {s:?} shows in {what}: {text}"
+        );
     }
 }
 
@@ -225,12 +230,21 @@ fn response(framing: Framing, body: &[u8]) -> Vec<u8> {
 /// Every env value a pod (or pod template) object holds at the paths scrubbing covers.
 fn env_values(obj: &Value) -> Vec<&Value> {
     let mut out = Vec::new();
-    for spec in ["/spec", "/spec/template/spec", "/spec/jobTemplate/spec/template/spec"] {
+    for spec in [
+        "/spec",
+        "/spec/template/spec",
+        "/spec/jobTemplate/spec/template/spec",
+    ] {
         let Some(spec) = obj.pointer(spec) else {
             continue;
         };
         for list in ["containers", "initContainers", "ephemeralContainers"] {
-            for c in spec.get(list).and_then(Value::as_array).into_iter().flatten() {
+            for c in spec
+                .get(list)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 for var in c.get("env").and_then(Value::as_array).into_iter().flatten() {
                     if let Some(v) = var.get("value") {
                         out.push(v);
@@ -247,10 +261,23 @@ fn check_object(e: &kube_tattler::Entry, input: &[u8]) {
     let Some(obj) = e.object() else {
         return;
     };
-    let v: Value = serde_json::from_slice(obj)
-        .unwrap_or_else(|err| panic!("{} handed out an object that is not JSON ({err}): {:?}", e.change(), String::from_utf8_lossy(obj)));
-    assert_eq!(v["metadata"]["name"].as_str(), Some(e.name()), "the object is not the one named");
-    assert_eq!(v["metadata"]["uid"].as_str(), Some(e.uid()), "the object is not the one named");
+    let v: Value = serde_json::from_slice(obj).unwrap_or_else(|err| {
+        panic!(
+            "{} handed out an object that is not JSON ({err}): {:?}",
+            e.change(),
+            String::from_utf8_lossy(obj)
+        )
+    });
+    assert_eq!(
+        v["metadata"]["name"].as_str(),
+        Some(e.name()),
+        "the object is not the one named"
+    );
+    assert_eq!(
+        v["metadata"]["uid"].as_str(),
+        Some(e.uid()),
+        "the object is not the one named"
+    );
     let mut scrubbed = vec![v.clone()];
     let applied = v
         .pointer("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration")
@@ -304,7 +331,10 @@ pub fn watch_stream(data: &[u8]) {
         cur.0
     };
     let mut c = Config::new(Access::new(&format!("http://{}", s.addr)));
-    c.resources = vec![kube_tattler::ResourceSpec::parse("pods").unwrap().remove(0).in_namespace(&format!("n{input}"))];
+    c.resources = vec![kube_tattler::ResourceSpec::parse("pods")
+        .unwrap()
+        .remove(0)
+        .in_namespace(&format!("n{input}"))];
     c.access.proxy = kube_tattler::ProxyConfig::None;
     c.tuning.idle_timeout = Duration::from_secs(1);
     c.tuning.backoff = Backoff {
@@ -322,7 +352,11 @@ pub fn watch_stream(data: &[u8]) {
             Ok(e) => {
                 if e.change() == Change::Error {
                     let err = e.error().unwrap();
-                    assert!(!err.message.contains("panicked"), "the library panicked: {}", err.message);
+                    assert!(
+                        !err.message.contains("panicked"),
+                        "the library panicked: {}",
+                        err.message
+                    );
                     if r.stats()[0].failed {
                         break;
                     }
@@ -336,7 +370,11 @@ pub fn watch_stream(data: &[u8]) {
     r.stop();
     while let Ok(e) = r.try_next() {
         if let Some(err) = e.error() {
-            assert!(!err.message.contains("panicked"), "the library panicked: {}", err.message);
+            assert!(
+                !err.message.contains("panicked"),
+                "the library panicked: {}",
+                err.message
+            );
         }
         check_object(&e, rest);
     }
@@ -473,9 +511,15 @@ mod smoke {
     }
 
     fn run(target: &str, f: fn(&[u8])) {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(target);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("corpus")
+            .join(target);
         let mut corpus: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-            .map(|d| d.flatten().filter_map(|e| std::fs::read(e.path()).ok()).collect())
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| std::fs::read(e.path()).ok())
+                    .collect()
+            })
             .unwrap_or_default();
         corpus.sort();
         assert!(!corpus.is_empty(), "no corpus in {}", dir.display());

@@ -13,40 +13,15 @@ pub mod scripted;
 /// A failing seed's trace: the library's log and the test's own lines.
 pub mod trace;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+/// A time limit that catches a hang and says so on the terminal.
+pub mod watchdog;
+#[allow(unused_imports)]
+pub use watchdog::Watchdog;
+
+use std::time::Duration;
 
 use kube_tattler::{Access, Backoff, Change, Config, Entry, Reader};
 use tattler_fakeapi::FakeApi;
-
-/// Fails the whole test binary if a test hangs: a hang must fail fast, not stall CI.
-pub struct Watchdog(Arc<AtomicBool>);
-
-impl Watchdog {
-    pub fn new(name: &'static str, limit: Duration) -> Watchdog {
-        let done = Arc::new(AtomicBool::new(false));
-        let flag = done.clone();
-        std::thread::spawn(move || {
-            let start = Instant::now();
-            while start.elapsed() < limit {
-                if flag.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            eprintln!("test {name} hung for more than {limit:?}; aborting");
-            std::process::exit(101);
-        });
-        Watchdog(done)
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
 
 /// A config for the fake server with fast retries.
 pub fn config(api: &FakeApi, names: &[&str]) -> Config {

@@ -1,7 +1,16 @@
 //! A real kube-apiserver + etcd for tests (tests/k8s/cluster.sh), shared by
 //! the core's tests/real/ and ffi/tests/real_cluster.rs through
 //! `#[path]`. Needs Go to build the binaries the first time.
+//!
+//! A test's time limit is the cluster's: [`Cluster::up`] takes it and starts
+//! it once the cluster is up, so no limit ever includes the one-time build of
+//! kube-apiserver, kubectl and etcd (minutes on a fresh machine) or the wait
+//! for another test's cluster. Nothing else in these tests starts a timer
+//! (`.ci/run` checks).
 #![allow(dead_code)]
+
+#[path = "../common/watchdog.rs"]
+mod watchdog;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -47,11 +56,16 @@ pub fn bin_dir() -> &'static Path {
 pub struct Cluster {
     pub dir: PathBuf,
     pub env: HashMap<String, String>,
+    /// The test's time limit, armed once the cluster was up.
+    _limit: watchdog::Watchdog,
 }
 
 impl Cluster {
-    /// Brings a cluster up; `extra` goes to kube-apiserver.
-    pub fn up(extra: &[&str]) -> Cluster {
+    /// Brings a cluster up (`extra` goes to kube-apiserver), then starts the
+    /// calling test's time limit: past `limit`, the cluster is stopped and
+    /// the test binary exits with a line naming the test and the limit.
+    pub fn up(limit: std::time::Duration, extra: &[&str]) -> Cluster {
+        // The one-time build (or the cache's answer) comes first, untimed.
         let bin = bin_dir();
         let dir = std::env::temp_dir().join(format!(
             "tattler-real-{}-{}",
@@ -82,7 +96,14 @@ impl Cluster {
                 ))
             })
             .collect();
-        Cluster { dir, env }
+        let stop_dir = dir.clone();
+        // The test harness names each test's thread after the test.
+        let test = std::thread::current()
+            .name()
+            .unwrap_or("a real-cluster test")
+            .to_string();
+        let _limit = watchdog::Watchdog::with_cleanup(&test, limit, move || down(&stop_dir));
+        Cluster { dir, env, _limit }
     }
 
     /// `cluster.sh CMD DIR`: restart-apiserver, stop-apiserver, start-apiserver, compact.
@@ -169,15 +190,20 @@ impl Cluster {
     }
 }
 
+/// Stops the cluster in `dir` (its processes run in sessions of their own).
+fn down(dir: &Path) {
+    let _ = Command::new(repo().join("tests/k8s/cluster.sh"))
+        .arg("down")
+        .arg(dir)
+        .env("TATTLER_K8S_BIN", bin_dir())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = Command::new(repo().join("tests/k8s/cluster.sh"))
-            .arg("down")
-            .arg(&self.dir)
-            .env("TATTLER_K8S_BIN", bin_dir())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        down(&self.dir);
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         } else {

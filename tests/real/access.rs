@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::tls::{openssl_client_cert, TempDir};
-use crate::common::{until_synced, Watchdog};
+use crate::common::until_synced;
 use kube_tattler::{Access, Config, Reader};
 
 use crate::fixture::{Cluster, SERIAL};
@@ -43,8 +43,7 @@ fn kubectl(kubeconfig: &str, args: &[&str]) -> (bool, String) {
 #[test]
 fn a_v1_client_certificate_kubectl_accepts_is_refused_clearly_and_its_v3_reissue_streams() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _w = Watchdog::new("real_v1_client_cert", Duration::from_secs(240));
-    let c = Cluster::up(&[]);
+    let c = Cluster::up(Duration::from_secs(240), &[]);
     let pki = c.dir.join("pki");
     let dir = TempDir::new("real-v1");
     let (ca, ca_key) = (pki.join("ca.crt"), pki.join("ca.key"));

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{show, Watchdog};
+use crate::common::show;
 use kube_tattler::{Access, Change, Config, Entry, Reader, ResourceSpec};
 
 use crate::fixture::{Cluster, SERIAL};
@@ -183,8 +183,7 @@ fn crd_with_widgets(c: &Cluster, names: &[&str]) {
 #[test]
 fn initial_state_of_several_kinds_then_live_changes() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: initial state", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     crd_with_widgets(&c, &["w1", "w2"]);
     let r = Reader::open(admin(
@@ -244,8 +243,7 @@ fn initial_state_of_several_kinds_then_live_changes() {
 #[test]
 fn the_bookmark_ends_the_initial_state_and_env_values_are_scrubbed() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: bookmark", Duration::from_secs(120));
+    let c = Cluster::up(Duration::from_secs(120), &[]);
     c.apply(SEED);
     let mut cfg = admin(&c, &[]);
     cfg.resources = vec![ResourceSpec::parse("pods")
@@ -270,8 +268,7 @@ fn the_bookmark_ends_the_initial_state_and_env_values_are_scrubbed() {
 #[test]
 fn a_forbidden_resource_is_one_error_entry_and_the_others_stream() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: 403", Duration::from_secs(120));
+    let c = Cluster::up(Duration::from_secs(120), &[]);
     c.apply(SEED);
     c.kubectl(&[
         "create",
@@ -337,8 +334,7 @@ fn a_forbidden_resource_is_one_error_entry_and_the_others_stream() {
 #[test]
 fn an_apiserver_restart_under_a_running_reader_loses_nothing() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: restart", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     let (r, mut views) = synced_configmaps(&c);
     c.kubectl(&[
@@ -368,8 +364,7 @@ fn an_apiserver_restart_under_a_running_reader_loses_nothing() {
 #[test]
 fn deletes_while_the_apiserver_was_down_are_inferred_after_compaction() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: 410", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     let (r, mut views) = synced_configmaps(&c);
     c.script("stop-apiserver");
@@ -444,8 +439,7 @@ fn deletes_while_the_apiserver_was_down_are_inferred_after_compaction() {
 #[test]
 fn a_crd_created_after_start_is_picked_up_by_set_resources() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: crd later", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     let r = Reader::open(admin(&c, &["namespaces"])).unwrap();
     let mut views = HashMap::new();
@@ -472,7 +466,7 @@ fn a_crd_created_after_start_is_picked_up_by_set_resources() {
 fn with_watch_list_off_list_and_watch_give_the_same_entries() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let run = |extra: &[&str]| {
-        let c = Cluster::up(extra);
+        let c = Cluster::up(Duration::from_secs(240), extra);
         c.apply(SEED);
         let mut cfg = admin(&c, &[]);
         cfg.tuning.page_size = 2;
@@ -498,7 +492,6 @@ fn with_watch_list_off_list_and_watch_give_the_same_entries() {
         );
         (seen, r.stats()[0].list_fallback)
     };
-    let _w = Watchdog::new("real: watch-list off", Duration::from_secs(240));
     let (with, fallback_with) = run(&[]);
     let (without, fallback_without) = run(&["--feature-gates=WatchList=false"]);
     assert_eq!((fallback_with, fallback_without), (false, true));
@@ -565,8 +558,7 @@ fn post_json(c: &Cluster, path: &str, body: &str) {
 #[test]
 fn deep_objects_a_tenant_can_create_are_delivered_without_harm() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: deep objects", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: wire-a}\n");
     crd_with_widgets(&c, &[]);
     let applied = format!("{{\"env\":{}", "[".repeat(20_000));
@@ -659,8 +651,7 @@ fn synced_count(seen: &[String]) -> usize {
 #[test]
 fn metadata_only_streams_carry_the_same_objects_without_their_spec() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: metadata-only", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     crd_with_widgets(&c, &["w1", "w2"]);
     let mut cfg = admin(&c, &[]);
@@ -715,8 +706,7 @@ fn metadata_only_streams_carry_the_same_objects_without_their_spec() {
 #[test]
 fn a_node_agent_streams_its_node_pods_and_a_labelled_namespace() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: node agent", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     let pod = |name: &str, node: &str| {
         format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: wire-a}}\nspec:\n  nodeName: {node}\n  containers: [{{name: c, image: busybox}}]\n")
@@ -754,8 +744,7 @@ fn a_node_agent_streams_its_node_pods_and_a_labelled_namespace() {
 #[test]
 fn kubectl_names_resolve_and_no_secret_of_any_kind_is_delivered() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: names and secrets", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     crd_with_widgets(&c, &["w1"]);
     c.apply(
@@ -837,8 +826,7 @@ data: {password: czNjcmV0LXBhc3N3b3Jk}
 #[test]
 fn a_restart_from_a_checkpoint_delivers_only_what_changed() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: resume", Duration::from_secs(240));
+    let c = Cluster::up(Duration::from_secs(240), &[]);
     c.apply(SEED);
     for compacted in [false, true] {
         let cfg = || {
@@ -937,8 +925,7 @@ fn a_restart_from_a_checkpoint_delivers_only_what_changed() {
 #[test]
 fn every_resource_of_a_group_follows_crds_as_they_come_and_go() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: wildcard", Duration::from_secs(180));
+    let c = Cluster::up(Duration::from_secs(180), &[]);
     c.apply(SEED);
     crd_with_widgets(&c, &["w1"]);
     let mut cfg = admin(&c, &["*.example.com"]);
@@ -1019,8 +1006,7 @@ fn metadata_only_lists_over_protobuf_are_byte_equal_to_the_servers_json() {
 fn protobuf_and_json_agree(extra: &[&str], by_list: bool) {
     use kube_tattler::Encoding;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(extra);
-    let _w = Watchdog::new("real: metadata-only protobuf", Duration::from_secs(240));
+    let c = Cluster::up(Duration::from_secs(240), extra);
     c.apply(SEED);
     crd_with_widgets(&c, &["w1", "w2"]);
     c.apply(
@@ -1167,8 +1153,7 @@ spec:
 fn built_in_objects_over_protobuf_are_byte_equal_to_the_servers_json() {
     use kube_tattler::Encoding;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let c = Cluster::up(&[]);
-    let _w = Watchdog::new("real: built-in protobuf", Duration::from_secs(300));
+    let c = Cluster::up(Duration::from_secs(300), &[]);
     c.apply(SEED);
     c.apply(include_str!("builtins.yaml"));
     crd_with_widgets(&c, &["w1"]);
