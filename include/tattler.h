@@ -131,7 +131,7 @@
  *     cc app.c $(pkg-config --cflags --libs tattler)            shared
  *     cc app.c $(pkg-config --cflags --libs --static tattler)   static: install
  *         the archive alone (make install LIBRARY=static), or add -static
- *     find_package(tattler) and target_link_libraries(app kube_tattler::tattler),
+ *     find_package(tattler) and target_link_libraries(app tattler::tattler),
  *         with TATTLER_STATIC=ON for the archive
  *   The archive needs -lpthread -ldl -lm -lrt (its Libs.private) and defines
  *   only tattler_* globally, so it links next to other Rust static libraries.

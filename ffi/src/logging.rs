@@ -109,7 +109,7 @@ impl Log for CallbackLogger {
         // The HTTP client's TRACE lines never reach the callback (below), so
         // they are not enabled either: tattler masks response bodies across
         // ureq only while they are (kube_tattler::access::mask).
-        if m.level() == Level::Trace && !m.target().starts_with("tattler") {
+        if m.level() == Level::Trace && !m.target().starts_with("kube_tattler") {
             return false;
         }
         self.sink.read_recursive().is_some()
@@ -126,7 +126,7 @@ impl Log for CallbackLogger {
         }
         // The HTTP client's TRACE lines carry raw request bytes, the
         // Authorization header included: they never reach the callback.
-        if record.level() == Level::Trace && !record.target().starts_with("tattler") {
+        if record.level() == Level::Trace && !record.target().starts_with("kube_tattler") {
             return;
         }
         // Held during the call, so that once tattler_set_log_callback returns
