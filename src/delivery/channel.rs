@@ -35,10 +35,12 @@ impl Stop {
     }
 }
 
-/// The bytes of objects in the channel, bounded. A stream waits for room
-/// before it sends; the reader gives room back as entries are taken. An entry
-/// larger than the whole budget still goes, alone.
-pub(crate) struct Budget {
+/// The channel's control block: the byte budget (the bytes of objects in
+/// the channel, bounded: a stream waits for room before it sends, the
+/// reader gives room back as entries are taken; an entry larger than the
+/// whole budget still goes, alone), the batches being sent, the stop of
+/// every send, and the readiness hook.
+pub(crate) struct ChannelControl {
     limit: usize,
     used: AtomicUsize,
     waiting: AtomicUsize,
@@ -47,7 +49,7 @@ pub(crate) struct Budget {
     off: AtomicBool,
     lock: Mutex<()>,
     room: Condvar,
-    /// Streams in the middle of sending a batch ([`Budget::sending`]).
+    /// Streams in the middle of sending a batch ([`ChannelControl::sending`]).
     bursts: AtomicUsize,
     /// The reader was stopped: no entry enters the channel any more.
     closed: AtomicBool,
@@ -69,8 +71,8 @@ pub(crate) type ReadyHook = Box<dyn Fn() + Send + Sync>;
 /// 30,000 objects from a real apiserver), more than this much spinning.
 pub(crate) const BURST_WAIT: Duration = Duration::from_micros(50);
 
-/// A batch being sent (see [`Budget::sending`]); dropping it ends it.
-pub(crate) struct Burst<'a>(&'a Budget);
+/// A batch being sent (see [`ChannelControl::sending`]); dropping it ends it.
+pub(crate) struct Burst<'a>(&'a ChannelControl);
 
 impl Drop for Burst<'_> {
     fn drop(&mut self) {
@@ -79,12 +81,12 @@ impl Drop for Burst<'_> {
 }
 
 /// How often a stream waiting for room looks at stop by itself: a stop
-/// wakes it at once ([`Budget::wake`]); this is only the backstop.
+/// wakes it at once ([`ChannelControl::wake`]); this is only the backstop.
 const STOP_POLL: Duration = Duration::from_secs(1);
 
-impl Budget {
-    pub(crate) fn new(limit: usize) -> Budget {
-        Budget {
+impl ChannelControl {
+    pub(crate) fn new(limit: usize) -> ChannelControl {
+        ChannelControl {
             limit: limit.max(1),
             used: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
@@ -213,34 +215,34 @@ fn charge(entry: &Entry) -> usize {
 #[derive(Clone)]
 pub(crate) struct Out {
     pub tx: Sender<Entry>,
-    pub budget: std::sync::Arc<Budget>,
+    pub control: std::sync::Arc<ChannelControl>,
 }
 
 impl Out {
     /// Blocks until the entry is queued (true) or a stop comes (false).
     pub(crate) fn send(&self, entry: Entry, stop: &Stop) -> bool {
-        self.budget.inflight.fetch_add(1, Ordering::SeqCst);
-        let sent = !self.budget.closed.load(Ordering::SeqCst) && self.send_open(entry, stop);
-        self.budget.inflight.fetch_sub(1, Ordering::SeqCst);
+        self.control.inflight.fetch_add(1, Ordering::SeqCst);
+        let sent = !self.control.closed.load(Ordering::SeqCst) && self.send_open(entry, stop);
+        self.control.inflight.fetch_sub(1, Ordering::SeqCst);
         sent
     }
 
     fn send_open(&self, entry: Entry, stop: &Stop) -> bool {
         let n = charge(&entry);
-        if !self.budget.take(n, stop) {
+        if !self.control.take(n, stop) {
             return false;
         }
-        let give_back = |b: &Budget| {
+        let give_back = |b: &ChannelControl| {
             b.used.fetch_sub(n, Ordering::AcqRel);
         };
         // Room in the channel (the common case): no select needed.
         let entry = match self.tx.try_send(entry) {
             Ok(()) => {
-                self.budget.ready();
+                self.control.ready();
                 return true;
             }
             Err(TrySendError::Disconnected(_)) => {
-                give_back(&self.budget);
+                give_back(&self.control);
                 return false;
             }
             Err(TrySendError::Full(e)) => e,
@@ -251,9 +253,9 @@ impl Out {
             recv(stop.own) -> _ => false,
         };
         if sent {
-            self.budget.ready();
+            self.control.ready();
         } else {
-            give_back(&self.budget);
+            give_back(&self.control);
         }
         sent
     }
@@ -266,11 +268,13 @@ mod tests {
     use crate::Change;
 
     fn entry() -> Entry {
-        Entry::marker(
-            Change::Synced,
-            crate::delivery::threads::reader_resource(),
-            Rv::empty(),
-        )
+        let resource = crate::Resource {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            kind: "Pod".into(),
+        };
+        Entry::marker(Change::Synced, std::sync::Arc::new(resource), Rv::empty())
     }
 
     #[test]
@@ -279,7 +283,7 @@ mod tests {
         let (closing_tx, closing) = crossbeam_channel::bounded::<()>(0);
         let out = Out {
             tx,
-            budget: std::sync::Arc::new(Budget::new(1 << 20)),
+            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
         };
         let stop = Stop {
             all: closing,
@@ -292,9 +296,9 @@ mod tests {
             std::thread::spawn(move || out.send(entry(), &stop))
         };
         std::thread::sleep(Duration::from_millis(50));
-        out.budget.close();
+        out.control.close();
         drop(closing_tx);
-        out.budget.settle();
+        out.control.settle();
         assert!(!waiting.join().unwrap(), "a stop ends a waiting send");
         // Room again, yet a closed channel takes nothing new.
         assert!(rx.try_recv().is_ok());

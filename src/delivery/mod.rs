@@ -1,22 +1,18 @@
-//! What leaves tattler: per resource, the per-object table and the one
-//! owner of its lifecycle; the bounded channel every stream sends into; the
-//! reader that starts, swaps (relists) and stops the streams; the threads.
+//! Per resource, what the consumer holds and who may add to it, and the way
+//! out: the layer under the streams (`stream/`), shared by a resource's
+//! streams and read by the reader (`reader/`).
 //!
-//! - `table`: what the consumer holds of each object, kept small; verdicts.
+//! - `state`: one resource's state — its [`state::Ledger`] (lifecycle and
+//!   table under one lock), the turn to deliver, the counters, the gate of
+//!   a resource watched in several namespaces.
 //! - `lifecycle`: which stream owns a resource, whether it is synced, where
 //!   it resumes, the namespaces' Synced gate (pure, table-tested).
+//! - `table`: what the consumer holds of each object, and the verdicts;
+//!   `store`: the compact bytes under it.
 //! - `channel`: the way out, bounded in entries and bytes.
-//! - `reader`: the public blocking API, the threads' handles, stop and close;
-//!   `watchset`: which streams run; `relist`: swaps; `wildcard`: `"*"`;
-//!   `stats`: counters and metrics.
-//! - `threads`: every thread started one way.
 
 pub(crate) mod channel;
 pub(crate) mod lifecycle;
-pub(crate) mod reader;
-mod relist;
-pub(crate) mod stats;
+pub(crate) mod state;
+mod store;
 pub(crate) mod table;
-pub(crate) mod threads;
-mod watchset;
-mod wildcard;

@@ -5,12 +5,10 @@
 //! created again, and the consumer gets the old one's Delete before the new
 //! one's Add — on every path (live, re-sync, relist, LIST fallback).
 //!
-//! Per object, never the object itself: a 16-byte slot in a hash table (last
-//! delivered resourceVersion, where its record is, its namespace's id, a
-//! flag) and a record packed in 64 KiB chunks — its uid (16 bytes for a
-//! canonical UUID), name, and the resourceVersion's text when that is not an
-//! integer. Chunks are compacted as deletes leave holes. tests/memory.rs
-//! measures the total per object.
+//! Per object, never the object itself: a slot and a record of the compact
+//! store (`delivery::store`), whose chunks are compacted as deletes leave
+//! holes; this file holds the verdicts. tests/memory.rs measures the total
+//! per object.
 
 use std::cmp::Ordering;
 use std::collections::hash_map::RandomState;
@@ -20,6 +18,7 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
+use crate::delivery::store::{Records, Slot, Uid};
 use crate::wire::decode::{EventType, ObjectMeta};
 use crate::wire::rv::{Rv, RvKey};
 use crate::Change;
@@ -31,188 +30,10 @@ const NO_NAMESPACE: u16 = u16::MAX;
 const NS_IN_RECORD: u16 = u16::MAX - 1;
 
 /// At most this many deletes are remembered during one sync (see
-/// `Tracker::tombstones`). Past it, a relist's snapshot may briefly bring
+/// `Table::tombstones`). Past it, a relist's snapshot may briefly bring
 /// back an object deleted meanwhile, until the relist's own live events
 /// (which include the delete) come.
 const MAX_TOMBSTONES: usize = 100_000;
-
-/// 16 bytes; the table holds nothing else.
-#[derive(Clone, Copy)]
-struct Slot {
-    rv: RvKey,
-    /// Where the record is in [`Records`].
-    at: u32,
-    namespace: u16,
-    /// Seen in the current attempt at a full state.
-    seen: bool,
-    /// Delivered as part of the current full state (by any attempt at it):
-    /// a retry after a cut does not send it again. Live events do not count:
-    /// a re-sync still reports every object it finds.
-    sent: bool,
-}
-
-/// Object records packed in fixed chunks: `uid`, `name`, and the
-/// resourceVersion's text when it is opaque, and the namespace when it is
-/// not interned, each a varint length then bytes (a uid of length 0 is a
-/// canonical UUID: 16 bytes follow).
-#[derive(Default)]
-struct Records {
-    chunks: Vec<Box<[u8]>>,
-    /// Bytes used in the last chunk.
-    used: usize,
-    /// Bytes of records still referenced, and all bytes written.
-    live: usize,
-    written: usize,
-}
-
-const CHUNK: usize = 64 << 10;
-
-/// A uid: a canonical UUID as a number, or any other text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Uid<'a> {
-    Uuid(u128),
-    Text(&'a str),
-}
-
-impl<'a> Uid<'a> {
-    fn of(text: &'a str) -> Uid<'a> {
-        parse_uuid(text).map_or(Uid::Text(text), Uid::Uuid)
-    }
-
-    /// A key for the tombstones.
-    fn key(&self) -> u128 {
-        match self {
-            Uid::Uuid(u) => *u,
-            Uid::Text(t) => {
-                let h = |salt: u8| {
-                    let mut h = std::collections::hash_map::DefaultHasher::new();
-                    (salt, t).hash(&mut h);
-                    h.finish()
-                };
-                (u128::from(h(1)) << 64) | u128::from(h(2))
-            }
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Uid::Uuid(u) => format_uuid(*u),
-            Uid::Text(t) => t.to_string(),
-        }
-    }
-}
-
-/// A record, read back.
-struct Record<'a> {
-    uid: Uid<'a>,
-    name: &'a str,
-    /// Empty when the resourceVersion is an integer (the slot holds it).
-    rv_text: &'a str,
-    /// Empty unless the namespace was not interned.
-    namespace: &'a str,
-    len: usize,
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn get_varint(b: &[u8], at: &mut usize) -> usize {
-    let (mut n, mut shift) = (0usize, 0);
-    loop {
-        let byte = b[*at];
-        *at += 1;
-        n |= usize::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return n;
-        }
-        shift += 7;
-    }
-}
-
-impl Records {
-    fn encode(uid: &Uid, name: &str, rv: &Rv, namespace: &str) -> Vec<u8> {
-        let mut r = Vec::with_capacity(24 + name.len());
-        match uid {
-            Uid::Uuid(u) => {
-                r.push(0);
-                r.extend_from_slice(&u.to_le_bytes());
-            }
-            Uid::Text(t) => {
-                put_varint(&mut r, t.len());
-                r.extend_from_slice(t.as_bytes());
-            }
-        }
-        for s in [name, rv.number().map_or(rv.as_str(), |_| ""), namespace] {
-            put_varint(&mut r, s.len());
-            r.extend_from_slice(s.as_bytes());
-        }
-        r
-    }
-
-    /// Stores a record; where it is.
-    fn add(&mut self, record: &[u8]) -> u32 {
-        // Records are at most a few KiB (decode bounds every field).
-        if self.chunks.is_empty() || self.used + record.len() > CHUNK {
-            if !self.chunks.is_empty() {
-                // The old chunk's unused tail is lost space, like a hole.
-                self.written += CHUNK - self.used;
-            }
-            self.chunks
-                .push(vec![0; CHUNK.max(record.len())].into_boxed_slice());
-            self.used = 0;
-        }
-        let chunk = self.chunks.len() - 1;
-        self.chunks[chunk][self.used..self.used + record.len()].copy_from_slice(record);
-        // 65,536 chunks (4 GiB of records) are far beyond any resource.
-        let at = (chunk * CHUNK + self.used) as u32;
-        self.used += record.len();
-        self.live += record.len();
-        self.written += record.len();
-        at
-    }
-
-    fn get(&self, at: u32) -> Record<'_> {
-        let (c, o) = (at as usize / CHUNK, at as usize % CHUNK);
-        let b = &self.chunks[c][..];
-        let mut i = o;
-        let uid_len = get_varint(b, &mut i);
-        let uid = if uid_len == 0 {
-            let u = u128::from_le_bytes(b[i..i + 16].try_into().expect("16 bytes"));
-            i += 16;
-            Uid::Uuid(u)
-        } else {
-            i += uid_len;
-            Uid::Text(std::str::from_utf8(&b[i - uid_len..i]).unwrap_or_default())
-        };
-        let mut text = || {
-            let n = get_varint(b, &mut i);
-            i += n;
-            std::str::from_utf8(&b[i - n..i]).unwrap_or_default()
-        };
-        let (name, rv_text, namespace) = (text(), text(), text());
-        Record {
-            uid,
-            name,
-            rv_text,
-            namespace,
-            len: i - o,
-        }
-    }
-
-    fn release(&mut self, at: u32) {
-        self.live -= self.get(at).len;
-    }
-
-    /// More than a sixth of the chunks' bytes are holes.
-    fn wasteful(&self) -> bool {
-        self.written > 4 * CHUNK && self.live * 6 < self.written * 5
-    }
-}
 
 /// What to do with an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,7 +69,7 @@ pub(crate) struct SyncEnd {
 }
 
 /// Dedupe state of one resource stream.
-pub(crate) struct Tracker {
+pub(crate) struct Table {
     objects: HashTable<Slot>,
     hasher: RandomState,
     records: Records,
@@ -300,9 +121,9 @@ enum Undo {
     },
 }
 
-impl Default for Tracker {
+impl Default for Table {
     fn default() -> Self {
-        Tracker {
+        Table {
             objects: HashTable::new(),
             hasher: RandomState::new(),
             records: Records::default(),
@@ -326,7 +147,7 @@ fn place_hash(hasher: &RandomState, namespace: Option<&str>, name: &str) -> u64 
     h.finish()
 }
 
-impl Tracker {
+impl Table {
     /// Ends an attempt at a full state that will not complete (its stream
     /// ended or gave it up): a later attempt starts afresh.
     pub(crate) fn abandon_sync(&mut self) {
@@ -613,7 +434,7 @@ impl Tracker {
                     }
                 }
                 if rewritten {
-                    self.records.live += self.records.get(old_at).len;
+                    self.records.revive(old_at);
                     self.records.release(at);
                 }
             }
@@ -840,45 +661,10 @@ impl Tracker {
     }
 }
 
-/// A canonical lower-case UUID (`8-4-4-4-12`) as a number; anything else is `None`.
-fn parse_uuid(uid: &str) -> Option<u128> {
-    let b = uid.as_bytes();
-    if b.len() != 36 {
-        return None;
-    }
-    let mut v: u128 = 0;
-    for (i, &c) in b.iter().enumerate() {
-        if matches!(i, 8 | 13 | 18 | 23) {
-            if c != b'-' {
-                return None;
-            }
-            continue;
-        }
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => return None,
-        };
-        v = (v << 4) | u128::from(d);
-    }
-    Some(v)
-}
-
-fn format_uuid(u: u128) -> String {
-    let h = format!("{u:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delivery::store::{format_uuid, parse_uuid};
     use std::borrow::Cow;
     use Change::*;
     use EventType::*;
@@ -910,8 +696,8 @@ mod tests {
     }
 
     /// A tracker with the first sync of `objects` done at `rv`.
-    fn synced(objects: &[(&str, &str, &str, &str)], rv: &str) -> Tracker {
-        let mut t = Tracker::default();
+    fn synced(objects: &[(&str, &str, &str, &str)], rv: &str) -> Table {
+        let mut t = Table::default();
         t.begin_sync(true, false);
         for (ns, name, uid, v) in objects {
             assert_eq!(
@@ -1281,7 +1067,7 @@ mod tests {
 
     #[test]
     fn records_survive_compaction_and_long_names_work() {
-        let mut t = Tracker::default();
+        let mut t = Table::default();
         t.begin_sync(true, false);
         let uid = |i: u32| format!("00000000-0000-0000-0000-{i:012}");
         let long = "x".repeat(2000);
@@ -1305,7 +1091,7 @@ mod tests {
             );
         }
         t.end_sync(&Rv::new("100000"));
-        let before = t.records.written;
+        let before = t.records.written();
         for i in (0..20_000u32).filter(|i| i % 3 != 0) {
             let rv = if i % 100 == 3 {
                 format!("opaque-{i}")
@@ -1320,9 +1106,9 @@ mod tests {
         }
         // Compaction ran (the holes were most of the chunks) and kept every record.
         assert!(
-            t.records.written < before / 2,
+            t.records.written() < before / 2,
             "compacted: {before} -> {}",
-            t.records.written
+            t.records.written()
         );
         t.begin_sync(true, false);
         let mut gone = t.end_sync(&Rv::new("300000")).gone;

@@ -1,7 +1,18 @@
-//! The reader: owns the stream threads, fans their entries into one bounded
-//! channel, and stops them.
+//! The reader: the public blocking API over the stream threads. It starts
+//! them (through its registry, `registry`), fans their entries into one
+//! bounded channel, changes the watch set (`watchset`), relists (`relist`),
+//! follows the wildcards (`wildcard`), reports (`stats`) and stops and joins
+//! every thread (`threads`: each started one way).
 
-use std::sync::atomic::Ordering;
+mod registry;
+mod relist;
+mod stats;
+pub(crate) mod threads;
+mod watchset;
+mod wildcard;
+
+pub use stats::StreamStats;
+
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -9,14 +20,14 @@ use std::time::Duration;
 use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 use parking_lot::Mutex;
 
-use super::relist::{relist_all, relist_timer};
-use super::stats::StreamStats;
-use super::watchset::{dedup, reconcile, sync_gates};
-use super::wildcard::explore;
-use crate::access::transport::{AgentSlot, Transport};
-use crate::delivery::channel::{Budget, Out, Stop};
-use crate::delivery::threads::{self, on_tattler_thread};
-use crate::stream::{Counters, Role, Shared, Stream, StreamInit, StreamSettings, SyncGate};
+use self::registry::{Registry, Roster, Scope, Starter, StreamHandle};
+use self::relist::{relist_all, relist_timer};
+use self::threads::on_tattler_thread;
+use self::watchset::{dedup, reconcile, sync_gates};
+use self::wildcard::explore;
+use crate::access::transport::Transport;
+use crate::delivery::channel::{ChannelControl, Out};
+use crate::stream::StreamSettings;
 use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
 
 /// Streams the chosen resources: their full state, then every change.
@@ -29,233 +40,18 @@ use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNex
 /// while another calls [`stop`](Self::stop).
 pub struct Reader {
     info: ReaderInfo,
-    pub(super) rx: Receiver<Entry>,
-    pub(super) budget: Arc<Budget>,
+    rx: Receiver<Entry>,
+    control: Arc<ChannelControl>,
     /// Disconnects when the reader stops.
     closing: Receiver<()>,
     /// [`wake`](Self::wake) leaves a token here; a waiting `next_timeout` takes it.
     wake_tx: Sender<()>,
     wake_rx: Receiver<()>,
-    pub(super) shared: Arc<ReaderShared>,
+    registry: Arc<Registry>,
     /// The relist timer, when `relist_interval` is set.
     timer: Mutex<Option<JoinHandle<()>>>,
     /// The discovery thread, once there are wildcards (`"*"`).
     explorer: Mutex<Option<JoinHandle<()>>>,
-}
-
-/// What the reader, its relist timer and its calls share.
-pub(super) struct ReaderShared {
-    /// Held only for short sections that neither wait, join nor log, so that
-    /// `stats()` and `stop()` never wait long, whatever else is going on.
-    pub(super) inner: Mutex<Inner>,
-    /// Serialises the calls that stop and start threads (`set_resources`, a
-    /// relist's swap, the discovery thread's changes). Held across joins; no
-    /// other call needs it.
-    pub(super) control: Mutex<()>,
-    /// How often the discovery thread looks for the wildcards' resources.
-    pub(super) discovery_interval: Duration,
-}
-
-pub(super) struct Inner {
-    pub(super) closing_tx: Option<Sender<()>>,
-    pub(super) streams: Vec<StreamHandle>,
-    /// What a new stream needs; `None` once stopped.
-    pub(super) start: Option<Starter>,
-    /// `"*"`-like specs: their resources are found by the discovery thread.
-    pub(super) wildcards: Vec<ResourceSpec>,
-    /// Tells the discovery thread to look now (the wildcards changed).
-    pub(super) look_now: Option<Sender<()>>,
-    /// The discovery thread's HTTP agent, shut down by stop.
-    pub(super) probe_slot: Option<Arc<AgentSlot>>,
-    /// Short-lived threads (an owed Synced's send), joined by close.
-    pub(super) helpers: Vec<JoinHandle<()>>,
-}
-
-/// Which streams a change of the watch set is about.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scope {
-    /// The ones the caller named.
-    Named,
-    /// The ones discovery found for the wildcards.
-    Found,
-}
-
-/// Everything needed to start one more stream thread.
-pub(super) struct Starter {
-    pub(super) transport: Arc<Transport>,
-    pub(super) settings: Arc<StreamSettings>,
-    pub(super) out: Out,
-    pub(super) closing: Receiver<()>,
-}
-
-impl Starter {
-    /// Where the reader's own threads report a panic.
-    pub(super) fn report(&self) -> threads::Report {
-        threads::Report {
-            resource: threads::reader_resource(),
-            out: self.out.clone(),
-            stop: Stop {
-                all: self.closing.clone(),
-                own: crossbeam_channel::never(),
-            },
-        }
-    }
-
-    /// Starts a stream thread for `spec` over the resource's shared state.
-    pub(super) fn spawn(&self, h: &StreamHandle, role: Role) -> Result<Thread, Error> {
-        self.spawn_from(h, role, None)
-    }
-
-    pub(super) fn spawn_from(
-        &self,
-        h: &StreamHandle,
-        role: Role,
-        resume: Option<crate::wire::rv::Rv>,
-    ) -> Result<Thread, Error> {
-        let slot = Arc::new(AgentSlot::default());
-        let (stop_tx, own) = bounded(0);
-        let stream = Stream::new(StreamInit {
-            spec: h.spec.clone(),
-            transport: self.transport.clone(),
-            slot: slot.clone(),
-            settings: self.settings.clone(),
-            out: self.out.clone(),
-            stop: Stop {
-                all: self.closing.clone(),
-                own,
-            },
-            counters: h.counters.clone(),
-            shared: h.shared.clone(),
-            role,
-            resume,
-            gate: h.gate.clone(),
-        });
-        let thread = spawn(&h.spec, stream).map_err(Error::Spawn)?;
-        Ok(Thread {
-            slot,
-            stop_tx: Some(stop_tx),
-            join: Some(thread),
-        })
-    }
-
-    /// A stream object the discovery thread asks discovery with (it is
-    /// never run), the slot that stop shuts down, and its own stop's sender
-    /// (held by the thread).
-    pub(super) fn probe(&self) -> (Stream, Arc<AgentSlot>, Sender<()>) {
-        let (own_tx, own) = bounded::<()>(0);
-        let slot = Arc::new(AgentSlot::default());
-        let stream = Stream::new(StreamInit {
-            spec: ResourceSpec::new("", "v1", "", "", false),
-            transport: self.transport.clone(),
-            slot: slot.clone(),
-            settings: self.settings.clone(),
-            out: self.out.clone(),
-            stop: Stop {
-                all: self.closing.clone(),
-                own,
-            },
-            counters: Arc::new(Counters::default()),
-            shared: Arc::new(Shared::default()),
-            role: Role::Primary,
-            resume: None,
-            gate: None,
-        });
-        (stream, slot, own_tx)
-    }
-
-    /// Starts a resource, from its part of a checkpoint when there is one.
-    pub(super) fn start_from(
-        &self,
-        spec: &ResourceSpec,
-        resume: Option<&crate::checkpoint::ResourceState>,
-        gate: Option<(Arc<SyncGate>, u64)>,
-    ) -> Result<StreamHandle, Error> {
-        // A part taken while the resource was not synced has no resume
-        // point: the new reader re-syncs against its objects.
-        let resume_at = resume
-            .map(|part| part.resource_version.clone())
-            .filter(|rv| !rv.as_str().is_empty());
-        let member = gate.as_ref().map_or(0, |(_, m)| *m);
-        let mut h = StreamHandle {
-            spec: spec.clone(),
-            found: false,
-            gate: gate.map(|(g, _)| g),
-            shared: Arc::new(Shared::new(member, resume_at.clone())),
-            counters: Arc::new(Counters::default()),
-            running: Thread::default(),
-            pending: None,
-        };
-        if let Some(part) = resume {
-            let mut book = h.shared.book.lock();
-            book.table.import(&part.objects, &part.resource_version);
-            h.counters
-                .objects
-                .store(book.table.len() as u64, Ordering::Relaxed);
-        }
-        h.running = self.spawn_from(&h, Role::Primary, resume_at)?;
-        Ok(h)
-    }
-}
-
-/// One resource: its shared state, its running stream thread and, during a
-/// relist, the replacement being synced.
-pub(super) struct StreamHandle {
-    pub(super) spec: ResourceSpec,
-    /// Found by discovery for a wildcard (rather than named by the caller).
-    pub(super) found: bool,
-    /// Shared with the resource's streams in other namespaces.
-    pub(super) gate: Option<Arc<SyncGate>>,
-    pub(super) shared: Arc<Shared>,
-    pub(super) counters: Arc<Counters>,
-    pub(super) running: Thread,
-    pub(super) pending: Option<Thread>,
-}
-
-/// A stream thread and what stops it.
-#[derive(Default)]
-pub(super) struct Thread {
-    pub(super) slot: Arc<AgentSlot>,
-    pub(super) stop_tx: Option<Sender<()>>,
-    pub(super) join: Option<JoinHandle<()>>,
-}
-
-impl Thread {
-    /// Signals the thread to stop and unblocks its socket; does not wait.
-    pub(super) fn signal(&mut self) {
-        self.stop_tx = None;
-        self.slot.shutdown();
-    }
-
-    /// Waits for the thread to end; a no-op on the thread itself (a close
-    /// from the log callback), which ends on its own once the callback returns.
-    pub(super) fn join(&mut self) {
-        if let Some(t) = self.join.take() {
-            if t.thread().id() != std::thread::current().id() {
-                // Panics are caught inside the thread; a join error cannot carry one.
-                let _ = t.join();
-            }
-        }
-    }
-
-    pub(super) fn id(&self) -> Option<std::thread::ThreadId> {
-        self.join.as_ref().map(|j| j.thread().id())
-    }
-}
-
-impl StreamHandle {
-    pub(super) fn signal(&mut self) {
-        self.running.signal();
-        if let Some(p) = &mut self.pending {
-            p.signal();
-        }
-    }
-
-    pub(super) fn join(&mut self) {
-        self.running.join();
-        if let Some(p) = &mut self.pending {
-            p.join();
-        }
-    }
 }
 
 /// Where a reader streams from.
@@ -298,7 +94,7 @@ impl Reader {
             short_watch: config.tuning.short_watch,
         });
         let (tx, rx) = bounded(config.tuning.channel_capacity);
-        let budget = Arc::new(Budget::new(config.tuning.max_buffered_bytes));
+        let control = Arc::new(ChannelControl::new(config.tuning.max_buffered_bytes));
         let (closing_tx, closing) = bounded(0);
         let (wake_tx, wake_rx) = bounded(1);
         let start = Starter {
@@ -306,7 +102,7 @@ impl Reader {
             settings,
             out: Out {
                 tx,
-                budget: budget.clone(),
+                control: control.clone(),
             },
             closing: closing.clone(),
         };
@@ -316,14 +112,14 @@ impl Reader {
                 source: config.access.source.clone(),
             },
             rx,
-            budget,
+            control,
             closing: closing.clone(),
             wake_tx,
             wake_rx,
-            shared: Arc::new(ReaderShared {
-                inner: Mutex::new(Inner {
+            registry: Arc::new(Registry {
+                roster: Mutex::new(Roster {
                     closing_tx: Some(closing_tx),
-                    streams: Vec::new(),
+                    handles: Vec::new(),
                     start: None,
                     wildcards: Vec::new(),
                     look_now: None,
@@ -344,22 +140,22 @@ impl Reader {
             // On failure, dropping `reader` stops and joins what was started.
             let part = config.resume.as_ref().and_then(|c| c.part(spec));
             let handle = start.start_from(spec, part, gate)?;
-            reader.shared.inner.lock().streams.push(handle);
+            reader.registry.roster.lock().handles.push(handle);
         }
-        reader.shared.inner.lock().start = Some(start);
+        reader.registry.roster.lock().start = Some(start);
         reader.set_wildcards(wildcards)?;
         if let Some(interval) = config.relist_interval {
-            let shared = reader.shared.clone();
+            let registry = reader.registry.clone();
             let report = reader
-                .shared
-                .inner
+                .registry
+                .roster
                 .lock()
                 .start
                 .as_ref()
                 .map(Starter::report);
             let report = report.ok_or(Error::Stopped)?;
             let t = threads::spawn("tattler-relist".into(), report, move || {
-                relist_timer(&shared, &closing, interval)
+                relist_timer(&registry, &closing, interval)
             })
             .map_err(Error::Spawn)?;
             *reader.timer.lock() = Some(t);
@@ -385,13 +181,13 @@ impl Reader {
     /// Once stopped: an entry still in the channel, when the sends under way
     /// have ended; `None` means there will be none.
     fn after_stop(&self) -> Option<Entry> {
-        self.budget.settle();
+        self.control.settle();
         self.rx.try_recv().ok()
     }
 
     /// An entry out of the channel: its bytes no longer count.
     fn taken(&self, e: Entry) -> Entry {
-        self.budget.give(&e);
+        self.control.give(&e);
         e
     }
 
@@ -420,7 +216,7 @@ impl Reader {
     /// dropped, when one is installed already.
     #[doc(hidden)]
     pub fn set_ready_hook(&self, hook: Box<dyn Fn() + Send + Sync>) -> bool {
-        self.budget.set_ready_hook(hook)
+        self.control.set_ready_hook(hook)
     }
 
     /// Whether no entry is queued now (a moment's answer: streams send
@@ -456,7 +252,7 @@ impl Reader {
                 }
                 std::hint::spin_loop();
             }
-            if !self.budget.bursting() {
+            if !self.control.bursting() {
                 break;
             }
             let now = std::time::Instant::now();
@@ -497,7 +293,7 @@ impl Reader {
     /// holds). It disconnects once the reader is stopped and every stream
     /// thread has ended.
     pub fn receiver_without_byte_budget(&self) -> &Receiver<Entry> {
-        self.budget.turn_off();
+        self.control.turn_off();
         &self.rx
     }
 
@@ -506,18 +302,18 @@ impl Reader {
     /// thread, any number of times. [`close`](Self::close) (or drop) still
     /// joins the threads.
     pub fn stop(&self) {
-        // First: no entry enters the channel from now on (Budget::settle).
-        self.budget.close();
-        let mut inner = self.shared.inner.lock();
-        inner.closing_tx = None;
-        inner.start = None;
-        for s in &mut inner.streams {
+        // First: no entry enters the channel from now on (ChannelControl::settle).
+        self.control.close();
+        let mut roster = self.registry.roster.lock();
+        roster.closing_tx = None;
+        roster.start = None;
+        for s in &mut roster.handles {
             s.signal();
         }
-        if let Some(slot) = &inner.probe_slot {
+        if let Some(slot) = &roster.probe_slot {
             slot.shutdown();
         }
-        drop(inner);
+        drop(roster);
     }
 
     /// Changes the set of resources streamed, while entries flow.
@@ -562,8 +358,8 @@ impl Reader {
         if named.is_empty() && wildcards.is_empty() {
             return Err(Error::Config("resources: nothing to watch".into()));
         }
-        let changed = reconcile(&self.shared, &named, Scope::Named, restart)?;
-        let wildcards_changed = self.shared.inner.lock().wildcards != wildcards;
+        let changed = reconcile(&self.registry, &named, Scope::Named, restart)?;
+        let wildcards_changed = self.registry.roster.lock().wildcards != wildcards;
         self.set_wildcards(wildcards)?;
         Ok(changed || wildcards_changed)
     }
@@ -571,32 +367,32 @@ impl Reader {
     /// Keeps the wildcards, starting the discovery thread for them (or
     /// telling it to look again) when there are any.
     fn set_wildcards(&self, wildcards: Vec<ResourceSpec>) -> Result<(), Error> {
-        let mut inner = self.shared.inner.lock();
-        if inner.wildcards == wildcards {
+        let mut roster = self.registry.roster.lock();
+        if roster.wildcards == wildcards {
             return Ok(());
         }
         let any = !wildcards.is_empty();
-        inner.wildcards = wildcards;
-        if let Some(poke) = &inner.look_now {
+        roster.wildcards = wildcards;
+        if let Some(poke) = &roster.look_now {
             let _ = poke.try_send(());
             return Ok(());
         }
         if !any {
             return Ok(());
         }
-        let Some((probe, slot, own_stop)) = inner.start.as_ref().map(Starter::probe) else {
+        let Some((probe, slot, own_stop)) = roster.start.as_ref().map(Starter::probe) else {
             return Err(Error::Stopped);
         };
-        let report = inner.start.as_ref().map(Starter::report);
+        let report = roster.start.as_ref().map(Starter::report);
         let report = report.ok_or(Error::Stopped)?;
         let (poke, look_now) = bounded(1);
-        inner.look_now = Some(poke);
-        inner.probe_slot = Some(slot);
-        drop(inner);
-        let (shared, closing) = (self.shared.clone(), self.closing.clone());
+        roster.look_now = Some(poke);
+        roster.probe_slot = Some(slot);
+        drop(roster);
+        let (registry, closing) = (self.registry.clone(), self.closing.clone());
         let t = threads::spawn("tattler-discovery".into(), report, move || {
             let _own_stop = own_stop;
-            explore(&shared, &closing, &look_now, probe)
+            explore(&registry, &closing, &look_now, probe)
         })
         .map_err(Error::Spawn)?;
         *self.explorer.lock() = Some(t);
@@ -614,7 +410,7 @@ impl Reader {
         if on_tattler_thread() {
             return false;
         }
-        relist_all(&self.shared, &self.closing)
+        relist_all(&self.registry, &self.closing)
     }
 
     /// True once [`stop`](Self::stop) or [`close`](Self::close) was called.
@@ -646,22 +442,22 @@ impl Reader {
     /// hold changes still waiting in the channel, which a resumed reader
     /// would then not deliver.
     pub fn checkpoint(&self) -> crate::Checkpoint {
-        let streams: Vec<(ResourceSpec, Arc<Shared>)> = {
-            let inner = self.shared.inner.lock();
-            inner
-                .streams
+        let streams: Vec<(ResourceSpec, Arc<crate::delivery::state::ResourceState>)> = {
+            let roster = self.registry.roster.lock();
+            roster
+                .handles
                 .iter()
-                .map(|h| (h.spec.clone(), h.shared.clone()))
+                .map(|h| (h.spec.clone(), h.state.clone()))
                 .collect()
         };
         let mut resources = Vec::new();
-        for (spec, shared) in streams {
-            let book = shared.book.lock();
+        for (spec, state) in streams {
+            let ledger = state.ledger();
             // Not synced now (a re-sync, a first sync under way): no resume
             // point; a reader resumed from it re-syncs against the objects.
-            let resource_version = book.life.resume_point().cloned().unwrap_or_default();
-            let objects = book.table.export();
-            drop(book);
+            let resource_version = ledger.resume_point().cloned().unwrap_or_default();
+            let objects = ledger.export();
+            drop(ledger);
             resources.push(crate::checkpoint::ResourceState {
                 spec,
                 resource_version,
@@ -671,10 +467,32 @@ impl Reader {
         crate::Checkpoint { resources }
     }
 
+    /// The counters in the Prometheus text exposition format (version
+    /// 0.0.4), ready to serve on an agent's `/metrics`: per stream (labels
+    /// `resource`, and `namespace`, `label_selector`, `field_selector`,
+    /// `metadata_only` where set) events, bytes, reconnects, re-syncs,
+    /// relists, stale drops, skipped pieces, objects tracked, synced, failed,
+    /// LIST fallback and seconds since the last full state; for the reader,
+    /// entries and bytes waiting in the channel.
+    pub fn metrics_text(&self) -> String {
+        let streams: Vec<(String, StreamStats)> = {
+            let roster = self.registry.roster.lock();
+            roster
+                .handles
+                .iter()
+                .map(|h| {
+                    let stats = h.snapshot();
+                    (stats::metric_labels(&stats.resource, &h.spec), stats)
+                })
+                .collect()
+        };
+        stats::metrics_text(&streams, self.rx.len(), self.control.used())
+    }
+
     /// Counters of each stream, in the order the resources were configured.
     pub fn stats(&self) -> Vec<StreamStats> {
-        let inner = self.shared.inner.lock();
-        inner.streams.iter().map(StreamHandle::snapshot).collect()
+        let roster = self.registry.roster.lock();
+        roster.handles.iter().map(StreamHandle::snapshot).collect()
     }
 }
 
@@ -688,10 +506,10 @@ impl Drop for Reader {
             }
         }
         let (mut streams, helpers) = {
-            let mut inner = self.shared.inner.lock();
+            let mut roster = self.registry.roster.lock();
             (
-                std::mem::take(&mut inner.streams),
-                std::mem::take(&mut inner.helpers),
+                std::mem::take(&mut roster.handles),
+                std::mem::take(&mut roster.helpers),
             )
         };
         for s in &mut streams {
@@ -705,7 +523,7 @@ impl Drop for Reader {
 
 impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let streams = self.shared.inner.lock().streams.len();
+        let streams = self.registry.roster.lock().handles.len();
         f.debug_struct("Reader")
             .field(
                 "server",
@@ -729,17 +547,4 @@ impl Iterator for Iter<'_> {
     fn next(&mut self) -> Option<Entry> {
         self.reader.next().ok()
     }
-}
-
-/// Starts a stream's thread; a panic in it becomes an Error entry.
-pub(super) fn spawn(spec: &ResourceSpec, stream: Stream) -> std::io::Result<JoinHandle<()>> {
-    let what = spec.shown_name();
-    let report = threads::Report {
-        resource: stream.resource.clone(),
-        out: stream.out.clone(),
-        stop: stream.stop.clone(),
-    };
-    threads::spawn(format!("tattler-watch-{what}"), report, move || {
-        stream.run()
-    })
 }

@@ -7,67 +7,68 @@ use std::time::Duration;
 
 use crossbeam_channel::{bounded, select, Receiver};
 
-use super::reader::{ReaderShared, Thread};
+use super::registry::{Registry, Thread};
+use crate::delivery::state::ResourceState;
 use crate::stream::Role;
 use crate::ResourceSpec;
 
 /// Every `interval`, relists each synced resource in turn: a replacement
 /// stream syncs while the running one goes on, then takes its place. One
 /// relist at a time, to spare the apiserver.
-pub(super) fn relist_timer(shared: &ReaderShared, closing: &Receiver<()>, interval: Duration) {
+pub(super) fn relist_timer(registry: &Registry, closing: &Receiver<()>, interval: Duration) {
     loop {
         select! {
             recv(closing) -> _ => return,
             default(interval) => {}
         }
-        if !relist_all(shared, closing) {
+        if !relist_all(registry, closing) {
             return;
         }
     }
 }
 
 /// Relists every resource in turn; false when the reader is stopping.
-pub(super) fn relist_all(shared: &ReaderShared, closing: &Receiver<()>) -> bool {
-    let specs: Vec<ResourceSpec> = shared
-        .inner
+pub(super) fn relist_all(registry: &Registry, closing: &Receiver<()>) -> bool {
+    let specs: Vec<ResourceSpec> = registry
+        .roster
         .lock()
-        .streams
+        .handles
         .iter()
         .map(|s| s.spec.clone())
         .collect();
-    specs.iter().all(|spec| relist(shared, closing, spec))
+    specs.iter().all(|spec| relist(registry, closing, spec))
 }
 
 /// One relist; false when the reader is stopping.
 ///
 /// The wait for the replacement's sync is bounded by the replacement itself:
 /// it gives up after a few failures in a row (`stream::machine`), which ends this wait.
-fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
+fn relist(registry: &Registry, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
     let (done_tx, done) = bounded(1);
     let started = {
-        let mut g = shared.inner.lock();
+        let mut g = registry.roster.lock();
         let g = &mut *g;
         let Some(start) = g.start.as_ref() else {
             return false;
         };
-        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
+        let Some(h) = g.handles.iter_mut().find(|h| &h.spec == spec) else {
             return true;
         };
         if h.pending.is_some()
-            || !h.shared.book.lock().life.synced()
-            || h.counters.failed.load(Ordering::Relaxed)
+            || !h.state.ledger().synced()
+            || h.state.counters.failed.load(Ordering::Relaxed)
         {
             return true;
         }
         let opaque = {
-            let mut book = h.shared.book.lock();
-            book.life.opaque().then(|| book.life.want_resync())
+            let mut ledger = h.state.ledger();
+            ledger.opaque().then(|| ledger.want_resync())
         };
         if let Some(before) = opaque {
             // No order to judge a second stream's snapshot by: the running
             // stream re-syncs itself, its connection ended for it.
             h.running.slot.interrupt();
-            Err((h.shared.clone(), h.counters.clone(), before))
+            Err((h.state.clone(), before))
         } else {
             Ok(start.spawn(h, Role::Replacement(done_tx)).map(|t| {
                 let id = t.id();
@@ -79,9 +80,7 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
     let started = match started {
         Ok(s) => s,
         // Waited for without the lock.
-        Err((shared_h, counters, before)) => {
-            return relist_by_resync(shared, closing, spec, &shared_h, &counters, before)
-        }
+        Err((state, before)) => return relist_by_resync(registry, closing, spec, &state, before),
     };
     let thread = match started {
         Ok(id) => id,
@@ -96,10 +95,10 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         recv(done) -> r => r.is_ok(),
         recv(closing) -> _ => return false,
     };
-    let _control = shared.control.lock();
+    let _control = registry.control.lock();
     let mut finished = {
-        let mut g = shared.inner.lock();
-        let Some(h) = g.streams.iter_mut().find(|h| &h.spec == spec) else {
+        let mut g = registry.roster.lock();
+        let Some(h) = g.handles.iter_mut().find(|h| &h.spec == spec) else {
             return true;
         };
         // Still ours: set_resources may have stopped it and started another.
@@ -110,7 +109,7 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
             return true;
         };
         if synced {
-            h.counters.relists.fetch_add(1, Ordering::Relaxed);
+            h.state.counters.relists.fetch_add(1, Ordering::Relaxed);
             std::mem::replace(&mut h.running, new)
         } else {
             // The running stream goes on (it may re-sync itself meanwhile).
@@ -118,8 +117,8 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
         }
     };
     finished.signal();
-    if let Some(start) = &shared.inner.lock().start {
-        start.out.budget.wake();
+    if let Some(start) = &registry.roster.lock().start {
+        start.out.control.wake();
     }
     finished.join();
     if !synced {
@@ -134,28 +133,27 @@ fn relist(shared: &ReaderShared, closing: &Receiver<()>, spec: &ResourceSpec) ->
 /// Waits for the re-sync a relist of an opaque resource asked its stream
 /// for; false when the reader is stopping.
 fn relist_by_resync(
-    reader: &ReaderShared,
+    registry: &Registry,
     closing: &Receiver<()>,
     spec: &ResourceSpec,
-    shared: &Arc<crate::stream::Shared>,
-    counters: &crate::stream::Counters,
+    state: &Arc<ResourceState>,
     before: u64,
 ) -> bool {
     log::info!("{}: relisting", spec.gvr());
     loop {
-        if shared.book.lock().life.completed() > before {
-            counters.relists.fetch_add(1, Ordering::Relaxed);
+        if state.ledger().completed() > before {
+            state.counters.relists.fetch_add(1, Ordering::Relaxed);
             return true;
         }
         // Failed for good, or no longer watched (set_resources changed it):
         // nothing to wait for.
-        let watched = reader
-            .inner
+        let watched = registry
+            .roster
             .lock()
-            .streams
+            .handles
             .iter()
-            .any(|h| Arc::ptr_eq(&h.shared, shared));
-        if counters.failed.load(Ordering::Relaxed) || !watched {
+            .any(|h| Arc::ptr_eq(&h.state, state));
+        if state.counters.failed.load(Ordering::Relaxed) || !watched {
             return true;
         }
         // The stream's full state is paced by its own backoff; a stop ends

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::reader::StreamHandle;
-use crate::{Reader, ResourceSpec};
+use super::registry::StreamHandle;
+use crate::ResourceSpec;
 
 /// A snapshot of one resource stream's counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,134 +46,118 @@ pub struct StreamStats {
     pub last_error: Option<String>,
 }
 
-impl Reader {
-    /// The counters in the Prometheus text exposition format (version
-    /// 0.0.4), ready to serve on an agent's `/metrics`: per stream (labels
-    /// `resource`, and `namespace`, `label_selector`, `field_selector`,
-    /// `metadata_only` where set) events, bytes, reconnects, re-syncs,
-    /// relists, stale drops, skipped pieces, objects tracked, synced, failed,
-    /// LIST fallback and seconds since the last full state; for the reader,
-    /// entries and bytes waiting in the channel.
-    pub fn metrics_text(&self) -> String {
-        use std::fmt::Write;
-        let now = std::time::SystemTime::now();
-        let streams: Vec<(String, StreamStats)> = {
-            let inner = self.shared.inner.lock();
-            inner
-                .streams
-                .iter()
-                .map(|h| {
-                    let stats = h.snapshot();
-                    (metric_labels(&stats.resource, &h.spec), stats)
-                })
-                .collect()
-        };
-        type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
-        let per_stream: [(&str, &str, &str, Get); 12] = [
-            (
-                "events_total",
-                "counter",
-                "Watch events and LIST items received.",
-                |s, _| Some(s.events as f64),
-            ),
-            (
-                "received_bytes_total",
-                "counter",
-                "Body bytes received (after decompression).",
-                |s, _| Some(s.bytes as f64),
-            ),
-            (
-                "reconnects_total",
-                "counter",
-                "Requests made again after a failure.",
-                |s, _| Some(s.reconnects as f64),
-            ),
-            (
-                "resyncs_total",
-                "counter",
-                "Full re-syncs (history expired, resourceVersion too large, empty watches).",
-                |s, _| Some(s.resyncs as f64),
-            ),
-            (
-                "relists_total",
-                "counter",
-                "Relist swaps completed.",
-                |s, _| Some(s.relists as f64),
-            ),
-            (
-                "stale_drops_total",
-                "counter",
-                "Events dropped as older than what was delivered.",
-                |s, _| Some(s.stale_drops as f64),
-            ),
-            (
-                "skipped_total",
-                "counter",
-                "Objects and frames skipped, each reported by an Error entry.",
-                |s, _| Some(s.skipped as f64),
-            ),
-            (
-                "objects",
-                "gauge",
-                "Objects tracked (the consumer's state).",
-                |s, _| Some(s.objects as f64),
-            ),
-            (
-                "synced",
-                "gauge",
-                "1 when the last full state is complete.",
-                |s, _| Some(u8::from(s.synced).into()),
-            ),
-            (
-                "failed",
-                "gauge",
-                "1 when the stream failed for good.",
-                |s, _| Some(u8::from(s.failed).into()),
-            ),
-            (
-                "list_fallback",
-                "gauge",
-                "1 when the resource is read by LIST + WATCH.",
-                |s, _| Some(u8::from(s.list_fallback).into()),
-            ),
-            (
-                "seconds_since_sync",
-                "gauge",
-                "Seconds since the last full state completed.",
-                |s, now| {
-                    s.synced_at
-                        .map(|t| now.duration_since(t).unwrap_or_default().as_secs_f64())
-                },
-            ),
-        ];
-        let mut out = String::new();
-        for (name, kind, help, get) in per_stream {
-            let _ = writeln!(
-                out,
-                "# HELP tattler_{name} {help}\n# TYPE tattler_{name} {kind}"
-            );
-            for (labels, s) in &streams {
-                if let Some(v) = get(s, now) {
-                    let _ = writeln!(out, "tattler_{name}{{{labels}}} {v}");
-                }
+/// The counters in the Prometheus text exposition format (version 0.0.4):
+/// `streams` as (labels, stats), and the channel's entries and bytes.
+pub(super) fn metrics_text(
+    streams: &[(String, StreamStats)],
+    channel_entries: usize,
+    channel_bytes: usize,
+) -> String {
+    use std::fmt::Write;
+    let now = std::time::SystemTime::now();
+    type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
+    let per_stream: [(&str, &str, &str, Get); 12] = [
+        (
+            "events_total",
+            "counter",
+            "Watch events and LIST items received.",
+            |s, _| Some(s.events as f64),
+        ),
+        (
+            "received_bytes_total",
+            "counter",
+            "Body bytes received (after decompression).",
+            |s, _| Some(s.bytes as f64),
+        ),
+        (
+            "reconnects_total",
+            "counter",
+            "Requests made again after a failure.",
+            |s, _| Some(s.reconnects as f64),
+        ),
+        (
+            "resyncs_total",
+            "counter",
+            "Full re-syncs (history expired, resourceVersion too large, empty watches).",
+            |s, _| Some(s.resyncs as f64),
+        ),
+        (
+            "relists_total",
+            "counter",
+            "Relist swaps completed.",
+            |s, _| Some(s.relists as f64),
+        ),
+        (
+            "stale_drops_total",
+            "counter",
+            "Events dropped as older than what was delivered.",
+            |s, _| Some(s.stale_drops as f64),
+        ),
+        (
+            "skipped_total",
+            "counter",
+            "Objects and frames skipped, each reported by an Error entry.",
+            |s, _| Some(s.skipped as f64),
+        ),
+        (
+            "objects",
+            "gauge",
+            "Objects tracked (the consumer's state).",
+            |s, _| Some(s.objects as f64),
+        ),
+        (
+            "synced",
+            "gauge",
+            "1 when the last full state is complete.",
+            |s, _| Some(u8::from(s.synced).into()),
+        ),
+        (
+            "failed",
+            "gauge",
+            "1 when the stream failed for good.",
+            |s, _| Some(u8::from(s.failed).into()),
+        ),
+        (
+            "list_fallback",
+            "gauge",
+            "1 when the resource is read by LIST + WATCH.",
+            |s, _| Some(u8::from(s.list_fallback).into()),
+        ),
+        (
+            "seconds_since_sync",
+            "gauge",
+            "Seconds since the last full state completed.",
+            |s, now| {
+                s.synced_at
+                    .map(|t| now.duration_since(t).unwrap_or_default().as_secs_f64())
+            },
+        ),
+    ];
+    let mut out = String::new();
+    for (name, kind, help, get) in per_stream {
+        let _ = writeln!(
+            out,
+            "# HELP tattler_{name} {help}\n# TYPE tattler_{name} {kind}"
+        );
+        for (labels, s) in streams {
+            if let Some(v) = get(s, now) {
+                let _ = writeln!(out, "tattler_{name}{{{labels}}} {v}");
             }
         }
-        let _ = writeln!(
-            out,
-            "# HELP tattler_channel_entries Entries waiting for the consumer.\n# TYPE tattler_channel_entries gauge\ntattler_channel_entries {}",
-            self.rx.len()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP tattler_channel_bytes Bytes of objects waiting for the consumer.\n# TYPE tattler_channel_bytes gauge\ntattler_channel_bytes {}",
-            self.budget.used()
-        );
-        out
     }
+    let _ = writeln!(
+            out,
+            "# HELP tattler_channel_entries Entries waiting for the consumer.\n# TYPE tattler_channel_entries gauge\ntattler_channel_entries {channel_entries}"
+        );
+    let _ = writeln!(
+            out,
+            "# HELP tattler_channel_bytes Bytes of objects waiting for the consumer.\n# TYPE tattler_channel_bytes gauge\ntattler_channel_bytes {channel_bytes}"
+        );
+    out
 }
 
 /// A stream's labels: `resource="v1/pods"`, and its scope where set.
-fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
+pub(super) fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
     let esc = |v: &str| {
         v.replace('\\', "\\\\")
             .replace('"', "\\\"")
@@ -195,10 +179,10 @@ fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
 
 impl StreamHandle {
     pub(super) fn snapshot(&self) -> StreamStats {
-        let c = &self.counters;
+        let c = &self.state.counters;
         let (synced, resource_version) = {
-            let book = self.shared.book.lock();
-            (book.life.synced(), book.life.resource_version().clone())
+            let ledger = self.state.ledger();
+            (ledger.synced(), ledger.resource_version().clone())
         };
         StreamStats {
             resource: c.resolved.lock().clone().unwrap_or_else(|| self.spec.gvr()),

@@ -5,9 +5,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::reader::{ReaderShared, Scope, StreamHandle};
+use super::registry::{Registry, Scope, StreamHandle};
 use super::threads;
-use crate::stream::{Role, SyncGate};
+use crate::delivery::state::SyncGate;
+use crate::stream::Role;
 use crate::{Entry, Error, ResourceSpec};
 
 /// Makes the streams of `scope` the ones of `wanted`: starts the new, stops
@@ -15,24 +16,24 @@ use crate::{Entry, Error, ResourceSpec};
 /// other scope's streams are left alone (and a found one that the caller
 /// names is not started twice). Whether anything changed.
 pub(super) fn reconcile(
-    shared: &ReaderShared,
+    registry: &Registry,
     wanted: &[ResourceSpec],
     scope: Scope,
     force: bool,
 ) -> Result<bool, Error> {
     let stopped = || Error::Stopped;
-    let _control = shared.control.lock();
+    let _control = registry.control.lock();
     let mut result_spawn = Ok(());
     let ours = |h: &StreamHandle| h.found == (scope == Scope::Found);
     // Signal what goes or restarts and take its threads, under the lock;
     // join them without it.
     let (mut gone, mut restarting, changed) = {
-        let mut inner = shared.inner.lock();
-        if inner.start.is_none() {
+        let mut roster = registry.roster.lock();
+        if roster.start.is_none() {
             return Err(stopped());
         }
-        let (keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = inner
-            .streams
+        let (keep, mut gone): (Vec<StreamHandle>, Vec<StreamHandle>) = roster
+            .handles
             .drain(..)
             .partition(|s| !ours(s) || wanted.contains(&s.spec));
         let mut keep = keep;
@@ -52,10 +53,10 @@ pub(super) fn reconcile(
             }
         }
         // Streams blocked on a full channel look at their stop now.
-        if let Some(start) = &inner.start {
-            start.out.budget.wake();
+        if let Some(start) = &roster.start {
+            start.out.control.wake();
         }
-        inner.streams = keep;
+        roster.handles = keep;
         (gone, restarting, changed)
     };
     for s in &mut gone {
@@ -64,18 +65,18 @@ pub(super) fn reconcile(
     for t in &mut restarting {
         t.join();
     }
-    let mut guard = shared.inner.lock();
-    let inner = &mut *guard;
-    let Some(start) = inner.start.as_ref() else {
+    let mut guard = registry.roster.lock();
+    let roster = &mut *guard;
+    let Some(start) = roster.start.as_ref() else {
         return Err(stopped());
     };
     // A namespace removed while the resource's other namespaces waited for
     // it: their Synced goes now, from a thread of its own (the caller may be
     // the consumer, and the channel full).
-    inner.helpers.retain(|t| !t.is_finished());
+    roster.helpers.retain(|t| !t.is_finished());
     for h in &gone {
         let Some(gate) = &h.gate else { continue };
-        if !gate.leave(h.shared.member) {
+        if !gate.leave(h.state.member()) {
             continue;
         }
         let resource = Arc::new(crate::Resource {
@@ -94,14 +95,14 @@ pub(super) fn reconcile(
         match threads::spawn("tattler-synced".into(), report, move || {
             out.send(entry, &stop);
         }) {
-            Ok(t) => inner.helpers.push(t),
+            Ok(t) => roster.helpers.push(t),
             Err(e) => result_spawn = Err(Error::Spawn(e)),
         }
     }
     let mut result = result_spawn.map(|()| changed);
     if force {
         // Dedupe state carries over: the consumer sees Snapshots, not a second Add.
-        for h in inner.streams.iter_mut().filter(|h| ours(h)) {
+        for h in roster.handles.iter_mut().filter(|h| ours(h)) {
             match start.spawn(h, Role::Primary) {
                 Ok(t) => h.running = t,
                 Err(e) => result = Err(e),
@@ -111,21 +112,21 @@ pub(super) fn reconcile(
     let fresh: Vec<ResourceSpec> = wanted
         .iter()
         .filter(|spec| {
-            !inner.streams.iter().any(|s| {
+            !roster.handles.iter().any(|s| {
                 (ours(s) && &s.spec == *spec)
                     || (scope == Scope::Found && crate::checkpoint::same_scope(&s.spec, spec))
             })
         })
         .cloned()
         .collect();
-    let inherited = hand_over(&gone, &inner.streams, &fresh);
+    let inherited = hand_over(&gone, &roster.handles, &fresh);
     // Several namespaces of one new resource share a gate (one Synced);
     // another namespace of a resource already in several joins its gate.
     let gates = sync_gates(&fresh);
     for ((spec, gate), part) in fresh.iter().zip(gates).zip(inherited) {
         let gate = gate.or_else(|| {
-            let g = inner
-                .streams
+            let g = roster
+                .handles
                 .iter()
                 .find(|s| same_resource(&s.spec, spec))
                 .and_then(|s| s.gate.clone())?;
@@ -136,7 +137,7 @@ pub(super) fn reconcile(
         match start.start_from(spec, part.as_ref(), gate) {
             Ok(mut h) => {
                 h.found = scope == Scope::Found;
-                inner.streams.push(h);
+                roster.handles.push(h);
             }
             Err(e) => {
                 result = Err(e);
@@ -145,7 +146,7 @@ pub(super) fn reconcile(
         }
     }
     // The caller's order for stats(), the found ones after.
-    inner.streams.sort_by_key(|s| {
+    roster.handles.sort_by_key(|s| {
         (
             s.found,
             wanted
@@ -196,7 +197,7 @@ fn hand_over(
         let Some(first) = fresh.iter().position(|f| same(f, &g.spec)) else {
             continue;
         };
-        let held = g.shared.book.lock().table.export();
+        let held = g.state.ledger().export();
         for o in held {
             let at = home(&g.spec, o.namespace.as_deref()).unwrap_or(first);
             put(at, o);
@@ -210,13 +211,13 @@ fn hand_over(
             continue;
         }
         let moved = {
-            let mut book = k.shared.book.lock();
-            let moved = book
-                .table
-                .split_off(|ns| ns != Some(own.as_str()) && home(&k.spec, ns).is_some());
-            k.counters
+            let mut ledger = k.state.ledger();
+            let moved =
+                ledger.split_off(|ns| ns != Some(own.as_str()) && home(&k.spec, ns).is_some());
+            k.state
+                .counters
                 .objects
-                .store(book.table.len() as u64, Ordering::Relaxed);
+                .store(ledger.len() as u64, Ordering::Relaxed);
             moved
         };
         for o in moved {

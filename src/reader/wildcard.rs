@@ -3,9 +3,10 @@
 
 use crossbeam_channel::{select, Receiver};
 
-use super::reader::{ReaderShared, Scope};
+use super::registry::{Registry, Scope};
 use super::watchset::reconcile;
-use crate::stream::Stream;
+use crate::stream::client::Client;
+use crate::stream::pacing::Pacing;
 use crate::ResourceSpec;
 
 /// The discovery thread: every `discovery_interval` (and when the wildcards
@@ -13,19 +14,20 @@ use crate::ResourceSpec;
 /// found streams: a CRD established later gets a stream, one deleted loses
 /// it. A failing discovery is retried with backoff.
 pub(super) fn explore(
-    shared: &ReaderShared,
+    registry: &Registry,
     closing: &Receiver<()>,
     look_now: &Receiver<()>,
-    mut probe: Stream,
+    mut client: Client,
 ) {
     let mut failures = 0u32;
+    let mut pacing = Pacing::new("discovery", client.settings().backoff.clone());
     loop {
-        let wildcards = shared.inner.lock().wildcards.clone();
+        let wildcards = registry.roster.lock().wildcards.clone();
         let wait = if wildcards.is_empty() {
-            let _ = reconcile(shared, &[], Scope::Found, false);
-            shared.discovery_interval
+            let _ = reconcile(registry, &[], Scope::Found, false);
+            registry.discovery_interval
         } else {
-            match probe.served() {
+            match client.served() {
                 Ok(served) => {
                     failures = 0;
                     let found = expand(&wildcards, &served);
@@ -34,15 +36,15 @@ pub(super) fn explore(
                         found.len(),
                         wildcards.len()
                     );
-                    if let Err(e) = reconcile(shared, &found, Scope::Found, false) {
+                    if let Err(e) = reconcile(registry, &found, Scope::Found, false) {
                         log::warn!("discovery: cannot change the watch set: {e}");
                     }
-                    shared.discovery_interval
+                    registry.discovery_interval
                 }
-                Err(crate::stream::machine::End::Stopped) => return,
+                Err(crate::stream::course::End::Stopped) => return,
                 Err(end) => {
                     failures = failures.saturating_add(1);
-                    let wait = probe.jitter.backoff(failures);
+                    let wait = pacing.backoff(failures);
                     log::warn!("discovery failed ({end:?}); looking again in {wait:?}");
                     wait
                 }

@@ -1,9 +1,11 @@
-//! An HTTP answer that is not 200, turned into how the request ended: by its
-//! status, the server's `Status` body and its hint of when to come back.
+//! What the server said, turned into how the request ended: an HTTP answer
+//! that is not 200 (by its status, the server's `Status` body and its hint
+//! of when to come back), and an ERROR event inside a 200 stream (by the
+//! same rules: 410 and the resourceVersion too large mean the same in both).
 
 use std::time::{Duration, SystemTime};
 
-use crate::stream::machine::End;
+use crate::stream::course::End;
 use crate::wire::decode::Status;
 use crate::ErrorInfo;
 
@@ -50,6 +52,30 @@ pub(crate) fn classify(code: u16, status: Status, hint: Option<Duration>, reload
         429 | 503 => End::Retry(format!("server busy ({code} {})", status.message), hint),
         500..=599 => End::Retry(format!("server error {code}: {}", status.message), hint),
         _ => End::Fatal(info),
+    }
+}
+
+/// How a watch ended on an ERROR event carrying `status`; `initial`: the
+/// stream's full state is not complete yet (an ERROR during a watch-list's
+/// initial events is what an etcd too old for watch-list sends).
+pub(crate) fn error_event(status: &Status, initial: bool) -> End {
+    let hint = status
+        .retry_after_secs
+        .map(|s| Duration::from_secs(u64::from(s)).min(MAX_HINT));
+    match status.code {
+        410 => End::Expired,
+        504 if status.rv_too_large => End::TooLarge(hint),
+        _ => {
+            let why = format!(
+                "the server sent an error event: {} {} {}",
+                status.code, status.reason, status.message
+            );
+            if initial {
+                End::InitialError(why)
+            } else {
+                End::Retry(why, hint)
+            }
+        }
     }
 }
 
@@ -142,5 +168,40 @@ mod tests {
         assert!(
             matches!(classify(302, st(0, "", None, false), None, false), End::Fatal(i) if i.reason == "HTTP 302")
         );
+    }
+
+    #[test]
+    fn error_events_decide_the_end_as_statuses_do() {
+        let st = |code: u16, retry: Option<u32>, too_large: bool| Status {
+            code,
+            reason: "R".into(),
+            message: "m".into(),
+            retry_after_secs: retry,
+            rv_too_large: too_large,
+        };
+        let why = |code: u16| format!("the server sent an error event: {code} R m");
+        let secs = Duration::from_secs;
+        // (status, initial) -> end
+        let rows = [
+            (st(410, None, false), false, End::Expired),
+            (st(410, None, false), true, End::Expired),
+            (st(504, Some(2), true), false, End::TooLarge(Some(secs(2)))),
+            (st(504, Some(2), true), true, End::TooLarge(Some(secs(2)))),
+            (st(504, None, false), false, End::Retry(why(504), None)),
+            (
+                st(500, Some(9), false),
+                false,
+                End::Retry(why(500), Some(secs(9))),
+            ),
+            (
+                st(500, Some(86_400), false),
+                false,
+                End::Retry(why(500), Some(MAX_HINT)),
+            ),
+            (st(500, None, false), true, End::InitialError(why(500))),
+        ];
+        for (status, initial, want) in rows {
+            assert_eq!(error_event(&status, initial), want, "{status:?} {initial}");
+        }
     }
 }

@@ -1,11 +1,30 @@
-//! What one resource stream does next: its phases, and the one pure function
-//! that decides — from the phase, how the last request ended and what came
-//! before — what to request next and how long to wait first. No I/O, no
+//! One stream's course, owned in one place: what it is doing (its phase),
+//! what it remembers (the resume point, whether its own full state is
+//! complete, the attempt under way, a resume's catch-up target, whether it
+//! was retired or must ask for JSON from now on) and the one pure function
+//! that decides, from how the last request ended, what to request next and
+//! how long to wait first. The stream's I/O reports events here (an answer,
+//! an entry delivered, a bookmark, a full state completed, a retirement, a
+//! schema miss) and asks; nothing else writes these fields. No I/O, no
 //! clock: the stream measures, this decides, and the table tests below pin
 //! every path, the hot loops a hostile server could cause included.
+//!
+//! | event                          | what changes                                              |
+//! |--------------------------------|-----------------------------------------------------------|
+//! | `begin`                        | a new attempt: nothing seen in it yet                     |
+//! | `event_at(rv)`, `progress`     | the resume point moves once synced; an entry is progress  |
+//! | `bookmark(rv, end)`            | synced: the resume point moves; else it may end the sync  |
+//! | `synced(rv)`                   | the stream's full state is complete at `rv`               |
+//! | `finish(end, lasted, answered)`| the decision: what next, after how long                   |
+//! | `force_resync`                 | a relist by re-sync: the next request is a full state     |
+//! | `caught_up`                    | a resume has replayed what changed while stopped          |
+//! | `retired`                      | another stream owns the resource: this one ends           |
+//! | `schema_miss`                  | protobuf gave a field tattler does not know: JSON now     |
+//! | `promoted`                     | a relist's replacement became the resource's stream       |
 
 use std::time::Duration;
 
+use crate::wire::rv::Rv;
 use crate::ErrorInfo;
 
 /// What a stream is doing.
@@ -80,7 +99,7 @@ pub(crate) enum Next {
     /// `failures` failures in a row, never less than `at_least` (the
     /// server's hint), and, when `syncs` > 0 (a full state follows `syncs`
     /// others with no healthy watching in between), at least half of the
-    /// backoff of `syncs` (the request budget: see [`Machine::next`]).
+    /// backoff of `syncs` (the request budget: see [`Course::finish`]).
     Pause {
         failures: u32,
         at_least: Duration,
@@ -111,18 +130,18 @@ const SHORT_WATCHES: u32 = 3;
 /// Failures in a row after which a relist's replacement gives up.
 const REPLACEMENT_FAILURES: u32 = 3;
 
-/// One stream's course.
+/// One stream's course: see the module's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Machine {
-    pub phase: Phase,
+pub(crate) struct Course {
+    phase: Phase,
     /// The server cannot do watch-list for this resource: every full state
     /// comes by LIST.
-    pub list_mode: bool,
+    list_mode: bool,
     /// The current full state comes by LIST (watch-lists kept breaking).
     list_once: bool,
     /// The next sync attempt begins a new full state (rather than retrying the
     /// current one).
-    pub fresh_sync: bool,
+    fresh_sync: bool,
     failures: u32,
     incomplete: u32,
     short: u32,
@@ -130,11 +149,12 @@ pub(crate) struct Machine {
     reauthed: bool,
     /// A healthy connection this long forgets the failures before it.
     reset_after: Duration,
-    /// A relist's replacement gives up after this many failures in a row.
-    pub replacement: bool,
+    /// A relist's replacement (it gives up after a few failures in a row),
+    /// until it is promoted.
+    replacement: bool,
     /// Resumed from a checkpoint: the state is complete; once the resource
     /// is found, watch from the checkpoint's resourceVersion.
-    pub resumed: bool,
+    resumed: bool,
     /// Full states completed since the last healthy watching: the request
     /// budget (each further full state waits longer).
     streak: u32,
@@ -142,9 +162,54 @@ pub(crate) struct Machine {
     /// checkpoint, a resourceVersion of another cluster): re-synced; a
     /// second refusal before healthy watching ends the stream.
     refused_watch: bool,
+    /// The resume point: the last resourceVersion seen (event or bookmark).
+    cursor: Rv,
+    /// This stream's full state is complete (its initial state was
+    /// delivered, or it resumed from a checkpoint): events are live.
+    synced: bool,
+    /// What the request under way has done.
+    attempt: Seen,
+    /// Resumed and not caught up yet: the server's resourceVersion when the
+    /// resume started, once asked for (empty: unknown, caught up by silence).
+    catch_up: Option<Option<Rv>>,
+    /// The lifecycle retired this stream: it delivers nothing more and ends.
+    retired: bool,
+    /// The server sent a built-in object with a field tattler's schema does
+    /// not have (a newer server): this stream asks for JSON from then on.
+    schema_missed: bool,
 }
 
-impl Machine {
+/// What a bookmark means to the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bookmark {
+    /// Synced: the resume point moved (not progress by itself).
+    Moved,
+    /// The `initial-events-end` bookmark: the full state is complete here.
+    EndsSync,
+    /// A periodic bookmark before `initial-events-end`: a real watch-list
+    /// may carry a few.
+    Plain,
+    /// Too many plain bookmarks before `initial-events-end`: the server
+    /// ignores `sendInitialEvents`.
+    IgnoresInitialEvents,
+}
+
+/// What a read that waited past its limit means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Silence {
+    /// A resumed watch's replay is over (the server sends its history at
+    /// once): the resource is caught up, and the watch ends to resume.
+    CaughtUp,
+    /// The request ends so.
+    Ends(End),
+}
+
+/// Periodic bookmarks before the initial-events-end one that a real
+/// watch-list may carry (the server bookmarks about once a minute); more,
+/// and the server ignores sendInitialEvents.
+const PLAIN_BOOKMARKS: u32 = 2;
+
+impl Course {
     /// `short_watch`: a watch that ends sooner with no progress is a
     /// failure (client-go: 1 s).
     pub(crate) fn new(
@@ -152,8 +217,8 @@ impl Machine {
         list_mode: bool,
         reset_after: Duration,
         short_watch: Duration,
-    ) -> Machine {
-        let mut m = Machine {
+    ) -> Course {
+        let mut m = Course {
             phase: Phase::Discover,
             list_mode,
             list_once: false,
@@ -168,11 +233,264 @@ impl Machine {
             resumed: false,
             streak: 0,
             refused_watch: false,
+            cursor: Rv::empty(),
+            synced: false,
+            attempt: Seen::default(),
+            catch_up: None,
+            retired: false,
+            schema_missed: false,
         };
         if !needs_discovery {
             m.phase = m.sync_phase();
         }
         m
+    }
+
+    /// A relist's replacement: it gives up after a few failures in a row.
+    pub(crate) fn replacement(mut self) -> Course {
+        self.replacement = true;
+        self
+    }
+
+    /// Resumed from a checkpoint at `rv`: the state is complete there; the
+    /// stream watches from it (once the resource is found) and catches up.
+    pub(crate) fn resumed_at(mut self, rv: Rv) -> Course {
+        self.resumed = true;
+        self.synced = true;
+        self.cursor = rv;
+        self.catch_up = Some(None);
+        if self.phase != Phase::Discover {
+            self.phase = Phase::Watch;
+        }
+        self
+    }
+
+    // --- what the stream asks ---
+
+    /// What the stream is doing.
+    pub(crate) fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The resume point.
+    pub(crate) fn cursor(&self) -> &Rv {
+        &self.cursor
+    }
+
+    /// Whether this stream's full state is complete (events are live).
+    pub(crate) fn synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Whether every full state comes by LIST (the server cannot do watch-list).
+    pub(crate) fn list_mode(&self) -> bool {
+        self.list_mode
+    }
+
+    /// Whether this stream is a relist's replacement (not yet promoted).
+    pub(crate) fn is_replacement(&self) -> bool {
+        self.replacement
+    }
+
+    /// Whether the lifecycle retired this stream.
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired
+    }
+
+    /// Whether a resource that asks for protobuf (`protobuf`) still does:
+    /// not after a schema miss.
+    pub(crate) fn asks_protobuf(&self, protobuf: bool) -> bool {
+        protobuf && !self.schema_missed
+    }
+
+    /// Whether the next full state is a new one (not a retry of the current).
+    pub(crate) fn fresh_sync(&self) -> bool {
+        self.fresh_sync
+    }
+
+    /// Resumed and not caught up: the catch-up target, `Some(None)` while
+    /// the server's resourceVersion has not been asked for.
+    pub(crate) fn catch_up(&self) -> Option<Option<&Rv>> {
+        self.catch_up.as_ref().map(Option::as_ref)
+    }
+
+    /// Whether a resumed stream's resume point has reached its catch-up
+    /// target (opaque versions have no order: only the target itself counts;
+    /// an empty target, the server's version unknown, is never reached).
+    pub(crate) fn reached_target(&self) -> bool {
+        match self.catch_up.as_ref().and_then(Option::as_ref) {
+            Some(t) if t.as_str().is_empty() => false,
+            Some(t) => {
+                self.cursor == *t
+                    || matches!(
+                        self.cursor.key().order(t.key()),
+                        Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)
+                    )
+            }
+            None => false,
+        }
+    }
+
+    /// Whether an object event of `kind` may come now: a watch-list's
+    /// initial events are all ADDED; anything else before its
+    /// initial-events-end bookmark says the server ignores
+    /// `sendInitialEvents`.
+    pub(crate) fn initial_event_ok(&self, added: bool) -> bool {
+        self.synced || self.phase != Phase::WatchList || added
+    }
+
+    /// What a read that waited past its limit means: `short_reads` is the
+    /// request's shorter limit (the initial-events timeout, or a resume's
+    /// catch-up quiet) when it has one, `idle` the idle timeout;
+    /// `mid_frame`: part of a frame had come; `objects`: initial objects
+    /// delivered by this request.
+    pub(crate) fn silence(
+        &self,
+        short_reads: Option<Duration>,
+        idle: Duration,
+        mid_frame: bool,
+        objects: u64,
+    ) -> Silence {
+        // Only the short limit, between frames, says "no bookmark is coming"
+        // or "the replay is over".
+        let quiet = short_reads.filter(|t| *t < idle && !mid_frame);
+        match quiet {
+            Some(_) if self.catch_up.is_some() => Silence::CaughtUp,
+            // The watch-list's connection, quiet after its sync: resume.
+            Some(_) if self.synced => Silence::Ends(End::Ended),
+            Some(_) if objects > 0 => Silence::Ends(End::Quiet),
+            Some(t) => Silence::Ends(End::Broke(format!(
+                "no initial events within {t:?} (initial_events_timeout)"
+            ))),
+            None => Silence::Ends(End::Broke(
+                "no data within idle_timeout: connection taken as dead".into(),
+            )),
+        }
+    }
+
+    // --- what the stream reports ---
+
+    /// A request begins: nothing seen in it yet.
+    pub(crate) fn begin(&mut self) {
+        self.attempt = Seen::default();
+    }
+
+    /// An event at `rv` was judged (delivered or dropped): it moves the
+    /// resume point once the stream is synced (a full state's items do not).
+    pub(crate) fn event_at(&mut self, rv: Rv) {
+        if self.synced {
+            self.cursor = rv;
+        }
+    }
+
+    /// An entry was delivered: progress (a bookmark is not).
+    pub(crate) fn progress(&mut self) {
+        self.attempt.progressed = true;
+    }
+
+    /// A full state's end at `rv` (a LIST's last page) moves the resume
+    /// point before the full state completes.
+    pub(crate) fn listed_at(&mut self, rv: Rv) {
+        self.cursor = rv;
+    }
+
+    /// A bookmark at `rv`: what it means (see [`Bookmark`]).
+    pub(crate) fn bookmark(&mut self, rv: Rv, initial_events_end: bool) -> Bookmark {
+        if self.synced {
+            self.cursor = rv;
+            Bookmark::Moved
+        } else if initial_events_end {
+            self.cursor = rv;
+            Bookmark::EndsSync
+        } else {
+            self.attempt.plain_bookmarks += 1;
+            if self.attempt.plain_bookmarks > PLAIN_BOOKMARKS {
+                Bookmark::IgnoresInitialEvents
+            } else {
+                Bookmark::Plain
+            }
+        }
+    }
+
+    /// The stream's full state is complete (its inferred deletes and Synced
+    /// sent) at the resume point.
+    pub(crate) fn synced_now(&mut self) {
+        self.synced = true;
+        self.attempt.synced = true;
+        self.attempt.progressed = true;
+    }
+
+    /// The server's resourceVersion when a resume started (empty: unknown).
+    pub(crate) fn catch_up_target(&mut self, target: Rv) {
+        if let Some(t) = &mut self.catch_up {
+            *t = Some(target);
+        }
+    }
+
+    /// A resume has replayed what changed while stopped; false when it was
+    /// not catching up.
+    pub(crate) fn caught_up(&mut self) -> bool {
+        self.catch_up.take().is_some()
+    }
+
+    /// Another stream owns the resource: this one ends.
+    pub(crate) fn retired(&mut self) {
+        self.retired = true;
+    }
+
+    /// A relist's replacement became the resource's stream.
+    pub(crate) fn promoted(&mut self) {
+        self.replacement = false;
+    }
+
+    /// A protobuf piece the schema does not know (a newer server's field or
+    /// kind): unless metadata-only (whose schema is fixed), the stream asks
+    /// for JSON from now on and resumes where it was; `None` leaves the
+    /// piece to be skipped as invalid.
+    pub(crate) fn schema_miss(&mut self, metadata_only: bool, message: &str) -> Option<End> {
+        if metadata_only {
+            return None;
+        }
+        self.schema_missed = true;
+        Some(End::Retry(
+            format!("{message}: asking for JSON from now on"),
+            None,
+        ))
+    }
+
+    /// A new full state the reader asked for (a relist by this stream
+    /// itself): at once; the relist interval paces it.
+    pub(crate) fn force_resync(&mut self) {
+        self.phase = self.sync_phase();
+        self.fresh_sync = true;
+        self.lose_sync();
+    }
+
+    /// A full state was granted: the next attempt continues it, unless
+    /// another resync decides otherwise.
+    pub(crate) fn sync_granted(&mut self) {
+        self.fresh_sync = false;
+    }
+
+    fn lose_sync(&mut self) {
+        self.synced = false;
+        self.catch_up = None;
+    }
+
+    /// Decides what follows the request under way, which ended with `end`
+    /// after `lasted`, the server having answered 200 (`answered`) or not.
+    /// A re-sync it decides makes the stream's state incomplete at once.
+    pub(crate) fn finish(&mut self, end: End, lasted: Duration, answered: bool) -> Step {
+        let seen = Seen {
+            lasted,
+            answered: answered || self.attempt.answered,
+            ..self.attempt
+        };
+        let step = self.next(end, seen);
+        if step.resync {
+            self.lose_sync();
+        }
+        step
     }
 
     fn sync_phase(&self) -> Phase {
@@ -249,13 +567,6 @@ impl Machine {
         };
     }
 
-    /// A new full state the reader asked for (a relist by this stream
-    /// itself): at once; the relist interval paces it.
-    pub(crate) fn force_resync(&mut self) {
-        self.phase = self.sync_phase();
-        self.fresh_sync = true;
-    }
-
     /// A watch-list that could not complete; the second in a row falls back to
     /// LIST: for good when the server answered but never finished (`sticky`),
     /// for this full state only when connections broke.
@@ -282,7 +593,7 @@ impl Machine {
     /// failures and the full states before it; without it, full states back
     /// off as failures do. Only delivered entries are progress: a bookmark,
     /// even one whose resourceVersion moves (or goes back), is not.
-    pub(crate) fn next(&mut self, end: End, seen: Seen) -> Step {
+    fn next(&mut self, end: End, seen: Seen) -> Step {
         if seen.lasted >= self.reset_after {
             self.failures = 0;
             if self.phase == Phase::Watch || seen.synced {
@@ -447,8 +758,8 @@ mod tests {
 
     const S: Duration = Duration::from_secs(1);
 
-    fn machine(phase: Phase) -> Machine {
-        let mut m = Machine::new(
+    fn machine(phase: Phase) -> Course {
+        let mut m = Course::new(
             false,
             false,
             Duration::from_secs(120),
@@ -490,7 +801,7 @@ mod tests {
     }
 
     /// Runs `ends` through a machine; the phase and `next` after each.
-    fn run(m: &mut Machine, ends: Vec<(End, Seen)>) -> Vec<(Phase, Next, bool)> {
+    fn run(m: &mut Course, ends: Vec<(End, Seen)>) -> Vec<(Phase, Next, bool)> {
         ends.into_iter()
             .map(|(e, s)| {
                 let step = m.next(e, s);
@@ -501,7 +812,7 @@ mod tests {
 
     #[test]
     fn a_healthy_stream_syncs_then_watches_and_resumes_at_once() {
-        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
+        let mut m = Course::new(false, false, 120 * S, Duration::from_secs(1));
         assert_eq!((m.phase, m.fresh_sync), (Phase::WatchList, true));
         let synced = Seen {
             synced: true,
@@ -519,7 +830,7 @@ mod tests {
             vec![(Phase::Watch, Next::Go, false); 3]
         );
         assert!(!m.fresh_sync);
-        let mut d = Machine::new(true, false, 120 * S, Duration::from_secs(1));
+        let mut d = Course::new(true, false, 120 * S, Duration::from_secs(1));
         assert_eq!(d.phase, Phase::Discover);
         assert_eq!(
             run(&mut d, vec![(End::Discovered, seen(10, false))]),
@@ -787,7 +1098,7 @@ mod tests {
             ..seen(ms, true)
         };
         // A watch-list syncs; the watch from it is answered 410; again and again.
-        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
+        let mut m = Course::new(false, false, 120 * S, Duration::from_secs(1));
         let mut got = Vec::new();
         for _ in 0..4 {
             got.extend(run(
@@ -806,7 +1117,7 @@ mod tests {
         );
         // The same, the 410 as an error event right after a bookmark; then a
         // healthy watch (reset_after long) forgets the streak: at once again.
-        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
+        let mut m = Course::new(false, false, 120 * S, Duration::from_secs(1));
         assert_eq!(
             run(
                 &mut m,
@@ -847,7 +1158,7 @@ mod tests {
         // Watches with a bookmark each (not progress, whichever way its
         // resourceVersion moves) that end at once: failures, then a re-sync
         // that the budget also paces.
-        let mut m = Machine::new(false, false, 120 * S, Duration::from_secs(1));
+        let mut m = Course::new(false, false, 120 * S, Duration::from_secs(1));
         let quick = || (End::Ended, seen(5, false));
         let got = run(
             &mut m,
@@ -875,5 +1186,160 @@ mod tests {
                 (Phase::Watch, Next::End(Some(info(400))), false)
             ]
         );
+    }
+
+    #[test]
+    fn bookmarks_move_the_resume_point_end_a_sync_or_reveal_a_plain_watch() {
+        let rv = |n: u64| Rv::from_u64(n);
+        // (synced, initial_events_end, plain bookmarks before) -> meaning, cursor after
+        let rows: [(bool, bool, u32, Bookmark, &str); 6] = [
+            (true, false, 0, Bookmark::Moved, "9"),
+            (true, true, 0, Bookmark::Moved, "9"),
+            (false, true, 0, Bookmark::EndsSync, "9"),
+            (false, true, 2, Bookmark::EndsSync, "9"),
+            (false, false, 1, Bookmark::Plain, "1"),
+            (false, false, 2, Bookmark::IgnoresInitialEvents, "1"),
+        ];
+        for (synced, end, before, want, cursor) in rows {
+            let mut c = machine(Phase::WatchList);
+            c.cursor = rv(1);
+            c.synced = synced;
+            c.attempt.plain_bookmarks = before;
+            assert_eq!(c.bookmark(rv(9), end), want, "{synced} {end} {before}");
+            assert_eq!(c.cursor().as_str(), cursor);
+            assert!(!c.attempt.progressed, "a bookmark is not progress");
+        }
+    }
+
+    #[test]
+    fn a_read_timeout_means_what_the_request_and_the_course_say() {
+        let s = Duration::from_secs;
+        let idle = s(150);
+        let broke = |m: &str| Silence::Ends(End::Broke(m.into()));
+        let dead = broke("no data within idle_timeout: connection taken as dead");
+        // (synced, catching up, the request's short limit, mid-frame, objects) -> meaning
+        let rows = [
+            (
+                false,
+                false,
+                Some(s(30)),
+                false,
+                5,
+                Silence::Ends(End::Quiet),
+            ),
+            (
+                false,
+                false,
+                Some(s(30)),
+                false,
+                0,
+                broke("no initial events within 30s (initial_events_timeout)"),
+            ),
+            (
+                true,
+                false,
+                Some(s(30)),
+                false,
+                0,
+                Silence::Ends(End::Ended),
+            ),
+            (true, true, Some(s(1)), false, 0, Silence::CaughtUp),
+            // Mid-frame, or no short limit: the idle timeout, a dead peer.
+            (false, false, Some(s(30)), true, 5, dead.clone()),
+            (true, true, Some(s(1)), true, 0, dead.clone()),
+            (true, false, None, false, 0, dead.clone()),
+            // A short limit no shorter than the idle one is the idle one.
+            (false, false, Some(s(150)), false, 5, dead),
+        ];
+        for (synced, catching_up, short, mid, objects, want) in rows {
+            let mut c = machine(Phase::WatchList);
+            c.synced = synced;
+            c.catch_up = catching_up.then_some(None);
+            assert_eq!(
+                c.silence(short, idle, mid, objects),
+                want,
+                "{synced} {catching_up} {short:?} {mid} {objects}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_resume_is_caught_up_at_its_target_or_past_it() {
+        let rv = |t: &str| Rv::new(t);
+        // (cursor, target) -> reached
+        let rows = [
+            ("10", Some("10"), true),
+            ("11", Some("10"), true),
+            ("9", Some("10"), false),
+            ("x-1", Some("x-1"), true),
+            ("x-2", Some("x-1"), false),
+            ("10", Some(""), false),
+            ("10", None, false),
+        ];
+        for (cursor, target, want) in rows {
+            let mut c = machine(Phase::Watch).resumed_at(rv(cursor));
+            if let Some(t) = target {
+                c.catch_up_target(rv(t));
+            }
+            assert_eq!(c.reached_target(), want, "{cursor} {target:?}");
+        }
+        let mut c = machine(Phase::Watch).resumed_at(rv("3"));
+        assert!(c.synced() && c.catch_up().is_some());
+        assert!(c.caught_up());
+        assert!(!c.caught_up(), "once");
+    }
+
+    #[test]
+    fn a_resync_makes_the_state_incomplete_and_ends_a_catch_up() {
+        let mut c = machine(Phase::Watch).resumed_at(Rv::from_u64(4));
+        c.begin();
+        let step = c.finish(End::Expired, Duration::from_millis(5), true);
+        assert!(step.resync);
+        assert!(!c.synced() && c.catch_up().is_none());
+        assert_eq!(c.phase(), Phase::WatchList);
+        // A relist by re-sync does the same, at once.
+        let mut c = machine(Phase::Watch);
+        c.synced = true;
+        c.force_resync();
+        assert!(!c.synced() && c.fresh_sync());
+        assert_eq!(c.phase(), Phase::WatchList);
+    }
+
+    #[test]
+    fn entries_are_progress_and_events_move_the_resume_point_only_once_synced() {
+        let mut c = machine(Phase::WatchList);
+        c.cursor = Rv::from_u64(1);
+        c.begin();
+        c.event_at(Rv::from_u64(5));
+        assert_eq!(
+            c.cursor().as_str(),
+            "1",
+            "an initial object is no resume point"
+        );
+        assert!(!c.attempt.progressed, "judged is not delivered");
+        c.progress();
+        assert!(c.attempt.progressed);
+        c.synced_now();
+        c.event_at(Rv::from_u64(6));
+        assert_eq!(c.cursor().as_str(), "6");
+        // Initial events are ADDED; anything else before the bookmark is a plain watch.
+        let mut c = machine(Phase::WatchList);
+        assert!(c.initial_event_ok(true) && !c.initial_event_ok(false));
+        c.synced_now();
+        assert!(c.initial_event_ok(false));
+        assert!(machine(Phase::List).initial_event_ok(false));
+    }
+
+    #[test]
+    fn a_schema_miss_turns_to_json_except_for_metadata() {
+        let mut c = machine(Phase::Watch);
+        assert!(c.asks_protobuf(true));
+        assert_eq!(c.schema_miss(true, "m"), None);
+        assert!(c.asks_protobuf(true));
+        assert_eq!(
+            c.schema_miss(false, "m"),
+            Some(End::Retry("m: asking for JSON from now on".into(), None))
+        );
+        assert!(!c.asks_protobuf(true) && !c.asks_protobuf(false));
     }
 }

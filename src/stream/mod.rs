@@ -1,39 +1,41 @@
-//! One resource stream on one OS thread: it asks the machine (`machine`)
-//! what to request, makes the request (`discovery`, `watch`, `list`, with
-//! `answer` reading what the server said), hands what comes to the sink
-//! (`sink`: batches judged against the resource's table and sent), and asks
-//! again. Who owns the resource is its lifecycle's to say
-//! (`crate::delivery::lifecycle`), never the stream's.
+//! One resource stream on one OS thread, in three parts and a loop: the
+//! [`Course`] (`course`) decides and remembers — what to request next and
+//! after how long, where to resume, whether this stream's full state is
+//! complete; the [`Client`] (`client`) makes one GET at a time and reads
+//! its body; the [`Sink`] (`sink`) judges and sends what comes, against the
+//! resource's ledger (`crate::delivery`). `watch`, `list` and `discovery`
+//! are functions over the three ([`Parts`]); `answer` turns what the server
+//! said into how a request ended; `pacing` draws the waits. The [`Stream`]
+//! keeps only the loop. Who owns the resource is its lifecycle's to say,
+//! never the stream's.
 
 pub(crate) mod answer;
-mod backoff;
-mod body;
-pub(crate) mod discovery;
+pub(crate) mod client;
+pub(crate) mod course;
+mod discovery;
 mod list;
-pub(crate) mod machine;
-pub(crate) mod sink;
+pub(crate) mod pacing;
+mod sink;
 mod watch;
 
-use std::io::Read;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use crossbeam_channel::Sender;
 
-pub(crate) use self::backoff::Jitter;
-use crate::access::credentials::CredentialError;
+use self::client::{Client, Response};
+use self::course::{Course, End, Next, Phase};
+use self::discovery::Found;
+use self::pacing::Pacing;
+use self::sink::Sink;
 use crate::access::transport::{AgentSlot, Transport};
 use crate::config::Backoff;
 use crate::delivery::channel::{Out, Stop};
-use crate::delivery::lifecycle::{Claim, Gate, Lifecycle};
-use crate::delivery::table::Tracker;
-use crate::objects::scrub::Edits;
-use crate::stream::machine::{End, Machine, Next, Phase, Seen};
-use crate::wire::decode;
-use crate::wire::request;
+use crate::delivery::state::{ResourceState, SyncGate};
+use crate::wire::request::{self, Asking};
 use crate::wire::rv::Rv;
-use crate::{Entry, ErrorInfo, Reason, Resource, ResourceSpec};
+use crate::{Resource, ResourceSpec};
 
 /// Settings a stream needs, shared by all streams of a reader.
 pub(crate) struct StreamSettings {
@@ -47,114 +49,13 @@ pub(crate) struct StreamSettings {
     pub short_watch: Duration,
 }
 
-/// Live counters of one stream, read by [`crate::Reader::stats`]. Whether
-/// the resource is synced and where it resumes are its [`Lifecycle`]'s.
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub events: AtomicU64,
-    pub bytes: AtomicU64,
-    pub reconnects: AtomicU64,
-    pub resyncs: AtomicU64,
-    pub relists: AtomicU64,
-    pub stale_drops: AtomicU64,
-    pub skipped: AtomicU64,
-    pub objects: AtomicU64,
-    pub list_fallback: AtomicBool,
-    pub failed: AtomicBool,
-    /// When the last full state completed.
-    pub synced_at: Mutex<Option<SystemTime>>,
-    /// Why the stream last had to retry or give up; cleared by a completed sync.
-    pub last_error: Mutex<Option<String>>,
-    /// `group/version/resource` once discovery has resolved a name.
-    pub resolved: Mutex<Option<String>>,
-}
-
-/// One resource's state: its lifecycle and the per-object table, under one
-/// lock so that a verdict and the ownership it depends on cannot drift
-/// apart. Never held across a send, a join or a log call.
-#[derive(Default)]
-pub(crate) struct Book {
-    pub life: Lifecycle,
-    pub table: Tracker,
-}
-
-/// State one resource's streams share: the primary, and during a relist its
-/// replacement.
-#[derive(Default)]
-pub(crate) struct Shared {
-    pub book: Mutex<Book>,
-    /// The turn to deliver: a stream holds it while it judges and sends a
-    /// batch, so that two streams of one resource cannot reorder or double
-    /// an object's changes. The one lock held across a send: only stream
-    /// threads take it (never a caller's thread, so `checkpoint()` or
-    /// `stats()` on the consumer's thread cannot wait for a full channel),
-    /// and the send it waits for honours stop.
-    pub turn: Mutex<()>,
-    /// Pieces already reported as skipped (hashes), so that a relist or a
-    /// re-sync does not report an unchanged bad object again. Bounded.
-    pub reported: Mutex<std::collections::HashSet<u64>>,
-    /// This resource's key in its [`SyncGate`], when it has one.
-    pub member: u64,
-}
-
-impl Shared {
-    /// A resource's shared state, resumed at `resume` when given.
-    pub(crate) fn new(member: u64, resume: Option<Rv>) -> Shared {
-        let mut book = Book::default();
-        if let Some(rv) = resume {
-            book.life = Lifecycle::resumed(rv);
-        }
-        Shared {
-            book: Mutex::new(book),
-            member,
-            ..Shared::default()
-        }
-    }
-}
-
-/// One resource watched in several namespaces (one stream each) reaches the
-/// consumer as one resource: see [`Gate`].
-pub(crate) struct SyncGate {
-    gate: Mutex<Gate>,
-}
-
-impl SyncGate {
-    pub(crate) fn new(members: &[u64]) -> Arc<SyncGate> {
-        let mut gate = Gate::default();
-        for m in members {
-            gate.join(*m);
-        }
-        Arc::new(SyncGate {
-            gate: Mutex::new(gate),
-        })
-    }
-
-    pub(crate) fn join(&self, member: u64) {
-        self.gate.lock().join(member);
-    }
-
-    fn begin(&self, member: u64) {
-        self.gate.lock().begin(member);
-    }
-
-    fn finish(&self, member: u64) -> bool {
-        self.gate.lock().finish(member)
-    }
-
-    /// A member is gone; true when the resource's Synced, held back for it,
-    /// is now to be sent (by the caller).
-    pub(crate) fn leave(&self, member: u64) -> bool {
-        self.gate.lock().leave(member)
-    }
-}
-
 /// What a stream is for.
 pub(crate) enum Role {
     /// The resource's stream.
     Primary,
     /// A relist: a fresh stream that syncs while the primary runs on, and
     /// says so on this channel once synced, to be swapped in.
-    Replacement(crossbeam_channel::Sender<()>),
+    Replacement(Sender<()>),
 }
 
 /// Everything a stream thread starts with.
@@ -165,89 +66,61 @@ pub(crate) struct StreamInit {
     pub settings: Arc<StreamSettings>,
     pub out: Out,
     pub stop: Stop,
-    pub counters: Arc<Counters>,
-    pub shared: Arc<Shared>,
+    pub state: Arc<ResourceState>,
     pub role: Role,
     /// Resumed from a checkpoint at this resourceVersion (its objects are
-    /// already in the tracker).
+    /// already in the table).
     pub resume: Option<Rv>,
     /// The resource's other namespaces, when there are several.
     pub gate: Option<Arc<SyncGate>>,
 }
 
-pub(crate) struct Stream {
-    pub(crate) spec: ResourceSpec,
-    pub(crate) resource: Arc<Resource>,
-    pub(crate) transport: Arc<Transport>,
-    pub(crate) slot: Arc<AgentSlot>,
-    pub(crate) settings: Arc<StreamSettings>,
-    pub(crate) out: Out,
-    pub(crate) stop: Stop,
-    pub(crate) counters: Arc<Counters>,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) role: Role,
-    pub(crate) machine: Machine,
-    /// The resume point: the last resourceVersion seen (event or bookmark).
-    pub(crate) rv: Rv,
-    /// The tracker's state is complete (the initial state was delivered).
-    pub(crate) synced: bool,
-    /// What the current request has done, for the machine.
-    pub(crate) seen: Seen,
-    /// The byte-level edits the decoder makes, and whether shaping needs a
-    /// `Value` after them (a transform, an event filter).
-    pub(crate) edits: Edits,
-    pub(crate) needs_value: bool,
-    /// Unique among a reader's streams; its name in the [`Lifecycle`].
-    pub(crate) id: u64,
-    /// The lifecycle retired this stream (another owns the resource): it ends.
-    pub(crate) superseded: bool,
-    /// Resumed from a checkpoint and not caught up yet: the resource's
-    /// Synced waits until the watch has replayed what changed while stopped.
-    pub(crate) catch_up: Option<CatchUp>,
-    gate: Option<Arc<SyncGate>>,
-    /// Jitter for the backoff, the request budget and watch timeouts.
-    pub(crate) jitter: Jitter,
-    /// The server sent a built-in object with a field tattler's schema does
-    /// not have (a newer server): this stream asks for JSON from then on.
-    pub(crate) schema_missed: bool,
+/// One request's view of its stream: the three parts, the resource as the
+/// server is asked for it, the pacing, and the stream's name for logs.
+pub(crate) struct Parts<'a> {
+    pub client: &'a mut Client,
+    pub sink: &'a mut Sink,
+    pub course: &'a mut Course,
+    pub target: &'a ResourceSpec,
+    pub pacing: &'a mut Pacing,
+    pub name: &'a str,
 }
 
-/// Catching up after a resume (`watch`): the server's resourceVersion when
-/// the resume started, once asked for.
-#[derive(Debug, Default)]
-pub(crate) struct CatchUp {
-    pub target: Option<Rv>,
+impl Parts<'_> {
+    /// One GET for `what`, with the `Accept` header the course and the
+    /// target call for.
+    pub(crate) fn get(
+        &mut self,
+        path: &str,
+        what: Asking,
+        read_timeout: Option<Duration>,
+    ) -> Result<Response, End> {
+        let protobuf = self.course.asks_protobuf(self.target.protobuf());
+        let accept = request::accept(
+            what,
+            protobuf,
+            self.target.metadata_only,
+            self.sink.edits().drop_managed_fields,
+        );
+        self.client.get(path, &accept, protobuf, read_timeout)
+    }
 }
 
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 
-/// What a request asks for, which decides its `Accept` header.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Asking {
-    /// A watch: its events' objects.
-    Objects,
-    /// A LIST page.
-    List,
-    /// A plain JSON document.
-    Document,
-    /// A discovery document, with its own `Accept`.
-    Discovery(&'static str),
+/// One resource stream: its parts and its loop.
+pub(crate) struct Stream {
+    /// The resource as the user named it.
+    spec: ResourceSpec,
+    /// The resource as the server is asked for it (discovery resolves a
+    /// name or a kind into it).
+    target: ResourceSpec,
+    client: Client,
+    sink: Sink,
+    course: Course,
+    pacing: Pacing,
+    stop: Stop,
 }
-
-/// Only metadata, as `PartialObjectMetadata` (client-go's metadata client asks
-/// the same); plain JSON from a server that cannot (full objects, then).
-const METADATA: &str =
-    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
-const METADATA_LIST: &str =
-    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-/// The same, protobuf first: it costs the apiserver about a quarter of the
-/// CPU (see bench/README.md); tattler turns it into the same JSON. The
-/// Content-Type says which one came.
-const METADATA_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
-const METADATA_LIST_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-/// Built-in objects, protobuf first (a third to a half of the apiserver's
-/// CPU of JSON); a server without it for the kind answers JSON.
-const OBJECTS_PROTOBUF: &str = "application/vnd.kubernetes.protobuf,application/json";
 
 impl Stream {
     pub(crate) fn new(init: StreamInit) -> Stream {
@@ -259,98 +132,64 @@ impl Stream {
             resource: spec.shown_name(),
             kind: spec.kind.clone(),
         });
-        let jitter = Jitter::new(&spec.gvr(), init.settings.backoff.clone());
-        let shaping = &init.settings.shaping;
-        let mut machine = Machine::new(
+        let pacing = Pacing::new(&spec.gvr(), init.settings.backoff.clone());
+        let mut course = Course::new(
             spec.needs_discovery(),
-            init.counters.list_fallback.load(Ordering::Relaxed),
+            init.state.counters.list_fallback.load(Ordering::Relaxed),
             init.settings.backoff.reset_after,
             init.settings.short_watch,
         );
-        machine.replacement = matches!(init.role, Role::Replacement(_));
-        let resumed = init.resume.is_some();
-        if resumed {
-            machine.resumed = true;
-            if !spec.needs_discovery() {
-                machine.phase = Phase::Watch;
-            }
+        let (replacement, promote) = match init.role {
+            Role::Primary => (false, None),
+            Role::Replacement(done) => (true, Some(done)),
+        };
+        if replacement {
+            course = course.replacement();
+        }
+        if let Some(rv) = init.resume {
+            course = course.resumed_at(rv);
         }
         let id = NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed);
         // Known to the lifecycle before its thread runs: a relist started
         // right after cannot overtake it.
-        init.shared
-            .book
-            .lock()
-            .life
-            .join(id, matches!(init.role, Role::Replacement(_)));
-        Stream {
-            edits: shaping.edits(&resource),
-            needs_value: shaping.needs_value(&resource),
-            spec,
-            resource,
-            transport: init.transport,
-            slot: init.slot,
-            settings: init.settings,
-            out: init.out,
-            stop: init.stop,
-            counters: init.counters,
-            shared: init.shared,
-            role: init.role,
-            machine,
-            rv: init.resume.unwrap_or_default(),
-            synced: resumed,
-            seen: Seen::default(),
+        init.state.ledger().join(id, replacement);
+        let sink = Sink::new(
             id,
-            superseded: false,
-            catch_up: resumed.then(CatchUp::default),
-            gate: init.gate,
-            jitter,
-            schema_missed: false,
+            init.state,
+            init.gate,
+            init.out,
+            init.stop.clone(),
+            init.settings.clone(),
+            resource,
+            spec.metadata_only,
+            promote,
+        );
+        let client = Client::new(init.transport, init.slot, init.settings, init.stop.clone());
+        Stream {
+            target: spec.clone(),
+            spec,
+            client,
+            sink,
+            course,
+            pacing,
+            stop: init.stop,
         }
     }
 
-    /// Whether this stream's requests ask for protobuf now.
-    pub(crate) fn asks_protobuf(&self) -> bool {
-        self.spec.protobuf() && !self.schema_missed
+    /// What this stream's entries carry.
+    pub(crate) fn resource(&self) -> Arc<Resource> {
+        self.sink.resource()
     }
 
-    /// A protobuf piece tattler could not write as JSON: when the schema did
-    /// not know it (a full object from a newer server), the stream turns to
-    /// JSON and resumes where it was, so that no object is lost; `None`
-    /// leaves the piece to be skipped as invalid.
-    pub(crate) fn schema_miss(&mut self, message: &str) -> Option<End> {
-        if self.spec.metadata_only || !message.contains(crate::wire::proto_json::NOT_IN_SCHEMA) {
-            return None;
-        }
-        self.schema_missed = true;
-        Some(End::Retry(
-            format!("{message}: asking for JSON from now on"),
-            None,
-        ))
-    }
-
-    pub(crate) fn is_replacement(&self) -> bool {
-        matches!(self.role, Role::Replacement(_))
-    }
-
-    /// Whether the resource's Synced goes out now that this stream has
-    /// completed a full state: always, unless the resource is watched in
-    /// several namespaces and another of them is still syncing (the last
-    /// to finish sends it).
-    pub(crate) fn pass_gate(&self) -> bool {
-        self.gate
-            .as_ref()
-            .is_none_or(|g| g.finish(self.shared.member))
+    /// What stops this stream.
+    pub(crate) fn stop(&self) -> &Stop {
+        &self.stop
     }
 
     /// Runs until stopped, retired or failed for good.
     pub(crate) fn run(mut self) {
         self.run_loop();
-        let mut book = self.shared.book.lock();
-        if book.life.syncing(self.id) {
-            book.table.abandon_sync();
-        }
-        book.life.release(self.id);
+        self.sink.leave();
     }
 
     fn run_loop(&mut self) {
@@ -360,45 +199,51 @@ impl Stream {
             }
             self.relist_by_resync();
             let started = Instant::now();
-            self.seen = Seen::default();
-            let end = match self.machine.phase {
-                Phase::Discover => self.discover(),
-                Phase::WatchList => self.watch_list(),
-                Phase::List => self.list(),
-                Phase::Watch => self.watch_live(),
+            self.course.begin();
+            let name = self.target.gvr();
+            let mut parts = Parts {
+                client: &mut self.client,
+                sink: &mut self.sink,
+                course: &mut self.course,
+                target: &self.target,
+                pacing: &mut self.pacing,
+                name: &name,
             };
-            if self.superseded {
+            let end = match parts.course.phase() {
+                Phase::Discover => match discovery::discover(&mut parts) {
+                    Ok(found) => {
+                        self.resolved(found);
+                        End::Discovered
+                    }
+                    Err(end) => end,
+                },
+                Phase::WatchList => watch::watch_list(&mut parts),
+                Phase::List => list::list(&mut parts),
+                Phase::Watch => watch::watch_live(&mut parts),
+            };
+            if self.course.is_retired() {
                 return;
             }
             if self.relist_by_resync() {
                 // The connection was ended for it: no failure of the server's.
                 continue;
             }
-            self.seen.lasted = started.elapsed();
-            let was_list_mode = self.machine.list_mode;
-            let step = self.machine.next(end, self.seen);
-            if self.machine.list_mode != was_list_mode {
-                self.counters.list_fallback.store(true, Ordering::Relaxed);
+            let was_list_mode = self.course.list_mode();
+            let answered = self.client.take_answered();
+            let step = self.course.finish(end, started.elapsed(), answered);
+            let counters = self.sink.counters();
+            if self.course.list_mode() != was_list_mode {
+                counters.list_fallback.store(true, Ordering::Relaxed);
             }
             if step.reload {
-                self.transport.credentials.invalidate();
-                self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
+                self.client.reload_credentials();
+                counters.reconnects.fetch_add(1, Ordering::Relaxed);
             }
             if step.resync {
-                self.synced = false;
-                self.catch_up = None;
-                self.counters.resyncs.fetch_add(1, Ordering::Relaxed);
-                let mut book = self.shared.book.lock();
-                let was = book.life.synced();
-                book.life.lose_sync(self.id);
-                if was && !book.life.synced() {
-                    // Its namespace's state is incomplete from now on.
-                    if let Some(g) = &self.gate {
-                        g.begin(self.shared.member);
-                    }
-                }
+                counters.resyncs.fetch_add(1, Ordering::Relaxed);
+                self.sink.lose_sync();
             }
-            let name = self.spec.gvr();
+            let name = self.target.gvr();
             match step.next {
                 Next::Go => {
                     if let Some(why) = step.why {
@@ -411,25 +256,26 @@ impl Stream {
                     syncs,
                 } => {
                     let delay = self
-                        .jitter
+                        .pacing
                         .backoff(failures)
                         .max(at_least)
-                        .max(self.jitter.budget(syncs));
+                        .max(self.pacing.budget(syncs));
                     let why = step.why.unwrap_or_default();
+                    let counters = self.sink.counters();
                     // The stats first: whoever sees the log line sees them too.
-                    *self.counters.last_error.lock() = Some(why.clone());
+                    *counters.last_error.lock() = Some(why.clone());
                     log::warn!("{name}: {why}; retrying in {delay:?}");
-                    self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
+                    counters.reconnects.fetch_add(1, Ordering::Relaxed);
                     if self.stop.sleep(delay) {
                         return;
                     }
                 }
                 Next::End(Some(info)) => {
-                    self.fail(info);
+                    self.sink.fail(&self.course, info, &name);
                     return;
                 }
                 Next::End(None) => {
-                    if self.is_replacement() && !self.stop.is_set() {
+                    if self.course.is_replacement() && !self.stop.is_set() {
                         // The running stream goes on; the next relist tries again.
                         log::warn!(
                             "{name}: the relist failed ({}); giving up on it",
@@ -442,230 +288,49 @@ impl Stream {
         }
     }
 
+    /// Discovery found what the spec names: it is asked for from now on.
+    fn resolved(&mut self, found: Found) {
+        log::info!(
+            "{}: served as {} ({})",
+            self.target.gvr(),
+            found.resource,
+            if found.namespaced {
+                "namespaced"
+            } else {
+                "cluster-scoped"
+            }
+        );
+        let mut target = self.spec.clone();
+        target.group = found.group;
+        target.version = found.version;
+        target.kind = found.kind;
+        target.lookup = None;
+        target.resource = found.resource;
+        target.namespaced = found.namespaced;
+        if !found.namespaced {
+            target.namespace = None;
+        }
+        let resource = Resource {
+            group: target.group.clone(),
+            version: target.version.clone(),
+            resource: target.resource.clone(),
+            kind: target.kind.clone(),
+        };
+        self.sink.resolved(resource, target.gvr());
+        self.target = target;
+    }
+
     /// A relist the reader asked this stream for (opaque resourceVersions):
     /// the next request is a new full state. Whether one was asked for.
     fn relist_by_resync(&mut self) -> bool {
-        if !self.shared.book.lock().life.take_resync(self.id) {
+        if !self.sink.take_resync() {
             return false;
         }
         log::info!(
             "{}: relisting by a re-sync of its own (opaque resourceVersions)",
-            self.spec.gvr()
+            self.target.gvr()
         );
-        self.machine.force_resync();
-        self.synced = false;
-        self.catch_up = None;
+        self.course.force_resync();
         true
-    }
-
-    /// Starts (or, after a failed attempt, retries) a full state, as the
-    /// [`Lifecycle`] allows: while a relist's replacement delivers one, a
-    /// primary waits (once the replacement has synced, this stream is retired
-    /// and ends; if it gives up, this one syncs); a replacement never waits
-    /// for a primary.
-    pub(crate) fn claim_sync(&mut self) -> bool {
-        let mut logged = false;
-        loop {
-            let claim = {
-                let mut book = self.shared.book.lock();
-                let was_synced = book.life.synced();
-                let claim = book.life.claim_sync(self.id);
-                if let Claim::Granted { continuing } = claim {
-                    let fresh = self.machine.fresh_sync || !continuing || !book.table.in_sync();
-                    let overlapped = !book.life.live(self.id);
-                    book.table.begin_sync(fresh, overlapped);
-                    self.machine.fresh_sync = false;
-                }
-                if was_synced && !book.life.synced() {
-                    // The primary re-syncs: its namespace's state is incomplete.
-                    if let Some(g) = &self.gate {
-                        g.begin(self.shared.member);
-                    }
-                }
-                claim
-            };
-            match claim {
-                Claim::Granted { .. } => return true,
-                Claim::Retire => {
-                    log::info!(
-                        "{}: another stream is syncing this resource; this one ends",
-                        self.spec.gvr()
-                    );
-                    self.superseded = true;
-                    return false;
-                }
-                Claim::Wait if !logged => {
-                    log::info!(
-                        "{}: a relist is syncing this resource; waiting for it",
-                        self.spec.gvr()
-                    );
-                    logged = true;
-                }
-                Claim::Wait => {}
-            }
-            // The relist ends within its own bounds (it gives up after a few
-            // failures); a stop wakes this wait at once.
-            if self.stop.sleep(Duration::from_millis(100)) {
-                return false;
-            }
-        }
-    }
-
-    fn fail(&mut self, info: ErrorInfo) {
-        if self.is_replacement() {
-            // The primary runs on; the next relist tries again.
-            log::warn!(
-                "{}: relist failed ({} {} {}); keeping the running stream",
-                self.spec.gvr(),
-                info.code,
-                info.reason,
-                info.message
-            );
-            return;
-        }
-        log::error!(
-            "{}: giving up: {} {} {}",
-            self.spec.gvr(),
-            info.code,
-            info.reason,
-            info.message
-        );
-        self.counters.failed.store(true, Ordering::Relaxed);
-        *self.counters.last_error.lock() =
-            Some(format!("{} {}: {}", info.code, info.reason, info.message));
-        let entry = Entry::failure(self.resource.clone(), info);
-        let owed = self
-            .gate
-            .as_ref()
-            .is_some_and(|g| g.leave(self.shared.member));
-        if self.out.send(entry, &self.stop) && owed {
-            // The last of the resource's namespaces to finish: the others are
-            // synced, and the resource's Synced was theirs to wait for.
-            let synced = Entry::marker(
-                crate::Change::Synced,
-                self.resource.clone(),
-                self.rv.clone(),
-            );
-            self.out.send(synced, &self.stop);
-        }
-    }
-
-    /// One GET; a non-200 answer is turned into how the request ended.
-    /// `read_timeout`: a shorter idle limit for this request's reads.
-    pub(crate) fn get(
-        &mut self,
-        path: &str,
-        what: Asking,
-        read_timeout: Option<Duration>,
-    ) -> Result<ureq::http::Response<ureq::Body>, End> {
-        let creds = &self.transport.credentials;
-        let current = match creds.current(&[&self.stop.all, &self.stop.own]) {
-            Ok(c) => c,
-            Err(CredentialError::Stopped) => return Err(End::Stopped),
-            // A credential that cannot come (a missing plugin, unusable output,
-            // failing again and again) ends the resource with an Error entry.
-            Err(CredentialError::Failed {
-                message,
-                fatal: true,
-            }) => {
-                return Err(End::Fatal(ErrorInfo::ours(
-                    Reason::Credentials,
-                    0,
-                    message,
-                    true,
-                )))
-            }
-            Err(e) => return Err(End::Retry(format!("credentials: {e}"), None)),
-        };
-        let agent = match self.slot.get(&self.transport, &current) {
-            None => return Err(End::Stopped),
-            Some(Ok(a)) => a,
-            Some(Err(e)) => {
-                return Err(End::Fatal(ErrorInfo::ours(Reason::TlsIdentity, 0, e, true)))
-            }
-        };
-        let url = format!("{}{}", self.transport.base, path);
-        let drop = self.edits.drop_managed_fields;
-        let accept = match what {
-            Asking::Objects if self.asks_protobuf() && self.spec.metadata_only => {
-                request::accept(METADATA_PROTOBUF, drop)
-            }
-            Asking::List if self.asks_protobuf() && self.spec.metadata_only => {
-                request::accept(METADATA_LIST_PROTOBUF, drop)
-            }
-            Asking::Objects | Asking::List if self.asks_protobuf() => {
-                request::accept(OBJECTS_PROTOBUF, drop)
-            }
-            Asking::Objects if self.spec.metadata_only => request::accept(METADATA, drop),
-            Asking::List if self.spec.metadata_only => request::accept(METADATA_LIST, drop),
-            Asking::Objects | Asking::List => request::accept("application/json", drop),
-            Asking::Discovery(accept) => accept.to_string(),
-            Asking::Document => "application/json".to_string(),
-        };
-        // The credentials' header is added below ureq (`access::authorize`).
-        let mut req = agent.get(&url).header("Accept", &accept);
-        if let Some(t) = read_timeout {
-            req = req.config().timeout_per_read(Some(t)).build();
-        }
-        log::debug!("GET {path}");
-        let resp = match req.call() {
-            Ok(r) => r,
-            Err(_) if self.stop.is_set() => return Err(End::Stopped),
-            Err(e) => return Err(End::Retry(format!("request failed: {e}"), None)),
-        };
-        let code = resp.status().as_u16();
-        if code == 200 {
-            // A proxy's error page, say: not an answer of the apiserver's.
-            let content_type = resp
-                .headers()
-                .get("Content-Type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("application/json");
-            let asked_protobuf =
-                self.asks_protobuf() && matches!(what, Asking::Objects | Asking::List);
-            let readable = content_type.to_ascii_lowercase().contains("json")
-                || (asked_protobuf && body::is_protobuf(&resp));
-            if !readable {
-                let shown: String = content_type.chars().take(64).collect();
-                return Err(End::Retry(
-                    format!("the server answered 200 with Content-Type {shown:?}, not JSON"),
-                    None,
-                ));
-            }
-            self.seen.answered = true;
-            return Ok(resp);
-        }
-        let hint = answer::retry_after(
-            resp.headers()
-                .get("Retry-After")
-                .and_then(|v| v.to_str().ok()),
-            SystemTime::now(),
-        );
-        let mut body = Vec::new();
-        let protobuf = body::is_protobuf(&resp);
-        let (head, answer) = resp.into_parts();
-        let _ = crate::access::mask::unmasked(&head.headers, answer.into_reader())
-            .take(64 << 10)
-            .read_to_end(&mut body);
-        // Asked protobuf first, the server sends its Status that way too.
-        if protobuf {
-            body = crate::wire::meta_json::status_doc(&body).unwrap_or_default();
-        }
-        let status = decode::status(&body);
-        Err(answer::classify(code, status, hint, creds.reloadable()))
-    }
-
-    /// Moves the resume point. Not progress by itself (see `Machine::next`):
-    /// only delivered entries are.
-    pub(crate) fn set_rv(&mut self, rv: Rv) {
-        if rv != self.rv {
-            self.rv = rv;
-        }
-    }
-
-    /// Tells the lifecycle where this stream is (once a batch, not per
-    /// event): the resource's resume point when it is the primary.
-    pub(crate) fn publish_rv(&self) {
-        self.shared.book.lock().life.advance(self.id, &self.rv);
     }
 }

@@ -1,4 +1,4 @@
-//! How long a stream waits: a full-jitter backoff over failures in a row,
+//! A stream's pacing: how long it waits: a full-jitter backoff over failures in a row,
 //! the request budget's equal-jitter wait before a full state, and random
 //! watch timeouts so that streams do not all reconnect at once. One small
 //! seeded generator (xorshift64*: plenty for jitter, no dependency).
@@ -7,25 +7,25 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::Backoff;
 
-/// One stream's jitter.
-pub(crate) struct Jitter {
+/// One stream's pacing: its backoff settings and a small seeded generator.
+pub(crate) struct Pacing {
     backoff: Backoff,
     state: u64,
 }
 
-impl Jitter {
+impl Pacing {
     /// Seeded from the stream's name, the time and the thread.
-    pub(crate) fn new(name: &str, backoff: Backoff) -> Jitter {
+    pub(crate) fn new(name: &str, backoff: Backoff) -> Pacing {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         name.hash(&mut h);
         SystemTime::now().hash(&mut h);
         std::thread::current().id().hash(&mut h);
-        Jitter::seeded(h.finish(), backoff)
+        Pacing::seeded(h.finish(), backoff)
     }
 
-    fn seeded(seed: u64, backoff: Backoff) -> Jitter {
-        Jitter {
+    fn seeded(seed: u64, backoff: Backoff) -> Pacing {
+        Pacing {
             backoff,
             state: seed | 1,
         }
@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn waits_stay_within_their_bounds() {
         let b = Backoff::default();
-        let mut j = Jitter::seeded(7, b);
+        let mut j = Pacing::seeded(7, b);
         for _ in 0..10_000 {
             assert!(j.backoff(1) <= Duration::from_millis(800));
             assert!(j.backoff(40) <= Duration::from_secs(30));

@@ -1,18 +1,32 @@
-//! Delivery: decoded events judged against the tracker and sent, in order,
-//! in the resource's turn; the end of a full state (inferred deletes, then
-//! Synced); and the Error entries of pieces that are skipped.
+//! A stream's sink: decoded events batched, judged against the resource's
+//! ledger and sent, in order, in the resource's turn; the end of a full
+//! state (inferred deletes, then Synced); a resume's catch-up; and the Error
+//! entries of pieces that are skipped or of a resource that failed.
+//!
+//! The sink flushes its batch itself before anything that follows the
+//! batched events (a skipped piece's Error entry, a bookmark, a full state's
+//! end, the request's end): no call site writes the flush. What it learns
+//! (an entry delivered, the resume point moved, a full state completed, the
+//! stream retired) it reports to the stream's [`Course`].
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::delivery::lifecycle::Completed;
+use crossbeam_channel::Sender;
+
+use crate::delivery::channel::{Out, Stop};
+use crate::delivery::lifecycle::{Claim, Completed, StreamId};
+use crate::delivery::state::{ResourceState, SyncGate};
 use crate::delivery::table::{Vanished, Verdict};
-use crate::stream::machine::End;
-use crate::stream::{Role, Shared, Stream};
+use crate::objects::scrub::Edits;
+use crate::objects::shape::Shaped;
+use crate::stream::course::{Bookmark, Course, End};
+use crate::stream::StreamSettings;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
-use crate::{Change, Entry, ErrorInfo};
+use crate::wire::rv::Rv;
+use crate::{Change, Entry, ErrorInfo, Reason, Resource};
 
 /// At most this many object events, or this many bytes of objects, are
 /// decoded before they are judged and sent. Sending them together lets a
@@ -25,8 +39,10 @@ use crate::{Change, Entry, ErrorInfo};
 const BATCH: usize = 64;
 const BATCH_BYTES: usize = 1 << 20;
 
-/// Reported pieces remembered per resource, to report each once.
-const MAX_REPORTED: usize = 4096;
+/// How long an initial object may wait in a batch for others to join it
+/// (live ones never wait): a server that trickles its initial state still
+/// has its entries flow.
+const INITIAL_WAIT: Duration = Duration::from_millis(100);
 
 /// An object event decoded ahead of its verdict.
 pub(crate) struct Decoded {
@@ -37,140 +53,217 @@ pub(crate) struct Decoded {
     pub object: Option<Vec<u8>>,
 }
 
-/// How long an initial object may wait in a batch for others to join it
-/// (live ones never wait): a server that trickles its initial state still
-/// has its entries flow.
-const INITIAL_WAIT: Duration = Duration::from_millis(100);
-
 /// Decoded events waiting to be judged and sent, bounded in count and bytes.
 #[derive(Default)]
-pub(crate) struct Batch {
+struct Batch {
     items: Vec<Decoded>,
     bytes: usize,
     /// When the first of `items` came.
     since: Option<Instant>,
 }
 
-impl Batch {
-    pub(crate) fn push(&mut self, d: Decoded) {
-        if self.items.is_empty() {
-            self.since = Some(Instant::now());
-        }
-        self.bytes += d.object.as_ref().map_or(0, Vec::len);
-        self.items.push(d);
-    }
-
-    /// Whether a batch that is not full goes now, the next frame not being
-    /// buffered yet: at once once synced; during a full state, once its first
-    /// object has waited `INITIAL_WAIT` (a burst fills batches long before).
-    pub(crate) fn due(&self, synced: bool) -> bool {
-        synced || self.since.is_some_and(|t| t.elapsed() >= INITIAL_WAIT)
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
-    pub(crate) fn full(&self) -> bool {
-        self.items.len() >= BATCH || self.bytes >= BATCH_BYTES
-    }
+/// A stream's sink.
+pub(crate) struct Sink {
+    /// This stream's name in the resource's lifecycle.
+    id: StreamId,
+    state: Arc<ResourceState>,
+    gate: Option<Arc<SyncGate>>,
+    out: Out,
+    stop: Stop,
+    settings: Arc<StreamSettings>,
+    /// What entries carry: the resource as resolved, its kind once known.
+    resource: Arc<Resource>,
+    /// Only metadata is asked for: objects are `PartialObjectMetadata`, whose
+    /// kind is not the resource's.
+    metadata_only: bool,
+    /// The byte-level edits the decoder makes, and whether shaping needs a
+    /// `Value` after them (a transform, an event filter).
+    edits: Edits,
+    needs_value: bool,
+    batch: Batch,
+    /// A relist's replacement says here that it synced (to be swapped in).
+    promote: Option<Sender<()>>,
 }
 
-impl Stream {
-    /// Judges and sends a batch of decoded object events, in order; `Some`
-    /// ends the connection. The stream holds the resource's turn over the
-    /// batch (another stream of the resource cannot slip in between) and its
-    /// book only while judging, never across a send.
-    pub(crate) fn deliver(&mut self, batch: &mut Batch, initial: bool) -> Option<End> {
-        if batch.is_empty() {
+impl Sink {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: StreamId,
+        state: Arc<ResourceState>,
+        gate: Option<Arc<SyncGate>>,
+        out: Out,
+        stop: Stop,
+        settings: Arc<StreamSettings>,
+        resource: Arc<Resource>,
+        metadata_only: bool,
+        promote: Option<Sender<()>>,
+    ) -> Sink {
+        let shaping = &settings.shaping;
+        Sink {
+            edits: shaping.edits(&resource),
+            needs_value: shaping.needs_value(&resource),
+            id,
+            state,
+            gate,
+            out,
+            stop,
+            settings,
+            resource,
+            metadata_only,
+            batch: Batch::default(),
+            promote,
+        }
+    }
+
+    /// What entries carry.
+    pub(crate) fn resource(&self) -> Arc<Resource> {
+        self.resource.clone()
+    }
+
+    /// Discovery resolved the resource (`gvr`, as stats name it): entries
+    /// carry it from now on.
+    pub(crate) fn resolved(&mut self, resource: Resource, gvr: String) {
+        self.resource = Arc::new(resource);
+        self.edits = self.settings.shaping.edits(&self.resource);
+        self.needs_value = self.settings.shaping.needs_value(&self.resource);
+        *self.state.counters.resolved.lock() = Some(gvr);
+    }
+
+    /// The edits the decoder makes to this resource's objects.
+    pub(crate) fn edits(&self) -> Edits {
+        self.edits
+    }
+
+    /// The resource's live counters.
+    pub(crate) fn counters(&self) -> &crate::delivery::state::Counters {
+        &self.state.counters
+    }
+
+    // --- the batch ---
+
+    /// Adds an event to the batch.
+    pub(crate) fn push(&mut self, d: Decoded) {
+        let b = &mut self.batch;
+        if b.items.is_empty() {
+            b.since = Some(Instant::now());
+        }
+        b.bytes += d.object.as_ref().map_or(0, Vec::len);
+        b.items.push(d);
+    }
+
+    /// Whether the batch goes now: full, or (the next frame not being
+    /// buffered yet, `more` false) at once once synced, and during a full
+    /// state once its first object has waited `INITIAL_WAIT` (a burst fills
+    /// batches long before).
+    pub(crate) fn due(&self, synced: bool, more: bool) -> bool {
+        let b = &self.batch;
+        if b.items.len() >= BATCH || b.bytes >= BATCH_BYTES {
+            return true;
+        }
+        !b.items.is_empty()
+            && !more
+            && (synced || b.since.is_some_and(|t| t.elapsed() >= INITIAL_WAIT))
+    }
+
+    /// Judges and sends the batch, in order; `Some` ends the connection.
+    /// The stream holds the resource's turn over the batch (another stream
+    /// of the resource cannot slip in between) and its ledger only while
+    /// judging, never across a send.
+    pub(crate) fn flush(&mut self, course: &mut Course) -> Option<End> {
+        if self.batch.items.is_empty() {
             return None;
         }
-        batch.bytes = 0;
-        let shared = self.shared.clone();
+        self.batch.bytes = 0;
+        let state = self.state.clone();
         // The reader keeps looking for the next entry rather than parking
         // between this batch's entries.
-        let budget = self.out.budget.clone();
-        let _burst = budget.sending();
-        let turn = shared.turn.lock();
-        let mut items = std::mem::take(&mut batch.items).into_iter();
+        let control = self.out.control.clone();
+        let _burst = control.sending();
+        let turn = state.turn();
+        let mut items = std::mem::take(&mut self.batch.items).into_iter();
         let mut end = None;
         for d in items.by_ref() {
             let rv = d.meta.resource_version.clone();
-            if !self.judge(&shared, d, initial) {
+            if !self.judge(course, d) || course.is_retired() {
                 end = Some(End::Stopped);
                 break;
             }
-            if self.superseded {
-                end = Some(End::Stopped);
-                break;
-            }
-            if !initial || self.synced {
-                self.set_rv(rv);
-            }
+            course.event_at(rv);
         }
         // Keep the allocation for the next batch.
         let mut v: Vec<Decoded> = items.collect();
         v.clear();
-        batch.items = v;
+        self.batch.items = v;
         drop(turn);
-        self.publish_rv();
+        self.publish(course);
         end
     }
 
+    /// How a request ends with `end`: what was batched before it goes
+    /// first (unless stopping).
+    pub(crate) fn end(&mut self, course: &mut Course, end: End) -> End {
+        match end {
+            End::Stopped => End::Stopped,
+            end => self.flush(course).unwrap_or(end),
+        }
+    }
+
     /// Judges one event and sends what it calls for; false when stopping.
-    fn judge(&mut self, shared: &Shared, d: Decoded, initial: bool) -> bool {
-        if self.resource.kind.is_empty() && !self.spec.metadata_only {
+    fn judge(&mut self, course: &mut Course, d: Decoded) -> bool {
+        if self.resource.kind.is_empty() && !self.metadata_only {
             if let Some(k) = &d.meta.kind {
                 let mut r = (*self.resource).clone();
                 r.kind = k.to_string();
                 self.resource = Arc::new(r);
             }
         }
+        let initial = !course.synced();
         // Not delivered: as far as the consumer goes, the object is gone.
         let kind = if d.object.is_some() {
             d.kind
         } else {
             EventType::Deleted
         };
+        let state = self.state.clone();
         loop {
-            let mut book = shared.book.lock();
-            if !book.life.current(self.id) || (self.synced && !book.life.live(self.id)) {
+            let mut ledger = state.ledger();
+            if !ledger.may_deliver(self.id, course.synced()) {
                 // Replaced by a relist: its stream delivers these changes.
-                self.superseded = true;
+                course.retired();
                 return true;
             }
-            let table = &mut book.table;
-            let change = match table.observe(kind, &d.meta, initial && !self.synced) {
+            let change = match ledger.observe(kind, &d.meta, initial) {
                 Verdict::Deliver(c) => c,
                 Verdict::Stale => {
-                    self.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
+                    state.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
                     return true;
                 }
                 Verdict::Duplicate => return true,
                 Verdict::Displaced(v) => {
                     // Another object held the name: its Delete comes first.
-                    drop(book);
+                    drop(ledger);
                     if !self.out.send(self.inferred_delete(v), &self.stop) {
-                        shared.book.lock().table.undo_last();
+                        state.ledger().undo_last();
                         return false;
                     }
                     continue;
                 }
             };
-            self.counters
+            state
+                .counters
                 .objects
-                .store(table.len() as u64, Ordering::Relaxed);
+                .store(ledger.len() as u64, Ordering::Relaxed);
             // A Delete of an object not delivered is tattler's own, at the
             // version the consumer has.
             let inferred = d.object.is_none() && d.kind != EventType::Deleted;
-            let resource_version = match table.removed_version() {
+            let resource_version = match ledger.removed_version() {
                 Some(rv) if inferred => rv,
                 _ => d.meta.resource_version,
             };
             let entry = Entry {
                 change,
                 resource: self.resource.clone(),
-                namespace: table.namespace_arc(d.meta.namespace.as_deref()),
+                namespace: ledger.namespace_arc(d.meta.namespace.as_deref()),
                 // Owned strings move in without a copy.
                 name: d.meta.name.into_owned().into_boxed_str(),
                 uid: d.meta.uid.into_owned().into_boxed_str(),
@@ -179,12 +272,12 @@ impl Stream {
                 object: d.object,
                 error: None,
             };
-            drop(book);
+            drop(ledger);
             if !self.out.send(entry, &self.stop) {
-                shared.book.lock().table.undo_last();
+                state.ledger().undo_last();
                 return false;
             }
-            self.seen.progressed = true;
+            course.progress();
             return true;
         }
     }
@@ -203,21 +296,132 @@ impl Stream {
         }
     }
 
-    /// Completes a (re-)sync: inferred deletes, then the lifecycle's
-    /// verdict, then Synced. False when stopping or retired.
-    pub(crate) fn finish_sync(&mut self) -> bool {
-        if self.stop.is_set() {
-            return false;
-        }
-        let shared = self.shared.clone();
-        let turn = shared.turn.lock();
-        let ended = {
-            let mut book = shared.book.lock();
-            if !book.life.current(self.id) {
-                self.superseded = true;
+    /// Tells the lifecycle where this stream is (once a batch, not per
+    /// event): the resource's resume point when it is the primary.
+    pub(crate) fn publish(&self, course: &Course) {
+        self.state.ledger().advance(self.id, course.cursor());
+    }
+
+    // --- full states ---
+
+    /// Starts (or, after a failed attempt, retries) a full state, as the
+    /// lifecycle allows: while a relist's replacement delivers one, a
+    /// primary waits (once the replacement has synced, this stream is retired
+    /// and ends; if it gives up, this one syncs); a replacement never waits
+    /// for a primary. False when stopping or retired.
+    pub(crate) fn claim_sync(&mut self, course: &mut Course, name: &str) -> bool {
+        let mut logged = false;
+        loop {
+            let (claim, lost) = self.state.ledger().claim_sync(self.id, course.fresh_sync());
+            if lost {
+                // The primary re-syncs: its namespace's state is incomplete.
+                self.gate_begin();
+            }
+            match claim {
+                Claim::Granted { .. } => {
+                    course.sync_granted();
+                    return true;
+                }
+                Claim::Retire => {
+                    log::info!("{name}: another stream is syncing this resource; this one ends");
+                    course.retired();
+                    return false;
+                }
+                Claim::Wait if !logged => {
+                    log::info!("{name}: a relist is syncing this resource; waiting for it");
+                    logged = true;
+                }
+                Claim::Wait => {}
+            }
+            // The relist ends within its own bounds (it gives up after a few
+            // failures); a stop wakes this wait at once.
+            if self.stop.sleep(Duration::from_millis(100)) {
                 return false;
             }
-            book.table.end_sync(&self.rv)
+        }
+    }
+
+    /// The stream decided to re-sync: the resource's state is incomplete
+    /// from now on, before the full state is even asked for.
+    pub(crate) fn lose_sync(&self) {
+        if self.state.ledger().lose_sync(self.id) {
+            self.gate_begin();
+        }
+    }
+
+    /// Whether a relist asked this stream to re-sync by itself.
+    pub(crate) fn take_resync(&self) -> bool {
+        self.state.ledger().take_resync(self.id)
+    }
+
+    fn gate_begin(&self) {
+        if let Some(g) = &self.gate {
+            g.begin(self.state.member());
+        }
+    }
+
+    /// Whether the resource's Synced goes out now that this stream has
+    /// completed a full state: always, unless the resource is watched in
+    /// several namespaces and another of them is still syncing (the last
+    /// to finish sends it).
+    fn pass_gate(&self) -> bool {
+        self.gate
+            .as_ref()
+            .is_none_or(|g| g.finish(self.state.member()))
+    }
+
+    /// A bookmark at `rv`: what was batched goes first; then the bookmark
+    /// moves the resume point, ends the full state, or is counted. `Err`
+    /// ends the connection.
+    pub(crate) fn bookmark(
+        &mut self,
+        course: &mut Course,
+        rv: Rv,
+        initial_events_end: bool,
+        name: &str,
+    ) -> Result<(), End> {
+        if let Some(end) = self.flush(course) {
+            return Err(end);
+        }
+        match course.bookmark(rv, initial_events_end) {
+            Bookmark::Moved => {
+                self.publish(course);
+                if !self.check_caught_up(course, name) {
+                    return Err(End::Stopped);
+                }
+            }
+            Bookmark::EndsSync => {
+                if !self.finish_sync(course, name) {
+                    return Err(End::Stopped);
+                }
+            }
+            Bookmark::Plain => {}
+            Bookmark::IgnoresInitialEvents => {
+                return Err(ignored_initial_events(
+                    name,
+                    "bookmarks without the initial-events-end one",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes a (re-)sync at the resume point: what was batched, inferred
+    /// deletes, then the lifecycle's verdict, then Synced. False when
+    /// stopping or retired.
+    pub(crate) fn finish_sync(&mut self, course: &mut Course, name: &str) -> bool {
+        if self.flush(course).is_some() || self.stop.is_set() {
+            return false;
+        }
+        let state = self.state.clone();
+        let turn = state.turn();
+        let ended = {
+            let mut ledger = state.ledger();
+            if !ledger.current(self.id) {
+                course.retired();
+                return false;
+            }
+            ledger.end_sync(course.cursor())
         };
         let gone = ended.gone;
         let vanished = gone.len();
@@ -226,9 +430,9 @@ impl Stream {
             let back = v.clone();
             if !self.out.send(self.inferred_delete(v), &self.stop) {
                 // Not delivered: the state must still hold these objects.
-                let mut book = shared.book.lock();
+                let mut ledger = state.ledger();
                 for v in std::iter::once(back).chain(gone) {
-                    book.table.restore(v);
+                    ledger.restore(v);
                 }
                 return false;
             }
@@ -236,107 +440,142 @@ impl Stream {
         // Only now, with every delete sent, is the state complete here: a
         // checkpoint cannot export it before.
         let (completed, objects) = {
-            let mut book = shared.book.lock();
-            let completed = book.life.complete(self.id, &self.rv);
-            (completed, book.table.len())
+            let mut ledger = state.ledger();
+            let completed = ledger.complete(self.id, course.cursor());
+            (completed, ledger.len())
         };
         if completed == Completed::Retired {
-            self.superseded = true;
+            course.retired();
             return false;
         }
-        self.synced = true;
-        self.seen.synced = true;
-        self.seen.progressed = true;
+        course.synced_now();
         // The stats say so before the consumer can see Synced.
-        *self.counters.last_error.lock() = None;
-        *self.counters.synced_at.lock() = Some(SystemTime::now());
-        self.counters
+        *state.counters.last_error.lock() = None;
+        *state.counters.synced_at.lock() = Some(SystemTime::now());
+        state
+            .counters
             .objects
             .store(objects as u64, Ordering::Relaxed);
-        let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv.clone());
+        let rv = course.cursor().clone();
+        let entry = Entry::marker(Change::Synced, self.resource.clone(), rv.clone());
         if self.pass_gate() && !self.out.send(entry, &self.stop) {
             return false;
         }
         drop(turn);
         if ended.went_back {
             log::warn!(
-                "{}: the full state at resourceVersion {} is older than the last one (an etcd restore?); it is the truth from now on",
-                self.spec.gvr(),
-                self.rv
+                "{name}: the full state at resourceVersion {rv} is older than the last one (an etcd restore?); it is the truth from now on"
             );
         }
         if vanished > 0 {
-            log::info!(
-                "{}: {vanished} objects vanished since the last sync",
-                self.spec.gvr()
-            );
+            log::info!("{name}: {vanished} objects vanished since the last sync");
         }
-        log::info!(
-            "{}: synced {objects} objects at resourceVersion {}",
-            self.spec.gvr(),
-            self.rv
-        );
+        log::info!("{name}: synced {objects} objects at resourceVersion {rv}");
         if completed == Completed::Promoted {
-            if let Role::Replacement(done) = &self.role {
+            if let Some(done) = self.promote.take() {
                 // The reader swaps this stream in (it may already have gone
                 // away); from now on this is the resource's stream.
                 let _ = done.try_send(());
             }
-            self.role = Role::Primary;
-            self.machine.replacement = false;
+            course.promoted();
         }
         true
     }
 
+    /// Sends a resumed resource's Synced once its watch has reached the
+    /// catch-up target; false when stopping.
+    pub(crate) fn check_caught_up(&mut self, course: &mut Course, name: &str) -> bool {
+        !course.reached_target() || self.caught_up(course, name)
+    }
+
     /// A resumed resource has replayed what changed while it was stopped:
-    /// its state is the server's as of now, and its Synced goes out. False
-    /// when stopping.
-    pub(crate) fn caught_up(&mut self) -> bool {
-        if self.catch_up.take().is_none() {
+    /// what was batched goes first, then its state is the server's as of
+    /// now and its Synced goes out. False when stopping.
+    pub(crate) fn caught_up(&mut self, course: &mut Course, name: &str) -> bool {
+        if self.flush(course).is_some() {
+            return false;
+        }
+        if !course.caught_up() {
             return true;
         }
-        *self.counters.last_error.lock() = None;
-        *self.counters.synced_at.lock() = Some(SystemTime::now());
-        {
-            let mut book = self.shared.book.lock();
-            book.life.advance(self.id, &self.rv);
-            book.life.caught_up(self.id);
-        }
+        *self.state.counters.last_error.lock() = None;
+        *self.state.counters.synced_at.lock() = Some(SystemTime::now());
+        self.state.ledger().caught_up(self.id, course.cursor());
         log::info!(
-            "{}: resumed and caught up at resourceVersion {}",
-            self.spec.gvr(),
-            self.rv
+            "{name}: resumed and caught up at resourceVersion {}",
+            course.cursor()
         );
-        let entry = Entry::marker(Change::Synced, self.resource.clone(), self.rv.clone());
-        let _turn = self.shared.turn.lock();
+        let entry = Entry::marker(
+            Change::Synced,
+            self.resource.clone(),
+            course.cursor().clone(),
+        );
+        let _turn = self.state.turn();
         !self.pass_gate() || self.out.send(entry, &self.stop)
+    }
+
+    // --- pieces that cannot be delivered, and failures ---
+
+    /// The event filter and the transform, for an object already checked
+    /// and edited by the decoder: its bytes to deliver, or `None` when it is
+    /// not delivered (dropped, or failed and reported). `Err` ends the
+    /// connection.
+    pub(crate) fn shaped(
+        &mut self,
+        course: &mut Course,
+        bytes: Vec<u8>,
+        meta: &ObjectMeta,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, End> {
+        if !self.needs_value {
+            return Ok(Some(bytes));
+        }
+        Ok(match self.settings.shaping.apply(&self.resource, &bytes) {
+            Shaped::Keep => Some(bytes),
+            Shaped::Replace(v) => Some(v),
+            Shaped::Drop => None,
+            Shaped::Failed(why) => {
+                let e = DecodeError {
+                    reason: Reason::TransformFailed,
+                    message: format!("the object {why}; skipped"),
+                    namespace: meta.namespace.as_deref().map(String::from),
+                    name: Some(meta.name.to_string()),
+                    meta: None,
+                };
+                self.skip(course, e, &[], name)?;
+                None
+            }
+        })
     }
 
     /// Reports a piece that cannot be delivered (an Error entry of its own,
     /// once per piece: `piece` is its bytes when they are at hand) and skips
-    /// it; an object the consumer holds, when it could be named, goes with a
-    /// Delete.
-    pub(crate) fn skip(&mut self, e: DecodeError, piece: &[u8]) {
+    /// it; what was batched before it goes first; an object the consumer
+    /// holds, when it could be named, goes with a Delete. `Err` ends the
+    /// connection.
+    pub(crate) fn skip(
+        &mut self,
+        course: &mut Course,
+        e: DecodeError,
+        piece: &[u8],
+        name: &str,
+    ) -> Result<(), End> {
+        if let Some(end) = self.flush(course) {
+            return Err(end);
+        }
         let what = match (&e.namespace, &e.name) {
             (Some(ns), Some(n)) => format!("{ns}/{n}: "),
             (None, Some(n)) => format!("{n}: "),
             _ => String::new(),
         };
-        self.counters.skipped.fetch_add(1, Ordering::Relaxed);
+        self.state.counters.skipped.fetch_add(1, Ordering::Relaxed);
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (e.reason, &e.namespace, &e.name, &e.message, piece).hash(&mut h);
         if let Some(m) = &e.meta {
             m.resource_version.as_str().hash(&mut h);
         }
-        let fresh = {
-            let mut reported = self.shared.reported.lock();
-            if reported.len() >= MAX_REPORTED {
-                reported.clear();
-            }
-            reported.insert(h.finish())
-        };
-        if fresh {
-            log::warn!("{}: {what}{}", self.spec.gvr(), e.message);
+        if self.state.first_report(h.finish()) {
+            log::warn!("{name}: {what}{}", e.message);
             let mut entry = Entry::failure(
                 self.resource.clone(),
                 ErrorInfo::ours(e.reason, 0, e.message, false),
@@ -344,18 +583,72 @@ impl Stream {
             entry.namespace = e.namespace.map(Arc::from);
             entry.name = e.name.unwrap_or_default().into_boxed_str();
             if !self.out.send(entry, &self.stop) {
-                return;
+                return Err(End::Stopped);
             }
         }
         if let Some(meta) = e.meta {
-            let mut batch = Batch::default();
-            batch.push(Decoded {
+            self.push(Decoded {
                 kind: EventType::Modified,
                 meta: *meta,
                 object: None,
             });
-            let initial = !self.synced;
-            self.deliver(&mut batch, initial);
+            if let Some(end) = self.flush(course) {
+                return Err(end);
+            }
+        }
+        Ok(())
+    }
+
+    /// The resource failed for good: its Error entry (and, when the other
+    /// namespaces of the resource waited only for this one, their Synced).
+    /// A relist's replacement only logs it: the primary runs on.
+    pub(crate) fn fail(&mut self, course: &Course, info: ErrorInfo, name: &str) {
+        if course.is_replacement() {
+            // The primary runs on; the next relist tries again.
+            log::warn!(
+                "{name}: relist failed ({} {} {}); keeping the running stream",
+                info.code,
+                info.reason,
+                info.message
+            );
+            return;
+        }
+        log::error!(
+            "{name}: giving up: {} {} {}",
+            info.code,
+            info.reason,
+            info.message
+        );
+        let counters = &self.state.counters;
+        counters.failed.store(true, Ordering::Relaxed);
+        *counters.last_error.lock() =
+            Some(format!("{} {}: {}", info.code, info.reason, info.message));
+        let entry = Entry::failure(self.resource.clone(), info);
+        let owed = self
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.leave(self.state.member()));
+        if self.out.send(entry, &self.stop) && owed {
+            // The last of the resource's namespaces to finish: the others are
+            // synced, and the resource's Synced was theirs to wait for.
+            let synced = Entry::marker(
+                Change::Synced,
+                self.resource.clone(),
+                course.cursor().clone(),
+            );
+            self.out.send(synced, &self.stop);
         }
     }
+
+    /// The stream thread ends: a full state it left open is abandoned.
+    pub(crate) fn leave(&self) {
+        self.state.ledger().leave(self.id);
+    }
+}
+
+/// The watch-list was answered as a plain watch (`why`): the state goes
+/// on by LIST.
+pub(crate) fn ignored_initial_events(name: &str, why: &str) -> End {
+    log::info!("{name}: {why}: the server ignores sendInitialEvents");
+    End::Quiet
 }

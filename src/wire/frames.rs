@@ -20,6 +20,9 @@ pub(crate) enum FrameError {
     /// A protobuf frame that could not be turned into a JSON event (the
     /// message says why); skipped, the body reads on.
     Invalid(String),
+    /// A protobuf frame naming a field or kind tattler's schema does not
+    /// have (a newer server's): JSON would carry it.
+    Unknown(String),
 }
 
 /// Splits a watch body into frames as bytes arrive, one JSON event a line,
@@ -183,6 +186,9 @@ pub(crate) enum ListItem<'a> {
     /// A protobuf item that could not be turned into JSON (the message says
     /// why); skipped.
     Invalid(String),
+    /// A protobuf item naming a field or kind tattler's schema does not have
+    /// (a newer server's): JSON would carry it.
+    Unknown(String),
 }
 
 /// The `metadata` of a LIST page.
@@ -199,6 +205,9 @@ pub(crate) enum ListError {
     Io(io::Error),
     /// Not a LIST: the message says what was found where.
     Invalid(String),
+    /// A protobuf LIST of a kind tattler's schema does not have (a newer
+    /// server's): JSON would carry it.
+    Unknown(String),
 }
 
 #[derive(Deserialize)]
@@ -594,7 +603,7 @@ mod tests {
                     return out;
                 }
                 Err(FrameError::Io(e)) => panic!("{e}"),
-                Err(FrameError::Invalid(m)) => panic!("{m}"),
+                Err(FrameError::Invalid(m) | FrameError::Unknown(m)) => panic!("{m}"),
             }
         }
     }
@@ -624,9 +633,9 @@ mod tests {
             match r.next_item() {
                 Ok(Some(ListItem::Item(b))) => out.push(String::from_utf8(b.to_vec()).unwrap()),
                 Ok(Some(ListItem::TooLarge(n))) => out.push(format!("too large {n}")),
-                Ok(Some(ListItem::Invalid(m))) => panic!("{m}"),
+                Ok(Some(ListItem::Invalid(m) | ListItem::Unknown(m))) => panic!("{m}"),
                 Ok(None) => return Ok((out, r.meta().cloned().unwrap())),
-                Err(ListError::Invalid(m)) => return Err(m),
+                Err(ListError::Invalid(m) | ListError::Unknown(m)) => return Err(m),
                 Err(ListError::Io(e)) => panic!("{e}"),
             }
         }

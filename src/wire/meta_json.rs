@@ -30,7 +30,7 @@ pub(crate) fn event(
     out.extend_from_slice(b"{\"type\":");
     string(out, kind);
     out.extend_from_slice(b",\"object\":");
-    let u = protobuf::unknown(object).map_err(|e| PbError(format!("event object: {}", e.0)))?;
+    let u = protobuf::unknown(object).map_err(|e| e.context(|m| format!("event object: {m}")))?;
     match u.kind {
         b"PartialObjectMetadata" => object_meta_doc(out, u.kind, u.api_version, u.raw)?,
         b"Status" => status(out, u.kind, u.api_version, u.raw)?,
@@ -108,7 +108,7 @@ pub(crate) fn list_meta(raw: &[u8]) -> Result<(String, Option<String>), PbError>
 }
 
 fn utf8(b: &[u8], what: &str) -> Result<String, PbError> {
-    String::from_utf8(b.to_vec()).map_err(|_| PbError(format!("{what} is not UTF-8")))
+    String::from_utf8(b.to_vec()).map_err(|_| PbError::new(format!("{what} is not UTF-8")))
 }
 
 #[derive(Default)]
@@ -531,7 +531,7 @@ pub(crate) fn time(out: &mut Vec<u8>, secs: Option<i64>) -> Result<(), PbError> 
     let tod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
     if !(0..=9999).contains(&y) {
-        return Err(PbError(format!("a time in the year {y}")));
+        return Err(PbError::new(format!("a time in the year {y}")));
     }
     let two = |out: &mut Vec<u8>, v: i64| {
         out.push(b'0' + (v / 10 % 10) as u8);

@@ -11,7 +11,7 @@ use std::io::{self, Read};
 use crate::wire::frames::{FrameError, ListError, ListItem, ListMeta};
 use crate::wire::meta_json;
 use crate::wire::proto_json::Scratch;
-use crate::wire::protobuf::{self, PbError};
+use crate::wire::protobuf;
 use crate::wire::rv::Rv;
 
 const READ_CHUNK: usize = 64 << 10;
@@ -119,7 +119,7 @@ impl<R: Read> Input<R> {
                         return Err(invalid("the body ends inside a varint"));
                     }
                 }
-                Err(e) => return Err(invalid(&e.0)),
+                Err(e) => return Err(invalid(&e.message)),
             }
         }
     }
@@ -239,9 +239,14 @@ impl<R: Read> ProtoFrameReader<R> {
         input.consume(4 + n);
         match done {
             Ok(()) => Ok(Some(&self.json)),
-            Err(PbError(m)) => Err(FrameError::Invalid(format!(
-                "a protobuf watch frame of {n} bytes: {m}; skipped"
-            ))),
+            Err(e) => {
+                let m = format!("a protobuf watch frame of {n} bytes: {}", e.message);
+                Err(if e.not_in_schema {
+                    FrameError::Unknown(m)
+                } else {
+                    FrameError::Invalid(format!("{m}; skipped"))
+                })
+            }
         }
     }
 }
@@ -338,7 +343,7 @@ impl<R: Read> ProtoListReader<R> {
                     if number == 1 {
                         let raw = self.input.small(len, MAX_SMALL, "the list's metadata")?;
                         let (rv, continue_token) =
-                            meta_json::list_meta(&raw).map_err(|e| invalid(&e.0))?;
+                            meta_json::list_meta(&raw).map_err(|e| invalid(&e.message))?;
                         self.meta = Some(ListMeta {
                             resource_version: Rv::new(&rv),
                             continue_token,
@@ -366,9 +371,14 @@ impl<R: Read> ProtoListReader<R> {
                     self.input.consume(len);
                     return Ok(Some(match done {
                         Ok(()) => ListItem::Item(&self.json),
-                        Err(PbError(m)) => ListItem::Invalid(format!(
-                            "a protobuf list item of {len} bytes: {m}; skipped"
-                        )),
+                        Err(e) => {
+                            let m = format!("a protobuf list item of {len} bytes: {}", e.message);
+                            if e.not_in_schema {
+                                ListItem::Unknown(m)
+                            } else {
+                                ListItem::Invalid(format!("{m}; skipped"))
+                            }
+                        }
                     }));
                 }
             }
@@ -393,7 +403,7 @@ impl<R: Read> ProtoListReader<R> {
                     let len = self.input.varint()?.unwrap_or(0);
                     let raw = self.input.small(len, MAX_SMALL, "typeMeta")?;
                     let (api_version, kind) =
-                        protobuf::type_meta(&raw).map_err(|e| invalid(&e.0))?;
+                        protobuf::type_meta(&raw).map_err(|e| invalid(&e.message))?;
                     // Only kinds whose JSON tattler can write as the server
                     // would: metadata, and the built-in kinds of the schema.
                     let item = kind.strip_suffix(b"List").unwrap_or(b"");
@@ -404,9 +414,8 @@ impl<R: Read> ProtoListReader<R> {
                     {
                         let shown =
                             String::from_utf8_lossy(&kind[..kind.len().min(64)]).into_owned();
-                        return Err(invalid(&format!(
-                            "a body of kind {shown:?}, {}",
-                            crate::wire::proto_json::NOT_IN_SCHEMA
+                        return Err(ListError::Unknown(format!(
+                            "protobuf list: a body of kind {shown:?}, not in tattler's schema"
                         )));
                     }
                     self.kind = item.to_vec();
@@ -521,6 +530,7 @@ mod tests {
                 Ok(Some(f)) => out.push(Ok(String::from_utf8_lossy(f).into_owned())),
                 Ok(None) => return out,
                 Err(FrameError::Invalid(m)) => out.push(Err(m)),
+                Err(FrameError::Unknown(m)) => out.push(Err(format!("unknown: {m}"))),
                 Err(FrameError::TooLarge(n)) => out.push(Err(format!("too large {n}"))),
                 Err(FrameError::Truncated(n)) => {
                     out.push(Err(format!("truncated {n}")));
@@ -649,11 +659,12 @@ mod tests {
             r.next_item().unwrap(),
             Some(ListItem::TooLarge(_))
         ));
-        // A protobuf list of a kind outside the schema is refused; an
-        // empty PodList reads.
+        // A protobuf list of a kind outside the schema is refused as one
+        // the schema does not know (JSON would carry it); an empty PodList
+        // reads.
         let widgets: &[u8] = b"k8s\0\x0a\x10\x0a\x02v1\x12\x0aWidgetList\x12\x00";
         let mut r = ProtoListReader::new(widgets, 1 << 20);
-        assert!(matches!(r.next_item(), Err(ListError::Invalid(m)) if m.contains("WidgetList")));
+        assert!(matches!(r.next_item(), Err(ListError::Unknown(m)) if m.contains("WidgetList")));
         let pods: &[u8] = b"k8s\0\x0a\x0d\x0a\x02v1\x12\x07PodList\x12\x00";
         let mut r = ProtoListReader::new(pods, 1 << 20);
         assert!(matches!(r.next_item(), Ok(None)));

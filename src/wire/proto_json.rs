@@ -20,10 +20,6 @@ use crate::wire::meta_json::{self, string};
 use crate::wire::protobuf::{Fields, PbError, Value};
 use crate::wire::schema::{schema, Field, Msg, Schema, Shape, Ty};
 
-/// Said by every error about what the schema does not have: a field or a
-/// kind (a newer server's), which JSON would carry.
-pub(crate) const NOT_IN_SCHEMA: &str = "not in tattler's schema";
-
 /// An object's protobuf message (`raw` of its `runtime.Unknown`) as its
 /// JSON document, `kind` and `apiVersion` first, appended to `out`.
 pub(crate) fn object_doc(
@@ -35,7 +31,7 @@ pub(crate) fn object_doc(
 ) -> Result<(), PbError> {
     let s = schema();
     let Some(msg) = s.kind(api_version, kind) else {
-        return Err(PbError(format!(
+        return Err(PbError::not_in_schema(format!(
             "kind {:?} of {:?} is not in tattler's schema",
             String::from_utf8_lossy(&kind[..kind.len().min(64)]),
             String::from_utf8_lossy(&api_version[..api_version.len().min(64)]),
@@ -138,7 +134,7 @@ impl Writer<'_> {
         let mut f = Fields::new(raw);
         while let Some((n, v)) = f.next_field()? {
             let Some(p) = msg.position(n) else {
-                return Err(PbError(format!(
+                return Err(PbError::not_in_schema(format!(
                     "field {n} of {} is not in tattler's schema (a newer server?)",
                     short(msg.name)
                 )));
@@ -664,7 +660,8 @@ mod tests {
         let mut out = Vec::new();
         let e =
             object_doc(&mut out, b"ConfigMap", b"v1", &raw, &mut Scratch::default()).unwrap_err();
-        assert!(e.0.contains("field 99 of"), "{}", e.0);
+        assert!(e.message.contains("field 99 of"), "{}", e.message);
+        assert!(e.not_in_schema);
         assert!(object_doc(&mut out, b"Widget", b"v1", &[], &mut Scratch::default()).is_err());
         let mut raw = Vec::new();
         int_field(1, 5, &mut raw); // metadata as a varint

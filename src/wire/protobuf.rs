@@ -17,11 +17,36 @@ pub(crate) const MAGIC: &[u8; 4] = b"k8s\0";
 /// Why bytes are not the protobuf expected; the message says what and where
 /// (never the bytes' values).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PbError(pub String);
+pub(crate) struct PbError {
+    pub message: String,
+    /// The bytes are well-formed, but name a field or kind tattler's schema
+    /// does not have (a newer server's): JSON would carry it.
+    pub not_in_schema: bool,
+}
 
 impl PbError {
+    /// Bytes that are not the protobuf expected.
     pub(crate) fn new(m: impl Into<String>) -> PbError {
-        PbError(m.into())
+        PbError {
+            message: m.into(),
+            not_in_schema: false,
+        }
+    }
+
+    /// A field or kind the schema does not have.
+    pub(crate) fn not_in_schema(m: impl Into<String>) -> PbError {
+        PbError {
+            message: m.into(),
+            not_in_schema: true,
+        }
+    }
+
+    /// The same error, its message put in `context`'s words.
+    pub(crate) fn context(self, f: impl FnOnce(&str) -> String) -> PbError {
+        PbError {
+            message: f(&self.message),
+            ..self
+        }
     }
 }
 
@@ -40,7 +65,7 @@ impl<'a> Value<'a> {
     pub(crate) fn bytes(self, what: &str) -> Result<&'a [u8], PbError> {
         match self {
             Value::Bytes(b) => Ok(b),
-            _ => Err(PbError(format!("{what}: not length-delimited"))),
+            _ => Err(PbError::new(format!("{what}: not length-delimited"))),
         }
     }
 
@@ -48,7 +73,7 @@ impl<'a> Value<'a> {
     pub(crate) fn varint(self, what: &str) -> Result<u64, PbError> {
         match self {
             Value::Varint(v) => Ok(v),
-            _ => Err(PbError(format!("{what}: not a varint"))),
+            _ => Err(PbError::new(format!("{what}: not a varint"))),
         }
     }
 }
@@ -72,7 +97,7 @@ impl<'a> Fields<'a> {
         let key = self.varint()?;
         let number = key >> 3;
         if number == 0 || number > u64::from(u32::MAX >> 3) {
-            return Err(PbError(format!(
+            return Err(PbError::new(format!(
                 "field number {number} at byte {}",
                 self.pos
             )));
@@ -84,7 +109,7 @@ impl<'a> Fields<'a> {
                 let len = self.varint()?;
                 let rest = self.buf.len() - self.pos;
                 if len > rest as u64 {
-                    return Err(PbError(format!(
+                    return Err(PbError::new(format!(
                         "field {number}: length {len} with {rest} bytes left"
                     )));
                 }
@@ -93,7 +118,7 @@ impl<'a> Fields<'a> {
                 Value::Bytes(b)
             }
             5 => Value::Fixed32(u32::from_le_bytes(self.take_array::<4>()?)),
-            w => return Err(PbError(format!("field {number}: wire type {w}"))),
+            w => return Err(PbError::new(format!("field {number}: wire type {w}"))),
         };
         Ok(Some((number as u32, value)))
     }
@@ -226,7 +251,7 @@ mod tests {
             (&[], Err("truncated varint")),
         ];
         for (input, want) in cases {
-            let got = varint(input).map_err(|e| e.0);
+            let got = varint(input).map_err(|e| e.message);
             assert_eq!(got, want.map_err(String::from), "{input:?}");
         }
     }

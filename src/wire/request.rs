@@ -83,12 +83,62 @@ pub(crate) fn encode(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, QUERY).to_string()
 }
 
-/// The `Accept` header for objects: each of `base`'s media types, with
-/// `;drop=metadata.managedFields` when `drop_managed_fields` (KEP-5958: the
-/// server leaves them out, alpha in 1.37; a server that does not know the
-/// parameter ignores it, as a 1.36 apiserver does, and the client-side cut
-/// stays).
-pub(crate) fn accept(base: &str, drop_managed_fields: bool) -> String {
+/// What a request asks for, which decides its `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asking {
+    /// A watch: its events' objects.
+    Objects,
+    /// A LIST page.
+    List,
+    /// A plain JSON document.
+    Document,
+    /// A discovery document, with its own `Accept`.
+    Discovery(&'static str),
+}
+
+/// Only metadata, as `PartialObjectMetadata` (client-go's metadata client asks
+/// the same); plain JSON from a server that cannot (full objects, then).
+const METADATA: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+const METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// The same, protobuf first: it costs the apiserver about a quarter of the
+/// CPU (see bench/README.md); tattler turns it into the same JSON. The
+/// Content-Type says which one came.
+const METADATA_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+const METADATA_LIST_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// Built-in objects, protobuf first (a third to a half of the apiserver's
+/// CPU of JSON); a server without it for the kind answers JSON.
+const OBJECTS_PROTOBUF: &str = "application/vnd.kubernetes.protobuf,application/json";
+
+/// The `Accept` header of a request for `what`: protobuf first when the
+/// stream asks for it (`protobuf`), `PartialObjectMetadata` when
+/// `metadata_only`, and the server asked to drop managed fields when
+/// `drop_managed_fields` (objects and pages only).
+pub(crate) fn accept(
+    what: Asking,
+    protobuf: bool,
+    metadata_only: bool,
+    drop_managed_fields: bool,
+) -> String {
+    let base = match (what, protobuf, metadata_only) {
+        (Asking::Discovery(accept), ..) => return accept.to_string(),
+        (Asking::Document, ..) => return "application/json".to_string(),
+        (Asking::Objects, true, true) => METADATA_PROTOBUF,
+        (Asking::List, true, true) => METADATA_LIST_PROTOBUF,
+        (Asking::Objects | Asking::List, true, false) => OBJECTS_PROTOBUF,
+        (Asking::Objects, false, true) => METADATA,
+        (Asking::List, false, true) => METADATA_LIST,
+        (Asking::Objects | Asking::List, false, false) => "application/json",
+    };
+    with_drop(base, drop_managed_fields)
+}
+
+/// Each of `base`'s media types, with `;drop=metadata.managedFields` when
+/// `drop_managed_fields` (KEP-5958: the server leaves them out, alpha in
+/// 1.37; a server that does not know the parameter ignores it, as a 1.36
+/// apiserver does, and the client-side cut stays).
+fn with_drop(base: &str, drop_managed_fields: bool) -> String {
     if !drop_managed_fields {
         return base.to_string();
     }
@@ -163,17 +213,87 @@ mod tests {
 
     #[test]
     fn accept_asks_the_server_to_drop_managed_fields() {
-        assert_eq!(super::accept("application/json", false), "application/json");
         assert_eq!(
-            super::accept("application/json", true),
+            super::with_drop("application/json", false),
+            "application/json"
+        );
+        assert_eq!(
+            super::with_drop("application/json", true),
             "application/json;drop=metadata.managedFields"
         );
         assert_eq!(
-            super::accept(
+            super::with_drop(
                 "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
                 true
             ),
             "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1;drop=metadata.managedFields,application/json;drop=metadata.managedFields"
         );
+    }
+
+    #[test]
+    fn accept_follows_what_is_asked_the_encoding_and_the_scope() {
+        use super::{accept, Asking::*};
+        let pb = "application/vnd.kubernetes.protobuf";
+        let meta = "as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        let meta_list = "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        // (what, protobuf, metadata-only, drop) -> Accept
+        let rows = [
+            (Objects, false, false, false, "application/json".to_string()),
+            (List, false, false, false, "application/json".to_string()),
+            (
+                Objects,
+                true,
+                false,
+                false,
+                format!("{pb},application/json"),
+            ),
+            (List, true, false, false, format!("{pb},application/json")),
+            (
+                Objects,
+                false,
+                true,
+                false,
+                format!("application/json;{meta},application/json"),
+            ),
+            (
+                List,
+                false,
+                true,
+                false,
+                format!("application/json;{meta_list},application/json"),
+            ),
+            (
+                Objects,
+                true,
+                true,
+                false,
+                format!("{pb};{meta},application/json;{meta},application/json"),
+            ),
+            (
+                List,
+                true,
+                true,
+                false,
+                format!("{pb};{meta_list},application/json;{meta_list},application/json"),
+            ),
+            (
+                Objects,
+                true,
+                false,
+                true,
+                format!(
+                    "{pb};drop=metadata.managedFields,application/json;drop=metadata.managedFields"
+                ),
+            ),
+            (Document, true, true, true, "application/json".to_string()),
+            (Discovery("a/b"), true, true, true, "a/b".to_string()),
+        ];
+        for (what, protobuf, metadata, drop, want) in rows {
+            assert_eq!(
+                accept(what, protobuf, metadata, drop),
+                want,
+                "{what:?} {protobuf} {metadata} {drop}"
+            );
+        }
     }
 }

@@ -1,0 +1,316 @@
+//! One resource's state, shared by its streams (the primary and, during a
+//! relist, its replacement) and read by the reader: the [`Ledger`] (its
+//! lifecycle and its per-object table, under one lock so that a verdict and
+//! the ownership it depends on cannot drift apart), the turn to deliver, the
+//! pieces already reported, the live counters, and the gate that makes a
+//! resource watched in several namespaces one resource to the consumer.
+//!
+//! The ledger is the one place that opens and closes a full state in both
+//! the lifecycle and the table: each transition below is one method, so the
+//! two cannot disagree about whether a full state is open.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::delivery::lifecycle::{Claim, Completed, Gate, Lifecycle, StreamId};
+use crate::delivery::table::{SyncEnd, Table, Vanished, Verdict};
+use crate::wire::decode::{EventType, ObjectMeta};
+use crate::wire::rv::Rv;
+
+/// Reported pieces remembered per resource, to report each once.
+const MAX_REPORTED: usize = 4096;
+
+/// Live counters of one stream, read by [`crate::Reader::stats`]. Whether
+/// the resource is synced and where it resumes are its [`Ledger`]'s.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub events: AtomicU64,
+    pub bytes: AtomicU64,
+    pub reconnects: AtomicU64,
+    pub resyncs: AtomicU64,
+    pub relists: AtomicU64,
+    pub stale_drops: AtomicU64,
+    pub skipped: AtomicU64,
+    pub objects: AtomicU64,
+    pub list_fallback: AtomicBool,
+    pub failed: AtomicBool,
+    /// When the last full state completed.
+    pub synced_at: Mutex<Option<SystemTime>>,
+    /// Why the stream last had to retry or give up; cleared by a completed sync.
+    pub last_error: Mutex<Option<String>>,
+    /// `group/version/resource` once discovery has resolved a name.
+    pub resolved: Mutex<Option<String>>,
+}
+
+/// A resource's lifecycle and its per-object table.
+#[derive(Default)]
+pub(crate) struct Ledger {
+    life: Lifecycle,
+    table: Table,
+}
+
+impl Ledger {
+    /// A resource resumed from a checkpoint taken at `rv`.
+    pub(crate) fn resumed(rv: Rv) -> Ledger {
+        Ledger {
+            life: Lifecycle::resumed(rv),
+            table: Table::default(),
+        }
+    }
+
+    // --- a stream's transitions ---
+
+    /// A stream starts: a primary, or a relist's `replacement`.
+    pub(crate) fn join(&mut self, id: StreamId, replacement: bool) {
+        self.life.join(id, replacement);
+    }
+
+    /// A stream ends: a full state it left open is abandoned (a later one
+    /// starts afresh), and another may deliver one.
+    pub(crate) fn leave(&mut self, id: StreamId) {
+        if self.life.syncing(id) {
+            self.table.abandon_sync();
+        }
+        self.life.release(id);
+    }
+
+    /// `id` asks to deliver a full state; granted, the table opens one
+    /// (`fresh_wanted`: a new full state rather than a retry of the open
+    /// one). The flag says whether the resource's state became incomplete.
+    pub(crate) fn claim_sync(&mut self, id: StreamId, fresh_wanted: bool) -> (Claim, bool) {
+        let was = self.life.synced();
+        let claim = self.life.claim_sync(id);
+        if let Claim::Granted { continuing } = claim {
+            let fresh = fresh_wanted || !continuing || !self.table.in_sync();
+            let overlapped = !self.life.live(id);
+            self.table.begin_sync(fresh, overlapped);
+        }
+        (claim, was && !self.life.synced())
+    }
+
+    /// `id`'s live events stopped and a new full state is due; whether the
+    /// resource's state became incomplete.
+    pub(crate) fn lose_sync(&mut self, id: StreamId) -> bool {
+        let was = self.life.synced();
+        self.life.lose_sync(id);
+        was && !self.life.synced()
+    }
+
+    /// Whether `id` may still deliver: it holds the resource, and once its
+    /// own state is complete (`synced`) only its live events count.
+    pub(crate) fn may_deliver(&self, id: StreamId, synced: bool) -> bool {
+        self.life.current(id) && (!synced || self.life.live(id))
+    }
+
+    /// Whether `id` still holds the resource (as primary or replacement).
+    pub(crate) fn current(&self, id: StreamId) -> bool {
+        self.life.current(id)
+    }
+
+    /// Judges one event (see [`Table::observe`]).
+    pub(crate) fn observe(&mut self, kind: EventType, meta: &ObjectMeta, initial: bool) -> Verdict {
+        self.table.observe(kind, meta, initial)
+    }
+
+    /// Takes back the last verdict: its entry was not sent.
+    pub(crate) fn undo_last(&mut self) {
+        self.table.undo_last();
+    }
+
+    /// The version the consumer held of the object the last verdict removed.
+    pub(crate) fn removed_version(&self) -> Option<Rv> {
+        self.table.removed_version()
+    }
+
+    /// The shared text of a namespace.
+    pub(crate) fn namespace_arc(&mut self, ns: Option<&str>) -> Option<Arc<str>> {
+        self.table.namespace_arc(ns)
+    }
+
+    /// Objects the consumer holds.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Ends the open full state at `rv`: what it lacks is forgotten (each
+    /// gets an inferred Delete).
+    pub(crate) fn end_sync(&mut self, rv: &Rv) -> SyncEnd {
+        self.table.end_sync(rv)
+    }
+
+    /// Puts back an object whose inferred Delete was not sent.
+    pub(crate) fn restore(&mut self, v: Vanished) {
+        self.table.restore(v);
+    }
+
+    /// `id` delivered its full state at `rv`, with every inferred Delete.
+    pub(crate) fn complete(&mut self, id: StreamId, rv: &Rv) -> Completed {
+        self.life.complete(id, rv)
+    }
+
+    /// The primary's resume point moved.
+    pub(crate) fn advance(&mut self, id: StreamId, rv: &Rv) {
+        self.life.advance(id, rv);
+    }
+
+    /// A resumed primary replayed what changed while stopped, up to `rv`.
+    pub(crate) fn caught_up(&mut self, id: StreamId, rv: &Rv) {
+        self.life.advance(id, rv);
+        self.life.caught_up(id);
+    }
+
+    /// A relist asked `id` to re-sync by itself (opaque resourceVersions).
+    pub(crate) fn take_resync(&mut self, id: StreamId) -> bool {
+        self.life.take_resync(id)
+    }
+
+    // --- what the reader asks and does ---
+
+    /// Whether the consumer's state is complete as of now.
+    pub(crate) fn synced(&self) -> bool {
+        self.life.synced()
+    }
+
+    /// The primary's last resourceVersion.
+    pub(crate) fn resource_version(&self) -> &Rv {
+        self.life.resource_version()
+    }
+
+    /// Where a checkpoint resumes: `None` while the state is not complete.
+    pub(crate) fn resume_point(&self) -> Option<&Rv> {
+        self.life.resume_point()
+    }
+
+    /// Whether the resource's resourceVersions are opaque (no order).
+    pub(crate) fn opaque(&self) -> bool {
+        self.life.opaque()
+    }
+
+    /// Asks the primary to re-sync by itself; the count of completed full
+    /// states to wait past.
+    pub(crate) fn want_resync(&mut self) -> u64 {
+        self.life.want_resync()
+    }
+
+    /// Full states completed, by any stream.
+    pub(crate) fn completed(&self) -> u64 {
+        self.life.completed()
+    }
+
+    /// What the consumer holds, for a checkpoint or a hand-over.
+    pub(crate) fn export(&self) -> Vec<crate::checkpoint::Held> {
+        self.table.export()
+    }
+
+    /// Takes the objects whose namespace `moves` says go elsewhere.
+    pub(crate) fn split_off(
+        &mut self,
+        moves: impl Fn(Option<&str>) -> bool,
+    ) -> Vec<crate::checkpoint::Held> {
+        self.table.split_off(moves)
+    }
+
+    /// Takes what a checkpoint (or a hand-over) says the consumer holds.
+    pub(crate) fn import(&mut self, objects: &[crate::checkpoint::Held], rv: &Rv) {
+        self.table.import(objects, rv);
+    }
+}
+
+/// One resource's state, shared by its streams and the reader.
+#[derive(Default)]
+pub(crate) struct ResourceState {
+    ledger: Mutex<Ledger>,
+    /// The turn to deliver: a stream holds it while it judges and sends a
+    /// batch, so that two streams of one resource cannot reorder or double
+    /// an object's changes. The one lock held across a send: only stream
+    /// threads take it (never a caller's thread, so `checkpoint()` or
+    /// `stats()` on the consumer's thread cannot wait for a full channel),
+    /// and the send it waits for honours stop.
+    turn: Mutex<()>,
+    /// Pieces already reported as skipped (hashes), so that a relist or a
+    /// re-sync does not report an unchanged bad object again. Bounded.
+    reported: Mutex<HashSet<u64>>,
+    /// This resource's key in its [`SyncGate`], when it has one.
+    member: u64,
+    /// The live counters.
+    pub counters: Counters,
+}
+
+impl ResourceState {
+    /// A resource's state, resumed at `resume` when given.
+    pub(crate) fn new(member: u64, resume: Option<Rv>) -> ResourceState {
+        ResourceState {
+            ledger: Mutex::new(resume.map(Ledger::resumed).unwrap_or_default()),
+            member,
+            ..ResourceState::default()
+        }
+    }
+
+    /// The ledger, locked: never across a send, a join or a log call.
+    pub(crate) fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock()
+    }
+
+    /// The turn to deliver (see the field).
+    pub(crate) fn turn(&self) -> MutexGuard<'_, ()> {
+        self.turn.lock()
+    }
+
+    /// Whether the piece hashed `h` is reported for the first time.
+    pub(crate) fn first_report(&self, h: u64) -> bool {
+        let mut reported = self.reported.lock();
+        if reported.len() >= MAX_REPORTED {
+            reported.clear();
+        }
+        reported.insert(h)
+    }
+
+    /// This resource's key in its gate.
+    pub(crate) fn member(&self) -> u64 {
+        self.member
+    }
+}
+
+/// One resource watched in several namespaces (one stream each) reaches the
+/// consumer as one resource: see [`Gate`].
+pub(crate) struct SyncGate {
+    gate: Mutex<Gate>,
+}
+
+impl SyncGate {
+    pub(crate) fn new(members: &[u64]) -> Arc<SyncGate> {
+        let mut gate = Gate::default();
+        for m in members {
+            gate.join(*m);
+        }
+        Arc::new(SyncGate {
+            gate: Mutex::new(gate),
+        })
+    }
+
+    /// A namespace joins (or re-joins, syncing again).
+    pub(crate) fn join(&self, member: u64) {
+        self.gate.lock().join(member);
+    }
+
+    /// A namespace's state is incomplete from now on.
+    pub(crate) fn begin(&self, member: u64) {
+        self.gate.lock().begin(member);
+    }
+
+    /// A namespace completed a full state; true when the resource's Synced
+    /// goes out now (the last of its namespaces to finish sends it).
+    pub(crate) fn finish(&self, member: u64) -> bool {
+        self.gate.lock().finish(member)
+    }
+
+    /// A member is gone; true when the resource's Synced, held back for it,
+    /// is now to be sent (by the caller).
+    pub(crate) fn leave(&self, member: u64) -> bool {
+        self.gate.lock().leave(member)
+    }
+}

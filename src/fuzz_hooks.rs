@@ -1,0 +1,152 @@
+//! Entry points for the fuzz targets in `fuzz/` (the `fuzzing` feature):
+//! the crate-private decoders, driven as a stream drives them. Not part of
+//! the API.
+
+use crate::objects::scrub::Edits;
+
+const ALL: Edits = Edits {
+    scrub: true,
+    secret_data: true,
+    drop_managed_fields: true,
+};
+
+struct Trickle<'a>(&'a [u8], usize);
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.len().min(self.1.max(1)).min(out.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
+/// Splits `body` into frames (arriving `chunk` bytes at a time) and
+/// decodes each one, as a stream does.
+pub fn frames(body: &[u8], chunk: usize, max_frame: usize) {
+    let mut r = crate::wire::frames::FrameReader::new(Trickle(body, chunk), max_frame.max(1));
+    loop {
+        match r.next_frame() {
+            Ok(Some(frame)) => {
+                let _ = crate::wire::decode::event(frame, Edits::NONE);
+            }
+            Err(crate::wire::frames::FrameError::TooLarge(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+}
+
+/// Decodes one watch frame.
+pub fn event(frame: &[u8]) {
+    let _ = crate::wire::decode::event(frame, ALL);
+}
+
+/// Reads a LIST body (arriving `chunk` bytes at a time) item by item,
+/// and each item's metadata.
+pub fn list(body: &[u8], chunk: usize) {
+    let mut r = crate::wire::frames::ListReader::new(Trickle(body, chunk), 1 << 16);
+    while let Ok(Some(item)) = r.next_item() {
+        if let crate::wire::frames::ListItem::Item(b) = item {
+            if let Ok(text) = std::str::from_utf8(b) {
+                let _ = crate::wire::decode::object_walk(text, ALL);
+            }
+        }
+    }
+}
+
+/// Reads a protobuf body (arriving `chunk` bytes at a time) both as a
+/// watch body and as a LIST body: each JSON piece handed out must be
+/// JSON when it is UTF-8 (FieldsV1 is copied as Go copies it, unchecked
+/// UTF-8 included), and is then decoded as the stream would.
+pub fn protobuf(body: &[u8], chunk: usize, max_frame: usize) {
+    fn check(json: &[u8]) {
+        if std::str::from_utf8(json).is_ok() {
+            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(json) {
+                panic!("protobuf gave invalid JSON: {e}");
+            }
+        }
+    }
+    let max = max_frame.max(1);
+    let mut r = crate::wire::proto_frames::ProtoFrameReader::new(Trickle(body, chunk), max);
+    loop {
+        match r.next_frame() {
+            Ok(Some(frame)) => {
+                check(frame);
+                let _ = crate::wire::decode::event(frame, ALL);
+            }
+            Err(
+                crate::wire::frames::FrameError::TooLarge(_)
+                | crate::wire::frames::FrameError::Invalid(_),
+            ) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let mut r = crate::wire::proto_frames::ProtoListReader::new(Trickle(body, chunk), max);
+    while let Ok(Some(item)) = r.next_item() {
+        if let crate::wire::frames::ListItem::Item(b) = item {
+            check(b);
+            if let Ok(text) = std::str::from_utf8(b) {
+                let _ = crate::wire::decode::object_walk(text, ALL);
+            }
+        }
+    }
+}
+
+/// Scrubs an object; when the walk accepts it, the output must be JSON
+/// (as serde_json reads it, when within its nesting limit). UTF-8 is the
+/// caller's check, as in the decoder.
+pub fn scrub(obj: &[u8]) {
+    if std::str::from_utf8(obj).is_err() {
+        return;
+    }
+    if let Ok(Some(out)) = crate::objects::scrub::edit(obj, ALL) {
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&out) {
+            assert!(
+                e.to_string().contains("recursion"),
+                "scrub produced invalid JSON: {e}"
+            );
+        }
+    }
+}
+
+/// An object nested `depth` levels deep (objects and arrays as `shape`
+/// says), with `tail` inside: the walk must neither recurse nor accept
+/// more than its limit, whatever the shape.
+pub fn depth(shape: &[u8], depth: usize, tail: &[u8]) {
+    let depth = depth % (2 * crate::objects::scrub::MAX_DEPTH);
+    let mut obj = b"{\"spec\":".to_vec();
+    let mut close = Vec::with_capacity(depth);
+    for i in 0..depth {
+        let b = shape.get(i % shape.len().max(1)).copied().unwrap_or(0);
+        if b % 2 == 0 {
+            obj.extend_from_slice(b"[");
+            close.push(b']');
+        } else {
+            obj.extend_from_slice(b"{\"containers\":");
+            close.push(b'}');
+        }
+    }
+    obj.extend_from_slice(if tail.is_empty() { b"1" } else { tail });
+    close.reverse();
+    obj.extend_from_slice(&close);
+    obj.push(b'}');
+    let result = std::thread::Builder::new()
+        .stack_size(64 << 10)
+        .spawn(move || crate::objects::scrub::walk(&obj, ALL).0)
+        .expect("a thread")
+        .join()
+        .expect("no stack overflow");
+    if depth + 1 > crate::objects::scrub::MAX_DEPTH
+        && tail.iter().all(|b| b.is_ascii_digit())
+        && !tail.is_empty()
+    {
+        assert_eq!(result.err(), Some(crate::objects::scrub::Bad::TooDeep));
+    }
+}
+
+/// Reads a kubeconfig file's text (through a temporary file).
+pub fn kubeconfig(text: &[u8]) {
+    let path = std::env::temp_dir().join(format!("tattler-fuzz-kubeconfig-{}", std::process::id()));
+    if std::fs::write(&path, text).is_ok() {
+        let _ = crate::Access::from_kubeconfig(path.to_str(), None);
+    }
+}

@@ -1,0 +1,367 @@
+//! A stream's client: one GET at a time over the stream's own connection
+//! slot, its credentials current, a non-200 answer turned into how the
+//! request ended (`answer`), a 200's body opened by its Content-Type (JSON,
+//! or protobuf turned into the same JSON as it is read) and encoding (gzip
+//! only when asked for), as watch frames, LIST items or a whole document;
+//! and discovery's documents. It knows nothing of what the stream decides or
+//! delivers: the discovery thread uses it alone.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::access::credentials::CredentialError;
+use crate::access::transport::{AgentSlot, Transport};
+use crate::delivery::channel::Stop;
+use crate::stream::answer;
+use crate::stream::course::End;
+use crate::stream::StreamSettings;
+use crate::wire::decode;
+use crate::wire::discovery::{
+    checked, group_path_ok, parse_aggregated, parse_resource_list, GroupList, Served, AGGREGATED,
+};
+use crate::wire::frames::{FrameError, FrameReader, ListError, ListItem, ListMeta, ListReader};
+use crate::wire::proto_frames::{ProtoFrameReader, ProtoListReader};
+use crate::wire::request::{self, Asking};
+use crate::{ErrorInfo, Reason};
+
+/// A response as the client hands it on.
+pub(crate) type Response = ureq::http::Response<ureq::Body>;
+
+type Body = Box<dyn Read + Send>;
+
+/// The media type of the apiserver's protobuf (`;stream=watch` on watches).
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// The largest discovery document read.
+const MAX_DISCOVERY: u64 = 16 << 20;
+
+/// A stream's client.
+pub(crate) struct Client {
+    transport: Arc<Transport>,
+    slot: Arc<AgentSlot>,
+    settings: Arc<StreamSettings>,
+    stop: Stop,
+    /// The server answered 200 since the last [`Client::take_answered`].
+    answered: bool,
+}
+
+impl Client {
+    pub(crate) fn new(
+        transport: Arc<Transport>,
+        slot: Arc<AgentSlot>,
+        settings: Arc<StreamSettings>,
+        stop: Stop,
+    ) -> Client {
+        Client {
+            transport,
+            slot,
+            settings,
+            stop,
+            answered: false,
+        }
+    }
+
+    /// The settings every stream of the reader shares.
+    pub(crate) fn settings(&self) -> &Arc<StreamSettings> {
+        &self.settings
+    }
+
+    /// What stops this client's stream.
+    pub(crate) fn stop(&self) -> &Stop {
+        &self.stop
+    }
+
+    /// Whether the server answered 200 since the last time this was asked.
+    pub(crate) fn take_answered(&mut self) -> bool {
+        std::mem::take(&mut self.answered)
+    }
+
+    /// The next request reloads the credentials (after a 401).
+    pub(crate) fn reload_credentials(&self) {
+        self.transport.credentials.invalidate();
+    }
+
+    /// One GET with `accept`; `protobuf_ok`: a protobuf body is readable (it
+    /// was asked for). A non-200 answer is turned into how the request
+    /// ended. `read_timeout`: a shorter idle limit for this request's reads.
+    pub(crate) fn get(
+        &mut self,
+        path: &str,
+        accept: &str,
+        protobuf_ok: bool,
+        read_timeout: Option<Duration>,
+    ) -> Result<Response, End> {
+        let creds = &self.transport.credentials;
+        let current = match creds.current(&[&self.stop.all, &self.stop.own]) {
+            Ok(c) => c,
+            Err(CredentialError::Stopped) => return Err(End::Stopped),
+            // A credential that cannot come (a missing plugin, unusable output,
+            // failing again and again) ends the resource with an Error entry.
+            Err(CredentialError::Failed {
+                message,
+                fatal: true,
+            }) => {
+                return Err(End::Fatal(ErrorInfo::ours(
+                    Reason::Credentials,
+                    0,
+                    message,
+                    true,
+                )))
+            }
+            Err(e) => return Err(End::Retry(format!("credentials: {e}"), None)),
+        };
+        let agent = match self.slot.get(&self.transport, &current) {
+            None => return Err(End::Stopped),
+            Some(Ok(a)) => a,
+            Some(Err(e)) => {
+                return Err(End::Fatal(ErrorInfo::ours(Reason::TlsIdentity, 0, e, true)))
+            }
+        };
+        let url = format!("{}{}", self.transport.base, path);
+        // The credentials' header is added below ureq (`access::authorize`).
+        let mut req = agent.get(&url).header("Accept", accept);
+        if let Some(t) = read_timeout {
+            req = req.config().timeout_per_read(Some(t)).build();
+        }
+        log::debug!("GET {path}");
+        let resp = match req.call() {
+            Ok(r) => r,
+            Err(_) if self.stop.is_set() => return Err(End::Stopped),
+            Err(e) => return Err(End::Retry(format!("request failed: {e}"), None)),
+        };
+        let code = resp.status().as_u16();
+        if code == 200 {
+            // A proxy's error page, say: not an answer of the apiserver's.
+            let content_type = resp
+                .headers()
+                .get("Content-Type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json");
+            let readable = content_type.to_ascii_lowercase().contains("json")
+                || (protobuf_ok && is_protobuf(&resp));
+            if !readable {
+                let shown: String = content_type.chars().take(64).collect();
+                return Err(End::Retry(
+                    format!("the server answered 200 with Content-Type {shown:?}, not JSON"),
+                    None,
+                ));
+            }
+            self.answered = true;
+            return Ok(resp);
+        }
+        let hint = answer::retry_after(
+            resp.headers()
+                .get("Retry-After")
+                .and_then(|v| v.to_str().ok()),
+            SystemTime::now(),
+        );
+        let mut body = Vec::new();
+        let protobuf = is_protobuf(&resp);
+        let (head, answer) = resp.into_parts();
+        let _ = crate::access::mask::unmasked(&head.headers, answer.into_reader())
+            .take(64 << 10)
+            .read_to_end(&mut body);
+        // Asked protobuf first, the server sends its Status that way too.
+        if protobuf {
+            body = crate::wire::meta_json::status_doc(&body).unwrap_or_default();
+        }
+        let status = decode::status(&body);
+        Err(answer::classify(code, status, hint, creds.reloadable()))
+    }
+
+    /// A response body, decoded: gzip only when tattler asked for it.
+    fn body(&self, resp: Response) -> Result<Body, End> {
+        let encoding = resp
+            .headers()
+            .get("Content-Encoding")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_ascii_lowercase());
+        let (head, body) = resp.into_parts();
+        let reader = crate::access::mask::unmasked(&head.headers, body.into_reader());
+        match encoding.as_deref() {
+            None | Some("" | "identity") => Ok(Box::new(reader)),
+            // Any number of members: a 1.37 apiserver (WatchListCompression)
+            // gzips each event of a watch-list as a member of its own.
+            Some("gzip") if self.settings.gzip => {
+                Ok(Box::new(flate2::read::MultiGzDecoder::new(reader)))
+            }
+            Some(other) => {
+                let shown: String = other.chars().take(32).collect();
+                Err(End::Retry(
+                    format!("the server sent a {shown:?} body, which tattler did not ask for"),
+                    None,
+                ))
+            }
+        }
+    }
+
+    /// A watch response's frames, read as its Content-Type says.
+    pub(crate) fn frames(&self, resp: Response) -> Result<Frames, End> {
+        let proto = is_protobuf(&resp);
+        let body = self.body(resp)?;
+        let max = self.settings.max_frame_bytes;
+        Ok(if proto {
+            Frames::Proto(ProtoFrameReader::new(body, max))
+        } else {
+            Frames::Json(FrameReader::new(body, max))
+        })
+    }
+
+    /// A LIST response's items, read as its Content-Type says.
+    pub(crate) fn items(&self, resp: Response) -> Result<Items, End> {
+        let proto = is_protobuf(&resp);
+        let body = self.body(resp)?;
+        let max = self.settings.max_frame_bytes;
+        Ok(if proto {
+            Items::Proto(ProtoListReader::new(body, max))
+        } else {
+            Items::Json(ListReader::new(body, max))
+        })
+    }
+
+    /// A GET of a discovery document, its body read (bounded).
+    pub(crate) fn document(&mut self, path: &str, what: Asking) -> Result<Vec<u8>, End> {
+        let accept = request::accept(what, false, false, false);
+        let resp = self.get(path, &accept, false, None)?;
+        let mut body = Vec::new();
+        let mut reader = self.body(resp)?;
+        reader
+            .by_ref()
+            .take(MAX_DISCOVERY)
+            .read_to_end(&mut body)
+            .map_err(|e| End::Broke(format!("discovery {path}: {e}")))?;
+        Ok(body)
+    }
+
+    /// Everything the server serves: aggregated discovery (two requests),
+    /// else the legacy documents (one per group).
+    pub(crate) fn served(&mut self) -> Result<Vec<Served>, End> {
+        let bad = |path: &str, e: String| End::Retry(format!("{path}: {e}"), None);
+        let core = self.document("/api", Asking::Discovery(AGGREGATED))?;
+        let mut out = match parse_aggregated(&core).map_err(|e| bad("/api", e))? {
+            Some(v) => v,
+            None => {
+                let v1 = self.document("/api/v1", Asking::Document)?;
+                parse_resource_list("", "v1", &v1).map_err(|e| bad("/api/v1", e))?
+            }
+        };
+        let apis = self.document("/apis", Asking::Discovery(AGGREGATED))?;
+        match parse_aggregated(&apis).map_err(|e| bad("/apis", e))? {
+            Some(v) => out.extend(v),
+            None => {
+                let groups: GroupList =
+                    serde_json::from_slice(&apis).map_err(|e| bad("/apis", e.to_string()))?;
+                for g in groups.groups {
+                    if !group_path_ok(&g.name, &g.preferred.version) {
+                        log::warn!("discovery: a group left out: its name or version is not as Kubernetes allows");
+                        continue;
+                    }
+                    let path = format!("/apis/{}/{}", g.name, g.preferred.version);
+                    match self.document(&path, Asking::Document) {
+                        Ok(body) => out.extend(
+                            parse_resource_list(&g.name, &g.preferred.version, &body)
+                                .map_err(|e| bad(&path, e))?,
+                        ),
+                        // An aggregated API that is down leaves its group out.
+                        Err(End::Retry(..)) => {}
+                        Err(other) => return Err(other),
+                    }
+                }
+            }
+        }
+        let (out, dropped) = checked(out);
+        if dropped > 0 {
+            log::warn!(
+                "discovery: {dropped} resources left out: a group, version, resource or kind name not as Kubernetes allows"
+            );
+        }
+        Ok(out)
+    }
+}
+
+/// Whether a response's Content-Type is the apiserver's protobuf.
+fn is_protobuf(resp: &Response) -> bool {
+    resp.headers()
+        .get("Content-Type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim().to_ascii_lowercase().starts_with(PROTOBUF))
+}
+
+/// A read that waited past its timeout: ureq wraps its own `Timeout` error.
+pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::TimedOut
+        || e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+            .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)))
+}
+
+/// A watch body's frames, each a JSON event.
+pub(crate) enum Frames {
+    Json(FrameReader<Body>),
+    Proto(ProtoFrameReader<Body>),
+}
+
+impl Frames {
+    pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        match self {
+            Frames::Json(r) => r.next_frame(),
+            Frames::Proto(r) => r.next_frame(),
+        }
+    }
+
+    /// Whether another frame's bytes are buffered already.
+    pub(crate) fn buffered(&mut self) -> bool {
+        match self {
+            Frames::Json(r) => r.buffered(),
+            Frames::Proto(r) => r.buffered(),
+        }
+    }
+
+    /// Whether part of a frame has come.
+    pub(crate) fn partial(&self) -> bool {
+        match self {
+            Frames::Json(r) => r.partial(),
+            Frames::Proto(r) => r.partial(),
+        }
+    }
+
+    /// Body bytes read so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            Frames::Json(r) => r.bytes,
+            Frames::Proto(r) => r.bytes(),
+        }
+    }
+}
+
+/// A LIST body's items, each a JSON object.
+pub(crate) enum Items {
+    Json(ListReader<Body>),
+    Proto(ProtoListReader<Body>),
+}
+
+impl Items {
+    pub(crate) fn next_item(&mut self) -> Result<Option<ListItem<'_>>, ListError> {
+        match self {
+            Items::Json(r) => r.next_item(),
+            Items::Proto(r) => r.next_item(),
+        }
+    }
+
+    /// The page's `metadata`, once read.
+    pub(crate) fn meta(&self) -> Option<&ListMeta> {
+        match self {
+            Items::Json(r) => r.meta(),
+            Items::Proto(r) => r.meta(),
+        }
+    }
+
+    /// Body bytes read so far.
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            Items::Json(r) => r.bytes,
+            Items::Proto(r) => r.bytes(),
+        }
+    }
+}
