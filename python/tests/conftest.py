@@ -42,7 +42,14 @@ def fakeapi_binary() -> str:
     return path
 
 
+_stderr_fd = 2
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    global _stderr_fd
+    # Output capture is suspended here: this is the terminal's stderr, where a
+    # hung run's thread dump must go (fd 2 is a capture file during a test).
+    _stderr_fd = os.dup(2)
     if os.environ.get("KUBE_TATTLER_EXPECT_INSTALLED") == "1":
         here = os.path.dirname(os.path.abspath(kube_tattler.__file__))
         lib = kube_tattler.library_path()
@@ -63,7 +70,7 @@ def hard_timeout(request: pytest.FixtureRequest):
 
     old = signal.signal(signal.SIGALRM, expired)
     signal.alarm(SOFT)
-    faulthandler.dump_traceback_later(HARD, exit=True)
+    faulthandler.dump_traceback_later(HARD, exit=True, file=_stderr_fd)
     try:
         yield
     finally:

@@ -1,6 +1,8 @@
 """Threads: stop() from another thread, close(), the finalizer backstop, nothing left running."""
 
 import gc
+import os
+import signal
 import logging
 import threading
 import warnings
@@ -141,3 +143,32 @@ class _ListHandler(logging.Handler):
 
     def emit(self, record) -> None:
         self.into.append(record.getMessage())
+
+
+def test_a_python_signal_handler_runs_while_the_main_thread_waits(fake: Fake) -> None:
+    # Python runs a handler only between bytecodes: a main thread inside one
+    # long C call would never run it. next() waits in slices so that it does.
+    with kube_tattler.open(fake.config("pods")) as r:
+        old = signal.signal(signal.SIGUSR1, lambda *_: r.stop())
+        try:
+            synced = threading.Event()
+            sender = threading.Thread(target=lambda: synced.wait(10) and os.kill(os.getpid(), signal.SIGUSR1))
+            sender.start()
+            n = 0
+            for e in r:
+                n += 1
+                if e.change == Change.SYNCED:
+                    synced.set()
+            sender.join(10)
+            assert n == 4
+        finally:
+            signal.signal(signal.SIGUSR1, old)
+
+
+def test_next_with_a_timeout_returns_none_when_nothing_comes(fake: Fake) -> None:
+    with kube_tattler.open(fake.config("pods")) as r:
+        until_synced(r)
+        assert r.next(timeout=0) is None
+        assert r.next(timeout=0.05) is None
+        with pytest.raises(ValueError):
+            r.next(timeout=-1)
