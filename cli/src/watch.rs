@@ -330,18 +330,23 @@ impl<W: Write> Watch<W> {
         None
     }
 
-    /// Ends the progress line, if one was shown, with the count and time.
+    /// Ends the progress line, if one was shown: with the count and time
+    /// once every resource has its full state, else by clearing it.
     fn end_progress(&mut self) {
-        if let Some((p, lines)) = self.progress.take() {
-            if p.shown() {
-                let done = p.done(Instant::now(), self.objects);
-                let _ = if lines {
-                    writeln!(io::stderr(), "{done}")
-                } else {
-                    writeln!(io::stderr(), "\r{done}\x1b[K")
-                };
+        let Some((p, lines)) = self.progress.take() else {
+            return;
+        };
+        let _ = match (p.shown(), self.synced_all, lines) {
+            (false, ..) | (true, false, true) => Ok(()),
+            (true, false, false) => write!(io::stderr(), "\r\x1b[K"),
+            (true, true, true) => {
+                writeln!(io::stderr(), "{}", p.done(Instant::now(), self.objects))
             }
-        }
+            (true, true, false) => {
+                let done = p.done(Instant::now(), self.objects);
+                writeln!(io::stderr(), "\r{done}\x1b[K")
+            }
+        };
     }
 
     /// A line on stderr, after clearing a progress line being rewritten.

@@ -864,3 +864,76 @@ fn demo_needs_nothing_but_the_binary() {
         "{f:?}"
     );
 }
+
+/// The command line run under `script`, whose terminal becomes its stdin,
+/// stdout and stderr (`redirect` may send stdout elsewhere): all that
+/// terminal showed, and the exit code.
+fn on_a_terminal(args: &[&str], redirect: &str) -> Option<(String, Option<i32>)> {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script` (util-linux): the progress line is not tested");
+        return None;
+    }
+    let line = format!("{} {} {redirect}", support::BIN, args.join(" "));
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
+        let _ = tx.send(s);
+    });
+    let Ok(text) = rx.recv_timeout(support::LIMIT) else {
+        let _ = child.kill();
+        panic!("script did not end within {:?}", support::LIMIT);
+    };
+    Some((text, child.wait().unwrap().code()))
+}
+
+#[test]
+fn progress_on_a_terminal_only() {
+    let api = FakeApi::start();
+    pod(&api, "a", "p1");
+    // A watch that never answers: a sync that does not end.
+    api.push_fault("pods", tattler_fakeapi::Fault::Stall);
+    let url = api.url();
+    let args = ["-s", &url, "-A", "--request-timeout", "4s", "pods"];
+    // Both a terminal: one line a second, between the rows.
+    let Some((text, code)) = on_a_terminal(&args, "") else {
+        return;
+    };
+    assert_eq!(code, Some(1), "{text:?}");
+    assert!(
+        text.ends_with(
+            "syncing: 0 objects, 0/s\r\nerror: v1/pods: no answer from the server within 4s\r\n"
+        ),
+        "{text:?}"
+    );
+    // stdout elsewhere: one line rewritten in place.
+    api.push_fault("pods", tattler_fakeapi::Fault::Stall);
+    let (text, code) = on_a_terminal(&args, ">/dev/null").unwrap();
+    assert_eq!(code, Some(1), "{text:?}");
+    assert!(
+        text.ends_with("\rsyncing: 0 objects, 0/s\x1b[K\r\x1b[Kerror: v1/pods: no answer from the server within 4s\r\n"),
+        "{text:?}"
+    );
+    // Elsewhere (every other test): no progress at all.
+    api.push_fault("pods", tattler_fakeapi::Fault::Stall);
+    let f = run(&args);
+    assert_eq!(
+        (f.code, f.stderr.as_str()),
+        (
+            Some(1),
+            "error: v1/pods: no answer from the server within 4s\n"
+        )
+    );
+}
