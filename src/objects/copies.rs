@@ -9,8 +9,8 @@
 use std::borrow::Cow;
 
 use super::lexer::{escape_into, unescape};
+use super::pass::Edits;
 use super::policy::{State, MAX_COPY_DEPTH};
-use super::scrub::Edits;
 use super::walk::{Edit, Walker, ESCAPED_REDACTED, REDACTED_JSON};
 
 /// The edits that scrub the copy held by the JSON string `src[start..end]`

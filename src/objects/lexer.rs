@@ -4,7 +4,7 @@
 //! text of an annotation holding a copy of the object) and the escaping of a
 //! replacement written back into such a text.
 
-use super::scrub::Bad;
+use super::pass::Bad;
 
 /// What a string holds besides plain text (keys are unescaped only when
 /// their text can matter).

@@ -3,8 +3,8 @@
 //! parser into a tree that keeps duplicate keys and each string's spelling,
 //! the policy applied to that tree — compared as trees.
 
+use super::pass::{Edits, MAX_DEPTH};
 use super::policy::{KAPP_ORIGINAL, LAST_APPLIED, MAX_COPY_DEPTH};
-use super::scrub::{Edits, MAX_DEPTH};
 
 /// JSON as the reference reads it: members in order, duplicates kept;
 /// strings and keys as spelled between their quotes; numbers and literals

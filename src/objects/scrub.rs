@@ -12,54 +12,9 @@
 //!
 //! Keys are compared after unescaping (`"\u0065nv"` is `env`).
 
+pub(crate) use super::pass::{Bad, Edits, Found, Span, MAX_DEPTH};
 use super::policy::State;
 use super::walk::Walker;
-
-/// The deepest nesting accepted, objects and arrays counted alike. The
-/// apiserver stores objects up to 10,000 levels deep; an object nested deeper
-/// is not JSON tattler hands out.
-pub(crate) const MAX_DEPTH: usize = 10_000;
-
-/// What to change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Edits {
-    /// Redact env values (the policy's EnvVar shape).
-    pub scrub: bool,
-    /// Redact a Secret's `data` and `stringData` values.
-    pub secret_data: bool,
-    pub drop_managed_fields: bool,
-}
-
-impl Edits {
-    pub(crate) const NONE: Edits = Edits {
-        scrub: false,
-        secret_data: false,
-        drop_managed_fields: false,
-    };
-
-    pub(crate) fn any_redaction(self) -> bool {
-        self.scrub || self.secret_data
-    }
-}
-
-/// Why a walk failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bad {
-    /// Not one JSON object (or not valid JSON).
-    NotJson,
-    /// Nested deeper than [`MAX_DEPTH`].
-    TooDeep,
-}
-
-/// Where the strings tattler needs are in the object (quotes included).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Found {
-    pub kind: Option<(usize, usize)>,
-    pub name: Option<(usize, usize)>,
-    pub namespace: Option<(usize, usize)>,
-    pub uid: Option<(usize, usize)>,
-    pub resource_version: Option<(usize, usize)>,
-}
 
 /// The edited object, or `None` when nothing changed.
 #[cfg(any(test, feature = "fuzzing"))]
@@ -76,9 +31,6 @@ pub(crate) fn walk(obj: &[u8], edits: Edits) -> (Result<Option<Vec<u8>>, Bad>, F
     let found = w.found;
     (result.map(|()| w.finish()), found)
 }
-
-/// A byte range, `start..end`.
-pub(crate) type Span = (usize, usize);
 
 /// The spans of `type` (a string, quotes included) and `object` (an object)
 /// of a watch event in any member order and spacing, its structure checked.

@@ -8,8 +8,8 @@ use std::borrow::Cow;
 
 use super::copies;
 use super::lexer::{unescape, Escapes, Lexer};
+use super::pass::{Bad, Edits, Found, Span, MAX_DEPTH};
 use super::policy::{item, member, plain_key_matters, State};
-use super::scrub::{Bad, Edits, Found, Span, MAX_DEPTH};
 
 /// What replaces a redacted value, as JSON.
 pub(super) const REDACTED_JSON: &[u8] = b"\"REDACTED\"";

@@ -164,7 +164,7 @@ impl Client {
             .read_to_end(&mut body);
         // Asked protobuf first, the server sends its Status that way too.
         if protobuf {
-            body = crate::wire::meta_json::status_doc(&body).unwrap_or_default();
+            body = crate::wire::envelope::status_doc(&body).unwrap_or_default();
         }
         let status = decode::status(&body);
         Err(answer::classify(code, status, hint, creds.reloadable()))

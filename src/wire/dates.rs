@@ -116,6 +116,21 @@ fn from_civil(year: i64, month: i64, day: i64, secs_of_day: i64) -> Option<Syste
     Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
+/// civil-from-days, the inverse of the days-from-civil in `from_civil`).
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

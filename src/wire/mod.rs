@@ -1,15 +1,20 @@
 //! The apiserver's bytes, both ways, and nothing else: request URLs
 //! (`request`), bodies split as they arrive into watch frames and LIST items
 //! (`frames`; protobuf ones, turned into the same JSON, `proto_frames` over
-//! `protobuf` and `meta_json`), frames and objects decoded into events and metadata, Status
-//! bodies (`decode`), resourceVersions (`rv`), dates (`dates`). Pure: no I/O beyond reading
-//! from a given `Read`, no clock, no log (`.ci/pure.sh` checks).
+//! `protobuf`: the envelopes in `envelope`, metav1 types in `metav1`, built-in
+//! objects by `proto_json` from `schema`, all written with Go's JSON rules
+//! from `go_json`, the leaf), frames and objects decoded into events and
+//! metadata, Status bodies (`decode`), discovery documents (`discovery`),
+//! resourceVersions (`rv`), dates (`dates`). Pure: no I/O beyond reading from
+//! a given `Read`, no clock, no log (`.ci/pure.sh` checks).
 
 pub(crate) mod dates;
 pub(crate) mod decode;
 pub(crate) mod discovery;
+pub(crate) mod envelope;
 pub(crate) mod frames;
-pub(crate) mod meta_json;
+pub(crate) mod go_json;
+pub(crate) mod metav1;
 pub(crate) mod proto_frames;
 pub(crate) mod proto_json;
 pub(crate) mod protobuf;

@@ -1,5 +1,5 @@
 //! Protobuf response bodies split as their bytes arrive, each piece turned
-//! into the JSON the apiserver would have sent (`meta_json`), so that the
+//! into the JSON the apiserver would have sent (`envelope`), so that the
 //! stream handles them as it handles JSON bodies: a watch body
 //! (`application/vnd.kubernetes.protobuf;stream=watch`: a 4-byte big-endian
 //! length before each `WatchEvent`) into JSON event frames; a LIST body
@@ -9,10 +9,10 @@
 use std::io::{self, Read};
 
 use crate::wire::frames::{FrameError, ListError, ListItem, ListMeta};
-use crate::wire::meta_json;
 use crate::wire::proto_json::Scratch;
 use crate::wire::protobuf;
 use crate::wire::rv::Rv;
+use crate::wire::{envelope, metav1};
 
 const READ_CHUNK: usize = 64 << 10;
 /// The longest `typeMeta`, list `metadata`, or other small field read.
@@ -231,7 +231,7 @@ impl<R: Read> ProtoFrameReader<R> {
             return Err(FrameError::Truncated(input.pending().len()));
         }
         self.json.clear();
-        let done = meta_json::event(
+        let done = envelope::event(
             &input.pending()[4..4 + n],
             &mut self.json,
             &mut self.scratch,
@@ -343,7 +343,7 @@ impl<R: Read> ProtoListReader<R> {
                     if number == 1 {
                         let raw = self.input.small(len, MAX_SMALL, "the list's metadata")?;
                         let (rv, continue_token) =
-                            meta_json::list_meta(&raw).map_err(|e| invalid(&e.message))?;
+                            metav1::list_meta(&raw).map_err(|e| invalid(&e.message))?;
                         self.meta = Some(ListMeta {
                             resource_version: Rv::new(&rv),
                             continue_token,
@@ -361,7 +361,7 @@ impl<R: Read> ProtoListReader<R> {
                         return Err(invalid("the body ends inside an item"));
                     }
                     self.json.clear();
-                    let done = meta_json::item_doc(
+                    let done = envelope::item_doc(
                         &mut self.json,
                         &self.kind,
                         &self.api_version,

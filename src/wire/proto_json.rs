@@ -6,7 +6,7 @@
 //! map keys sorted; embedded structs' fields in the embedding object), with
 //! the types that write themselves (`Time`, `MicroTime`, `Duration`,
 //! `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`) as they do.
-//! `ObjectMeta` is `meta_json`'s. The schema is `schema`'s. Pure.
+//! `ObjectMeta` is `metav1`'s, Go's JSON `go_json`'s. The schema is `schema`'s. Pure.
 //!
 //! The recursion follows the schema, which has no cycle: the input cannot
 //! make it deeper. A field number the schema does not have is an error
@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 
-use crate::wire::meta_json::{self, string};
+use crate::wire::go_json::{self, string};
+use crate::wire::metav1;
 use crate::wire::protobuf::{Fields, PbError, Value};
 use crate::wire::schema::{schema, Field, Msg, Schema, Shape, Ty};
 
@@ -311,9 +312,9 @@ impl Writer<'_> {
             } else {
                 b"false"
             }),
-            Ty::I32 => meta_json::int(out, i64::from(varint(v, "an int32")? as i32)),
-            Ty::I64 => meta_json::int(out, varint(v, "an int64")? as i64),
-            Ty::U32 => meta_json::int(out, i64::from(varint(v, "a uint32")? as u32)),
+            Ty::I32 => go_json::int(out, i64::from(varint(v, "an int32")? as i32)),
+            Ty::I64 => go_json::int(out, varint(v, "an int64")? as i64),
+            Ty::U32 => go_json::int(out, i64::from(varint(v, "a uint32")? as u32)),
             Ty::U64 => {
                 use std::io::Write as _;
                 let _ = write!(out, "{}", varint(v, "a uint64")?);
@@ -334,7 +335,7 @@ impl Writer<'_> {
             },
             Ty::Time => {
                 let raw = bytes(v, "a Time")?;
-                meta_json::time(out, meta_json::seconds(raw)?)?;
+                metav1::time(out, metav1::seconds(raw)?)?;
             }
             Ty::MicroTime => micro_time(out, bytes(v, "a MicroTime")?)?,
             Ty::Duration => {
@@ -371,7 +372,7 @@ impl Writer<'_> {
                     }
                 }
                 match kind {
-                    0 => meta_json::int(out, i64::from(int as i32)),
+                    0 => go_json::int(out, i64::from(int as i32)),
                     1 => string(out, text),
                     _ => return Err(PbError::new("an IntOrString of an unknown type")),
                 }
@@ -388,10 +389,10 @@ impl Writer<'_> {
                     // A nil Raw is `null`; an empty one is too (protobuf
                     // cannot tell them apart).
                     None | Some(b"") => out.extend_from_slice(b"null"),
-                    Some(raw) => meta_json::raw_json(out, raw)?,
+                    Some(raw) => go_json::raw_json(out, raw)?,
                 }
             }
-            Ty::ObjectMeta => meta_json::object_meta(out, bytes(v, "an ObjectMeta")?)?,
+            Ty::ObjectMeta => metav1::object_meta(out, bytes(v, "an ObjectMeta")?)?,
             Ty::Msg(i) => {
                 let raw = bytes(v, "a struct")?;
                 let mut inner = Writer {
@@ -461,7 +462,7 @@ fn micro_time(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
         return Ok(());
     }
     let mut whole = Vec::with_capacity(24);
-    meta_json::time(&mut whole, Some(secs))?;
+    metav1::time(&mut whole, Some(secs))?;
     // "…:05Z" → "…:05.000000Z"
     whole.truncate(whole.len() - 2);
     out.extend_from_slice(&whole);

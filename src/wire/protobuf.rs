@@ -1,7 +1,7 @@
 //! Protobuf's wire format, as much as the apiserver's metadata-only answers
 //! need: fields read one at a time from a byte slice, every length checked
 //! against what remains, unknown fields passed over, groups refused. No
-//! schema here (that is `meta_json`'s), no recursion: a caller nests by
+//! schema here (that is `metav1`'s and `proto_json`'s), no recursion: a caller nests by
 //! reading a length-delimited field with a reader of its own, so nesting is
 //! bounded by the fixed schema, never by the input.
 //!

@@ -35,7 +35,7 @@ pub(crate) enum Ty {
     Raw,
     /// `metav1.FieldsV1`: its raw JSON.
     FieldsV1,
-    /// `metav1.ObjectMeta` (`meta_json`'s).
+    /// `metav1.ObjectMeta` (`metav1`'s).
     ObjectMeta,
     /// A struct of the schema, by index.
     Msg(u32),
@@ -171,9 +171,9 @@ fn parse(text: &'static str) -> Result<Schema, String> {
                     [carried] => {
                         let (v, k) = carried.rsplit_once('/').ok_or_else(bad)?;
                         let mut b = b"\"kind\":".to_vec();
-                        crate::wire::meta_json::string(&mut b, k.as_bytes());
+                        crate::wire::go_json::string(&mut b, k.as_bytes());
                         b.extend_from_slice(b",\"apiVersion\":");
-                        crate::wire::meta_json::string(&mut b, v.as_bytes());
+                        crate::wire::go_json::string(&mut b, v.as_bytes());
                         Some(b.into_boxed_slice())
                     }
                     _ => return Err(bad()),
