@@ -42,7 +42,7 @@ pub(super) fn relist_all(registry: &Registry, closing: &Receiver<()>) -> bool {
 /// One relist; false when the reader is stopping.
 ///
 /// The wait for the replacement's sync is bounded by the replacement itself:
-/// it gives up after a few failures in a row (`stream::machine`), which ends this wait.
+/// it gives up after a few failures in a row (`stream::course`), which ends this wait.
 fn relist(registry: &Registry, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
     let (done_tx, done) = bounded(1);
     let started = {
