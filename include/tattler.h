@@ -300,7 +300,8 @@ typedef enum tattler_change {
     TATTLER_CHANGE_SNAPSHOT = 4,
     /**
      * This resource's full state has been delivered (after the first sync and
-     * after every re-sync); every later entry is a live change.
+     * after every re-sync), or it is current again after a
+     * `TATTLER_CHANGE_STALE`; every later entry is a live change.
      */
     TATTLER_CHANGE_SYNCED = 5,
     /**
@@ -310,6 +311,18 @@ typedef enum tattler_change {
      * without, one object or frame was skipped and the stream goes on.
      */
     TATTLER_CHANGE_ERROR = 6,
+    /**
+     * This resource's view is not current: the server is unreachable or
+     * refusing, the stream was silent past the idle timeout, or a new full
+     * state is under way. `tattler_entry_error_reason` says why
+     * (`Unreachable`, `Refused`, `Throttled`, `Silent`, `Resyncing`),
+     * `tattler_entry_error_code` the HTTP status when the server answered,
+     * `tattler_entry_namespace` which namespace's stream. The stream goes
+     * on; `TATTLER_CHANGE_SYNCED` says when the view is current again.
+     * Values above this one may come in later versions: treat them as
+     * unknown, not as errors.
+     */
+    TATTLER_CHANGE_STALE = 7,
 } tattler_change;
 
 /**
@@ -1085,7 +1098,8 @@ bool tattler_entry_error_ended(const struct tattler_entry *e);
 /**
  * On an Error entry, the HTTP status that ended the stream (401, 403, 404,
  * ...), or 0 when the failure was not an HTTP answer (an object over
- * `max_frame_bytes`, a panic caught in the stream).
+ * `max_frame_bytes`, a panic caught in the stream); on a Stale entry, the
+ * status the server answered with (429, 503, ...), or 0.
  *
  * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
  * pointer is no entry).
@@ -1098,7 +1112,8 @@ uint16_t tattler_entry_error_code(const struct tattler_entry *e);
 
 /**
  * On an Error entry, the server's `reason` (e.g. `"Forbidden"`) or a short
- * word of tattler's own.
+ * word of tattler's own; on a Stale entry, why the view is not current
+ * (`"Unreachable"`, `"Refused"`, `"Throttled"`, `"Silent"`, `"Resyncing"`).
  *
  * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
  * pointer is no entry).
@@ -1113,8 +1128,8 @@ uint16_t tattler_entry_error_code(const struct tattler_entry *e);
 const char *tattler_entry_error_reason(const struct tattler_entry *e);
 
 /**
- * On an Error entry, the server's message or tattler's description of the
- * failure.
+ * On an Error or Stale entry, the server's message or tattler's
+ * description of the failure.
  *
  * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
  * pointer is no entry).

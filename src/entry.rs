@@ -7,9 +7,11 @@ use crate::wire::rv::Rv;
 
 /// The kind of change an [`Entry`] reports.
 ///
-/// The numbers are part of the C ABI and never change.
+/// The numbers are part of the C ABI and never change. New kinds may come
+/// (a match needs a `_` arm).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Change {
     /// An object the consumer has not seen before.
     Add = 1,
@@ -21,12 +23,27 @@ pub enum Change {
     /// During a re-sync: an object the consumer already has, unchanged.
     Snapshot = 4,
     /// This resource's full state has been delivered (after the first sync and
-    /// after every re-sync); every later entry is a live change.
+    /// after every re-sync), or it is current again after a [`Change::Stale`]:
+    /// the consumer's view equals the server's as of
+    /// [`Entry::resource_version_str`]; every later entry is a live change.
     Synced = 5,
     /// Something failed (see [`Entry::error`]): with [`ErrorInfo::ended`],
     /// this resource failed for good and stops streaming (the others go on);
     /// without it, one object or frame was skipped and the stream reads on.
     Error = 6,
+    /// This resource's view is not current: the server is unreachable or
+    /// refusing, the stream has been silent past the idle timeout, or a new
+    /// full state is under way. [`Entry::error`] says why
+    /// ([`ErrorInfo::kind`]: [`Reason::Unreachable`], [`Reason::Refused`],
+    /// [`Reason::Throttled`], [`Reason::Silent`], [`Reason::Resyncing`],
+    /// [`Reason::Credentials`];
+    /// `ended` is false), [`Entry::namespace`] which namespace's stream
+    /// when the resource is watched in several, and
+    /// [`Entry::resource_version_str`] what the view is current as of. The
+    /// stream goes on; [`Change::Synced`] says when the view is current
+    /// again. Sent once per spell, never for a healthy server that is merely
+    /// quiet.
+    Stale = 7,
 }
 
 impl Change {
@@ -39,6 +56,7 @@ impl Change {
             Change::Snapshot => "Snapshot",
             Change::Synced => "Synced",
             Change::Error => "Error",
+            Change::Stale => "Stale",
         }
     }
 }
@@ -92,12 +110,28 @@ pub enum Reason {
     NotFound,
     /// The resource cannot be listed and watched (its verbs): ended.
     MethodNotAllowed,
-    /// The credentials could not be had (an exec plugin, a token file): ended.
+    /// The credentials could not be had (an exec plugin, a token file): on
+    /// an Error entry, ended; on a Stale entry, retried.
     Credentials,
     /// The client certificate an exec plugin gave cannot be used: ended.
     TlsIdentity,
     /// A thread of tattler's panicked; the text says which.
     InternalError,
+    /// Stale: no answer from the server (a refused or failed connection, a
+    /// connection that broke again and again).
+    Unreachable,
+    /// Stale: the server answers with a failure it may recover from (5xx,
+    /// 404 while a resource is being added); its status is the code.
+    Refused,
+    /// Stale: the server asks to come back later (429, API Priority and
+    /// Fairness or a lagging watch cache).
+    Throttled,
+    /// Stale: nothing came from the server for the idle timeout (a server
+    /// bookmarks about once a minute): the connection is taken as dead.
+    Silent,
+    /// Stale: a new full state is under way (the history expired, the
+    /// resourceVersion is ahead of the server, a relist by re-sync).
+    Resyncing,
 }
 
 impl Reason {
@@ -116,6 +150,11 @@ impl Reason {
             Reason::Credentials => "Credentials",
             Reason::TlsIdentity => "TlsIdentity",
             Reason::InternalError => "InternalError",
+            Reason::Unreachable => "Unreachable",
+            Reason::Refused => "Refused",
+            Reason::Throttled => "Throttled",
+            Reason::Silent => "Silent",
+            Reason::Resyncing => "Resyncing",
         }
     }
 }
@@ -222,7 +261,8 @@ impl Entry {
     }
 
     /// The object's namespace; `None` for cluster-scoped objects and for
-    /// Synced and Error entries.
+    /// Synced and Error entries; on Stale, the namespace of the stream that
+    /// is not current, when the resource is watched in one or several.
     pub fn namespace(&self) -> Option<&str> {
         self.namespace.as_deref()
     }

@@ -285,7 +285,8 @@ impl Store {
                     ));
                 }
             }
-            Change::Synced | Change::Error => {}
+            Change::Synced | Change::Error | Change::Stale => {}
+            other => return Err(format!("a change of an unknown kind: {other}")),
         }
         Ok(())
     }
@@ -322,7 +323,7 @@ fn assert_resyncs_unchanged(what: &str, r: &Reader) {
     for e in drain(r, Duration::from_millis(100)) {
         let s = show(&e);
         assert!(
-            s == "Snapshot a/p1" || s == "Synced pods",
+            s == "Snapshot a/p1" || s == "Synced pods" || s == "Stale pods Resyncing",
             "{what}: unexpected {s}"
         );
     }
@@ -522,6 +523,7 @@ fn etcd_restore(how: &'static str) {
             [
                 "Add a/p2",
                 "Delete(inferred) a/p3",
+                "Stale pods Resyncing",
                 "Update a/p1",
                 "Synced pods"
             ],
@@ -626,7 +628,11 @@ fn a_relist_racing_a_resync_ends_with_one_synced_watch() {
     got.extend(shown(&drain(&r, Duration::from_millis(500))));
     for g in &got {
         assert!(
-            g == "Add a/p3" || g == "Snapshot a/p1" || g == "Snapshot a/p2" || g == "Synced pods",
+            g == "Add a/p3"
+                || g == "Snapshot a/p1"
+                || g == "Snapshot a/p2"
+                || g == "Synced pods"
+                || g == "Stale pods Resyncing",
             "unexpected {g} in {got:?}"
         );
     }
@@ -701,7 +707,12 @@ fn an_object_deleted_during_a_relist_with_opaque_versions_does_not_come_back() {
     }
     assert_eq!(
         sorted(shown(&rest)),
-        ["Delete(inferred) a/p2", "Snapshot a/p1", "Synced pods"],
+        [
+            "Delete(inferred) a/p2",
+            "Snapshot a/p1",
+            "Stale pods Resyncing",
+            "Synced pods"
+        ],
         "after the delete"
     );
     assert_eq!(store.names(), ["a/p1"]);
@@ -799,11 +810,15 @@ fn two_namespaces_expired_together_are_synced_once_after_both_resync() {
         );
         std::thread::sleep(Duration::from_millis(10));
     };
-    let before = shown(&drain(&r, Duration::from_millis(1000)));
+    let before = sorted(shown(&drain(&r, Duration::from_millis(1000))));
     assert_eq!(
         before,
-        ["Snapshot a/pa"],
-        "before b's re-sync is complete: no Synced"
+        [
+            "Snapshot a/pa",
+            "Stale pods@a Resyncing",
+            "Stale pods@b Resyncing"
+        ],
+        "before b's re-sync is complete: each namespace says it is not current, no Synced"
     );
     taps.send(b_resync, added(&pod("b", "pb", 2, "2", "")));
     taps.send(b_resync, end_bookmark("12"));
@@ -1501,4 +1516,78 @@ fn a_log_callback_that_closes_the_reader_on_a_credentials_warning_returns() {
         s.requests()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------
+// E. A watch cache that lags (kubernetes#139766)
+
+/// A consistent read (`resourceVersion` unset) waits for a watch cache that
+/// lags etcd, and the server answers 429 after about 3 s, every time; a read
+/// of what the cache holds is served at once. After three 429s the full
+/// state asks for that (not older than the last resourceVersion seen, `0`
+/// before any), syncs within the stated bound, and the consumer was told
+/// the resource was not current meanwhile. Then a re-sync asks for a
+/// consistent read again. The same for LIST + WATCH.
+#[test]
+fn a_lagging_watch_cache_ends_in_a_read_it_can_serve() {
+    let _w = Watchdog::new("lagging_cache", Duration::from_secs(120));
+    for list_mode in [false, true] {
+        let s = Scripted::start(move |_, path| {
+            let consistent = !path.contains("resourceVersion=");
+            match kind(path) {
+                Kind::WatchList if list_mode => Reply::status(400, "BadRequest", &[]),
+                Kind::WatchList | Kind::List if consistent => {
+                    Reply::status(429, "TooManyRequests", &[("Retry-After", "1")])
+                }
+                Kind::WatchList => Reply::json(vec![added(&p1()), end_bookmark("5")], Then::Hang),
+                Kind::List => Reply::json(vec![listed(&[p1()], "5")], Then::Close),
+                Kind::Watch(_) => Reply::json(vec![], Then::Hang),
+                _ => Reply::status(404, "NotFound", &[]),
+            }
+        });
+        let what = if list_mode {
+            "LIST + WATCH"
+        } else {
+            "watch-list"
+        };
+        let start = Instant::now();
+        // The defaults' pacing: the bound is what a user gets.
+        let r = Reader::open(defaults(&s.url())).unwrap();
+        let got = until_synced(&r);
+        let took = start.elapsed();
+        assert_eq!(
+            got,
+            ["Add a/p1", "Stale pods Throttled 429", "Synced pods"],
+            "{what}"
+        );
+        assert!(
+            took < Duration::from_secs(30),
+            "{what}: synced after {took:?}, over the README's bound"
+        );
+        let full: Vec<String> = s
+            .requests()
+            .into_iter()
+            .filter(|p| matches!(kind(p), Kind::WatchList | Kind::List))
+            .filter(|p| !(list_mode && kind(p) == Kind::WatchList))
+            .collect();
+        assert_eq!(
+            full.len(),
+            4,
+            "{what}: three 429s, then the cache read: {full:?}"
+        );
+        assert!(
+            full[..3].iter().all(|p| !p.contains("resourceVersion=")),
+            "{what}: {full:?}"
+        );
+        assert!(
+            full[3].contains("resourceVersion=0")
+                && full[3].contains("resourceVersionMatch=NotOlderThan"),
+            "{what}: {full:?}"
+        );
+        let st = &r.stats()[0];
+        assert!(
+            st.current && st.current_at.as_deref() == Some("5"),
+            "{st:?}"
+        );
+    }
 }

@@ -167,6 +167,10 @@ struct View {
     /// entry the consumer took since the last backup or restore; what an etcd
     /// restore to that backup owes a full state for.
     handed: BTreeMap<(String, String), u64>,
+    /// Per resource: whether its last word was Synced (current) rather than
+    /// Stale, and when its last Stale came.
+    current: BTreeMap<String, bool>,
+    last_stale: BTreeMap<String, Instant>,
     /// Error entries, described; `ended` ones fail the seed.
     errors: Vec<String>,
     violations: Vec<String>,
@@ -245,9 +249,19 @@ fn consume(r: Arc<Reader>, sh: Arc<Shared>, ctl: Receiver<Ctl>) {
                     }
                 }
                 v.since_synced.insert(res.clone(), (0, gen));
+                v.current.insert(res.clone(), true);
                 let s = v.synced.entry(res.clone()).or_default();
                 s.0 += 1;
                 s.1 = Some(Instant::now());
+            }
+            Change::Stale => {
+                let err = e.error().expect("a Stale entry says why");
+                if err.ended {
+                    v.violations
+                        .push(format!("{res}: a Stale entry that ended its stream"));
+                }
+                v.current.insert(res.clone(), false);
+                v.last_stale.insert(res.clone(), Instant::now());
             }
             Change::Error => {
                 let err = e.error().expect("an Error entry carries its error");
@@ -256,6 +270,9 @@ fn consume(r: Arc<Reader>, sh: Arc<Shared>, ctl: Receiver<Ctl>) {
                     err.code, err.reason, err.message, err.ended
                 ));
             }
+            other => v
+                .violations
+                .push(format!("{res}: a change of an unknown kind: {other}")),
         }
         if e.change() != Change::Synced {
             if let Some(s) = v.since_synced.get_mut(&res) {
@@ -567,6 +584,9 @@ fn run_seed(seed: u64) -> Outcome {
     let setup = Setup::draw(seed, &mut rng);
     TRACE.push(format!("SETUP seed {seed}: {setup:?}"));
     let api = FakeApi::start();
+    // A healthy server is never silent past the idle timeout (2 s here): it
+    // bookmarks, as the apiserver does about once a minute.
+    api.start_bookmarks(Duration::from_millis(700));
     api.set_opaque_rvs(setup.opaque);
     match setup.server_gzip {
         1 => api.set_gzip(true),
@@ -681,7 +701,58 @@ fn drive(run: &mut Run, rng: &mut Rng) -> Result<(), String> {
             std::thread::sleep(Duration::from_millis(rng.range(1, 40)));
         }
     }
+    outage(run);
     quiet(run)
+}
+
+/// How long a resource that was current may take to say it is not once the
+/// server refuses every connection (README, "Never silently stale": at once
+/// on the first refused request, which follows a cut within the backoff of
+/// one or two failures; slow reads and a small channel add their queue).
+const NOTICE_BOUND: Duration = Duration::from_secs(10);
+
+/// The server goes down (every connection cut, every new one refused): each
+/// resource the consumer held as current must say it is not, within
+/// `NOTICE_BOUND`, from the stream itself. Then the server comes back.
+fn outage(run: &mut Run) {
+    let current: Vec<String> = {
+        let v = run.shared.view.lock();
+        run.shared
+            .set
+            .lock()
+            .keys()
+            .filter(|res| v.current.get(**res).copied() == Some(true))
+            .map(|res| res.to_string())
+            .collect()
+    };
+    run.proxy.set_outage(true);
+    let start = Instant::now();
+    let n = run.proxy.cut_all();
+    op(format!(
+        "outage: {n} connections cut, new ones refused; current: {current:?}"
+    ));
+    let told = |v: &View, res: &str| v.last_stale.get(res).is_some_and(|t| *t >= start);
+    loop {
+        let silent: Vec<&String> = {
+            let v = run.shared.view.lock();
+            current.iter().filter(|res| !told(&v, res)).collect()
+        };
+        if silent.is_empty() {
+            break;
+        }
+        if start.elapsed() > NOTICE_BOUND {
+            run.violations.push(format!(
+                "silently stale: {silent:?} said nothing within {NOTICE_BOUND:?} of the server refusing every connection"
+            ));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    op(format!(
+        "outage over after {:.2} s",
+        start.elapsed().as_secs_f64()
+    ));
+    run.proxy.set_outage(false);
 }
 
 fn status(code: u16) -> (&'static str, &'static str) {
@@ -1135,11 +1206,12 @@ fn quiet(run: &mut Run) -> Result<(), String> {
             let v = run.shared.view.lock();
             set.keys().any(|res| {
                 let last = v.synced.get(*res).and_then(|s| s.1);
-                match (last, run.causes.get(res).copied()) {
-                    (None, _) => true,
-                    (Some(l), Some(c)) => l < c,
-                    _ => false,
-                }
+                v.current.get(*res) == Some(&false)
+                    || match (last, run.causes.get(res).copied()) {
+                        (None, _) => true,
+                        (Some(l), Some(c)) => l < c,
+                        _ => false,
+                    }
             })
         };
         if !pending || Instant::now() > synced_deadline {
@@ -1160,6 +1232,11 @@ fn quiet(run: &mut Run) -> Result<(), String> {
                 (c - l).as_secs_f64()
             )),
             _ => {}
+        }
+        if v.current.get(*res) == Some(&false) {
+            run.violations.push(format!(
+                "{res} said it was not current (Stale) and, the server healthy, never said it was current again"
+            ));
         }
     }
     for e in &v.errors {

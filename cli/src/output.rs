@@ -64,9 +64,9 @@ impl<'a> View<'a> {
         }
     }
 
-    /// Whether it reports an object (not a resource's Synced or Error).
+    /// Whether it reports an object (not a resource's Synced, Stale or Error).
     fn is_object(&self) -> bool {
-        !matches!(self.change, Change::Synced | Change::Error)
+        !matches!(self.change, Change::Synced | Change::Error | Change::Stale)
     }
 
     /// `pod`, `deployment.apps`: the type as kubectl's `-o name` writes it.
@@ -170,14 +170,17 @@ impl Printer {
     }
 
     /// Writes the entry (unflushed); false when this format does not show
-    /// it (Error entries in a table, Synced and Error ones as names).
+    /// it (Error and Stale entries in a table, Synced, Stale and Error ones
+    /// as names).
     pub fn print(&mut self, out: &mut impl Write, v: &View, now: SystemTime) -> io::Result<bool> {
         match self.output {
             Output::Json => writeln!(out, "{}", json_line(v, self.objects))?,
             Output::Yaml => writeln!(out, "{}", yaml_document(v, self.objects))?,
             Output::Name if v.is_object() => writeln!(out, "{}/{}", v.kind_ref(), v.name)?,
             Output::Name => return Ok(false),
-            Output::Table | Output::Wide if v.change == Change::Error => return Ok(false),
+            Output::Table | Output::Wide if matches!(v.change, Change::Error | Change::Stale) => {
+                return Ok(false)
+            }
             Output::Table | Output::Wide => {
                 let cells = self.cells(v, now);
                 if let Some(rows) = &mut self.held {
@@ -284,6 +287,9 @@ fn fields(v: &View) -> Vec<(&'static str, Value)> {
         f.push(("namespace", v.namespace.into()));
         f.push(("name", v.name.into()));
         f.push(("uid", v.uid.into()));
+    } else if v.change == Change::Stale && !v.namespace.is_empty() {
+        // Which namespace's stream is not current.
+        f.push(("namespace", v.namespace.into()));
     }
     if v.change != Change::Error {
         f.push(("resourceVersion", v.resource_version.into()));

@@ -224,6 +224,22 @@ impl<W: Write> Watch<W> {
                 ));
             }
             (Change::Error, _) => {}
+            // The view is not current: said on stderr for people, once it
+            // had synced (before that, a failure to sync says why); JSON and
+            // YAML carry it as a line of their own.
+            (Change::Stale, Some(err)) if !self.json_like && self.synced.contains(&gvr(entry)) => {
+                let ns = entry
+                    .namespace()
+                    .map(|n| format!(" in {n}"))
+                    .unwrap_or_default();
+                self.note(&format!(
+                    "warning: {}{ns} not current ({}): {}",
+                    entry.resource().resource,
+                    err.reason,
+                    err.message
+                ));
+            }
+            (Change::Stale, _) => {}
             _ if !self.synced_all => self.objects += 1,
             _ => {}
         }
@@ -240,7 +256,7 @@ impl<W: Write> Watch<W> {
                     "the server doesn't have a resource type {resource:?}"
                 ))));
             }
-            if !err.ended {
+            if !err.ended || entry.change() == Change::Stale {
                 return None;
             }
             let why = if err.kind == Reason::Server {

@@ -744,7 +744,7 @@ fn checkpoint_resumes_with_only_what_changed_meanwhile() {
     let p4 = pod(&api, "a", "p4");
     api.delete("pods", Some("a"), "p3").unwrap();
     api.compact();
-    let (got, _) = run_until(&second, 5);
+    let (got, _) = run_until(&second, 7);
     let cur = api.current_rv();
     assert_eq!(
         sorted(got),
@@ -752,6 +752,9 @@ fn checkpoint_resumes_with_only_what_changed_meanwhile() {
             format!("Add a/p4 {p4}"),
             format!("Delete a/p3 {add} (inferred)"),
             format!("Snapshot a/p1 {up}"),
+            // Resumed from a compacted resourceVersion: each says it re-syncs.
+            "Stale configmaps Resyncing".to_string(),
+            "Stale pods Resyncing".to_string(),
             format!("Synced configmaps {cur}"),
             format!("Synced pods {cur}"),
         ]

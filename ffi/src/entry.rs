@@ -26,13 +26,24 @@ pub enum tattler_change {
     /// During a re-sync: an object the consumer already has, unchanged.
     TATTLER_CHANGE_SNAPSHOT = 4,
     /// This resource's full state has been delivered (after the first sync and
-    /// after every re-sync); every later entry is a live change.
+    /// after every re-sync), or it is current again after a
+    /// `TATTLER_CHANGE_STALE`; every later entry is a live change.
     TATTLER_CHANGE_SYNCED = 5,
     /// A failure (see `tattler_entry_error_code` and
     /// `tattler_entry_error_message`): with `tattler_entry_error_ended`, this
     /// resource failed for good and stops streaming, the others go on;
     /// without, one object or frame was skipped and the stream goes on.
     TATTLER_CHANGE_ERROR = 6,
+    /// This resource's view is not current: the server is unreachable or
+    /// refusing, the stream was silent past the idle timeout, or a new full
+    /// state is under way. `tattler_entry_error_reason` says why
+    /// (`Unreachable`, `Refused`, `Throttled`, `Silent`, `Resyncing`),
+    /// `tattler_entry_error_code` the HTTP status when the server answered,
+    /// `tattler_entry_namespace` which namespace's stream. The stream goes
+    /// on; `TATTLER_CHANGE_SYNCED` says when the view is current again.
+    /// Values above this one may come in later versions: treat them as
+    /// unknown, not as errors.
+    TATTLER_CHANGE_STALE = 7,
 }
 
 impl From<Change> for tattler_change {
@@ -44,6 +55,9 @@ impl From<Change> for tattler_change {
             Change::Snapshot => tattler_change::TATTLER_CHANGE_SNAPSHOT,
             Change::Synced => tattler_change::TATTLER_CHANGE_SYNCED,
             Change::Error => tattler_change::TATTLER_CHANGE_ERROR,
+            Change::Stale => tattler_change::TATTLER_CHANGE_STALE,
+            // The core's kinds are the header's; a newer core would add one to both.
+            _ => tattler_change::TATTLER_CHANGE_NONE,
         }
     }
 }
@@ -389,7 +403,8 @@ pub extern "C" fn tattler_entry_error_ended(e: *const tattler_entry) -> bool {
 
 /// On an Error entry, the HTTP status that ended the stream (401, 403, 404,
 /// ...), or 0 when the failure was not an HTTP answer (an object over
-/// `max_frame_bytes`, a panic caught in the stream).
+/// `max_frame_bytes`, a panic caught in the stream); on a Stale entry, the
+/// status the server answered with (429, 503, ...), or 0.
 ///
 /// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
 /// pointer is no entry).
@@ -403,7 +418,8 @@ pub extern "C" fn tattler_entry_error_code(e: *const tattler_entry) -> u16 {
 }
 
 /// On an Error entry, the server's `reason` (e.g. `"Forbidden"`) or a short
-/// word of tattler's own.
+/// word of tattler's own; on a Stale entry, why the view is not current
+/// (`"Unreachable"`, `"Refused"`, `"Throttled"`, `"Silent"`, `"Resyncing"`).
 ///
 /// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
 /// pointer is no entry).
@@ -419,8 +435,8 @@ pub extern "C" fn tattler_entry_error_reason(e: *const tattler_entry) -> *const 
     string_field(e, Field::ErrorReason)
 }
 
-/// On an Error entry, the server's message or tattler's description of the
-/// failure.
+/// On an Error or Stale entry, the server's message or tattler's
+/// description of the failure.
 ///
 /// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
 /// pointer is no entry).

@@ -20,9 +20,11 @@ class Change(enum.IntEnum):
     SNAPSHOT = 4
     """During a re-sync: an object the consumer already has, unchanged."""
     SYNCED = 5
-    """This resource's full state has been delivered; every later entry is a live change."""
+    """This resource's full state has been delivered, or it is current again after a STALE; every later entry is a live change."""
     ERROR = 6
     """A failure (``Entry.error``): with ``ended`` the resource stopped, without it one object was skipped."""
+    STALE = 7
+    """The resource's view is not current (``Entry.error.reason``: Unreachable, Refused, Throttled, Silent, Resyncing, Credentials); SYNCED says when it is again."""
 
     def __str__(self) -> str:
         # "Add", as the Rust library, the C++ wrapper and the example print it.

@@ -12,7 +12,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::{Mutex, MutexGuard};
 
@@ -38,6 +38,11 @@ pub(crate) struct Counters {
     pub objects: AtomicU64,
     pub list_fallback: AtomicBool,
     pub failed: AtomicBool,
+    /// The consumer was told the resource is not current (a Stale entry)
+    /// and has not had its Synced since.
+    pub stale: AtomicBool,
+    /// When bytes last came from the server, in milliseconds since `born`.
+    pub heard_ms: AtomicU64,
     /// When the last full state completed.
     pub synced_at: Mutex<Option<SystemTime>>,
     /// Why the stream last had to retry or give up; cleared by a completed sync.
@@ -221,7 +226,6 @@ impl Ledger {
 }
 
 /// One resource's state, shared by its streams and the reader.
-#[derive(Default)]
 pub(crate) struct ResourceState {
     ledger: Mutex<Ledger>,
     /// The turn to deliver: a stream holds it while it judges and sends a
@@ -238,6 +242,21 @@ pub(crate) struct ResourceState {
     member: u64,
     /// The live counters.
     pub counters: Counters,
+    /// When the state was made: the counters' clock.
+    born: Instant,
+}
+
+impl Default for ResourceState {
+    fn default() -> Self {
+        ResourceState {
+            ledger: Mutex::default(),
+            turn: Mutex::default(),
+            reported: Mutex::default(),
+            member: 0,
+            counters: Counters::default(),
+            born: Instant::now(),
+        }
+    }
 }
 
 impl ResourceState {
@@ -272,6 +291,27 @@ impl ResourceState {
     /// This resource's key in its gate.
     pub(crate) fn member(&self) -> u64 {
         self.member
+    }
+
+    /// Bytes came from the server now.
+    pub(crate) fn heard(&self) {
+        let ms = self.born.elapsed().as_millis() as u64;
+        self.counters
+            .heard_ms
+            .store(ms.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How long ago bytes last came from the server; `None` before any.
+    pub(crate) fn since_heard(&self) -> Option<Duration> {
+        let ms = self
+            .counters
+            .heard_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (ms > 0).then(|| {
+            self.born
+                .elapsed()
+                .saturating_sub(Duration::from_millis(ms))
+        })
     }
 }
 

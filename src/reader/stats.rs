@@ -44,6 +44,14 @@ pub struct StreamStats {
     /// Why the stream last retried or gave up (a refused connection, a
     /// failing exec plugin, a 503…); `None` once a sync completes.
     pub last_error: Option<String>,
+    /// The consumer's view of this resource is current: synced, and no
+    /// Stale entry since its last Synced.
+    pub current: bool,
+    /// The resourceVersion the view is current at, when it is.
+    pub current_at: Option<String>,
+    /// How long ago the server last sent anything (an answer, an event, a
+    /// bookmark); `None` before it ever did.
+    pub since_heard: Option<std::time::Duration>,
 }
 
 /// The counters in the Prometheus text exposition format (version 0.0.4):
@@ -184,6 +192,7 @@ impl StreamHandle {
             let ledger = self.state.ledger();
             (ledger.synced(), ledger.resource_version().clone())
         };
+        let current = synced && !c.stale.load(Ordering::Relaxed);
         StreamStats {
             resource: c.resolved.lock().clone().unwrap_or_else(|| self.spec.gvr()),
             events: c.events.load(Ordering::Relaxed),
@@ -200,6 +209,9 @@ impl StreamHandle {
             list_fallback: c.list_fallback.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
             last_error: c.last_error.lock().clone(),
+            current,
+            current_at: current.then(|| resource_version.as_str().to_string()),
+            since_heard: self.state.since_heard(),
         }
     }
 }

@@ -47,10 +47,22 @@ pub(crate) fn classify(code: u16, status: Status, hint: Option<Duration>, reload
         400 | 422 => End::Rejected(info),
         401 => End::Unauthorized { info, reloadable },
         // Not served (yet): a CRD being established, an API being added.
-        404 => End::Retry(format!("not served (404 {})", status.message), hint),
+        404 => End::Refused {
+            code,
+            why: format!("not served (404 {})", status.message),
+            hint,
+        },
         504 if status.rv_too_large => End::TooLarge(hint),
-        429 | 503 => End::Retry(format!("server busy ({code} {})", status.message), hint),
-        500..=599 => End::Retry(format!("server error {code}: {}", status.message), hint),
+        429 | 503 => End::Refused {
+            code,
+            why: format!("server busy ({code} {})", status.message),
+            hint,
+        },
+        500..=599 => End::Refused {
+            code,
+            why: format!("server error {code}: {}", status.message),
+            hint,
+        },
         _ => End::Fatal(info),
     }
 }
@@ -145,11 +157,19 @@ mod tests {
                 Some(secs(5)),
                 false
             ),
-            End::Retry("server busy (429 m)".into(), Some(secs(5)))
+            End::Refused {
+                code: 429,
+                why: "server busy (429 m)".into(),
+                hint: Some(secs(5))
+            }
         );
         assert_eq!(
             classify(503, st(0, "", Some(9), false), Some(Duration::ZERO), false),
-            End::Retry("server busy (503 m)".into(), Some(secs(9))),
+            End::Refused {
+                code: 503,
+                why: "server busy (503 m)".into(),
+                hint: Some(secs(9))
+            },
             "the later hint wins"
         );
         assert_eq!(
@@ -157,10 +177,10 @@ mod tests {
             End::TooLarge(Some(secs(1)))
         );
         assert!(
-            matches!(classify(500, st(0, "", None, false), None, false), End::Retry(m, None) if m.contains("500"))
+            matches!(classify(500, st(0, "", None, false), None, false), End::Refused { code: 500, why, hint: None } if why.contains("500"))
         );
         assert!(
-            matches!(classify(404, st(404, "NotFound", None, false), None, false), End::Retry(m, None) if m.contains("404"))
+            matches!(classify(404, st(404, "NotFound", None, false), None, false), End::Refused { code: 404, why, hint: None } if why.contains("404"))
         );
         assert!(
             matches!(classify(403, st(403, "Forbidden", None, false), None, false), End::Fatal(i) if i.code == 403 && i.ended)

@@ -109,7 +109,7 @@ impl Client {
                     true,
                 )))
             }
-            Err(e) => return Err(End::Retry(format!("credentials: {e}"), None)),
+            Err(e) => return Err(End::NoCredentials(format!("credentials: {e}"))),
         };
         let agent = match self.slot.get(&self.transport, &current) {
             None => return Err(End::Stopped),
@@ -264,7 +264,7 @@ impl Client {
                                 .map_err(|e| bad(&path, e))?,
                         ),
                         // An aggregated API that is down leaves its group out.
-                        Err(End::Retry(..)) => {}
+                        Err(End::Retry(..) | End::Refused { .. }) => {}
                         Err(other) => return Err(other),
                     }
                 }

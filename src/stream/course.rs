@@ -66,9 +66,21 @@ pub(crate) enum End {
     Rejected(ErrorInfo),
     /// 401: reloading the credentials may cure it when `reloadable`.
     Unauthorized { info: ErrorInfo, reloadable: bool },
-    /// Worth retrying (429, 5xx, a failed connect, an unreadable answer); the
+    /// Worth retrying (a failed connect, an unreadable answer); the
     /// server's hint, if it gave one.
     Retry(String, Option<Duration>),
+    /// The server answered with a status worth retrying (429, 5xx, 404
+    /// while a resource is being added); its hint, if it gave one.
+    Refused {
+        code: u16,
+        why: String,
+        hint: Option<Duration>,
+    },
+    /// Nothing came for the idle timeout: the connection is taken as dead.
+    Silent(String),
+    /// The credentials could not be had for now (a failing exec plugin, a
+    /// token file not there yet): retried.
+    NoCredentials(String),
     /// A failure retrying cannot fix.
     Fatal(ErrorInfo),
     /// The reader is stopping.
@@ -129,6 +141,9 @@ const INCOMPLETE_WATCH_LISTS: u32 = 2;
 const SHORT_WATCHES: u32 = 3;
 /// Failures in a row after which a relist's replacement gives up.
 const REPLACEMENT_FAILURES: u32 = 3;
+/// Full-state requests answered 429 in a row after which the stream reads
+/// what the watch cache holds instead of a consistent read.
+const LAGGING_CACHE: u32 = 3;
 
 /// One stream's course: see the module's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,6 +192,51 @@ pub(crate) struct Course {
     /// The server sent a built-in object with a field tattler's schema does
     /// not have (a newer server): this stream asks for JSON from then on.
     schema_missed: bool,
+    /// The consumer was told the resource is not current (a Stale entry)
+    /// since this stream's last Synced.
+    told_stale: bool,
+    /// Full-state requests answered 429 in a row.
+    throttled: u32,
+    /// The current full state reads what the watch cache holds (not older
+    /// than the resume point) rather than a consistent read.
+    cache_read: bool,
+}
+
+/// Why a request failed, as the consumer is told it (see [`Course::notice`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// Not a failure: no notice.
+    None,
+    /// No answer: a failed connect, a broken connection.
+    Unreachable(String),
+    /// An answer worth retrying: its status.
+    Refused(u16, String),
+    /// Nothing came for the idle timeout.
+    Silent(String),
+    /// The credentials could not be had.
+    Credentials(String),
+}
+
+impl Cause {
+    /// The cause of a request that ended with `end`.
+    pub(crate) fn of(end: &End) -> Cause {
+        match end {
+            End::Refused { code, why, .. } => Cause::Refused(*code, why.clone()),
+            End::Silent(why) => Cause::Silent(why.clone()),
+            End::NoCredentials(why) => Cause::Credentials(why.clone()),
+            End::Retry(why, _) | End::Broke(why) => Cause::Unreachable(why.clone()),
+            _ => Cause::None,
+        }
+    }
+}
+
+/// A notice owed to the consumer: the resource is not current.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Notice {
+    pub reason: crate::Reason,
+    /// The HTTP status, when the server answered.
+    pub code: u16,
+    pub message: String,
 }
 
 /// What a bookmark means to the stream.
@@ -184,6 +244,10 @@ pub(crate) struct Course {
 pub(crate) enum Bookmark {
     /// Synced: the resume point moved (not progress by itself).
     Moved,
+    /// Synced and catching up with a target it cannot order against (none
+    /// known, or opaque resourceVersions): a bookmark says the server has
+    /// sent everything up to it, so the replay is over.
+    CaughtUp,
     /// The `initial-events-end` bookmark: the full state is complete here.
     EndsSync,
     /// A periodic bookmark before `initial-events-end`: a real watch-list
@@ -239,6 +303,9 @@ impl Course {
             catch_up: None,
             retired: false,
             schema_missed: false,
+            told_stale: false,
+            throttled: 0,
+            cache_read: false,
         };
         if !needs_discovery {
             m.phase = m.sync_phase();
@@ -362,7 +429,7 @@ impl Course {
             Some(t) => Silence::Ends(End::Broke(format!(
                 "no initial events within {t:?} (initial_events_timeout)"
             ))),
-            None => Silence::Ends(End::Broke(
+            None => Silence::Ends(End::Silent(
                 "no data within idle_timeout: connection taken as dead".into(),
             )),
         }
@@ -397,8 +464,14 @@ impl Course {
     /// A bookmark at `rv`: what it means (see [`Bookmark`]).
     pub(crate) fn bookmark(&mut self, rv: Rv, initial_events_end: bool) -> Bookmark {
         if self.synced {
+            let unordered = |t: &Rv| t.as_str().is_empty() || rv.key().order(t.key()).is_none();
+            let caught_up = matches!(&self.catch_up, Some(Some(t)) if unordered(t));
             self.cursor = rv;
-            Bookmark::Moved
+            if caught_up {
+                Bookmark::CaughtUp
+            } else {
+                Bookmark::Moved
+            }
         } else if initial_events_end {
             self.cursor = rv;
             Bookmark::EndsSync
@@ -418,6 +491,9 @@ impl Course {
         self.synced = true;
         self.attempt.synced = true;
         self.attempt.progressed = true;
+        self.told_stale = false;
+        self.throttled = 0;
+        self.cache_read = false;
     }
 
     /// The server's resourceVersion when a resume started (empty: unknown).
@@ -430,7 +506,11 @@ impl Course {
     /// A resume has replayed what changed while stopped; false when it was
     /// not catching up.
     pub(crate) fn caught_up(&mut self) -> bool {
-        self.catch_up.take().is_some()
+        let was = self.catch_up.take().is_some();
+        if was {
+            self.told_stale = false;
+        }
+        was
     }
 
     /// Another stream owns the resource: this one ends.
@@ -470,6 +550,60 @@ impl Course {
     /// another resync decides otherwise.
     pub(crate) fn sync_granted(&mut self) {
         self.fresh_sync = false;
+    }
+
+    /// Whether the next full state reads what the watch cache holds: the
+    /// `resourceVersion` to ask for (not older than the resume point, or
+    /// `0`, anything it has), `None` for a consistent read.
+    pub(crate) fn cache_read(&self) -> Option<&str> {
+        self.cache_read.then(|| match self.cursor.as_str() {
+            "" => "0",
+            rv => rv,
+        })
+    }
+
+    /// Whether a request that failed with `cause`, and the `step` decided
+    /// on it, owe the consumer a notice that the resource is not current;
+    /// once told, not again until it is current. A relist's replacement
+    /// tells nothing (the primary's view stays current). A re-sync is told
+    /// at once; a failure that pauses the stream is told when the server did
+    /// not answer 200 (refused, unreachable, an error status) or was silent
+    /// past the idle timeout. A connection that broke after an answer (a
+    /// load balancer's cut) is no outage: its reconnect tells, if it fails;
+    /// watches that keep ending at once re-sync, which tells. A resource that
+    /// was current catches up
+    /// before its next Synced: its watch resumes, and the Synced comes once
+    /// it has replayed what it missed.
+    pub(crate) fn notice(&mut self, cause: Cause, answered: bool, step: &Step) -> Option<Notice> {
+        if self.replacement || self.told_stale {
+            return None;
+        }
+        let pausing = matches!(step.next, Next::Pause { .. });
+        let (reason, code, message) = match cause {
+            _ if step.resync => (
+                crate::Reason::Resyncing,
+                0,
+                step.why
+                    .clone()
+                    .unwrap_or_else(|| "a new full state".into()),
+            ),
+            Cause::Refused(429, why) if pausing => (crate::Reason::Throttled, 429, why),
+            Cause::Refused(code, why) if pausing => (crate::Reason::Refused, code, why),
+            Cause::Silent(why) if pausing => (crate::Reason::Silent, 0, why),
+            Cause::Credentials(why) if pausing => (crate::Reason::Credentials, 0, why),
+            Cause::Unreachable(why) if pausing && !answered => (crate::Reason::Unreachable, 0, why),
+            _ => return None,
+        };
+        self.told_stale = true;
+        if self.synced {
+            // Current again once the resumed watch has caught up.
+            self.catch_up = Some(None);
+        }
+        Some(Notice {
+            reason,
+            code,
+            message,
+        })
     }
 
     fn lose_sync(&mut self) {
@@ -594,6 +728,12 @@ impl Course {
     /// off as failures do. Only delivered entries are progress: a bookmark,
     /// even one whose resourceVersion moves (or goes back), is not.
     fn next(&mut self, end: End, seen: Seen) -> Step {
+        // A dead connection is a broken one, to what follows.
+        let end = match end {
+            End::Silent(why) => End::Broke(why),
+            End::NoCredentials(why) => End::Retry(why, None),
+            end => end,
+        };
         if seen.lasted >= self.reset_after {
             self.failures = 0;
             if self.phase == Phase::Watch || seen.synced {
@@ -743,6 +883,25 @@ impl Course {
                 }
             }
             End::Retry(why, hint) => self.fail(why, hint),
+            // Mapped to Broke and Retry above.
+            End::Silent(why) | End::NoCredentials(why) => self.fail(why, None),
+            End::Refused { code, why, hint } => {
+                let throttled = code == 429 && self.syncing();
+                let mut s = self.fail(why, hint);
+                if throttled {
+                    self.throttled = self.throttled.saturating_add(1);
+                    if self.throttled >= LAGGING_CACHE && !self.cache_read {
+                        // kubernetes#139766: a consistent read waits for a
+                        // watch cache that lags, and the server answers 429
+                        // after ~3 s, forever.
+                        self.cache_read = true;
+                        s.why = s.why.map(|w| {
+                            format!("{w}; the watch cache lags: asking for what it holds (not older than the last resourceVersion seen)")
+                        });
+                    }
+                }
+                s
+            }
         };
         if step.resync && self.phase == Phase::Discover {
             step.resync = false;
@@ -1192,6 +1351,25 @@ mod tests {
     fn bookmarks_move_the_resume_point_end_a_sync_or_reveal_a_plain_watch() {
         let rv = |n: u64| Rv::from_u64(n);
         // (synced, initial_events_end, plain bookmarks before) -> meaning, cursor after
+        // Catching up with no known target: any bookmark ends the replay.
+        let mut c = machine(Phase::Watch).resumed_at(rv(1));
+        c.catch_up_target(Rv::empty());
+        assert_eq!(c.bookmark(rv(9), false), Bookmark::CaughtUp);
+        c.catch_up_target(rv(20));
+        let mut c = machine(Phase::Watch).resumed_at(rv(1));
+        c.catch_up_target(rv(20));
+        assert_eq!(
+            c.bookmark(rv(9), false),
+            Bookmark::Moved,
+            "a known target is reached by order"
+        );
+        let mut c = machine(Phase::Watch).resumed_at(Rv::new("x-1"));
+        c.catch_up_target(Rv::new("x-7"));
+        assert_eq!(
+            c.bookmark(Rv::new("x-9"), false),
+            Bookmark::CaughtUp,
+            "opaque: no order"
+        );
         let rows: [(bool, bool, u32, Bookmark, &str); 6] = [
             (true, false, 0, Bookmark::Moved, "9"),
             (true, true, 0, Bookmark::Moved, "9"),
@@ -1216,7 +1394,9 @@ mod tests {
         let s = Duration::from_secs;
         let idle = s(150);
         let broke = |m: &str| Silence::Ends(End::Broke(m.into()));
-        let dead = broke("no data within idle_timeout: connection taken as dead");
+        let dead = Silence::Ends(End::Silent(
+            "no data within idle_timeout: connection taken as dead".into(),
+        ));
         // (synced, catching up, the request's short limit, mid-frame, objects) -> meaning
         let rows = [
             (

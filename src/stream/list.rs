@@ -22,7 +22,10 @@ pub(crate) fn list(p: &mut Parts) -> End {
     let settings = p.client.settings().clone();
     let max = settings.max_frame_bytes;
     loop {
-        let path = request::list_page(p.target, settings.page_size, token.as_deref());
+        let path = match token.as_deref() {
+            Some(t) => request::list_page(p.target, settings.page_size, Some(t), None),
+            None => request::list_page(p.target, settings.page_size, None, p.course.cache_read()),
+        };
         let resp = match p.get(&path, Asking::List, None) {
             Ok(r) => r,
             Err(end) => return end,
@@ -33,10 +36,7 @@ pub(crate) fn list(p: &mut Parts) -> End {
         };
         let mut counted = 0;
         loop {
-            p.sink
-                .counters()
-                .bytes
-                .fetch_add(items.bytes() - counted, Ordering::Relaxed);
+            p.sink.received(items.bytes() - counted);
             counted = items.bytes();
             let item = match items.next_item() {
                 Ok(Some(ListItem::Item(b))) => {
@@ -101,10 +101,7 @@ pub(crate) fn list(p: &mut Parts) -> End {
                 }
             }
         }
-        p.sink
-            .counters()
-            .bytes
-            .fetch_add(items.bytes() - counted, Ordering::Relaxed);
+        p.sink.received(items.bytes() - counted);
         if let Some(end) = p.sink.flush(p.course) {
             return end;
         }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 
 use self::client::{Client, Response};
-use self::course::{Course, End, Next, Phase};
+use self::course::{Cause, Course, End, Next, Phase, Step};
 use self::discovery::Found;
 use self::pacing::Pacing;
 use self::sink::Sink;
@@ -102,7 +102,9 @@ impl Parts<'_> {
             self.target.metadata_only,
             self.sink.edits().drop_managed_fields,
         );
-        self.client.get(path, &accept, protobuf, read_timeout)
+        let resp = self.client.get(path, &accept, protobuf, read_timeout)?;
+        self.sink.heard();
+        Ok(resp)
     }
 }
 
@@ -230,7 +232,18 @@ impl Stream {
             }
             let was_list_mode = self.course.list_mode();
             let answered = self.client.take_answered();
+            let cause = Cause::of(&end);
             let step = self.course.finish(end, started.elapsed(), answered);
+            if let Some(notice) = self.course.notice(cause, answered, &step) {
+                let name = self.target.gvr();
+                let ns = self.target.namespace.clone();
+                if !self
+                    .sink
+                    .stale(&mut self.course, notice, ns.as_deref(), &name)
+                {
+                    return;
+                }
+            }
             let counters = self.sink.counters();
             if self.course.list_mode() != was_list_mode {
                 counters.list_fallback.store(true, Ordering::Relaxed);
@@ -326,11 +339,20 @@ impl Stream {
         if !self.sink.take_resync() {
             return false;
         }
-        log::info!(
-            "{}: relisting by a re-sync of its own (opaque resourceVersions)",
-            self.target.gvr()
-        );
+        let name = self.target.gvr();
+        log::info!("{name}: relisting by a re-sync of its own (opaque resourceVersions)");
         self.course.force_resync();
+        let step = Step {
+            next: Next::Go,
+            resync: true,
+            reload: false,
+            why: Some("a relist by a new full state (opaque resourceVersions)".into()),
+        };
+        if let Some(notice) = self.course.notice(Cause::None, true, &step) {
+            let ns = self.target.namespace.clone();
+            self.sink
+                .stale(&mut self.course, notice, ns.as_deref(), &name);
+        }
         true
     }
 }

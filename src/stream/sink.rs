@@ -22,7 +22,7 @@ use crate::delivery::state::{ResourceState, SyncGate};
 use crate::delivery::table::{Vanished, Verdict};
 use crate::objects::scrub::Edits;
 use crate::objects::shape::Shaped;
-use crate::stream::course::{Bookmark, Course, End};
+use crate::stream::course::{Bookmark, Course, End, Notice};
 use crate::stream::StreamSettings;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::wire::rv::Rv;
@@ -137,6 +137,19 @@ impl Sink {
     /// The resource's live counters.
     pub(crate) fn counters(&self) -> &crate::delivery::state::Counters {
         &self.state.counters
+    }
+
+    /// The server answered.
+    pub(crate) fn heard(&self) {
+        self.state.heard();
+    }
+
+    /// `n` more body bytes came from the server.
+    pub(crate) fn received(&self, n: u64) {
+        if n > 0 {
+            self.state.counters.bytes.fetch_add(n, Ordering::Relaxed);
+            self.state.heard();
+        }
     }
 
     // --- the batch ---
@@ -390,6 +403,12 @@ impl Sink {
                     return Err(End::Stopped);
                 }
             }
+            Bookmark::CaughtUp => {
+                self.publish(course);
+                if !self.caught_up(course, name) {
+                    return Err(End::Stopped);
+                }
+            }
             Bookmark::EndsSync => {
                 if !self.finish_sync(course, name) {
                     return Err(End::Stopped);
@@ -451,6 +470,7 @@ impl Sink {
         course.synced_now();
         // The stats say so before the consumer can see Synced.
         *state.counters.last_error.lock() = None;
+        state.counters.stale.store(false, Ordering::Relaxed);
         *state.counters.synced_at.lock() = Some(SystemTime::now());
         state
             .counters
@@ -500,6 +520,7 @@ impl Sink {
         }
         *self.state.counters.last_error.lock() = None;
         *self.state.counters.synced_at.lock() = Some(SystemTime::now());
+        self.state.counters.stale.store(false, Ordering::Relaxed);
         self.state.ledger().caught_up(self.id, course.cursor());
         log::info!(
             "{name}: resumed and caught up at resourceVersion {}",
@@ -512,6 +533,37 @@ impl Sink {
         );
         let _turn = self.state.turn();
         !self.pass_gate() || self.out.send(entry, &self.stop)
+    }
+
+    // --- notices ---
+
+    /// Tells the consumer the resource is not current (`notice`), for the
+    /// stream of `namespace`; false when stopping.
+    pub(crate) fn stale(
+        &mut self,
+        course: &mut Course,
+        notice: Notice,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> bool {
+        if self.flush(course).is_some() {
+            return false;
+        }
+        self.state.counters.stale.store(true, Ordering::Relaxed);
+        log::warn!(
+            "{name}: not current ({}): {}",
+            notice.reason,
+            notice.message
+        );
+        let mut entry = Entry::failure(
+            self.resource.clone(),
+            ErrorInfo::ours(notice.reason, notice.code, notice.message, false),
+        );
+        entry.change = Change::Stale;
+        entry.namespace = namespace.map(Arc::from);
+        entry.resource_version = course.cursor().clone();
+        let _turn = self.state.turn();
+        self.out.send(entry, &self.stop)
     }
 
     // --- pieces that cannot be delivered, and failures ---

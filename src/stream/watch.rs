@@ -30,7 +30,7 @@ pub(crate) fn watch_list(p: &mut Parts) -> End {
         return End::Stopped;
     }
     let timeout = p.pacing.timeout_secs();
-    let path = request::watch_list(p.target, None, timeout);
+    let path = request::watch_list(p.target, p.course.cache_read(), timeout);
     let settings = p.client.settings();
     let quiet = settings.initial_events_timeout.min(settings.idle_timeout);
     read_watch(p, &path, Some(quiet))
@@ -116,10 +116,7 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
     let mut counted = 0;
     let mut objects = 0u64;
     let end = loop {
-        p.sink
-            .counters()
-            .bytes
-            .fetch_add(frames.bytes() - counted, Ordering::Relaxed);
+        p.sink.received(frames.bytes() - counted);
         counted = frames.bytes();
         if p.sink.due(p.course.synced(), frames.buffered()) {
             if let Some(end) = p.sink.flush(p.course) {
@@ -202,10 +199,7 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
             Err(end) => break end,
         }
     };
-    p.sink
-        .counters()
-        .bytes
-        .fetch_add(frames.bytes() - counted, Ordering::Relaxed);
+    p.sink.received(frames.bytes() - counted);
     // What came before the end is delivered first.
     p.sink.end(p.course, end)
 }

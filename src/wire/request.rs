@@ -43,12 +43,23 @@ pub(crate) fn watch_from(spec: &ResourceSpec, rv: &str, timeout_secs: u32) -> St
     finish(q, spec, timeout_secs)
 }
 
-/// One page of a LIST (consistent read: no resourceVersion).
-pub(crate) fn list_page(spec: &ResourceSpec, limit: u32, continue_token: Option<&str>) -> String {
+/// One page of a LIST: a consistent read (no resourceVersion), or with
+/// `rv`, what the watch cache holds not older than it (`0`: anything).
+pub(crate) fn list_page(
+    spec: &ResourceSpec,
+    limit: u32,
+    continue_token: Option<&str>,
+    rv: Option<&str>,
+) -> String {
     let mut q = format!("{}?limit={limit}", collection_path(spec));
     if let Some(c) = continue_token {
         q.push_str("&continue=");
         q.push_str(&encode(c));
+    }
+    if let Some(rv) = rv {
+        q.push_str("&resourceVersion=");
+        q.push_str(&encode(rv));
+        q.push_str("&resourceVersionMatch=NotOlderThan");
     }
     selectors(&mut q, spec);
     q
@@ -194,9 +205,17 @@ mod tests {
             watch_from(&nodes, "1234", 290),
             "/api/v1/nodes?watch=true&allowWatchBookmarks=true&resourceVersion=1234&timeoutSeconds=290"
         );
-        assert_eq!(list_page(&nodes, 500, None), "/api/v1/nodes?limit=500");
         assert_eq!(
-            list_page(&spec("pods").in_namespace("a"), 2, Some("eyJ2Ijo+/=")),
+            list_page(&nodes, 500, None, None),
+            "/api/v1/nodes?limit=500"
+        );
+        // What the watch cache holds, when its consistent reads lag.
+        assert_eq!(
+            list_page(&nodes, 500, None, Some("0")),
+            "/api/v1/nodes?limit=500&resourceVersion=0&resourceVersionMatch=NotOlderThan"
+        );
+        assert_eq!(
+            list_page(&spec("pods").in_namespace("a"), 2, Some("eyJ2Ijo+/="), None),
             "/api/v1/namespaces/a/pods?limit=2&continue=eyJ2Ijo%2B%2F%3D"
         );
     }

@@ -298,7 +298,7 @@ fn exec_credential_is_refreshed_when_it_nears_expiry_and_not_before() {
     loop {
         match take(&r, 1)[0].as_str() {
             "Add a/p2" => break,
-            "Snapshot a/p1" | "Synced pods" => {}
+            "Snapshot a/p1" | "Synced pods" | "Stale pods Resyncing" => {}
             other => panic!("unexpected entry {other}"),
         }
     }

@@ -226,8 +226,17 @@ fn reconnect(api: &FakeApi) {
     }
 }
 
-/// No entry at all has come out of the reader.
-fn assert_no_entries(r: &Reader) {
+/// What a resource retrying a failure it may recover from gives: one
+/// notice that it is not current (reason `reason`; the stream goes on), and
+/// nothing more.
+fn assert_only_not_current(r: &Reader, reason: &str) {
+    let e = r
+        .next_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("no Stale entry: {e}"));
+    assert_eq!(e.change(), Change::Stale, "{}", show(&e));
+    let info = e.error().expect("a Stale entry says why");
+    assert_eq!(info.reason, reason, "{info:?}");
+    assert!(!info.ended, "{info:?}");
     if let Ok(e) = r.try_next() {
         panic!("unexpected entry {}", show(&e));
     }
@@ -246,9 +255,16 @@ fn credentials_error(r: &Reader) -> String {
 }
 
 fn credentials_error_within(r: &Reader, limit: Duration) -> String {
-    let e = r
-        .next_timeout(limit)
-        .unwrap_or_else(|e| panic!("no entry: {e}"));
+    let deadline = Instant::now() + limit;
+    // Failures it may recover from first say the resource is not current.
+    let e = loop {
+        let e = r
+            .next_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|e| panic!("no entry: {e}"));
+        if e.change() != Change::Stale {
+            break e;
+        }
+    };
     assert_eq!(e.change(), Change::Error, "{}", show(&e));
     let info = e.error().expect("an Error entry has its error").clone();
     assert_eq!(

@@ -44,10 +44,21 @@ pub fn next(r: &Reader) -> Entry {
         .unwrap_or_else(|e| panic!("no entry within 10 s: {e}"))
 }
 
-/// A short description of an entry: `Add a/p1`, `Delete(inferred) a/p2`, `Synced pods`.
+/// A short description of an entry: `Add a/p1`, `Delete(inferred) a/p2`,
+/// `Synced pods`, `Stale pods Refused 500`, `Stale pods@a Unreachable`.
 pub fn show(e: &Entry) -> String {
     match e.change() {
         Change::Synced => format!("Synced {}", e.resource().resource),
+        Change::Stale => {
+            let err = e.error().unwrap();
+            let ns = e.namespace().map(|n| format!("@{n}")).unwrap_or_default();
+            let code = if err.code == 0 {
+                String::new()
+            } else {
+                format!(" {}", err.code)
+            };
+            format!("Stale {}{ns} {}{code}", e.resource().resource, err.reason)
+        }
         Change::Error => {
             let err = e.error().unwrap();
             let what = match (e.namespace(), e.name()) {

@@ -336,6 +336,8 @@ fn bump(c: &AtomicU64) {
 struct Plan {
     queue: VecDeque<Fault>,
     mix: Option<(Mix, Rng)>,
+    /// Every new connection is refused (an apiserver that is down).
+    outage: bool,
 }
 
 #[derive(Default)]
@@ -384,6 +386,7 @@ impl FaultProxy {
             plan: Mutex::new(Plan {
                 queue: VecDeque::new(),
                 mix: None,
+                outage: false,
             }),
             conns: Mutex::new(Conns::default()),
             counts: AtomicCounts::default(),
@@ -416,6 +419,12 @@ impl FaultProxy {
     /// `None`: they pass.
     pub fn set_mix(&self, mix: Option<Mix>, seed: u64) {
         self.shared.plan.lock().mix = mix.map(|m| (m, Rng::new(seed)));
+    }
+
+    /// While `on`, every new connection is refused (queued faults wait):
+    /// a server that is down.
+    pub fn set_outage(&self, on: bool) {
+        self.shared.plan.lock().outage = on;
     }
 
     /// Cuts every open connection now, wherever its streams are.
@@ -500,12 +509,16 @@ fn accept_loop(sh: &Arc<Shared>, listener: TcpListener) {
         };
         let fault = {
             let mut plan = sh.plan.lock();
-            match plan.queue.pop_front() {
-                Some(f) => f,
-                None => match &mut plan.mix {
-                    Some((mix, rng)) => mix.draw(rng),
-                    None => Fault::Pass,
-                },
+            if plan.outage {
+                Fault::Refuse
+            } else {
+                match plan.queue.pop_front() {
+                    Some(f) => f,
+                    None => match &mut plan.mix {
+                        Some((mix, rng)) => mix.draw(rng),
+                        None => Fault::Pass,
+                    },
+                }
             }
         };
         let mut conns = sh.conns.lock();
@@ -969,6 +982,8 @@ pub struct Tally {
     pub snapshots: u64,
     pub synced: u64,
     pub errors: u64,
+    /// Stale notices (a resource not current), each ended by a Synced.
+    pub stale: u64,
 }
 
 impl Tally {
@@ -981,6 +996,7 @@ impl Tally {
         self.snapshots += o.snapshots;
         self.synced += o.synced;
         self.errors += o.errors;
+        self.stale += o.stale;
     }
 }
 
@@ -1139,6 +1155,13 @@ impl Model {
                 }
             }
             Change::Synced => self.tally.synced += 1,
+            Change::Stale => {
+                self.tally.stale += 1;
+                let err = e.error().expect("a Stale entry says why");
+                if err.ended {
+                    return Err(what("a Stale entry that ended the stream"));
+                }
+            }
             Change::Error => {
                 self.tally.errors += 1;
                 let err = e.error().expect("an Error entry carries its error");
@@ -1152,6 +1175,7 @@ impl Model {
                     }
                 }
             }
+            other => return Err(what(&format!("a change of an unknown kind: {other}"))),
         }
         Ok(())
     }

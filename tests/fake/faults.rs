@@ -110,12 +110,17 @@ fn read_n(r: &Reader, model: &mut Model, n: usize) -> Vec<String> {
 /// Entries of an initial sync whose connections were cut: each connection
 /// re-sends the initial state from its first object, and what an earlier one
 /// delivered is not sent again, so each object comes once, as an Add (in the
-/// order the connections reached them), then Synced.
-fn assert_each_once(order: &[String], entries: &[Entry]) {
+/// order the connections reached them), then Synced; and the notices that
+/// the resource is not current, `stale`, when a cut left the stream without
+/// an answer (in the head) or silent.
+fn assert_each_once(order: &[String], entries: &[Entry], stale: &[&str]) {
     let described: Vec<String> = entries.iter().map(show).collect();
     let (last, body) = described.split_last().unwrap();
     assert_eq!(last, "Synced pods", "{described:#?}");
-    let mut got: Vec<String> = body.to_vec();
+    let (told, body): (Vec<String>, Vec<String>) =
+        body.iter().cloned().partition(|d| d.starts_with("Stale "));
+    assert_eq!(told, stale, "{described:#?}");
+    let mut got: Vec<String> = body;
     got.sort();
     let mut want: Vec<String> = order.iter().map(|o| format!("Add {o}")).collect();
     want.sort();
@@ -188,7 +193,7 @@ fn cuts_at_random_byte_offsets_of_the_initial_state_lose_nothing() {
     let r = rig.open(&["pods"]);
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
-    assert_each_once(&order, &entries);
+    assert_each_once(&order, &entries, &["Stale pods Unreachable"]);
     assert_eq!(
         rig.proxy.counts().cut_at,
         12,
@@ -217,7 +222,7 @@ fn cuts_inside_chunk_size_lines_lose_nothing() {
     let entries = read_sync(&r, &mut model);
     // Connection k delivered the k complete chunks before its cut: one new
     // object each, every one of them a watch-list (each made progress).
-    assert_each_once(&order, &entries);
+    assert_each_once(&order, &entries, &[]);
     let order_got: Vec<String> = entries.iter().map(show).collect();
     let want: Vec<String> = order
         .iter()
@@ -293,7 +298,7 @@ fn stalls_are_ended_by_the_idle_timeout() {
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
     assert!(start.elapsed() >= Duration::from_secs(1));
-    assert_each_once(&order, &entries);
+    assert_each_once(&order, &entries, &["Stale pods Silent"]);
     assert_eq!(
         rig.api.requests().len() - before,
         2,
@@ -306,7 +311,12 @@ fn stalls_are_ended_by_the_idle_timeout() {
     assert!(rig.api.wait_requests(n + 1, Duration::from_secs(10)));
     let stalled = Instant::now();
     pod(&rig.api, "a", "p1");
-    assert_eq!(read_n(&r, &mut model, 1), ["Update a/p1"]);
+    // No answer: the view is not current, and is again once the resumed
+    // watch has caught up (the server's resourceVersion asked first).
+    assert_eq!(
+        read_n(&r, &mut model, 3),
+        ["Stale pods Unreachable", "Update a/p1", "Synced pods"]
+    );
     assert!(
         stalled.elapsed() >= Duration::from_millis(900),
         "{:?}",
@@ -329,7 +339,7 @@ fn a_connection_trickling_a_few_bytes_at_a_time_delivers_everything() {
     let r = rig.open(&["pods"]);
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
-    assert_each_once(&order, &entries);
+    assert_each_once(&order, &entries, &[]);
     pod(&rig.api, "a", "p3");
     assert_eq!(read_n(&r, &mut model, 1), ["Update a/p3"]);
     assert_eq!(rig.proxy.counts().slow, 1);
@@ -345,7 +355,15 @@ fn refused_connections_are_retried() {
         rig.proxy.push(Net::Refuse);
     }
     let r = rig.open(&["pods"]);
-    assert_eq!(until_synced(&r), ["Add a/p1", "Add a/p2", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        [
+            "Add a/p1",
+            "Add a/p2",
+            "Stale pods Unreachable",
+            "Synced pods"
+        ]
+    );
     assert_eq!(rig.proxy.counts().refused, 3);
     assert_eq!(r.stats()[0].reconnects, 3);
     assert_eq!(
@@ -446,6 +464,8 @@ fn expired_in_stream_and_http_410_resync_with_inferred_deletes() {
             "Add a/p4",
             "Delete(inferred) a/p2",
             "Snapshot a/p1",
+            // Refused twice while synced: told at once, current again with the re-sync.
+            "Stale pods Unreachable",
             "Synced pods",
             "Update a/p3"
         ]
@@ -464,6 +484,7 @@ fn expired_in_stream_and_http_410_resync_with_inferred_deletes() {
             "Snapshot a/p1",
             "Snapshot a/p3",
             "Snapshot a/p4",
+            "Stale pods Resyncing",
             "Synced pods"
         ]
     );
@@ -482,7 +503,10 @@ fn busy_answers_are_retried_after_their_retry_after() {
         .push_fault("pods", status(503, "ServiceUnavailable", Some(1)));
     let start = Instant::now();
     let r = rig.open(&["pods"]);
-    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Add a/p1", "Stale pods Throttled 429", "Synced pods"]
+    );
     assert!(
         start.elapsed() >= Duration::from_secs(2),
         "{:?}",
@@ -496,10 +520,30 @@ fn busy_answers_are_retried_after_their_retry_after() {
             .push_fault("pods", status(500, "InternalError", None));
     }
     rig.proxy.cut_all();
-    rig.wait_watch(n + 4);
+    // The watches the 500s answer, the catch-up's ask, the watch.
+    rig.wait_watch(n + 5);
     pod(&rig.api, "a", "p2");
-    assert_eq!(take(&r, 1), ["Add a/p2"]);
-    assert_eq!(r.stats()[0].reconnects, 2 + 1 + 3);
+    // Told at the first 500; current again once caught up, which may be
+    // before p2 came or after.
+    let got = take(&r, 3);
+    assert_eq!(got[0], "Stale pods Refused 500", "{got:?}");
+    let mut rest = got[1..].to_vec();
+    rest.sort();
+    assert_eq!(rest, ["Add a/p2", "Synced pods"]);
+    // The cut, and two of the 500s: the other fell on the catch-up's ask for
+    // the server's resourceVersion, which only costs it its target (it
+    // catches up by a second of quiet instead).
+    assert_eq!(
+        requests(&rig.api)[n..],
+        [
+            "GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=2",
+            "GET /api/v1/pods?limit=1",
+            "GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=2",
+            "GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=2",
+            "GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=2",
+        ]
+    );
+    assert_eq!(r.stats()[0].reconnects, 2 + 1 + 2);
 }
 
 #[test]
@@ -513,7 +557,7 @@ fn truncated_responses_lose_nothing_on_watch_list_and_on_list() {
     let r = rig.open(&["pods"]);
     let mut model = Model::new();
     let entries = read_sync(&r, &mut model);
-    assert_each_once(&order, &entries);
+    assert_each_once(&order, &entries, &[]);
     assert_eq!(r.stats()[0].reconnects, 4);
     // The LIST fallback: half a page, then the whole list.
     rig.api.set_watchlist(false);
@@ -606,7 +650,10 @@ fn non_json_answers_are_retried_or_reported() {
     }
     let start = Instant::now();
     let r = rig.open(&["pods"]);
-    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Add a/p1", "Stale pods Refused 502", "Synced pods"]
+    );
     assert!(
         start.elapsed() >= Duration::from_secs(1),
         "the 503's Retry-After"
@@ -1057,7 +1104,13 @@ fn secrets_stay_out_of_logs_errors_stats_and_objects_on_every_path() {
     rig.api.apply("pods", secret_pod("p3"));
     assert_eq!(
         sync_clean(&r),
-        ["Add a/p3", "Snapshot a/p1", "Snapshot a/p2", "Synced pods"]
+        [
+            "Add a/p3",
+            "Snapshot a/p1",
+            "Snapshot a/p2",
+            "Stale pods Resyncing",
+            "Synced pods"
+        ]
     );
     rig.api.delete("pods", Some("a"), "p3");
     assert_eq!(read_clean(&r, 1), ["Delete a/p3"]);

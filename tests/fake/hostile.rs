@@ -363,7 +363,10 @@ fn retry_after_as_an_http_date_is_honoured() {
     });
     let start = Instant::now();
     let r = Reader::open(fast(&s.url())).unwrap();
-    assert_eq!(until_synced(&r), ["Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Stale pods Throttled 429", "Synced pods"]
+    );
     let waited = s.times()[1] - s.times()[0];
     assert!(waited >= Duration::from_millis(1900), "waited {waited:?}");
     assert!(start.elapsed() < Duration::from_secs(8));
@@ -407,7 +410,10 @@ fn watches_that_end_at_once_with_nothing_lead_to_a_resync_not_a_hot_loop() {
     let r = Reader::open(fast(&s.url())).unwrap();
     assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
     // After three empty watches, a re-sync: p1 is there, unchanged.
-    assert_eq!(until_synced(&r), ["Snapshot a/p1", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Snapshot a/p1", "Stale pods Resyncing", "Synced pods"]
+    );
     assert_eq!(kinds(&s)[..5], ["WL", "W 5", "W 5", "W 5", "WL"]);
     let st = &r.stats()[0];
     assert!(st.resyncs >= 1 && st.reconnects >= 3, "{st:?}");

@@ -153,6 +153,8 @@ fn expired_in_stream_resyncs_and_infers_deletes() {
             "Add b/p6",
             "Delete(inferred) a/p2",
             "Snapshot a/p1",
+            // The 503 while synced: told once; the re-sync's Synced ends it.
+            "Stale pods Refused 503",
             "Update b/p3",
             "Synced pods"
         ]
@@ -162,6 +164,9 @@ fn expired_in_stream_resyncs_and_infers_deletes() {
         [
             WATCH_LIST.to_string(),
             watch_from(rv),
+            // Told not current by the 503: the server's resourceVersion, to
+            // say when the resumed watch has caught up; it has expired.
+            "GET /api/v1/pods?limit=1".to_string(),
             watch_from(rv),
             WATCH_LIST.to_string()
         ]
@@ -193,6 +198,7 @@ fn http_410_and_too_large_resource_version_resync() {
             "Snapshot a/p1",
             "Snapshot a/p2",
             "Snapshot b/p3",
+            "Stale pods Resyncing",
             "Synced pods"
         ]
     );
@@ -204,6 +210,7 @@ fn http_410_and_too_large_resource_version_resync() {
             "Snapshot a/p1",
             "Snapshot a/p2",
             "Snapshot b/p3",
+            "Stale pods Resyncing",
             "Synced pods"
         ]
     );
@@ -307,7 +314,10 @@ fn a_stalled_connection_is_dropped_after_the_idle_timeout() {
     c.tuning.idle_timeout = Duration::from_secs(1);
     let start = Instant::now();
     let r = Reader::open(c).unwrap();
-    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Add a/p1", "Stale pods Silent", "Synced pods"]
+    );
     assert!(start.elapsed() >= Duration::from_secs(1));
     assert_eq!(requests(&api), [WATCH_LIST, WATCH_LIST]);
     assert_eq!(r.stats()[0].reconnects, 1);
@@ -329,7 +339,10 @@ fn retry_after_on_429_is_honoured() {
     );
     let start = Instant::now();
     let r = open(&api, &["pods"]);
-    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Add a/p1", "Stale pods Throttled 429", "Synced pods"]
+    );
     assert!(
         start.elapsed() >= Duration::from_secs(1),
         "{:?}",
@@ -355,7 +368,10 @@ fn server_errors_are_retried_with_backoff() {
         );
     }
     let r = open(&api, &["pods"]);
-    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    assert_eq!(
+        until_synced(&r),
+        ["Add a/p1", "Stale pods Refused 500", "Synced pods"]
+    );
     assert_eq!(requests(&api).len(), 4);
     assert_eq!(r.stats()[0].reconnects, 3);
 }

@@ -75,7 +75,10 @@ impl View {
                 );
             }
             Change::Synced => self.synced = true,
+            // Not current until its next Synced (an apiserver restart, say).
+            Change::Stale => self.synced = false,
             Change::Error => panic!("unexpected error entry: {:?}", e.error()),
+            other => panic!("a change of an unknown kind: {other}"),
         }
     }
 }

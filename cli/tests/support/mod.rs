@@ -191,13 +191,19 @@ pub fn pod(api: &FakeApi, namespace: &str, name: &str) -> u64 {
 }
 
 /// `change namespace/name resourceVersion` of one `-o json` line (`Synced
-/// resource rv` for Synced, `Error resource code reason` for Error;
+/// resource rv` for Synced, `Error resource code reason` for Error,
+/// `Stale resource reason` for Stale;
 /// `(inferred)` on inferred deletes).
 pub fn short(line: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
     let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
     match s("change").as_str() {
         "Synced" => format!("Synced {} {}", s("resource"), s("resourceVersion")),
+        "Stale" => format!(
+            "Stale {} {}",
+            s("resource"),
+            v["error"]["reason"].as_str().unwrap_or("")
+        ),
         "Error" => format!(
             "Error {} {} {}",
             s("resource"),

@@ -471,6 +471,27 @@ impl FakeApi {
         self.shared.state.lock().end_watches();
     }
 
+    /// Starts a thread (`fakeapi-bookmarks`) that sends every open watch a
+    /// bookmark every `interval`, as the apiserver does about once a minute:
+    /// a healthy server is never silent for long. Stops with the server.
+    pub fn start_bookmarks(&self, interval: Duration) {
+        let sh = self.shared.clone();
+        let stop = self.shared.shutdown.clone();
+        let handle = thread::Builder::new()
+            .name("fakeapi-bookmarks".into())
+            .spawn(move || {
+                while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                    stop.recv_timeout(interval)
+                {
+                    sh.state.lock().send_bookmarks();
+                }
+            })
+            .expect("tattler-fakeapi: spawn the bookmark thread");
+        let mut conns = self.shared.conns.lock();
+        conns.threads.retain(|h| !h.is_finished());
+        conns.threads.push(handle);
+    }
+
     /// Starts a thread (`fakeapi-churn`) that creates a few nodes, `namespaces` namespaces
     /// with configmaps and about `pods` pods, then every `interval` creates, relabels,
     /// re-annotates or deletes a pod. It stops when the `FakeApi` is dropped.
