@@ -131,7 +131,7 @@
  *     cc app.c $(pkg-config --cflags --libs tattler)            shared
  *     cc app.c $(pkg-config --cflags --libs --static tattler)   static: install
  *         the archive alone (make install LIBRARY=static), or add -static
- *     find_package(tattler) and target_link_libraries(app kube_tattler::tattler),
+ *     find_package(tattler) and target_link_libraries(app tattler::tattler),
  *         with TATTLER_STATIC=ON for the archive
  *   The archive needs -lpthread -ldl -lm -lrt (its Libs.private) and defines
  *   only tattler_* globally, so it links next to other Rust static libraries.
@@ -374,7 +374,7 @@ typedef struct tattler_reader tattler_reader;
 /**
  * The log callback: `user` as given to `tattler_set_log_callback`, `level` a
  * `tattler_log_level` (1 error ... 5 trace), `target` the module that logged
- * (e.g. `"kube_tattler::watch"`), `msg` the line. Both strings are valid only
+ * (e.g. `"kube_tattler::stream::watch"`), `msg` the line. Both strings are valid only
  * during the call.
  */
 typedef void (*tattler_log_fn)(void *user, int level, const char *target, const char *msg);

@@ -4,23 +4,23 @@
 //
 //     #include <tattler.hpp>
 //
-//     kube_tattler::reader r(R"({"resources":["pods"]})");    // throws kube_tattler::error
+//     tattler::reader r(R"({"resources":["pods"]})");    // throws tattler::error
 //     while (auto e = r.next()) {                       // std::nullopt once stopped
 //         std::cout << e->name() << " " << e->resource_version() << "\n";
 //     }
 //     std::vector<std::uint8_t> cp = r.checkpoint();    // after stop(): resume with
-//     kube_tattler::reader again(config, cp);                // only what changed since
+//     tattler::reader again(config, cp);                // only what changed since
 //
-//     for (kube_tattler::entry &e : r) { ... }                // the same loop
+//     for (tattler::entry &e : r) { ... }                // the same loop
 //
 // reader and entry own their C object (RAII): movable, not copyable.
 // Getters return std::string_view borrowed from the entry (valid while it
 // lives); on a temporary entry they are deleted, so that
 // `std::string_view n = r.next()->name();` (a view into an entry freed at
 // the semicolon) does not compile: keep the entry in a variable. Failures
-// throw kube_tattler::error, which carries the tattler_status and the call's own
+// throw tattler::error, which carries the tattler_status and the call's own
 // message; beside each throwing call is a noexcept one taking a
-// std::error_code& (kube_tattler::category(), values tattler_status), and with
+// std::error_code& (tattler::category(), values tattler_status), and with
 // -fno-exceptions only those are declared. The threading rules are
 // tattler.h's: a reader's calls may run from several threads, stop() and
 // wake() from any thread at any time; destroy (or close()) the reader once
@@ -160,7 +160,7 @@ public:
     ~entry() { tattler_entry_free(e_); }
 
     tattler_change change() const noexcept { return tattler_entry_change(e_); }
-    // The same as a scoped enum: e.type() == kube_tattler::Change::Add.
+    // The same as a scoped enum: e.type() == tattler::Change::Add.
     Change type() const noexcept { return static_cast<Change>(tattler_entry_change(e_)); }
     std::string_view group() const & noexcept { return detail::view(tattler_entry_group(e_)); }
     std::string_view group() const && = delete;
@@ -231,12 +231,12 @@ class reader {
 public:
 #if TATTLER_HPP_EXCEPTIONS
     // Opens a reader from the JSON configuration (see tattler_open).
-    // Throws kube_tattler::error with the reason (the bad key, the unreadable file).
+    // Throws tattler::error with the reason (the bad key, the unreadable file).
     explicit reader(const std::string &config_json) : reader(config_json, nullptr, 0) {}
 
     // Opens a reader that resumes from checkpoint() bytes of an earlier one
     // (see tattler_open_resume); an empty checkpoint is a plain open. Throws
-    // kube_tattler::error, TATTLER_ERR_INVALID_CHECKPOINT for bytes it cannot
+    // tattler::error, TATTLER_ERR_INVALID_CHECKPOINT for bytes it cannot
     // read (open without them then).
     reader(const std::string &config_json, const std::vector<std::uint8_t> &checkpoint)
         : reader(config_json, checkpoint.data(), checkpoint.size()) {}
@@ -255,7 +255,7 @@ public:
     reader() noexcept = default;
 
     // The non-throwing open: a reader, or an empty one with `ec` set (a
-    // tattler_status of kube_tattler::category()) and, when `message` is not
+    // tattler_status of tattler::category()) and, when `message` is not
     // NULL, the reason in *message.
     static reader open(const std::string &config_json, std::error_code &ec, std::string *message = nullptr) noexcept {
         return open(config_json, nullptr, 0, ec, message);
@@ -293,7 +293,7 @@ public:
     // and drained (closed() is then true: there will be no more), or when a
     // wake() from another thread ended the wait (closed() false: the reader
     // runs on). A wake() made while no call waits ends the next wait.
-    // Throws kube_tattler::error on a failure.
+    // Throws tattler::error on a failure.
     maybe_entry next() { return next_for_ms(-1); }
 
     // Waits at most `timeout` (0: only an entry that is ready). std::nullopt
@@ -353,7 +353,7 @@ public:
     // returns std::nullopt and the reader runs on. Any thread, any time.
     void wake() noexcept { tattler_wake(r_); }
 
-    // An input iterator over next(): `for (kube_tattler::entry &e : r)` ends
+    // An input iterator over next(): `for (tattler::entry &e : r)` ends
     // where `while (auto e = r.next())` does (the reader stopped and
     // drained, or a wake()). With exceptions, a failure throws from ++;
     // without them it ends the loop (call next(ec) to learn it).
@@ -399,7 +399,7 @@ public:
     // "resources", names and objects, e.g.
     // R"(["configmaps",{"resource":"pods","field_selector":"spec.nodeName=n1"}])"
     // (see tattler_set_resources); true when something changed. Throws
-    // kube_tattler::error (a bad name or key, or from inside the log callback).
+    // tattler::error (a bad name or key, or from inside the log callback).
 #if TATTLER_HPP_EXCEPTIONS
     bool set_resources(const std::string &resources_json, bool force = false) {
         bool changed = false;
@@ -451,7 +451,7 @@ public:
     }
 
     // Closes now (the destructor then does nothing): stops, joins the
-    // threads, frees. Throws kube_tattler::error if the library reports a failure.
+    // threads, frees. Throws tattler::error if the library reports a failure.
     void close() {
         tattler_status st = tattler_close(std::exchange(r_, nullptr));
         detail::check(st);
@@ -555,7 +555,7 @@ private:
 };
 
 // The log function: level (1 error ... 5 trace), target (e.g.
-// "kube_tattler::watch") and message, valid only during the call.
+// "kube_tattler::stream::watch") and message, valid only during the call.
 using log_function = std::function<void(tattler_log_level, std::string_view, std::string_view)>;
 
 namespace detail {
@@ -585,7 +585,7 @@ inline void log_trampoline(void *user, int level, const char *target, const char
 
 // Routes tattler's log lines (process-wide) to f; an empty f turns them off.
 // Once it returns, the previous function is never called again. Throws
-// kube_tattler::error: TATTLER_ERR_LOGGER_IN_USE (another Rust logger), or
+// tattler::error: TATTLER_ERR_LOGGER_IN_USE (another Rust logger), or
 // TATTLER_ERR_REENTRANT when called from inside a log function.
 inline void set_log_function(log_function f) {
     if (tattler_in_log_callback()) {
@@ -615,6 +615,6 @@ struct is_error_code_enum<tattler_status> : true_type {};
 }  // namespace std
 
 // Found by argument-dependent lookup for the global C enum.
-inline std::error_code make_error_code(tattler_status st) noexcept { return kube_tattler::make_error_code(st); }
+inline std::error_code make_error_code(tattler_status st) noexcept { return tattler::make_error_code(st); }
 
 #endif  // TATTLER_HPP

@@ -9,7 +9,7 @@
 //
 // Build against an installed tattler (make install PREFIX=DIR):
 //     c++ -std=c++17 watch.cpp $(pkg-config --cflags --libs tattler) -o watch-cpp
-// or with CMake: find_package(tattler) and target_link_libraries(... kube_tattler::tattler).
+// or with CMake: find_package(tattler) and target_link_libraries(... tattler::tattler).
 #include <cstdio>
 #include <iostream>
 #include <set>
@@ -39,7 +39,7 @@ std::string json(std::string_view s) {
     return out + "\"";
 }
 
-std::string gvr(const kube_tattler::entry &e) {
+std::string gvr(const tattler::entry &e) {
     std::string out(e.group());
     if (!out.empty()) {
         out += '/';
@@ -95,11 +95,11 @@ int main(int argc, char **argv) {
     config += "]" + extra + "}";
 
     try {
-        kube_tattler::set_log_function([](tattler_log_level level, std::string_view target, std::string_view msg) {
+        tattler::set_log_function([](tattler_log_level level, std::string_view target, std::string_view msg) {
             static const char *const names[] = {"OFF", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
             std::cerr << (level >= 1 && level <= 5 ? names[level] : "?") << " " << target << ": " << msg << "\n";
         });
-        kube_tattler::reader r(config);
+        tattler::reader r(config);
         std::size_t streams = pending.size(), synced = 0;
         while (auto e = r.next()) {
             switch (e->change()) {
@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
         }
         std::cout << "Closed" << std::endl;
         r.close();
-    } catch (const kube_tattler::error &e) {
+    } catch (const tattler::error &e) {
         std::cerr << "watch-cpp: " << e.what() << " (" << tattler_status_str(e.status()) << ")\n";
         return 1;
     }

@@ -373,7 +373,7 @@ func TestLogLinesReachTheLogFunc(t *testing.T) {
 	defer mu.Unlock()
 	found := false
 	for _, l := range lines {
-		found = found || (strings.HasPrefix(l, "INFO tattler") && strings.Contains(l, f.URL))
+		found = found || (strings.HasPrefix(l, "INFO kube_tattler::") && strings.Contains(l, f.URL))
 	}
 	if !found {
 		t.Fatalf("no INFO line naming %s in %q", f.URL, lines)

@@ -33,7 +33,7 @@ pub enum tattler_log_level {
 
 /// The log callback: `user` as given to `tattler_set_log_callback`, `level` a
 /// `tattler_log_level` (1 error ... 5 trace), `target` the module that logged
-/// (e.g. `"kube_tattler::watch"`), `msg` the line. Both strings are valid only
+/// (e.g. `"kube_tattler::stream::watch"`), `msg` the line. Both strings are valid only
 /// during the call.
 #[allow(non_camel_case_types)]
 pub type tattler_log_fn = Option<
@@ -109,7 +109,7 @@ impl Log for CallbackLogger {
         // The HTTP client's TRACE lines never reach the callback (below), so
         // they are not enabled either: tattler masks response bodies across
         // ureq only while they are (kube_tattler::access::mask).
-        if m.level() == Level::Trace && !m.target().starts_with("tattler") {
+        if m.level() == Level::Trace && !ours(m.target()) {
             return false;
         }
         self.sink.read_recursive().is_some()
@@ -126,7 +126,7 @@ impl Log for CallbackLogger {
         }
         // The HTTP client's TRACE lines carry raw request bytes, the
         // Authorization header included: they never reach the callback.
-        if record.level() == Level::Trace && !record.target().starts_with("tattler") {
+        if record.level() == Level::Trace && !ours(record.target()) {
             return;
         }
         // Held during the call, so that once tattler_set_log_callback returns
@@ -154,6 +154,14 @@ impl Log for CallbackLogger {
     }
 
     fn flush(&self) {}
+}
+
+/// Whether a log target is the core library's own (its module path): its
+/// TRACE lines may reach the callback, the HTTP client's never do.
+fn ours(target: &str) -> bool {
+    target
+        .strip_prefix("kube_tattler")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
 }
 
 fn c_string(s: String) -> CString {
@@ -292,5 +300,19 @@ mod tests {
             tattler_log_level::TATTLER_LOG_TRACE as usize
         );
         assert_eq!(level_filter(4), LevelFilter::Debug);
+    }
+
+    #[test]
+    fn only_the_core_library_s_trace_lines_are_ours() {
+        for (target, want) in [
+            ("kube_tattler", true),
+            ("kube_tattler::stream::watch", true),
+            ("tattler::watch", false),
+            ("kube_tattlerx", false),
+            ("ureq_proto::util", false),
+            ("ureq", false),
+        ] {
+            assert_eq!(ours(target), want, "{target}");
+        }
     }
 }

@@ -257,7 +257,7 @@ fn c_example_prints_one_line_per_entry_then_synced() {
     assert_first_sync(&run.lines(), &adds, &synced);
     assert_eq!(run.lines().len(), adds.len() + 1, "{}", run.stdout);
     // The log callback routed tattler's lines to stderr.
-    assert!(run.stderr.contains("INFO tattler"), "{}", run.stderr);
+    assert!(run.stderr.contains("INFO kube_tattler::"), "{}", run.stderr);
 }
 
 #[test]
@@ -675,7 +675,7 @@ fn the_cpp_example_prints_what_the_c_example_prints() {
     let run = run(&bin, &["--until-synced", &api.url(), "pods"], &[]);
     assert_first_sync(&run.lines(), &adds, &synced);
     assert_eq!(run.lines().len(), adds.len() + 1, "{}", run.stdout);
-    assert!(run.stderr.contains("INFO tattler"), "{}", run.stderr);
+    assert!(run.stderr.contains("INFO kube_tattler::"), "{}", run.stderr);
 }
 
 /// Runs resume.c (ffi/tests/programs): COUNT entries from `api`, resuming

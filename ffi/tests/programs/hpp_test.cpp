@@ -16,13 +16,13 @@
 
 #include <tattler.hpp>
 
-static_assert(!std::is_copy_constructible_v<kube_tattler::reader>, "reader is not copyable");
-static_assert(!std::is_copy_assignable_v<kube_tattler::reader>, "reader is not copyable");
-static_assert(std::is_nothrow_move_constructible_v<kube_tattler::reader>, "reader is movable");
-static_assert(std::is_nothrow_move_assignable_v<kube_tattler::reader>, "reader is movable");
-static_assert(!std::is_copy_constructible_v<kube_tattler::entry>, "entry is not copyable");
-static_assert(std::is_nothrow_move_constructible_v<kube_tattler::entry>, "entry is movable");
-static_assert(std::is_same_v<decltype(std::declval<kube_tattler::entry &>().name()), std::string_view>,
+static_assert(!std::is_copy_constructible_v<tattler::reader>, "reader is not copyable");
+static_assert(!std::is_copy_assignable_v<tattler::reader>, "reader is not copyable");
+static_assert(std::is_nothrow_move_constructible_v<tattler::reader>, "reader is movable");
+static_assert(std::is_nothrow_move_assignable_v<tattler::reader>, "reader is movable");
+static_assert(!std::is_copy_constructible_v<tattler::entry>, "entry is not copyable");
+static_assert(std::is_nothrow_move_constructible_v<tattler::entry>, "entry is movable");
+static_assert(std::is_same_v<decltype(std::declval<tattler::entry &>().name()), std::string_view>,
               "getters are string_views");
 
 // The dangling view `std::string_view n = r.next()->name();` must not
@@ -40,26 +40,26 @@ template <class T, class = void>
 struct star_name_compiles : std::false_type {};
 template <class T>
 struct star_name_compiles<T, std::void_t<decltype((*std::declval<T>()).name())>> : std::true_type {};
-static_assert(name_compiles<kube_tattler::entry &>::value && name_compiles<const kube_tattler::entry &>::value,
+static_assert(name_compiles<tattler::entry &>::value && name_compiles<const tattler::entry &>::value,
               "getters work on an entry in a variable");
-static_assert(!name_compiles<kube_tattler::entry>::value && !name_compiles<kube_tattler::entry &&>::value &&
-                  !name_compiles<const kube_tattler::entry &&>::value,
+static_assert(!name_compiles<tattler::entry>::value && !name_compiles<tattler::entry &&>::value &&
+                  !name_compiles<const tattler::entry &&>::value,
               "getters returning views are deleted on a temporary entry");
-static_assert(std::is_same_v<decltype(std::declval<kube_tattler::reader &>().next()), kube_tattler::maybe_entry>,
+static_assert(std::is_same_v<decltype(std::declval<tattler::reader &>().next()), tattler::maybe_entry>,
               "next() returns maybe_entry");
-static_assert(arrow_name_compiles<kube_tattler::maybe_entry &>::value, "e->name() on a kept result");
-static_assert(!arrow_name_compiles<kube_tattler::maybe_entry>::value && !star_name_compiles<kube_tattler::maybe_entry>::value,
+static_assert(arrow_name_compiles<tattler::maybe_entry &>::value, "e->name() on a kept result");
+static_assert(!arrow_name_compiles<tattler::maybe_entry>::value && !star_name_compiles<tattler::maybe_entry>::value,
               "r.next()->name() and (*r.next()).name() do not compile");
-static_assert(std::is_convertible_v<kube_tattler::maybe_entry, std::optional<kube_tattler::entry>>,
+static_assert(std::is_convertible_v<tattler::maybe_entry, std::optional<tattler::entry>>,
               "a next() result moves into a std::optional<entry>");
-static_assert(noexcept(kube_tattler::reader::open(std::declval<const std::string &>(), std::declval<std::error_code &>())),
+static_assert(noexcept(tattler::reader::open(std::declval<const std::string &>(), std::declval<std::error_code &>())),
               "the error_code open is noexcept");
-static_assert(noexcept(std::declval<kube_tattler::reader &>().next(std::declval<std::error_code &>())),
+static_assert(noexcept(std::declval<tattler::reader &>().next(std::declval<std::error_code &>())),
               "the error_code next is noexcept");
-static_assert(kube_tattler::to_string(kube_tattler::Change::Snapshot) == "Snapshot" &&
-                  kube_tattler::to_string(static_cast<kube_tattler::Change>(99)) == "None",
+static_assert(tattler::to_string(tattler::Change::Snapshot) == "Snapshot" &&
+                  tattler::to_string(static_cast<tattler::Change>(99)) == "None",
               "to_string(Change)");
-static_assert(static_cast<int>(kube_tattler::Change::Error) == TATTLER_CHANGE_ERROR, "Change has tattler_change's numbers");
+static_assert(static_cast<int>(tattler::Change::Error) == TATTLER_CHANGE_ERROR, "Change has tattler_change's numbers");
 
 namespace {
 
@@ -74,7 +74,7 @@ template <class F>
 tattler_status status_of(F &&f) {
     try {
         f();
-    } catch (const kube_tattler::error &e) {
+    } catch (const tattler::error &e) {
         return e.status();
     }
     return TATTLER_OK;
@@ -94,24 +94,24 @@ int main(int argc, char **argv) {
     const std::string server = argv[1];
     const std::string pods = "{\"server\":\"" + server + "\",\"resources\":[\"pods\"]}";
 
-    check(kube_tattler::version() == tattler_version() && !kube_tattler::version().empty(), "version");
+    check(tattler::version() == tattler_version() && !tattler::version().empty(), "version");
     try {
-        kube_tattler::reader bad("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"tokn\":1}");
+        tattler::reader bad("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"tokn\":1}");
         check(false, "a bad configuration throws");
-    } catch (const kube_tattler::error &e) {
+    } catch (const tattler::error &e) {
         check(e.status() == TATTLER_ERR_INVALID_CONFIG && std::string(e.what()).find("`tokn`") != std::string::npos,
               "a bad configuration throws INVALID_CONFIG naming the key");
     }
 
     // The log function: set_log_function from inside it throws REENTRANT.
     std::future<tattler_status> reentrant_status = reentrant.get_future();
-    kube_tattler::set_log_function([](tattler_log_level, std::string_view, std::string_view msg) {
+    tattler::set_log_function([](tattler_log_level, std::string_view, std::string_view msg) {
         if (msg.find("synced") != std::string_view::npos && !reentrant_tried.test_and_set()) {
-            reentrant.set_value(status_of([] { kube_tattler::set_log_function(nullptr); }));
+            reentrant.set_value(status_of([] { tattler::set_log_function(nullptr); }));
         }
     });
 
-    kube_tattler::reader r(pods);
+    tattler::reader r(pods);
     int adds = 0;
     for (;;) {
         auto e = r.next_for(std::chrono::seconds(10));
@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
           "set_log_function in the log function throws REENTRANT");
 
     // Moves: the moved-from reader refuses calls with an exception.
-    kube_tattler::reader moved(std::move(r));
+    tattler::reader moved(std::move(r));
     check(status_of([&] { (void)r.next_for(std::chrono::milliseconds(0)); }) == TATTLER_ERR_NULL_ARG,
           "a moved-from reader throws NULL_ARG");
     check(!moved.next_for(std::chrono::milliseconds(0)) && !moved.closed(), "nothing ready; not closed");
@@ -158,34 +158,34 @@ int main(int argc, char **argv) {
     {
         std::error_code ec;
         std::string message;
-        kube_tattler::reader bad = kube_tattler::reader::open("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"tokn\":1}",
+        tattler::reader bad = tattler::reader::open("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"tokn\":1}",
                                                     ec, &message);
-        check(!bad && ec == TATTLER_ERR_INVALID_CONFIG && ec.category() == kube_tattler::category() &&
+        check(!bad && ec == TATTLER_ERR_INVALID_CONFIG && ec.category() == tattler::category() &&
                   std::string(ec.category().name()) == "tattler" && ec.message() == "invalid configuration" &&
                   message.find("`tokn`") != std::string::npos &&
                   message.find("discovery_interval_secs)") != std::string::npos,
               "open(json, ec) reports INVALID_CONFIG and the whole message");
         auto none = bad.next(ec);
         check(!none && ec == TATTLER_ERR_NULL_ARG, "next(ec) on an empty reader sets NULL_ARG");
-        kube_tattler::reader good = kube_tattler::reader::open(pods, ec);
+        tattler::reader good = tattler::reader::open(pods, ec);
         check(bool(good) && !ec, "open(json, ec) opens");
         check(good.fd() >= 0 && good.fd() == tattler_fd(good.get()), "fd() is tattler_fd");
         int seen = 0;
-        for (kube_tattler::entry &e : good) {
-            if (e.type() == kube_tattler::Change::Synced) {
-                check(kube_tattler::to_string(e.type()) == "Synced" && seen == 3, "the iterator: three Adds, then Synced");
+        for (tattler::entry &e : good) {
+            if (e.type() == tattler::Change::Synced) {
+                check(tattler::to_string(e.type()) == "Synced" && seen == 3, "the iterator: three Adds, then Synced");
                 good.stop();
             } else {
-                seen += e.type() == kube_tattler::Change::Add;
+                seen += e.type() == tattler::Change::Add;
             }
         }
         check(good.closed(), "the range-for ends once the reader is stopped and drained");
         good.close(ec);
         check(!ec && !good, "close(ec)");
         try {
-            kube_tattler::reader thrower("{\"resources\":[\"pods\"],\"server\":1}");
+            tattler::reader thrower("{\"resources\":[\"pods\"],\"server\":1}");
             check(false, "a bad server throws");
-        } catch (const kube_tattler::error &e) {
+        } catch (const tattler::error &e) {
             check(e.code() == TATTLER_ERR_INVALID_CONFIG, "error::code() is the status as an error_code");
         }
     }
@@ -234,8 +234,8 @@ int main(int argc, char **argv) {
           "an unknown key throws INVALID_RESOURCE");
 
     // An entry outlives its reader; stop then drain says closed().
-    kube_tattler::reader other(pods);
-    std::optional<kube_tattler::entry> kept = other.next();
+    tattler::reader other(pods);
+    std::optional<tattler::entry> kept = other.next();
     other.stop();
     while (other.next()) {
     }
@@ -247,7 +247,7 @@ int main(int argc, char **argv) {
     // A checkpoint after stop and drain; a reader resumed from it starts
     // with Synced and nothing else (nothing changed).
     {
-        kube_tattler::reader first(pods);
+        tattler::reader first(pods);
         while (auto e = first.next_for(std::chrono::seconds(10))) {
             if (e->change() == TATTLER_CHANGE_SYNCED) {
                 break;
@@ -258,15 +258,15 @@ int main(int argc, char **argv) {
         }
         std::vector<std::uint8_t> cp = first.checkpoint();
         check(cp.size() > 20 && cp.front() == '{' && cp.back() == '}', "checkpoint bytes");
-        kube_tattler::reader again(pods, cp);
+        tattler::reader again(pods, cp);
         auto e = again.next_for(std::chrono::seconds(10));
         check(e && e->change() == TATTLER_CHANGE_SYNCED && !again.next_for(std::chrono::milliseconds(300)),
               "resumed: Synced at once, nothing else");
         std::vector<std::uint8_t> bad = {'{', 'x'};
         try {
-            kube_tattler::reader broken(pods, bad);
+            tattler::reader broken(pods, bad);
             check(false, "a bad checkpoint throws");
-        } catch (const kube_tattler::error &err) {
+        } catch (const tattler::error &err) {
             check(err.status() == TATTLER_ERR_INVALID_CHECKPOINT &&
                       std::string(err.what()).find("checkpoint") != std::string::npos,
                   "a bad checkpoint throws INVALID_CHECKPOINT");
@@ -274,11 +274,11 @@ int main(int argc, char **argv) {
     }
 
     // Move-assignment closes the target's reader first.
-    kube_tattler::reader a(pods), b(pods);
+    tattler::reader a(pods), b(pods);
     a = std::move(b);
     check(a.next_for(std::chrono::seconds(10)).has_value(), "the moved-in reader streams");
 
-    kube_tattler::set_log_function(nullptr);
+    tattler::set_log_function(nullptr);
     moved.close();
     if (failures != 0) {
         std::printf("hpp_test: %d FAILED\n", failures);

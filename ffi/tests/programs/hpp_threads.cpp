@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
     // Two consumers and a waker on one reader; stop() once Synced came.
     {
         std::error_code ec;
-        kube_tattler::reader r = kube_tattler::reader::open(pods, ec);
+        tattler::reader r = tattler::reader::open(pods, ec);
         check(bool(r) && !ec, "open(json, ec)");
         std::atomic<int> adds{0}, synced{0}, wakes{0}, errors{0}, ended{0};
         std::atomic<bool> done{false};
@@ -49,8 +49,8 @@ int main(int argc, char **argv) {
                 std::error_code e;
                 auto got = r.next(e);
                 if (got) {
-                    adds += got->type() == kube_tattler::Change::Add;
-                    synced += got->type() == kube_tattler::Change::Synced;
+                    adds += got->type() == tattler::Change::Add;
+                    synced += got->type() == tattler::Change::Synced;
                 } else if (e) {
                     errors++;
                     break;
@@ -85,11 +85,11 @@ int main(int argc, char **argv) {
     // A wake() ends a range-for without stopping the reader.
     {
         std::error_code ec;
-        kube_tattler::reader r = kube_tattler::reader::open(pods, ec);
+        tattler::reader r = tattler::reader::open(pods, ec);
         int seen = 0;
-        for (kube_tattler::entry &e : r) {
+        for (tattler::entry &e : r) {
             seen++;
-            if (e.type() == kube_tattler::Change::Synced) {
+            if (e.type() == tattler::Change::Synced) {
                 std::thread([&r] { r.wake(); }).join();
             }
         }
@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
     // asked to stop; the reader runs on.
     {
         std::error_code ec;
-        kube_tattler::reader r = kube_tattler::reader::open(pods, ec);
+        tattler::reader r = tattler::reader::open(pods, ec);
         std::atomic<int> got{0};
         std::atomic<bool> synced{false};
         std::atomic<bool> stopped_clean{false};
@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
                     auto entry = r.next(stop, e);
                     if (entry) {
                         got++;
-                        synced = synced || entry->type() == kube_tattler::Change::Synced;
+                        synced = synced || entry->type() == tattler::Change::Synced;
                         continue;
                     }
                     stopped_clean = !e && stop.stop_requested() && !r.closed();
