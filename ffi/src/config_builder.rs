@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use crate::cast;
-use crate::error::{guard, guard_value, report, Failure};
+use crate::error::{guard, guard_value, report, utf8, Failure};
 use crate::handle::Registry;
 use crate::reader::{self, tattler_reader};
 use crate::status::tattler_status::{self, *};
@@ -95,7 +95,7 @@ unsafe fn required<'a>(s: *const c_char, what: &str) -> Result<&'a str, Failure>
         return Err(Failure::null(what));
     }
     // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
-    unsafe { cast::str_arg(s, what) }
+    utf8(unsafe { cast::c_str(s) }, what)
 }
 
 /// A NUL-terminated argument that may be NULL (left out).
@@ -107,7 +107,7 @@ unsafe fn optional<'a>(s: *const c_char, what: &str) -> Result<Option<&'a str>, 
         return Ok(None);
     }
     // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
-    unsafe { cast::str_arg(s, what) }.map(Some)
+    utf8(unsafe { cast::c_str(s) }, what).map(Some)
 }
 
 /// Sets `key` to `value` after the JSON reader's own check of that key.

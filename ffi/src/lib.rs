@@ -13,6 +13,19 @@
 //! `config.rs` (the JSON a caller passes), `config_builder.rs`
 //! (`tattler_config`, the same built call by call), `logging.rs` (the log callback).
 //!
+//! Layers run one way, each module importing only from the layers below it
+//! (`layers_run_one_way` holds it):
+//! 1. `cast`: the raw-pointer casts; it imports nothing of the crate.
+//! 2. `status`: the numbers and their fixed texts.
+//! 3. `error`: a failure's status and text, the panic guard, the caller's
+//!    error buffer.
+//! 4. `handle`, `readiness`, `logging`: the registry, the eventfd, the log
+//!    callback.
+//! 5. `entry`, `config`: an entry's getters; the JSON a caller passes.
+//! 6. `reader`: open, next, stop, close.
+//! 7. `config_builder`: the configuration built call by call, opened through
+//!    `reader`.
+//!
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -38,6 +51,52 @@ mod readiness;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod layers {
+    /// The modules by layer, lowest first (see the crate's doc).
+    const LAYERS: &[&[&str]] = &[
+        &["cast"],
+        &["status"],
+        &["error"],
+        &["handle", "readiness", "logging"],
+        &["entry", "config"],
+        &["reader"],
+        &["config_builder"],
+    ];
+
+    fn layer(module: &str) -> usize {
+        LAYERS
+            .iter()
+            .position(|l| l.contains(&module))
+            .unwrap_or_else(|| panic!("{module} is in no layer: add it to LAYERS"))
+    }
+
+    #[test]
+    fn layers_run_one_way() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            let module = path.file_stem().unwrap().to_str().unwrap().to_string();
+            if ["lib", "tests"].contains(&module.as_str()) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let own = layer(&module);
+            for (at, _) in text.match_indices("crate::") {
+                let used: String = text[at + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(
+                    layer(&used) < own,
+                    "{module} (layer {own}) uses crate::{used} (layer {}): layers run one way",
+                    layer(&used)
+                );
+            }
+        }
+    }
+}
 
 pub use config_builder::{
     tattler_config, tattler_config_add_resource, tattler_config_add_resource_spec,

@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use parking_lot::RwLock;
 
-use crate::cast::{self, UserData};
-use crate::error::guard;
+use crate::cast::{self, LogFn, UserData};
+use crate::error::{guard, Failure};
 use crate::status::tattler_status::{self, *};
 
 /// The level of a log line, as passed to the log callback's `level`.
@@ -44,14 +44,6 @@ pub type tattler_log_fn = Option<
         msg: *const c_char,
     ),
 >;
-
-/// The callback itself, never NULL.
-pub(crate) type LogFn = unsafe extern "C" fn(
-    user: *mut c_void,
-    level: c_int,
-    target: *const c_char,
-    msg: *const c_char,
-);
 
 struct Sink {
     cb: LogFn,
@@ -223,11 +215,11 @@ pub unsafe extern "C" fn tattler_set_log_callback(
 ) -> tattler_status {
     let result = guard(|| {
         if in_callback() {
-            return Err(crate::error::Failure::new(TATTLER_ERR_REENTRANT, ""));
+            return Err(Failure::new(TATTLER_ERR_REENTRANT, ""));
         }
         let ours = *INSTALLED.get_or_init(|| log::set_logger(&LOGGER).is_ok());
         if !ours {
-            return Err(crate::error::Failure::new(TATTLER_ERR_LOGGER_IN_USE, ""));
+            return Err(Failure::new(TATTLER_ERR_LOGGER_IN_USE, ""));
         }
         *LOGGER.sink.write() = cb.map(|cb| Sink {
             cb,
@@ -255,16 +247,14 @@ pub extern "C" fn tattler_set_log_level(level: c_int) -> tattler_status {
         let n = usize::try_from(level)
             .ok()
             .filter(|n| *n <= LevelFilter::Trace as usize)
-            .ok_or_else(|| {
-                crate::error::Failure::new(TATTLER_ERR_INVALID_ARG, "level must be 0 to 5")
-            })?;
+            .ok_or_else(|| Failure::new(TATTLER_ERR_INVALID_ARG, "level must be 0 to 5"))?;
         LEVEL.store(n, Ordering::Relaxed);
         if INSTALLED.get() == Some(&true) {
             apply_level();
         }
         Ok(TATTLER_OK)
     });
-    result.unwrap_or_else(|f: crate::error::Failure| f.status)
+    result.unwrap_or_else(|f: Failure| f.status)
 }
 
 /// Whether the calling thread is inside the log callback right now.

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};
 use crate::entry::{self, tattler_entry};
-use crate::error::{guard, report, Failure};
+use crate::error::{guard, report, utf8, Failure};
 use crate::handle::Registry;
 use crate::logging::in_callback;
 use crate::readiness::Readiness;
@@ -180,7 +180,7 @@ pub(crate) unsafe fn open(
             return Err(Failure::null("out"));
         }
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
-        let json = unsafe { cast::str_arg(config_json, "config_json") }?;
+        let json = utf8(unsafe { cast::c_str(config_json) }, "config_json")?;
         let mut config = parse_config(json)?;
         match checkpoint {
             Some((p, len)) if p.is_null() && len != 0 => return Err(Failure::null("checkpoint")),
@@ -678,7 +678,7 @@ pub unsafe extern "C" fn tattler_set_resources_ex(
             ));
         }
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
-        let json = unsafe { cast::str_arg(resources_json, "resources_json") }?;
+        let json = utf8(unsafe { cast::c_str(resources_json) }, "resources_json")?;
         let specs = parse_resources(json, &h.scope)?;
         let set = if force {
             h.reader.restart_resources(&specs)
