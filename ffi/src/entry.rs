@@ -471,7 +471,6 @@ pub extern "C" fn tattler_entry_free(e: *mut tattler_entry) {
 
 /// The string getter's body `n` times without the registry: what a getter
 /// cost before handles were checked (the micro benchmark's baseline).
-#[cfg(test)]
 pub(crate) fn name_unchecked(e: *const tattler_entry, n: u64) -> std::time::Duration {
     let entries = ENTRIES.lock();
     let d = entries.get(e).expect("a live entry");
@@ -484,7 +483,6 @@ pub(crate) fn name_unchecked(e: *const tattler_entry, n: u64) -> std::time::Dura
 }
 
 /// Whether `e` is an entry handed out and not yet freed.
-#[cfg(test)]
 pub(crate) fn is_live(e: *const tattler_entry) -> bool {
     ENTRIES.lock().get(e).is_some()
 }

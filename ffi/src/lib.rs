@@ -49,54 +49,8 @@ mod error;
 mod handle;
 mod readiness;
 
-#[cfg(test)]
-mod tests;
-
-#[cfg(test)]
-mod layers {
-    /// The modules by layer, lowest first (see the crate's doc).
-    const LAYERS: &[&[&str]] = &[
-        &["cast"],
-        &["status"],
-        &["error"],
-        &["handle", "readiness", "logging"],
-        &["entry", "config"],
-        &["reader"],
-        &["config_builder"],
-    ];
-
-    fn layer(module: &str) -> usize {
-        LAYERS
-            .iter()
-            .position(|l| l.contains(&module))
-            .unwrap_or_else(|| panic!("{module} is in no layer: add it to LAYERS"))
-    }
-
-    #[test]
-    fn layers_run_one_way() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        for file in std::fs::read_dir(&dir).unwrap() {
-            let path = file.unwrap().path();
-            let module = path.file_stem().unwrap().to_str().unwrap().to_string();
-            if ["lib", "tests"].contains(&module.as_str()) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let own = layer(&module);
-            for (at, _) in text.match_indices("crate::") {
-                let used: String = text[at + "crate::".len()..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                assert!(
-                    layer(&used) < own,
-                    "{module} (layer {own}) uses crate::{used} (layer {}): layers run one way",
-                    layer(&used)
-                );
-            }
-        }
-    }
-}
+#[doc(hidden)]
+pub mod __for_tests;
 
 pub use config_builder::{
     tattler_config, tattler_config_add_resource, tattler_config_add_resource_spec,
@@ -124,3 +78,49 @@ pub use status::{
     tattler_status, tattler_status_str, tattler_version, tattler_version_number,
     TATTLER_VERSION_MAJOR, TATTLER_VERSION_MINOR, TATTLER_VERSION_NUMBER, TATTLER_VERSION_PATCH,
 };
+
+#[cfg(test)]
+mod layers {
+    /// The modules by layer, lowest first (see the crate's doc).
+    const LAYERS: &[&[&str]] = &[
+        &["cast"],
+        &["status"],
+        &["error"],
+        &["handle", "readiness", "logging"],
+        &["entry", "config"],
+        &["reader"],
+        &["config_builder"],
+    ];
+
+    fn layer(module: &str) -> usize {
+        LAYERS
+            .iter()
+            .position(|l| l.contains(&module))
+            .unwrap_or_else(|| panic!("{module} is in no layer: add it to LAYERS"))
+    }
+
+    #[test]
+    fn layers_run_one_way() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            let module = path.file_stem().unwrap().to_str().unwrap().to_string();
+            if ["lib", "__for_tests"].contains(&module.as_str()) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let own = layer(&module);
+            for (at, _) in text.match_indices("crate::") {
+                let used: String = text[at + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(
+                    layer(&used) < own,
+                    "{module} (layer {own}) uses crate::{used} (layer {}): layers run one way",
+                    layer(&used)
+                );
+            }
+        }
+    }
+}
