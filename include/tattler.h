@@ -100,13 +100,24 @@
  *
  * SIGNALS AND FORK
  *
+ *   Every thread tattler starts blocks every asynchronous signal (SIGTERM,
+ *   SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, real-time signals, ...)
+ *   before it runs, so a process-directed signal always goes to one of the
+ *   host's threads, whatever the order of the host's sigprocmask (or
+ *   pthread_sigmask) and its first tattler_open_config: block SIGTERM for a
+ *   signalfd or sigwait before or after opening, either works. The
+ *   synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS)
+ *   stay deliverable on tattler's threads. Processes tattler starts (an exec
+ *   credential plugin) begin with an empty mask.
+ *
  *   No tattler function is async-signal-safe, tattler_stop and tattler_wake
  *   included: they take the handle registry's lock and the reader's, and
  *   may log (allocating); called from a signal handler that interrupted a
  *   thread holding one of those locks, they deadlock. To stop on SIGTERM,
  *   let the handler write a byte to a self-pipe (write(2) is
  *   async-signal-safe) or use sigwait/signalfd in a thread of its own, and
- *   call tattler_stop from that normal thread.
+ *   call tattler_stop from that normal thread: then drain, checkpoint and
+ *   close (ffi/examples/epoll.c).
  *
  *   fork(): only the forking thread survives in the child, so tattler's
  *   stream threads do not, and a lock one of them held stays locked. A
