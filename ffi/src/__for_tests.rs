@@ -1,11 +1,12 @@
 //! What the Rust tests in `ffi/tests` look at beyond the C ABI: a reader as
-//! a call in progress holds it, whether an entry is live, and the getter's
-//! cost without the registry. Hidden, not a Rust API, and not exported to C
+//! a call in progress holds it, whether an entry is live, the getter's cost
+//! without the registry, and the document a configuration holds. Hidden, not a Rust API, and not exported to C
 //! (no extern function): the installed archive keeps only `tattler_*`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config_builder::{self, tattler_config};
 use crate::entry::{self, tattler_entry};
 use crate::reader::{self, tattler_reader, OpenReader};
 
@@ -39,4 +40,10 @@ pub fn entry_is_live(e: *const tattler_entry) -> bool {
 /// benchmark's baseline.
 pub fn entry_name_unchecked(e: *const tattler_entry, n: u64) -> Duration {
     entry::name_unchecked(e, n)
+}
+
+/// The JSON document a live configuration holds, as `tattler_open_config`
+/// would open it; `None` for a pointer that is not a live configuration.
+pub fn config_json(cfg: *const tattler_config) -> Option<String> {
+    config_builder::document(cfg)
 }

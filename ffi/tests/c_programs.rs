@@ -452,6 +452,30 @@ fn the_header_compiles_as_c99_c11_cpp11_cpp17_and_refuses_older_standards() {
             try_compile(compiler, "programs/header_check.c", &flags, &[], "never").expect_err(std);
         assert!(err.contains(message), "{std}: {err}");
     }
+    // The legacy calls compile as they did; TATTLER_WARN_LEGACY points at them.
+    let legacy = compile(
+        "gcc",
+        "programs/legacy.c",
+        &["-std=c99", "-Wpedantic"],
+        &static_link(),
+        "legacy",
+    );
+    assert!(run(&legacy, &[], &[]).status.success());
+    for (compiler, lang) in [("gcc", "c"), ("g++", "c++")] {
+        let err = try_compile(
+            compiler,
+            "programs/legacy.c",
+            &["-fsyntax-only", "-x", lang, "-DTATTLER_WARN_LEGACY"],
+            &[],
+            "never",
+        )
+        .expect_err("TATTLER_WARN_LEGACY");
+        assert!(
+            err.contains("deprecated")
+                && err.contains("use tattler_config_set_json and tattler_open_config"),
+            "{lang}: {err}"
+        );
+    }
     let err = try_compile(
         "g++",
         "programs/hpp_test.cpp",
@@ -657,7 +681,7 @@ fn the_configuration_builder_and_error_sizes_from_c() {
     assert_sanitizers_quiet(&run);
     assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
     assert_eq!(run.lines().last(), Some(&"config: ok"), "{}", run.stdout);
-    assert_eq!(run.lines().len(), 21, "{}", run.stdout);
+    assert_eq!(run.lines().len(), 27, "{}", run.stdout);
 }
 
 #[test]

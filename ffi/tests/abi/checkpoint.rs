@@ -1,6 +1,9 @@
 //! Checkpoints: taken after stop and drain, resumed with only what changed,
 //! refused when damaged.
 
+// The legacy calls are called here on purpose: C programs link them.
+#![allow(deprecated)]
+
 use std::ffi::CString;
 use std::ptr::{self, null, null_mut};
 

@@ -1,6 +1,9 @@
 //! Handles (`src/handle.rs`): NULL, closed, freed and foreign pointers are
 //! refused, never followed, also when a close races other calls.
 
+// The legacy calls are called here on purpose: C programs link them.
+#![allow(deprecated)]
+
 use std::ffi::{c_int, CString};
 use std::ptr::{self, null, null_mut};
 use std::sync::mpsc;

@@ -1,6 +1,9 @@
 //! `tattler_reader`: next with its timeouts, stop, wake, close, set_resources,
 //! stats and metrics.
 
+// The legacy calls are called here on purpose: C programs link them.
+#![allow(deprecated)]
+
 use std::ffi::{CStr, CString};
 use std::ptr::{self, null_mut};
 use std::sync::mpsc;

@@ -17,18 +17,54 @@ pub(crate) fn config(api: &FakeApi, resources: &[&str]) -> String {
     serde_json::json!({"server": api.url(), "resources": resources}).to_string()
 }
 
+/// Opens a reader the documented way: a configuration given the JSON
+/// document (`tattler_config_set_json`), then `tattler_open_config`.
 pub(crate) fn open(json: &str) -> Result<*mut tattler_reader, (tattler_status, String)> {
+    open_from(json, &[])
+}
+
+/// `open` with a checkpoint's bytes (none: empty).
+pub(crate) fn open_from(
+    json: &str,
+    checkpoint: &[u8],
+) -> Result<*mut tattler_reader, (tattler_status, String)> {
     let json = CString::new(json).unwrap();
+    let cfg = tattler_config_new();
+    assert!(!cfg.is_null());
     let mut r = null_mut();
     let mut err = [0u8; 512];
-    // SAFETY: valid string, out-pointer and buffer.
-    let st = unsafe { tattler_open(json.as_ptr(), &mut r, err.as_mut_ptr().cast(), err.len()) };
+    let mut needed = 0;
+    // SAFETY: a live configuration, a valid string, bytes, out-pointers and buffer.
+    let st = unsafe {
+        match tattler_config_set_json(
+            cfg,
+            json.as_ptr(),
+            err.as_mut_ptr().cast(),
+            err.len(),
+            &mut needed,
+        ) {
+            TATTLER_OK => tattler_open_config(
+                cfg,
+                checkpoint.as_ptr(),
+                checkpoint.len(),
+                &mut r,
+                err.as_mut_ptr().cast(),
+                err.len(),
+                &mut needed,
+            ),
+            failed => failed,
+        }
+    };
+    tattler_config_free(cfg);
     if st == TATTLER_OK {
         assert!(!r.is_null());
+        assert_eq!(needed, 0, "*err_needed written on success");
         Ok(r)
     } else {
         assert!(r.is_null(), "*out written on failure");
-        Err((st, text(&err)))
+        let msg = text(&err);
+        assert!(needed > msg.len(), "*err_needed is the whole text's size");
+        Err((st, msg))
     }
 }
 
@@ -62,7 +98,7 @@ pub(crate) fn next(
     (st, e)
 }
 
-/// `tattler_set_resources` with an error buffer: the status, `*changed`
+/// `tattler_set_resources_ex` with an error buffer and size: the status, `*changed`
 /// (starting as `initial`, so that an unwritten one shows) and the error text.
 pub(crate) fn set_resources(
     r: *mut tattler_reader,
@@ -72,22 +108,27 @@ pub(crate) fn set_resources(
 ) -> (tattler_status, bool, String) {
     let mut changed = initial;
     let mut err = [0xffu8; 512];
+    let mut needed = 0;
     // SAFETY: a live reader (or NULL, on purpose), a string or NULL, a valid
     // out-pointer and buffer.
     let st = unsafe {
-        tattler_set_resources(
+        tattler_set_resources_ex(
             r,
             json,
             force,
             &mut changed,
             err.as_mut_ptr().cast(),
             err.len(),
+            &mut needed,
         )
     };
     let msg = if st as c_int >= 100 {
-        text(&err)
+        let msg = text(&err);
+        assert_eq!(needed, msg.len() + 1, "*err_needed on {st:?}");
+        msg
     } else {
         assert!(err.iter().all(|&b| b == 0xff), "err_buf written on {st:?}");
+        assert_eq!(needed, 0, "*err_needed written on {st:?}");
         String::new()
     };
     (st, changed, msg)
