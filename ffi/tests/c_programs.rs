@@ -598,19 +598,32 @@ fn every_misuse_of_a_handle_is_refused_under_sanitizers_and_valgrind() {
 
 #[test]
 fn the_cpp_wrapper_under_address_and_undefined_behaviour_sanitizers() {
-    let flags = [&["-std=c++17", "-Wpedantic"][..], &SANITIZE].concat();
-    let bin = compile(
-        "g++",
-        "programs/hpp_test.cpp",
-        &flags,
-        &static_link(),
-        "hpp-test-asan",
-    );
-    let (api, _, _) = cluster();
-    let run = run(&bin, &[&api.url()], &[]);
-    assert_sanitizers_quiet(&run);
-    assert_eq!(run.lines().last(), Some(&"hpp_test: ok"), "{}", run.stdout);
-    assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+    for std in ["-std=c++17", "-std=c++20"] {
+        let flags = [&[std, "-Wpedantic"][..], &SANITIZE].concat();
+        let bin = compile(
+            "g++",
+            "programs/hpp_test.cpp",
+            &flags,
+            &static_link(),
+            &format!("hpp-test-asan{std}"),
+        );
+        let (api, _, _) = cluster();
+        let run = run(&bin, &[&api.url()], &[]);
+        assert_sanitizers_quiet(&run);
+        assert_eq!(
+            run.lines().last(),
+            Some(&"hpp_test: ok"),
+            "{std}: {}",
+            run.stdout
+        );
+        assert!(!run.stdout.contains("FAILED"), "{std}: {}", run.stdout);
+        assert_eq!(
+            run.stdout.contains("std::views::filter over a reader"),
+            std == "-std=c++20",
+            "{}",
+            run.stdout
+        );
+    }
 }
 
 /// ThreadSanitizer's flags (the Rust library is not instrumented: only the
@@ -651,6 +664,12 @@ fn the_cpp_wrapper_without_exceptions_from_several_threads_under_thread_sanitize
         );
         assert_eq!(
             run.stdout.contains("stop_token checked"),
+            std == "-std=c++20",
+            "{}",
+            run.stdout
+        );
+        assert_eq!(
+            run.stdout.contains("C++20 ranges checked"),
             std == "-std=c++20",
             "{}",
             run.stdout
