@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 /*
@@ -69,23 +71,9 @@ const (
 	ChangeError Change = 6
 )
 
-// The names before ChangeAdd and the others. The old Error is gone: Error
-// is the package's error type (see Error); use ChangeError.
-const (
-	// Deprecated: use ChangeAdd.
-	Add Change = ChangeAdd
-	// Deprecated: use ChangeUpdate.
-	Update Change = ChangeUpdate
-	// Deprecated: use ChangeDelete.
-	Delete Change = ChangeDelete
-	// Deprecated: use ChangeSnapshot.
-	Snapshot Change = ChangeSnapshot
-	// Deprecated: use ChangeSynced.
-	Synced Change = ChangeSynced
-)
-
-// String is the change's name without its prefix: "Add", "Synced", ...;
-// Change(N) for a number the library does not send.
+// String is the change's name without its prefix: "Add", "Synced", ...
+// (tattler_change_str's); Change(N) for a number this package does not
+// name, which a newer library may send: handle it as unknown, do not panic.
 func (c Change) String() string {
 	switch c {
 	case ChangeAdd:
@@ -129,6 +117,39 @@ type Entry struct {
 	Inferred bool
 	// Err is a *StreamError on Error entries, nil otherwise.
 	Err error
+}
+
+// String summarises the entry on one line, as ffi/examples/watch.c prints
+// it, with the group, version and resource and the object's size instead
+// of its bytes:
+//
+//	Add v1/pods shop/web-1 1234 (812 bytes)
+//	Delete v1/pods shop/db-0 1200 (inferred)
+//	Synced v1/pods 1240
+//	Error v1/nodes 403 Forbidden: nodes is forbidden
+func (e Entry) String() string {
+	gvr := e.Version + "/" + e.Resource
+	if e.Group != "" {
+		gvr = e.Group + "/" + gvr
+	}
+	switch e.Change {
+	case ChangeSynced:
+		return fmt.Sprintf("Synced %s %s", gvr, e.ResourceVersion)
+	case ChangeError:
+		return fmt.Sprintf("Error %s %v", gvr, e.Err)
+	}
+	name := e.Name
+	if e.Namespace != "" {
+		name = e.Namespace + "/" + e.Name
+	}
+	s := fmt.Sprintf("%s %s %s %s", e.Change, gvr, name, e.ResourceVersion)
+	switch {
+	case e.Inferred:
+		s += " (inferred)"
+	case e.Object != nil:
+		s += fmt.Sprintf(" (%d bytes)", len(e.Object))
+	}
+	return s
 }
 
 // StreamError is what an Error entry reports: with Ended, why a resource
