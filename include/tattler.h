@@ -10,6 +10,32 @@
  *   -Wall -Wextra -Wpedantic -Werror as C99, C11, C++11 and C++17.
  *   tattler.hpp is a header-only C++17 wrapper over this header.
  *
+ * OPENING A READER
+ *
+ *   One way in: make a tattler_config, set its keys, open it.
+ *
+ *     tattler_config *cfg = tattler_config_new();
+ *     tattler_config_set_server(cfg, "https://10.0.0.1:6443");
+ *     tattler_config_set_ca_file(cfg, "/etc/k8s/ca.crt");
+ *     tattler_config_set_token_file(cfg, "/var/run/token");
+ *     tattler_config_add_resource(cfg, "pods", NULL, 0, NULL);
+ *     tattler_reader *r;
+ *     char err[256];
+ *     if (tattler_open_config(cfg, NULL, 0, &r, err, sizeof err, NULL) != TATTLER_OK)
+ *         fprintf(stderr, "%s\n", err);
+ *     tattler_config_free(cfg);       (the reader does not need it)
+ *
+ *   Every key has a typed setter, tattler_config_set_<key>, so the
+ *   compiler checks its name and its value's type. Bindings that hold keys
+ *   as strings use tattler_config_set_string/_int/_bool, or pass a whole
+ *   JSON document to tattler_config_set_json; a mistyped key is refused when
+ *   set, naming the key it most likely meant ("did you mean `server`?").
+ *   tattler_config_keys() lists the keys with their types and defaults.
+ *   tattler_open_config makes the reader, with or without a checkpoint.
+ *   The calls of the LEGACY section at the end (tattler_open,
+ *   tattler_open_resume, tattler_open_ex, tattler_set_resources) are one
+ *   line each over these; define TATTLER_WARN_LEGACY to find their uses.
+ *
  * THREADING RULES
  *
  *   - tattler_stop(r) and tattler_wake(r) may be called from any thread at
@@ -19,7 +45,7 @@
  *     are drained. tattler_wake ends one wait only: a blocked
  *     tattler_next_entry(r) returns TATTLER_TIMEOUT and the reader runs on
  *     (how a Go context or a C++ stop_token cancels one wait).
- *   - tattler_next_entry, tattler_set_resources, tattler_stats_json,
+ *   - tattler_next_entry, tattler_set_resources_ex, tattler_stats_json,
  *     tattler_metrics_text, tattler_checkpoint and tattler_fd on one reader
  *     may run concurrently from several threads.
  *   - The tattler_config_* calls on one configuration take turns (a lock);
@@ -37,7 +63,7 @@
  *   - The log callback is process-global and is called from tattler's own
  *     threads (and from the thread of a call that logs). From inside it,
  *     every function works except tattler_set_log_callback,
- *     tattler_set_resources and a waiting tattler_next_entry, which return
+ *     tattler_set_resources_ex and a waiting tattler_next_entry, which return
  *     TATTLER_ERR_REENTRANT and do nothing; tattler_close works there, also
  *     on the reader whose thread is logging. Lines logged by calls the
  *     callback makes are dropped (the callback is never called inside
@@ -61,24 +87,22 @@
  * ERRORS
  *
  *   Error text belongs to the call that failed, never to a reader or a
- *   thread: tattler_open, tattler_open_resume, tattler_set_resources and
- *   the tattler_config_* calls write theirs into the caller's err_buf,
- *   cut to fit; the other calls fail only in ways their status says
- *   completely (tattler_status_str), and a caught panic's text is logged.
- *   To learn how long a text is, use the calls with a size_t *err_needed
- *   (tattler_open_ex, tattler_set_resources_ex, tattler_config_*,
- *   tattler_open_config): on failure it receives the whole text's size
- *   with its NUL, more than err_len when the text was cut. An unknown
- *   key's text lists every known key: over 500 bytes.
+ *   thread: tattler_open_config, tattler_set_resources_ex and the
+ *   tattler_config_* calls with an err_buf write theirs into the caller's
+ *   buffer, cut to fit, and into *err_needed (when not NULL) the whole
+ *   text's size with its NUL, more than err_len when the text was cut. The
+ *   other calls fail only in ways their status says completely
+ *   (tattler_status_str), and a caught panic's text is logged.
  *
  * OWNERSHIP
  *
- *   Every function says who owns what. In short: tattler_open gives a reader
- *   the caller frees with tattler_close; tattler_next_entry gives an entry the
- *   caller frees with tattler_entry_free; strings and bytes returned by the
- *   tattler_entry_* getters are borrowed from the entry, valid until it is
- *   freed, and never NULL (strings) unless documented. Both free functions
- *   accept NULL.
+ *   Every function says who owns what. In short: tattler_config_new gives a
+ *   configuration the caller frees with tattler_config_free;
+ *   tattler_open_config gives a reader the caller frees with tattler_close;
+ *   tattler_next_entry gives an entry the caller frees with
+ *   tattler_entry_free; strings and bytes returned by the tattler_entry_*
+ *   getters are borrowed from the entry, valid until it is freed, and never
+ *   NULL (strings) unless documented. The free functions accept NULL.
  *
  * STATUS
  *
@@ -100,19 +124,30 @@
  *
  * SIGNALS AND FORK
  *
+ *   Every thread tattler starts blocks every asynchronous signal (SIGTERM,
+ *   SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, real-time signals, ...)
+ *   before it runs, so a process-directed signal always goes to one of the
+ *   host's threads, whatever the order of the host's sigprocmask (or
+ *   pthread_sigmask) and its first tattler_open_config: block SIGTERM for a
+ *   signalfd or sigwait before or after opening, either works. The
+ *   synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS)
+ *   stay deliverable on tattler's threads. Processes tattler starts (an exec
+ *   credential plugin) begin with an empty mask.
+ *
  *   No tattler function is async-signal-safe, tattler_stop and tattler_wake
  *   included: they take the handle registry's lock and the reader's, and
  *   may log (allocating); called from a signal handler that interrupted a
  *   thread holding one of those locks, they deadlock. To stop on SIGTERM,
  *   let the handler write a byte to a self-pipe (write(2) is
  *   async-signal-safe) or use sigwait/signalfd in a thread of its own, and
- *   call tattler_stop from that normal thread.
+ *   call tattler_stop from that normal thread: then drain, checkpoint and
+ *   close (ffi/examples/epoll.c).
  *
  *   fork(): only the forking thread survives in the child, so tattler's
  *   stream threads do not, and a lock one of them held stays locked. A
  *   child must not use (nor close) a reader or an entry the parent opened;
  *   it may exec, or open readers of its own only if the parent had none
- *   open when it forked (prefer forking before the first tattler_open).
+ *   open when it forked (prefer forking before the first tattler_open_config).
  *   The parent's readers are unaffected.
  *
  * VERSIONS
@@ -151,6 +186,16 @@
 #  endif
 #elif !defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L
 #  error "tattler.h needs C99 or later"
+#endif
+
+/* The LEGACY calls at the end of this header are kept for programs that
+ * link them; each is one line over a documented call. Define
+ * TATTLER_WARN_LEGACY before including this header to have the compiler
+ * point at every use (GCC, Clang). */
+#if defined(TATTLER_WARN_LEGACY) && (defined(__GNUC__) || defined(__clang__))
+#  define TATTLER_LEGACY(note) __attribute__((deprecated(note)))
+#else
+#  define TATTLER_LEGACY(note)
 #endif
 
 /**
@@ -315,7 +360,8 @@ typedef enum tattler_change {
      * This resource's view is not current: the server is unreachable or
      * refusing, the stream was silent past the idle timeout, or a new full
      * state is under way. `tattler_entry_error_reason` says why
-     * (`Unreachable`, `Refused`, `Throttled`, `Silent`, `Resyncing`),
+     * (`Unreachable`, `Refused`, `Throttled`, `Silent`, `Resyncing`,
+     * `Credentials`),
      * `tattler_entry_error_code` the HTTP status when the server answered,
      * `tattler_entry_namespace` which namespace's stream. The stream goes
      * on; `TATTLER_CHANGE_SYNCED` says when the view is current again.
@@ -357,7 +403,7 @@ typedef enum tattler_log_level {
 
 /**
  * A configuration being built. Opaque; made by `tattler_config_new`, freed
- * by `tattler_config_free`, used by `tattler_open_config` (any number of
+ * by `tattler_config_free`, opened by `tattler_open_config` (any number of
  * times).
  *
  * The pointer is a handle, checked on every call: a freed or foreign
@@ -376,10 +422,11 @@ typedef struct tattler_config tattler_config;
 typedef struct tattler_entry tattler_entry;
 
 /**
- * A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
+ * A running reader. Opaque; made by `tattler_open_config`, freed by
+ * `tattler_close`.
  *
  * The pointer is a handle, checked on every call: a call on a reader closed
- * already, or on any pointer `tattler_open` did not hand out, returns
+ * already, or on any pointer `tattler_open_config` did not hand out, returns
  * `TATTLER_ERR_INVALID_HANDLE` at once and does nothing.
  */
 typedef struct tattler_reader tattler_reader;
@@ -387,7 +434,7 @@ typedef struct tattler_reader tattler_reader;
 /**
  * The log callback: `user` as given to `tattler_set_log_callback`, `level` a
  * `tattler_log_level` (1 error ... 5 trace), `target` the module that logged
- * (e.g. `"kube_tattler::watch"`), `msg` the line. Both strings are valid only
+ * (e.g. `"kube_tattler::stream::watch"`), `msg` the line. Both strings are valid only
  * during the call.
  */
 typedef void (*tattler_log_fn)(void *user, int level, const char *target, const char *msg);
@@ -435,113 +482,770 @@ const char *tattler_version(void);
 uint32_t tattler_version_number(void);
 
 /**
- * Opens a reader: checks the configuration and starts one thread per
- * resource. Entries start arriving at once.
+ * Makes an empty configuration: set its keys and add its resources, then
+ * open it with `tattler_open_config`.
+ *
+ * Returns: the new configuration; NULL only if tattler failed internally
+ * (a caught panic, logged).
+ *
+ * Ownership: the caller owns it and must free it with
+ * `tattler_config_free`; a reader opened from it does not need it.
+ *
+ * Thread safety: any thread. Calls on one configuration take turns (a
+ * lock); calls on different ones are independent.
+ */
+struct tattler_config *tattler_config_new(void);
+
+/**
+ * Frees a configuration. Readers opened from it run on.
+ *
+ * Parameters: `cfg`, or NULL (then nothing happens). A configuration freed
+ * already, or a pointer not from `tattler_config_new`, is not followed:
+ * nothing happens but a logged warning.
+ *
+ * Ownership: `cfg` is invalid afterwards. The values set in it (a token,
+ * a password) are dropped with it.
+ *
+ * Thread safety: any thread, once no other call on `cfg` runs.
+ */
+void tattler_config_free(struct tattler_config *cfg);
+
+/**
+ * Sets a string key by its name, as the JSON form's `"key":"value"`: for
+ * bindings that have the key as a string. C and C++ code has a typed
+ * setter per key instead (`tattler_config_set_server`, ...), which the
+ * compiler checks. Setting a key again replaces its value.
  *
  * Parameters:
- * - `config_json`: the configuration as a JSON object, e.g.
- *   `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`.
- *   `resources` (required) names what to stream: `pods`, `nodes`, `rbac`,
- *   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ..., and
- *   objects with a scope of their own,
- *   `{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true}`
- *   (see `tattler_set_resources` for their keys).
- *   Where the cluster is: `server` (with `ca_file` or `ca_data`, `token`
- *   or `token_file`, `insecure`), or `kubeconfig` and `context`, or
- *   `in_cluster`; with none of these, as kubectl finds it. Narrowing the
- *   names (not the objects): `namespace`, `label_selector`,
- *   `field_selector`. Tuning:
- *   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
- *   of the Rust `kube_tattler::Config::from_json`. An unknown key is an error
- *   that lists the known ones. Files named are read now.
+ * - `cfg`: the configuration.
+ * - `key`, `value`: NUL-terminated UTF-8.
+ * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
+ *   and 0. The text is NUL-terminated and cut to fit.
+ * - `err_needed`: NULL, or where to store, on failure, the size of the
+ *   whole error text with its NUL.
+ *
+ * Returns: `TATTLER_OK`; or `TATTLER_ERR_INVALID_CONFIG` for an unknown
+ * key, with the known key it most likely meant ("unknown key `sever`
+ * (did you mean `server`?)"), for a key that does not take a string (the
+ * JSON reader's text), or for `resources`, `exec` and `event_kinds`, which
+ * have their own calls; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE`. A refused key changes nothing.
+ *
+ * Ownership: `key` and `value` are copied; they are only read during the
+ * call. Files named are read by `tattler_open_config`, not here.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `key` and `value` are NULL or NUL-terminated; `err_buf` is NULL or has
+ * `err_len` writable bytes; `err_needed` is NULL or writable (`cfg` may be
+ * any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_string(struct tattler_config *cfg, const char *key, const char *value, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Sets an integer key by its name, as the JSON form's `"key":123`, for
+ * bindings (C has `tattler_config_set_channel_capacity`, ...).
+ *
+ * Parameters, Returns, Ownership, Thread safety: as
+ * `tattler_config_set_string` (a negative value is refused as the JSON
+ * reader refuses it).
+ *
+ * # Safety
+ * As `tattler_config_set_string`.
+ */
+enum tattler_status tattler_config_set_int(struct tattler_config *cfg, const char *key, int64_t value, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Sets a boolean key by its name, as the JSON form's `"key":true`, for
+ * bindings (C has `tattler_config_set_insecure`, ...).
+ *
+ * Parameters, Returns, Ownership, Thread safety: as
+ * `tattler_config_set_string`.
+ *
+ * # Safety
+ * As `tattler_config_set_string`.
+ */
+enum tattler_status tattler_config_set_bool(struct tattler_config *cfg, const char *key, bool value, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Adds a resource by name, as an item `"pods"` of the JSON form's
+ * `resources`: `pods`, `nodes`, `rbac`, `v1/pods`, `apps/v1/deployments`,
+ * `example.com/v1/widgets`, ... It takes the configuration's
+ * `namespace`, `label_selector`, `field_selector` and `metadata_only`.
+ * Resources stream in the order added.
+ *
+ * Parameters: `cfg`; `name`, NUL-terminated UTF-8; `err_buf`, `err_len`,
+ * `err_needed` as for `tattler_config_set_string`.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_RESOURCE` for a name that
+ * cannot be one (the text says why); `TATTLER_ERR_NULL_ARG`,
+ * `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_INVALID_HANDLE`.
+ *
+ * Ownership: `name` is copied.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `name` is NULL or NUL-terminated; `err_buf` is NULL or has `err_len`
+ * writable bytes; `err_needed` is NULL or writable.
+ */
+enum tattler_status tattler_config_add_resource(struct tattler_config *cfg, const char *name, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Adds a resource with a scope of its own, as an object
+ * `{"resource":"pods","namespace":"a","label_selector":"app=web","field_selector":"spec.nodeName=n1","metadata_only":true}`
+ * of the JSON form's `resources`: it takes only these, not the
+ * configuration's.
+ *
+ * Parameters:
+ * - `cfg`: the configuration.
+ * - `resource`: the name, as for `tattler_config_add_resource`.
+ * - `namespace`, `label_selector`, `field_selector`: NULL to leave out
+ *   (all namespaces, no selector).
+ * - `metadata_only`: the objects as `PartialObjectMetadata` (only their
+ *   `metadata`).
+ * - `err_buf`, `err_len`, `err_needed`: as for `tattler_config_set_string`.
+ *
+ * Returns: as `tattler_config_add_resource`.
+ *
+ * Ownership: the strings are copied.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * The strings are NULL or NUL-terminated; `err_buf` is NULL or has
+ * `err_len` writable bytes; `err_needed` is NULL or writable.
+ */
+enum tattler_status tattler_config_add_resource_spec(struct tattler_config *cfg, const char *resource, const char *namespace_, const char *label_selector, const char *field_selector, bool metadata_only, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Sets every key of a JSON document, the configuration `tattler_open` used
+ * to take, e.g.
+ * `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`:
+ * its keys replace those set before, its `resources` and `event_kinds`
+ * are added after those added before. For bindings that hold a document
+ * (the Go `Config`, a file), and for the keys without a setter (`exec`).
+ * `tattler_config_keys()` lists the keys; `resources` takes names and
+ * objects as `tattler_set_resources_ex` does.
+ *
+ * Parameters:
+ * - `cfg`: the configuration.
+ * - `json`: NUL-terminated UTF-8, a JSON object.
+ * - `err_buf`, `err_len`, `err_needed`: as for `tattler_config_set_string`.
+ *
+ * Returns: `TATTLER_OK`; or, with nothing changed, what `tattler_open`
+ * returned for the same document: `TATTLER_ERR_INVALID_CONFIG` (not JSON,
+ * not an object, an unknown key with the one it most likely meant, a value
+ * of the wrong type), `TATTLER_ERR_INVALID_RESOURCE` (a resource name that
+ * cannot be one), `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE`. What needs the files or the whole
+ * configuration (a token file to read, two ways to authenticate) is
+ * checked by `tattler_open_config`.
+ *
+ * Ownership: `json` is only read during the call.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `json` is NULL or NUL-terminated; `err_buf` is NULL or has `err_len`
+ * writable bytes; `err_needed` is NULL or writable (`cfg` may be any
+ * pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_json(struct tattler_config *cfg, const char *json, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Adds a kind to `event_kinds`, as an item of the JSON form's
+ * `"event_kinds":["Pod"]`: Event resources then deliver only the events
+ * about objects of the kinds added (`"Pod"`, `"Node"`, ...). None added:
+ * every event.
+ *
+ * Parameters: `cfg`; `kind`, NUL-terminated UTF-8.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything: no error text).
+ *
+ * Ownership: `kind` is copied.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `kind` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_add_event_kind(struct tattler_config *cfg, const char *kind);
+
+/**
+ * Opens a reader from a configuration: checks it and starts one thread per
+ * resource; entries start arriving at once. The one way to open a reader
+ * (the `tattler_open*` calls of the LEGACY section are this one on a JSON
+ * document).
+ *
+ * With a checkpoint (`tattler_checkpoint`'s bytes from an earlier reader,
+ * typically kept in a file across a restart), each resource of the
+ * configuration that the checkpoint holds (the same group, version,
+ * resource, namespace, selectors and `metadata_only`) starts from it
+ * instead of a full sync: its Synced entry comes at once, at the
+ * checkpoint's resourceVersion, then only what changed while no reader ran
+ * (deletes included). When the server no longer has that resourceVersion
+ * (compacted), the resource re-syncs against what the checkpoint says the
+ * consumer holds: unchanged objects as Snapshot, changed ones as Update,
+ * new ones as Add, vanished ones as inferred Delete, then Synced. Resources
+ * the checkpoint lacks sync in full; what it holds for resources no longer
+ * configured is ignored.
+ *
+ * Parameters:
+ * - `cfg`: the configuration; it stays the caller's and may be changed,
+ *   opened again or freed afterwards.
+ * - `checkpoint`, `checkpoint_len`: the checkpoint's bytes; NULL and 0 for
+ *   none (a full sync).
  * - `out`: where to store the new reader.
  * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
  *   and 0. The text is NUL-terminated and cut to fit.
+ * - `err_needed`: NULL, or where to store, on failure, the size of the
+ *   whole error text with its NUL (more than `err_len` when the text in
+ *   `err_buf` was cut).
  *
- * Returns: `TATTLER_OK` and `*out` set; or a failure
- * (`TATTLER_ERR_INVALID_CONFIG`, `TATTLER_ERR_INVALID_RESOURCE`,
- * `TATTLER_ERR_IO`, `TATTLER_ERR_TLS`, `TATTLER_ERR_INVALID_UTF8`,
- * `TATTLER_ERR_NULL_ARG`) with the reason in `err_buf` and `*out`
- * untouched. Only what can be judged without the network fails here; an
- * unreachable or refusing server shows up later as retries (logged) and as
- * Error entries.
+ * Returns: `TATTLER_OK` and `*out` set; or a failure with the reason in
+ * `err_buf` and `*out` untouched: `TATTLER_ERR_INVALID_CONFIG` (nothing to
+ * watch, two ways to authenticate, a bad server URL, ...),
+ * `TATTLER_ERR_INVALID_RESOURCE`, `TATTLER_ERR_IO` (a file named could not
+ * be read, a thread not started), `TATTLER_ERR_TLS`,
+ * `TATTLER_ERR_INVALID_CHECKPOINT` (bytes that are not a checkpoint this
+ * library reads; the text says where and never quotes them: open without
+ * it, a full sync, and drop the stored one), `TATTLER_ERR_NULL_ARG` (also
+ * for a NULL `checkpoint` with a length), `TATTLER_ERR_INVALID_HANDLE` when
+ * `cfg` is not a live configuration. Only what can be judged without the
+ * network fails here; an unreachable or refusing server shows up later as
+ * retries (logged) and as Error entries.
  *
  * Ownership: the caller owns `*out` and must free it with `tattler_close`.
- * `config_json` is only read during the call.
+ * `checkpoint` is only read during the call; files named are read now.
  *
  * Thread safety: any thread; readers are independent of each other. Works
  * from inside the log callback too.
  *
  * # Safety
- * `config_json` is NULL or a NUL-terminated string; `out` is NULL or
- * writable; `err_buf` is NULL or has `err_len` writable bytes.
+ * `checkpoint` is NULL or has `checkpoint_len` readable bytes; `out` is
+ * NULL or writable; `err_buf` is NULL or has `err_len` writable bytes;
+ * `err_needed` is NULL or writable (`cfg` may be any pointer: it is
+ * checked).
  */
-enum tattler_status tattler_open(const char *config_json, struct tattler_reader **out, char *err_buf, size_t err_len);
+enum tattler_status tattler_open_config(struct tattler_config *cfg, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len, size_t *err_needed);
 
 /**
- * Opens a reader that resumes from a checkpoint of an earlier one
- * (`tattler_checkpoint`), typically kept in a file across a restart.
+ * Sets `server`: the apiserver's URL, `https://host:port` (not with
+ * `kubeconfig`, `context` or `in_cluster`). None of the four set: the
+ * cluster is found as kubectl finds it.
  *
- * Each resource of the configuration that the checkpoint holds (the same
- * group, version, resource, namespace, selectors and `metadata_only`)
- * starts from it instead of a full sync: its Synced entry comes at once, at
- * the checkpoint's resourceVersion, then only what changed while no reader
- * ran (deletes included). When the server no longer has that
- * resourceVersion (compacted), the resource re-syncs against what the
- * checkpoint says the consumer holds: unchanged objects as Snapshot, changed
- * ones as Update, new ones as Add, vanished ones as inferred Delete, then
- * Synced. Resources the checkpoint lacks sync as `tattler_open`'s do; what
- * it holds for resources no longer configured is ignored.
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
  *
- * Parameters:
- * - `config_json`: the configuration, as for `tattler_open`.
- * - `checkpoint`, `checkpoint_len`: the checkpoint's bytes as
- *   `tattler_checkpoint` wrote them; NULL and 0 for none (then this is
- *   `tattler_open`).
- * - `out`: where to store the new reader.
- * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
- *   and 0. The text is NUL-terminated and cut to fit.
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
  *
- * Returns: `TATTLER_OK` and `*out` set; or what `tattler_open` returns,
- * and `TATTLER_ERR_INVALID_CHECKPOINT` for bytes that are not a checkpoint
- * this library reads (the text says where; it never quotes the bytes), and
- * `TATTLER_ERR_NULL_ARG` for a NULL `checkpoint` with a non-zero length.
- * `*out` is untouched on failure.
- *
- * Ownership: the caller owns `*out` and must free it with `tattler_close`.
- * `config_json` and `checkpoint` are only read during the call.
- *
- * Thread safety: as `tattler_open`: any thread, also from inside the log
- * callback.
+ * Thread safety: as `tattler_config_new`.
  *
  * # Safety
- * `config_json` is NULL or a NUL-terminated string; `checkpoint` is NULL
- * or has `checkpoint_len` readable bytes; `out` is NULL or writable;
- * `err_buf` is NULL or has `err_len` writable bytes.
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
  */
-enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len);
+enum tattler_status tattler_config_set_server(struct tattler_config *cfg, const char *value);
 
 /**
- * `tattler_open_resume` that also tells how long the error text is, so
- * that a caller can see it was cut and call again with a buffer that fits
- * (an unknown key's text lists every known key: over 500 bytes).
+ * Sets `ca_file`: a PEM file of the CA certificates the server's certificate
+ * must chain to (not with `ca_data`).
  *
- * Parameters: as `tattler_open_resume` (`checkpoint` NULL and 0 for a
- * plain `tattler_open`), and `err_needed`: NULL, or where to store, on
- * failure, the size of the whole error text with its NUL (more than
- * `err_len` when the text in `err_buf` was cut).
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
  *
- * Returns: as `tattler_open_resume`. `*err_needed` is written only on
- * failure, `*out` only on success.
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
  *
- * Ownership: the caller owns `*out` and must free it with `tattler_close`.
- *
- * Thread safety: as `tattler_open`.
+ * Thread safety: as `tattler_config_new`.
  *
  * # Safety
- * As `tattler_open_resume`; `err_needed` is NULL or writable.
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
  */
-enum tattler_status tattler_open_ex(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len, size_t *err_needed);
+enum tattler_status tattler_config_set_ca_file(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `ca_data`: the PEM text of those CA certificates (not with
+ * `ca_file`).
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_ca_data(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `token`: a bearer token (not with `token_file`).
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_token(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `token_file`: a file holding the bearer token, read again as it
+ * rotates.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_token_file(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `namespace`: the namespace of the resources added by name; none:
+ * every namespace.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_namespace(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `label_selector`: a label selector for the resources added by name
+ * (`app=web`).
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_label_selector(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `field_selector`: a field selector for the resources added by name
+ * (`spec.nodeName=n1`).
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_field_selector(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `kubeconfig`: a kubeconfig file to take the cluster and the
+ * credentials from (not with `server`).
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_kubeconfig(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `context`: the kubeconfig's context to use; none: its current one.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_context(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `tls_server_name`: the name the server's certificate must carry,
+ * instead of the URL's host.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_tls_server_name(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `proxy`: `env` (the default: `HTTPS_PROXY`, `HTTP_PROXY`,
+ * `ALL_PROXY`, `NO_PROXY`), `none`, or an HTTP CONNECT proxy's URL,
+ * `http://[user:password@]host:port`.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_proxy(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `client_cert_file`: a PEM client certificate to authenticate with,
+ * beside `client_key_file`.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_client_cert_file(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `client_key_file`: the client certificate's PEM private key.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_client_key_file(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `username`: the user of basic authentication, beside `password`.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_username(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `password`: the password of basic authentication.
+ *
+ * Parameters: `cfg`; `value`, NUL-terminated UTF-8 (copied). Setting it
+ * again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
+ * `TATTLER_ERR_INVALID_HANDLE` (the status says everything). Whether it
+ * fits the rest of the configuration is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ *
+ * # Safety
+ * `value` is NULL or NUL-terminated (`cfg` may be any pointer: it is checked).
+ */
+enum tattler_status tattler_config_set_password(struct tattler_config *cfg, const char *value);
+
+/**
+ * Sets `channel_capacity`: the entries the output channel holds before the
+ * streams wait (none is dropped). Default 64.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_channel_capacity(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `idle_timeout_secs`: a stream that receives no byte for this many
+ * seconds (bookmarks included) is reconnected. Default 150.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_idle_timeout_secs(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `connect_timeout_secs`: the seconds a TCP connect may take; it also
+ * bounds how long `tattler_close` takes. Default 5.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_connect_timeout_secs(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `page_size`: the objects a page asks for when the server has no
+ * watch-list and paged LIST + WATCH is used. Default 500.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_page_size(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `max_frame_bytes`: an object larger than this many bytes is reported
+ * as an Error entry and skipped. Default 67108864 (64 MiB).
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_max_frame_bytes(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `initial_events_timeout_secs`: the seconds of silence during a
+ * watch-list's initial state after which a stream falls back to LIST +
+ * WATCH. Default 30.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_initial_events_timeout_secs(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `discovery_interval_secs`: how often, in seconds, wildcards (`*`,
+ * `*.apps`) look again for resources established or deleted. Default 300.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_discovery_interval_secs(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `max_buffered_bytes`: the bytes of objects queued for the consumer
+ * before the streams wait. Default 67108864 (64 MiB).
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_max_buffered_bytes(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `relist_interval_secs`: a fresh sync this often, in seconds (60 to
+ * 604800), unchanged objects as Snapshot, vanished ones as inferred Delete.
+ * Default 0: never.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything). Its range is checked by `tattler_open_config`.
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_relist_interval_secs(struct tattler_config *cfg, uint64_t value);
+
+/**
+ * Sets `insecure`: check nothing of the server's certificate (never beside a
+ * CA). Default false.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything).
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_insecure(struct tattler_config *cfg, bool value);
+
+/**
+ * Sets `gzip`: ask the server for gzip-compressed bodies (it costs the
+ * apiserver CPU, saves bandwidth only off-host). Default false.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything).
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_gzip(struct tattler_config *cfg, bool value);
+
+/**
+ * Sets `in_cluster`: reach the cluster as the pod's service account (not
+ * with `server`, `kubeconfig` or `context`). Default false.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything).
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_in_cluster(struct tattler_config *cfg, bool value);
+
+/**
+ * Sets `scrub`: replace container env values with `REDACTED` in pods and
+ * everything that embeds a pod spec. Default true.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything).
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_scrub(struct tattler_config *cfg, bool value);
+
+/**
+ * Sets `scrub_secret_data`: replace the values of Secrets' `data` and
+ * `stringData` with `REDACTED`. Default true.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything).
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_scrub_secret_data(struct tattler_config *cfg, bool value);
+
+/**
+ * Sets `metadata_only`: stream the resources added by name as
+ * `PartialObjectMetadata` (only their `metadata`). Default false.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything).
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_metadata_only(struct tattler_config *cfg, bool value);
+
+/**
+ * Sets `drop_managed_fields`: remove `metadata.managedFields` from every
+ * object. Default false.
+ *
+ * Parameters: `cfg`; `value`. Setting it again replaces it.
+ *
+ * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_HANDLE` (the status says
+ * everything).
+ *
+ * Thread safety: as `tattler_config_new`.
+ */
+enum tattler_status tattler_config_set_drop_managed_fields(struct tattler_config *cfg, bool value);
+
+/**
+ * Every key of the configuration document, with its JSON type and the
+ * library's default, as one JSON object:
+ * `{"server":{"type":"string"},...,"channel_capacity":{"type":"integer","default":64},...}`.
+ * `type` is `"string"`, `"integer"`, `"boolean"`, `"array"` (`resources`,
+ * `event_kinds`) or `"object"` (`exec`); `default` is there for the keys
+ * whose absence means a value (`channel_capacity`, `scrub`, ...), in the
+ * key's own unit (`idle_timeout_secs` in seconds); `alias_of` names the key
+ * another one stands for. For bindings that check keys or generate setters,
+ * and for a test that a binding's documented defaults are the library's.
+ *
+ * Returns: a static NUL-terminated string, never NULL (`"{}"` only if
+ * tattler failed internally, a caught panic).
+ *
+ * Ownership: static; do not free it.
+ *
+ * Thread safety: any thread, any time.
+ */
+const char *tattler_config_keys(void);
 
 /**
  * Waits for the next entry.
@@ -562,7 +1266,7 @@ enum tattler_status tattler_open_ex(const char *config_json, const uint8_t *chec
  *   every later call returns `TATTLER_CLOSED` too.
  * - `TATTLER_ERR_NULL_ARG`: `r` or `out` is NULL.
  * - `TATTLER_ERR_INVALID_HANDLE`: `r` is not an open reader (closed
- *   already, or not from `tattler_open`); returned at once, without waiting.
+ *   already, or not from `tattler_open_config`); returned at once, without waiting.
  * - `TATTLER_ERR_REENTRANT`: called from inside the log callback with a
  *   timeout other than 0 (waiting there would stall the stream that is
  *   logging); a timeout of 0 works there.
@@ -631,7 +1335,7 @@ int tattler_fd(struct tattler_reader *r);
  * wait for the stream threads (`tattler_close` joins them).
  *
  * Parameters: `r`, the reader, or NULL (then nothing happens). A reader
- * closed already, or a pointer not from `tattler_open`, is not followed:
+ * closed already, or a pointer not from `tattler_open_config`, is not followed:
  * nothing happens but a logged warning (there is no status to return).
  *
  * Ownership: `r` stays the caller's; it must still be closed.
@@ -659,7 +1363,7 @@ void tattler_stop(struct tattler_reader *r);
  * With several threads waiting on `r`, one of them wakes (any one).
  *
  * Parameters: `r`, the reader, or NULL (then nothing happens). A reader
- * closed already, or a pointer not from `tattler_open`, is not followed:
+ * closed already, or a pointer not from `tattler_open_config`, is not followed:
  * nothing happens but a logged warning.
  *
  * Thread safety: safe from any thread, at any time, concurrently with any
@@ -680,7 +1384,7 @@ void tattler_wake(struct tattler_reader *r);
  *
  * Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_INVALID_HANDLE` when
  * `r` is not an open reader (a second close, or a pointer not from
- * `tattler_open`: nothing is done, nothing is followed);
+ * `tattler_open_config`: nothing is done, nothing is followed);
  * `TATTLER_ERR_PANIC` if stopping or joining panicked (a bug: the panic's
  * text is logged). Either way `r` is invalid afterwards: there is nothing
  * to retry.
@@ -729,6 +1433,9 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
  *   and 0. The text is NUL-terminated and cut to fit; it is this call's
  *   own (nothing is kept in the reader).
+ * - `err_needed`: NULL, or where to store, on failure, the size of the
+ *   whole error text with its NUL (more than `err_len` when the text in
+ *   `err_buf` was cut).
  *
  * Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
  * is stopped; or a failure with its reason in `err_buf`
@@ -740,37 +1447,22 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_HANDLE` when `r` is not an
  * open reader, `TATTLER_ERR_REENTRANT` from inside the log callback, where
  * the streams it stops could include the one logging).
- * A bad list changes nothing.
+ * A bad list changes nothing. `*err_needed` is written only on failure (a
+ * status of 100 or more), `*changed` only with `TATTLER_OK`.
  *
  * Ownership: `resources_json` is only read during the call.
  *
  * Thread safety: may run while other threads are in `tattler_next_entry`,
  * `tattler_stop`, `tattler_stats_json` or `tattler_metrics_text` on `r`;
- * two `tattler_set_resources` on one reader take turns.
+ * two `tattler_set_resources_ex` on one reader take turns.
+ *
+ * (The name keeps its `_ex`: `tattler_set_resources`, the same call without
+ * `err_needed`, is a legacy wrapper kept for the programs that link it.)
  *
  * # Safety
  * `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable;
- * `err_buf` is NULL or has `err_len` writable bytes (`r` may be any
- * pointer: it is checked).
- */
-enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *resources_json, bool force, bool *changed, char *err_buf, size_t err_len);
-
-/**
- * `tattler_set_resources` that also tells how long the error text is.
- *
- * Parameters: as `tattler_set_resources`, and `err_needed`: NULL, or where
- * to store, on failure, the size of the whole error text with its NUL
- * (more than `err_len` when the text in `err_buf` was cut).
- *
- * Returns: as `tattler_set_resources`. `*err_needed` is written only on
- * failure (a status of 100 or more), `*changed` only with `TATTLER_OK`.
- *
- * Ownership: `resources_json` is only read during the call.
- *
- * Thread safety: as `tattler_set_resources`.
- *
- * # Safety
- * As `tattler_set_resources`; `err_needed` is NULL or writable.
+ * `err_buf` is NULL or has `err_len` writable bytes; `err_needed` is NULL or
+ * writable (`r` may be any pointer: it is checked).
  */
 enum tattler_status tattler_set_resources_ex(struct tattler_reader *r, const char *resources_json, bool force, bool *changed, char *err_buf, size_t err_len, size_t *err_needed);
 
@@ -858,7 +1550,7 @@ enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size
 enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, size_t len, size_t *needed);
 
 /**
- * A checkpoint of the reader, for `tattler_open_resume` after a restart:
+ * A checkpoint of the reader, for `tattler_open_config` after a restart:
  * per resource whose full state is complete, where its watch can resume and
  * the objects the consumer holds (namespace, name, uid and resourceVersion
  * each; about 100 bytes an object, never the objects themselves).
@@ -898,6 +1590,23 @@ enum tattler_status tattler_metrics_text(struct tattler_reader *r, char *buf, si
  * (`r` may be any pointer: it is checked).
  */
 enum tattler_status tattler_checkpoint(struct tattler_reader *r, uint8_t *buf, size_t len, size_t *needed);
+
+/**
+ * The name of a change, as the examples print it: `"Add"`, `"Update"`,
+ * `"Delete"`, `"Snapshot"`, `"Synced"`, `"Error"`, `"Stale"`, `"None"` for
+ * `TATTLER_CHANGE_NONE`.
+ *
+ * Parameters: `change`, a `tattler_change` value (any int is accepted).
+ *
+ * Returns: a static NUL-terminated string, never NULL; `"Unknown"` for a
+ * number this library does not know (a newer library's change, seen
+ * through an older header: print it, do not index an array with it).
+ *
+ * Ownership: static; do not free it.
+ *
+ * Thread safety: any thread, any time.
+ */
+const char *tattler_change_str(int change);
 
 /**
  * What happened: Add, Update, Delete, Snapshot, Synced or Error.
@@ -1165,177 +1874,6 @@ const char *tattler_entry_error_message(const struct tattler_entry *e);
 void tattler_entry_free(struct tattler_entry *e);
 
 /**
- * Makes an empty configuration: set its keys and add its resources, then
- * open it with `tattler_open_config`.
- *
- * Returns: the new configuration; NULL only if tattler failed internally
- * (a caught panic, logged).
- *
- * Ownership: the caller owns it and must free it with
- * `tattler_config_free`; a reader opened from it does not need it.
- *
- * Thread safety: any thread. Calls on one configuration take turns (a
- * lock); calls on different ones are independent.
- */
-struct tattler_config *tattler_config_new(void);
-
-/**
- * Frees a configuration. Readers opened from it run on.
- *
- * Parameters: `cfg`, or NULL (then nothing happens). A configuration freed
- * already, or a pointer not from `tattler_config_new`, is not followed:
- * nothing happens but a logged warning.
- *
- * Ownership: `cfg` is invalid afterwards. The values set in it (a token,
- * a password) are dropped with it.
- *
- * Thread safety: any thread, once no other call on `cfg` runs.
- */
-void tattler_config_free(struct tattler_config *cfg);
-
-/**
- * Sets a string key of the configuration, as the JSON form's
- * `"key":"value"`: `server`, `ca_file`, `ca_data`, `token`, `token_file`,
- * `namespace`, `label_selector`, `field_selector`, `kubeconfig`, `context`,
- * `tls_server_name`, `proxy`, `client_cert_file`, `client_key_file`,
- * `username`, `password`. Setting a key again replaces its value.
- *
- * Parameters:
- * - `cfg`: the configuration.
- * - `key`, `value`: NUL-terminated UTF-8.
- * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
- *   and 0. The text is NUL-terminated and cut to fit.
- * - `err_needed`: NULL, or where to store, on failure, the size of the
- *   whole error text with its NUL.
- *
- * Returns: `TATTLER_OK`; or `TATTLER_ERR_INVALID_CONFIG` for an unknown
- * key or one that does not take a string (the text is what `tattler_open`
- * would say: "unknown key `tokn` (known: ...)"), or for `resources` and
- * `exec`, which have their own calls or none;
- * `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_UTF8`,
- * `TATTLER_ERR_INVALID_HANDLE`. A refused key changes nothing.
- *
- * Ownership: `key` and `value` are copied; they are only read during the
- * call. Files named are read by `tattler_open_config`, not here.
- *
- * Thread safety: as `tattler_config_new`.
- *
- * # Safety
- * `key` and `value` are NULL or NUL-terminated; `err_buf` is NULL or has
- * `err_len` writable bytes; `err_needed` is NULL or writable (`cfg` may be
- * any pointer: it is checked).
- */
-enum tattler_status tattler_config_set_string(struct tattler_config *cfg, const char *key, const char *value, char *err_buf, size_t err_len, size_t *err_needed);
-
-/**
- * Sets an integer key, as the JSON form's `"key":123`:
- * `channel_capacity`, `idle_timeout_secs`, `connect_timeout_secs`,
- * `page_size`, `max_frame_bytes`, `initial_events_timeout_secs`,
- * `discovery_interval_secs`, `max_buffered_bytes`,
- * `relist_interval_secs`.
- *
- * Parameters, Returns, Ownership, Thread safety: as
- * `tattler_config_set_string` (a negative value is refused as the JSON
- * reader refuses it).
- *
- * # Safety
- * As `tattler_config_set_string`.
- */
-enum tattler_status tattler_config_set_int(struct tattler_config *cfg, const char *key, int64_t value, char *err_buf, size_t err_len, size_t *err_needed);
-
-/**
- * Sets a boolean key, as the JSON form's `"key":true`: `insecure`, `gzip`,
- * `in_cluster`, `scrub`, `scrub_secret_data`, `metadata_only`,
- * `drop_managed_fields`.
- *
- * Parameters, Returns, Ownership, Thread safety: as
- * `tattler_config_set_string`.
- *
- * # Safety
- * As `tattler_config_set_string`.
- */
-enum tattler_status tattler_config_set_bool(struct tattler_config *cfg, const char *key, bool value, char *err_buf, size_t err_len, size_t *err_needed);
-
-/**
- * Adds a resource by name, as an item `"pods"` of the JSON form's
- * `resources`: `pods`, `nodes`, `rbac`, `v1/pods`, `apps/v1/deployments`,
- * `example.com/v1/widgets`, ... It takes the configuration's
- * `namespace`, `label_selector`, `field_selector` and `metadata_only`.
- * Resources stream in the order added.
- *
- * Parameters: `cfg`; `name`, NUL-terminated UTF-8; `err_buf`, `err_len`,
- * `err_needed` as for `tattler_config_set_string`.
- *
- * Returns: `TATTLER_OK`; `TATTLER_ERR_INVALID_RESOURCE` for a name that
- * cannot be one (the text says why); `TATTLER_ERR_NULL_ARG`,
- * `TATTLER_ERR_INVALID_UTF8`, `TATTLER_ERR_INVALID_HANDLE`.
- *
- * Ownership: `name` is copied.
- *
- * Thread safety: as `tattler_config_new`.
- *
- * # Safety
- * `name` is NULL or NUL-terminated; `err_buf` is NULL or has `err_len`
- * writable bytes; `err_needed` is NULL or writable.
- */
-enum tattler_status tattler_config_add_resource(struct tattler_config *cfg, const char *name, char *err_buf, size_t err_len, size_t *err_needed);
-
-/**
- * Adds a resource with a scope of its own, as an object
- * `{"resource":"pods","namespace":"a","label_selector":"app=web","field_selector":"spec.nodeName=n1","metadata_only":true}`
- * of the JSON form's `resources`: it takes only these, not the
- * configuration's.
- *
- * Parameters:
- * - `cfg`: the configuration.
- * - `resource`: the name, as for `tattler_config_add_resource`.
- * - `namespace`, `label_selector`, `field_selector`: NULL to leave out
- *   (all namespaces, no selector).
- * - `metadata_only`: the objects as `PartialObjectMetadata` (only their
- *   `metadata`).
- * - `err_buf`, `err_len`, `err_needed`: as for `tattler_config_set_string`.
- *
- * Returns: as `tattler_config_add_resource`.
- *
- * Ownership: the strings are copied.
- *
- * Thread safety: as `tattler_config_new`.
- *
- * # Safety
- * The strings are NULL or NUL-terminated; `err_buf` is NULL or has
- * `err_len` writable bytes; `err_needed` is NULL or writable.
- */
-enum tattler_status tattler_config_add_resource_spec(struct tattler_config *cfg, const char *resource, const char *namespace_, const char *label_selector, const char *field_selector, bool metadata_only, char *err_buf, size_t err_len, size_t *err_needed);
-
-/**
- * Opens a reader from a configuration built with the calls above:
- * `tattler_open_ex` on the JSON document they built.
- *
- * Parameters:
- * - `cfg`: the configuration; it stays the caller's and may be changed,
- *   opened again or freed afterwards.
- * - `checkpoint`, `checkpoint_len`: as `tattler_open_resume`; NULL and 0
- *   for none.
- * - `out`: where to store the new reader.
- * - `err_buf`, `err_len`, `err_needed`: as `tattler_open_ex`.
- *
- * Returns: what `tattler_open_ex` returns (`TATTLER_ERR_INVALID_CONFIG`
- * for no resources, say), and `TATTLER_ERR_INVALID_HANDLE` when `cfg` is
- * not a live configuration. `*out` is written only on success.
- *
- * Ownership: the caller owns `*out` and must free it with `tattler_close`.
- *
- * Thread safety: as `tattler_open`.
- *
- * # Safety
- * `checkpoint` is NULL or has `checkpoint_len` readable bytes; `out` is
- * NULL or writable; `err_buf` is NULL or has `err_len` writable bytes;
- * `err_needed` is NULL or writable (`cfg` may be any pointer: it is
- * checked).
- */
-enum tattler_status tattler_open_config(struct tattler_config *cfg, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len, size_t *err_needed);
-
-/**
  * Routes tattler's log lines to `cb`. Without a callback tattler logs
  * nothing.
  *
@@ -1399,6 +1937,69 @@ enum tattler_status tattler_set_log_level(int level);
  * Thread safety: any thread, any time.
  */
 bool tattler_in_log_callback(void);
+
+/**
+ * Legacy: opens a reader from a JSON configuration. The same as
+ * `tattler_config_new`, `tattler_config_set_json(cfg, config_json, ...)`,
+ * `tattler_open_config(cfg, NULL, 0, out, ...)`, `tattler_config_free`,
+ * with the failures of those calls (`config_json` NULL is
+ * `TATTLER_ERR_NULL_ARG`).
+ *
+ * Ownership: the caller owns `*out` and must free it with `tattler_close`.
+ *
+ * Thread safety: as `tattler_open_config`.
+ *
+ * # Safety
+ * `config_json` is NULL or a NUL-terminated string; `out` is NULL or
+ * writable; `err_buf` is NULL or has `err_len` writable bytes.
+ */
+TATTLER_LEGACY("use tattler_config_set_json and tattler_open_config") enum tattler_status tattler_open(const char *config_json, struct tattler_reader **out, char *err_buf, size_t err_len);
+
+/**
+ * Legacy: `tattler_open` that resumes from a checkpoint. The same as
+ * `tattler_config_set_json` on a new configuration, then
+ * `tattler_open_config(cfg, checkpoint, checkpoint_len, out, ...)`.
+ *
+ * Ownership: the caller owns `*out` and must free it with `tattler_close`.
+ *
+ * Thread safety: as `tattler_open_config`.
+ *
+ * # Safety
+ * `config_json` is NULL or a NUL-terminated string; `checkpoint` is NULL
+ * or has `checkpoint_len` readable bytes; `out` is NULL or writable;
+ * `err_buf` is NULL or has `err_len` writable bytes.
+ */
+TATTLER_LEGACY("use tattler_config_set_json and tattler_open_config") enum tattler_status tattler_open_resume(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len);
+
+/**
+ * Legacy: `tattler_open_resume` with `err_needed`. The same as
+ * `tattler_config_set_json` on a new configuration, then
+ * `tattler_open_config(cfg, checkpoint, checkpoint_len, out, err_buf,
+ * err_len, err_needed)`.
+ *
+ * Ownership: the caller owns `*out` and must free it with `tattler_close`.
+ *
+ * Thread safety: as `tattler_open_config`.
+ *
+ * # Safety
+ * As `tattler_open_resume`; `err_needed` is NULL or writable.
+ */
+TATTLER_LEGACY("use tattler_config_set_json and tattler_open_config") enum tattler_status tattler_open_ex(const char *config_json, const uint8_t *checkpoint, size_t checkpoint_len, struct tattler_reader **out, char *err_buf, size_t err_len, size_t *err_needed);
+
+/**
+ * Legacy: `tattler_set_resources_ex(r, resources_json, force, changed,
+ * err_buf, err_len, NULL)`, with its statuses.
+ *
+ * Ownership: `resources_json` is only read during the call.
+ *
+ * Thread safety: as `tattler_set_resources_ex`.
+ *
+ * # Safety
+ * `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable;
+ * `err_buf` is NULL or has `err_len` writable bytes (`r` may be any
+ * pointer: it is checked).
+ */
+TATTLER_LEGACY("use tattler_set_resources_ex") enum tattler_status tattler_set_resources(struct tattler_reader *r, const char *resources_json, bool force, bool *changed, char *err_buf, size_t err_len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -2,7 +2,7 @@
 // (extern "C", enums), the static library links, and the API works with RAII.
 //
 // usage: smoke [SERVER]   (with SERVER: streams pods until synced, adds nodes
-//                          with tattler_set_resources, reads the stats, stops)
+//                          with tattler_set_resources_ex, reads the stats, stops)
 // Prints "smoke: ok" and exits 0, or names the failed check and exits 1.
 //
 // Build: c++ -std=c++17 -Wall -Wextra -Werror -pedantic -Iinclude ffi/examples/smoke.cpp
@@ -37,11 +37,20 @@ void check(bool ok, const char *what) {
     }
 }
 
-// Opens a reader or returns null, with the error text in *err.
+struct ConfigFree {
+    void operator()(tattler_config *c) const { tattler_config_free(c); }
+};
+
+// Opens a reader from a JSON configuration, or returns null with the error
+// text in *err: a tattler_config given the document, then opened.
 Reader open(const std::string &config, std::string *err, tattler_status *status) {
+    std::unique_ptr<tattler_config, ConfigFree> cfg(tattler_config_new());
     tattler_reader *raw = nullptr;
     char buf[512] = {0};
-    *status = tattler_open(config.c_str(), &raw, buf, sizeof buf);
+    *status = tattler_config_set_json(cfg.get(), config.c_str(), buf, sizeof buf, nullptr);
+    if (*status == TATTLER_OK) {
+        *status = tattler_open_config(cfg.get(), nullptr, 0, &raw, buf, sizeof buf, nullptr);
+    }
     *err = buf;
     return Reader(raw);
 }
@@ -93,9 +102,9 @@ void live(const char *server) {
 
     bool changed = false;
     char errbuf[256];
-    st = tattler_set_resources(r.get(), "[\"pods\",\"nodes\"]", false, &changed, errbuf, sizeof errbuf);
+    st = tattler_set_resources_ex(r.get(), "[\"pods\",\"nodes\"]", false, &changed, errbuf, sizeof errbuf, nullptr);
     check(st == TATTLER_OK && changed, "set_resources adds nodes");
-    st = tattler_set_resources(r.get(), "[\"pods!\"]", false, &changed, errbuf, sizeof errbuf);
+    st = tattler_set_resources_ex(r.get(), "[\"pods!\"]", false, &changed, errbuf, sizeof errbuf, nullptr);
     check(st == TATTLER_ERR_INVALID_RESOURCE && std::strstr(errbuf, "pods!") != nullptr,
           "set_resources names the bad resource");
     check(until_synced(r.get(), "nodes") == 0, "nodes synced (none exist)");

@@ -49,53 +49,6 @@ static void log_to_stderr(void *user, int level, const char *target, const char 
     fprintf(stderr, "%s %s: %s\n", level >= 1 && level <= 5 ? names[level] : "?", target, msg);
 }
 
-/* A growable string for building the configuration JSON. */
-struct buf {
-    char *data;
-    size_t len, cap;
-};
-
-static int buf_put(struct buf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *data = realloc(b->data, cap);
-        if (data == NULL) {
-            return -1;
-        }
-        b->data = data;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return 0;
-}
-
-static int buf_str(struct buf *b, const char *s) { return buf_put(b, s, strlen(s)); }
-
-/* Appends s as a JSON string literal. */
-static int buf_json(struct buf *b, const char *s) {
-    if (buf_str(b, "\"") != 0) {
-        return -1;
-    }
-    for (; *s != '\0'; s++) {
-        char esc[8];
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            snprintf(esc, sizeof esc, "\\%c", c);
-        } else if (c < 0x20) {
-            snprintf(esc, sizeof esc, "\\u%04x", c);
-        } else {
-            esc[0] = (char)c;
-            esc[1] = '\0';
-        }
-        if (buf_str(b, esc) != 0) {
-            return -1;
-        }
-    }
-    return buf_str(b, "\"");
-}
-
 /* The number of streams: one per object in the stats array. */
 static int count_streams(tattler_reader *r) {
     size_t needed = 0;
@@ -131,16 +84,20 @@ static void print_entry(const tattler_entry *e) {
                tattler_entry_resource(e), (unsigned)tattler_entry_error_code(e),
                tattler_entry_error_reason(e), tattler_entry_error_message(e));
         break;
+    case TATTLER_CHANGE_STALE: /* not current: why, and which namespace's stream; Synced ends it */
+        printf("Stale %s%s%s/%s %s%s%s: %s\n", group, *group ? "/" : "", tattler_entry_version(e),
+               tattler_entry_resource(e), ns, *ns ? " " : "", tattler_entry_error_reason(e),
+               tattler_entry_error_message(e));
+        break;
     default: {
-        static const char *const names[] = {"?", "Add", "Update", "Delete", "Snapshot"};
-        int c = (int)tattler_entry_change(e);
         size_t len = 0;
         const uint8_t *obj = tattler_entry_object(e, &len);
         /* The JSON bytes are there (not NUL-terminated) unless the delete was inferred. */
         if (obj == NULL && !tattler_entry_inferred(e)) {
             fprintf(stderr, "watch: %s has no object\n", tattler_entry_name(e));
         }
-        printf("%s %s%s%s %s%s\n", names[c >= 1 && c <= 4 ? c : 0], ns, *ns ? "/" : "",
+        /* "Add", "Update", ...; "Unknown" for a change newer than this header. */
+        printf("%s %s%s%s %s%s\n", tattler_change_str(tattler_entry_change(e)), ns, *ns ? "/" : "",
                tattler_entry_name(e), tattler_entry_resource_version_str(e),
                tattler_entry_inferred(e) ? " inferred" : "");
     }
@@ -200,26 +157,22 @@ int main(int argc, char **argv) {
         return usage();
     }
 
-    struct buf cfg = {NULL, 0, 0};
-    int bad = buf_str(&cfg, "{\"server\":") || buf_json(&cfg, argv[i]) || buf_str(&cfg, ",\"resources\":[");
-    for (int k = i + 1; k < argc && !bad; k++) {
-        bad = (k > i + 1 && buf_str(&cfg, ",")) || buf_json(&cfg, argv[k]);
+    /* The configuration, key by key: a mistyped setter does not compile. */
+    tattler_config *cfg = tattler_config_new();
+    char err[512] = "";
+    size_t needed = 0;
+    tattler_status st = tattler_config_set_server(cfg, argv[i]);
+    if (st == TATTLER_OK && token_file != NULL) {
+        st = tattler_config_set_token_file(cfg, token_file);
     }
-    bad = bad || buf_str(&cfg, "]");
-    if (token_file != NULL) {
-        bad = bad || buf_str(&cfg, ",\"token_file\":") || buf_json(&cfg, token_file);
+    if (st == TATTLER_OK && ca_file != NULL) {
+        st = tattler_config_set_ca_file(cfg, ca_file);
     }
-    if (ca_file != NULL) {
-        bad = bad || buf_str(&cfg, ",\"ca_file\":") || buf_json(&cfg, ca_file);
+    if (st == TATTLER_OK && namespace != NULL) {
+        st = tattler_config_set_namespace(cfg, namespace);
     }
-    if (namespace != NULL) {
-        bad = bad || buf_str(&cfg, ",\"namespace\":") || buf_json(&cfg, namespace);
-    }
-    bad = bad || buf_str(&cfg, "}");
-    if (bad) {
-        fprintf(stderr, "watch: out of memory\n");
-        free(cfg.data);
-        return 1;
+    for (int k = i + 1; k < argc && st == TATTLER_OK; k++) {
+        st = tattler_config_add_resource(cfg, argv[k], err, sizeof err, &needed);
     }
 
     if (tattler_set_log_callback(log_to_stderr, NULL) != TATTLER_OK) {
@@ -227,11 +180,13 @@ int main(int argc, char **argv) {
     }
 
     tattler_reader *r = NULL;
-    char err[512];
-    tattler_status st = tattler_open(cfg.data, &r, err, sizeof err);
-    free(cfg.data);
+    if (st == TATTLER_OK) {
+        st = tattler_open_config(cfg, NULL, 0, &r, err, sizeof err, &needed);
+    }
+    tattler_config_free(cfg); /* the reader does not need it */
     if (st != TATTLER_OK) {
-        fprintf(stderr, "watch: %s (%s)\n", err, tattler_status_str(st));
+        /* The typed setters fail only in ways their status says. */
+        fprintf(stderr, "watch: %s (%s)\n", *err ? err : tattler_status_str(st), tattler_status_str(st));
         return 1;
     }
     int streams = count_streams(r);

@@ -10,7 +10,6 @@
 // Build against an installed tattler (make install PREFIX=DIR):
 //     c++ -std=c++17 watch.cpp $(pkg-config --cflags --libs tattler) -o watch-cpp
 // or with CMake: find_package(tattler) and target_link_libraries(... tattler::tattler).
-#include <cstdio>
 #include <iostream>
 #include <set>
 #include <string>
@@ -21,40 +20,12 @@
 
 namespace {
 
-// s as a JSON string literal.
-std::string json(std::string_view s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char esc[8];
-            std::snprintf(esc, sizeof esc, "\\u%04x", static_cast<unsigned char>(c));
-            out += esc;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
 std::string gvr(const tattler::entry &e) {
     std::string out(e.group());
     if (!out.empty()) {
         out += '/';
     }
     return out.append(e.version()).append("/").append(e.resource());
-}
-
-const char *change_name(tattler_change c) {
-    switch (c) {
-    case TATTLER_CHANGE_ADD: return "Add";
-    case TATTLER_CHANGE_UPDATE: return "Update";
-    case TATTLER_CHANGE_DELETE: return "Delete";
-    case TATTLER_CHANGE_SNAPSHOT: return "Snapshot";
-    default: return "?";
-    }
 }
 
 int usage() {
@@ -67,18 +38,18 @@ int usage() {
 
 int main(int argc, char **argv) {
     bool until_synced = false;
-    std::string extra;
+    tattler::config cfg;  // typed setters: a misspelt key does not compile
     int i = 1;
     for (; i < argc && std::string_view(argv[i]).substr(0, 2) == "--"; i++) {
         std::string_view flag = argv[i];
         if (flag == "--until-synced") {
             until_synced = true;
-        } else if ((flag == "--token-file" || flag == "--ca-file" || flag == "--namespace") && i + 1 < argc) {
-            std::string key(flag.substr(2));
-            for (char &c : key) {
-                c = c == '-' ? '_' : c;
-            }
-            extra += "," + json(key) + ":" + json(argv[++i]);
+        } else if (flag == "--token-file" && i + 1 < argc) {
+            cfg.token_file(argv[++i]);
+        } else if (flag == "--ca-file" && i + 1 < argc) {
+            cfg.ca_file(argv[++i]);
+        } else if (flag == "--namespace" && i + 1 < argc) {
+            cfg.namespace_(argv[++i]);
         } else {
             return usage();
         }
@@ -86,20 +57,19 @@ int main(int argc, char **argv) {
     if (argc - i < 2) {
         return usage();
     }
-    std::string config = "{\"server\":" + json(argv[i]) + ",\"resources\":[";
+    cfg.server(argv[i]);
     std::set<std::string> pending;
     for (int k = i + 1; k < argc; k++) {
-        config += (k > i + 1 ? "," : "") + json(argv[k]);
+        cfg.resource(argv[k]);
         pending.insert(argv[k]);
     }
-    config += "]" + extra + "}";
 
     try {
         tattler::set_log_function([](tattler_log_level level, std::string_view target, std::string_view msg) {
             static const char *const names[] = {"OFF", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
             std::cerr << (level >= 1 && level <= 5 ? names[level] : "?") << " " << target << ": " << msg << "\n";
         });
-        tattler::reader r(config);
+        tattler::reader r(cfg);  // throws the first setter's failure, or the open's
         std::size_t streams = pending.size(), synced = 0;
         while (auto e = r.next()) {
             switch (e->change()) {
@@ -117,8 +87,12 @@ int main(int argc, char **argv) {
                     return 1;
                 }
                 break;
+            case TATTLER_CHANGE_STALE:  // not current: why; a Synced ends it
+                std::cout << "Stale " << gvr(*e) << " " << e->namespace_() << (e->namespace_().empty() ? "" : " ")
+                          << e->error_reason() << ": " << e->error_message() << std::endl;
+                break;
             default:
-                std::cout << change_name(e->change()) << " " << e->namespace_() << (e->namespace_().empty() ? "" : "/")
+                std::cout << tattler::to_string(e->type()) << " " << e->namespace_() << (e->namespace_().empty() ? "" : "/")
                           << e->name() << " " << e->resource_version() << (e->inferred() ? " inferred" : "")
                           << std::endl;
             }

@@ -6,27 +6,20 @@
 //! reference. Reader and entry handles never come here: they are not
 //! followed but looked up (`handle.rs`), so no promise of the caller's
 //! stands behind them.
+//!
+//! The bottom layer: it imports nothing of the crate. What a cast yields is
+//! judged above it (`error::utf8` checks a string's UTF-8).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-use crate::error::Failure;
-use crate::logging::LogFn;
-use crate::status::tattler_status::TATTLER_ERR_INVALID_UTF8;
-
-/// The UTF-8 text of a NUL-terminated C string.
+/// A NUL-terminated C string, not yet checked for UTF-8.
 ///
 /// # Safety
 /// `s` is non-NULL and points to a NUL-terminated string that stays unchanged
 /// during the call.
-pub(crate) unsafe fn str_arg<'a>(s: *const c_char, what: &str) -> Result<&'a str, Failure> {
+pub(crate) unsafe fn c_str<'a>(s: *const c_char) -> &'a CStr {
     // SAFETY: the caller's promise above.
-    let bytes = unsafe { CStr::from_ptr(s) };
-    bytes.to_str().map_err(|e| {
-        Failure::new(
-            TATTLER_ERR_INVALID_UTF8,
-            format!("{what} is not UTF-8: {e}"),
-        )
-    })
+    unsafe { CStr::from_ptr(s) }
 }
 
 /// The caller's output buffer; empty when `buf` is NULL or `len` is 0.
@@ -63,6 +56,14 @@ pub(crate) unsafe fn write<T: Copy>(out: *mut T, value: T) {
     // SAFETY: the caller's promise above; `T: Copy` has no destructor to skip.
     unsafe { out.write(value) }
 }
+
+/// The C log callback, never NULL (`tattler_log_fn` is the nullable one).
+pub(crate) type LogFn = unsafe extern "C" fn(
+    user: *mut c_void,
+    level: c_int,
+    target: *const c_char,
+    msg: *const c_char,
+);
 
 /// The log callback's `user` pointer: tattler never dereferences it, it only
 /// passes it back, from whichever thread logs.

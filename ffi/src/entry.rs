@@ -1,6 +1,6 @@
 //! `tattler_entry`: one change to one object, and its getters.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_int, CStr};
 
 use kube_tattler::{Change, Entry};
 use parking_lot::Mutex;
@@ -37,13 +37,51 @@ pub enum tattler_change {
     /// This resource's view is not current: the server is unreachable or
     /// refusing, the stream was silent past the idle timeout, or a new full
     /// state is under way. `tattler_entry_error_reason` says why
-    /// (`Unreachable`, `Refused`, `Throttled`, `Silent`, `Resyncing`),
+    /// (`Unreachable`, `Refused`, `Throttled`, `Silent`, `Resyncing`,
+    /// `Credentials`),
     /// `tattler_entry_error_code` the HTTP status when the server answered,
     /// `tattler_entry_namespace` which namespace's stream. The stream goes
     /// on; `TATTLER_CHANGE_SYNCED` says when the view is current again.
     /// Values above this one may come in later versions: treat them as
     /// unknown, not as errors.
     TATTLER_CHANGE_STALE = 7,
+}
+
+/// The name of a change, e.g. `"Add"`: what `tattler_change_str` returns.
+fn change_name(change: c_int) -> &'static CStr {
+    use tattler_change::*;
+    const NAMES: [(tattler_change, &CStr); 8] = [
+        (TATTLER_CHANGE_NONE, c"None"),
+        (TATTLER_CHANGE_ADD, c"Add"),
+        (TATTLER_CHANGE_UPDATE, c"Update"),
+        (TATTLER_CHANGE_DELETE, c"Delete"),
+        (TATTLER_CHANGE_SNAPSHOT, c"Snapshot"),
+        (TATTLER_CHANGE_SYNCED, c"Synced"),
+        (TATTLER_CHANGE_ERROR, c"Error"),
+        (TATTLER_CHANGE_STALE, c"Stale"),
+    ];
+    NAMES
+        .iter()
+        .find(|(c, _)| *c as c_int == change)
+        .map_or(c"Unknown", |(_, name)| name)
+}
+
+/// The name of a change, as the examples print it: `"Add"`, `"Update"`,
+/// `"Delete"`, `"Snapshot"`, `"Synced"`, `"Error"`, `"Stale"`, `"None"` for
+/// `TATTLER_CHANGE_NONE`.
+///
+/// Parameters: `change`, a `tattler_change` value (any int is accepted).
+///
+/// Returns: a static NUL-terminated string, never NULL; `"Unknown"` for a
+/// number this library does not know (a newer library's change, seen
+/// through an older header: print it, do not index an array with it).
+///
+/// Ownership: static; do not free it.
+///
+/// Thread safety: any thread, any time.
+#[no_mangle]
+pub extern "C" fn tattler_change_str(change: c_int) -> *const c_char {
+    guard_value(c"Unknown", || change_name(change)).as_ptr()
 }
 
 impl From<Change> for tattler_change {
@@ -487,7 +525,6 @@ pub extern "C" fn tattler_entry_free(e: *mut tattler_entry) {
 
 /// The string getter's body `n` times without the registry: what a getter
 /// cost before handles were checked (the micro benchmark's baseline).
-#[cfg(test)]
 pub(crate) fn name_unchecked(e: *const tattler_entry, n: u64) -> std::time::Duration {
     let entries = ENTRIES.lock();
     let d = entries.get(e).expect("a live entry");
@@ -500,9 +537,26 @@ pub(crate) fn name_unchecked(e: *const tattler_entry, n: u64) -> std::time::Dura
 }
 
 /// Whether `e` is an entry handed out and not yet freed.
-#[cfg(test)]
 pub(crate) fn is_live(e: *const tattler_entry) -> bool {
     ENTRIES.lock().get(e).is_some()
+}
+
+#[cfg(test)]
+mod change_tests {
+    use super::*;
+
+    #[test]
+    fn each_change_has_its_name_and_others_are_unknown() {
+        let name = |n: c_int| change_name(n).to_str().unwrap();
+        let names: Vec<&str> = (0..8).map(name).collect();
+        assert_eq!(
+            names,
+            ["None", "Add", "Update", "Delete", "Snapshot", "Synced", "Error", "Stale"]
+        );
+        for n in [-1, 8, 99, c_int::MAX, c_int::MIN] {
+            assert_eq!(name(n), "Unknown", "{n}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! runs its body in, and copying text into a caller's buffer.
 
 use std::any::Any;
+use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::status::tattler_status::{self, *};
@@ -43,6 +44,16 @@ impl From<kube_tattler::Error> for Failure {
         };
         Failure::new(status, e.to_string())
     }
+}
+
+/// The UTF-8 text of a C string argument; `what` names it in the failure.
+pub(crate) fn utf8<'a>(s: &'a CStr, what: &str) -> Result<&'a str, Failure> {
+    s.to_str().map_err(|e| {
+        Failure::new(
+            TATTLER_ERR_INVALID_UTF8,
+            format!("{what} is not UTF-8: {e}"),
+        )
+    })
 }
 
 /// Runs `body`, turning a panic into `TATTLER_ERR_PANIC` so that it never

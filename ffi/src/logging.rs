@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use log::{Level, LevelFilter, Log, Metadata, Record};
 use parking_lot::RwLock;
 
-use crate::cast::{self, UserData};
-use crate::error::guard;
+use crate::cast::{self, LogFn, UserData};
+use crate::error::{guard, Failure};
 use crate::status::tattler_status::{self, *};
 
 /// The level of a log line, as passed to the log callback's `level`.
@@ -33,7 +33,7 @@ pub enum tattler_log_level {
 
 /// The log callback: `user` as given to `tattler_set_log_callback`, `level` a
 /// `tattler_log_level` (1 error ... 5 trace), `target` the module that logged
-/// (e.g. `"kube_tattler::watch"`), `msg` the line. Both strings are valid only
+/// (e.g. `"kube_tattler::stream::watch"`), `msg` the line. Both strings are valid only
 /// during the call.
 #[allow(non_camel_case_types)]
 pub type tattler_log_fn = Option<
@@ -44,14 +44,6 @@ pub type tattler_log_fn = Option<
         msg: *const c_char,
     ),
 >;
-
-/// The callback itself, never NULL.
-pub(crate) type LogFn = unsafe extern "C" fn(
-    user: *mut c_void,
-    level: c_int,
-    target: *const c_char,
-    msg: *const c_char,
-);
 
 struct Sink {
     cb: LogFn,
@@ -109,7 +101,7 @@ impl Log for CallbackLogger {
         // The HTTP client's TRACE lines never reach the callback (below), so
         // they are not enabled either: tattler masks response bodies across
         // ureq only while they are (kube_tattler::access::mask).
-        if m.level() == Level::Trace && !m.target().starts_with("kube_tattler") {
+        if m.level() == Level::Trace && !ours(m.target()) {
             return false;
         }
         self.sink.read_recursive().is_some()
@@ -126,7 +118,7 @@ impl Log for CallbackLogger {
         }
         // The HTTP client's TRACE lines carry raw request bytes, the
         // Authorization header included: they never reach the callback.
-        if record.level() == Level::Trace && !record.target().starts_with("kube_tattler") {
+        if record.level() == Level::Trace && !ours(record.target()) {
             return;
         }
         // Held during the call, so that once tattler_set_log_callback returns
@@ -154,6 +146,14 @@ impl Log for CallbackLogger {
     }
 
     fn flush(&self) {}
+}
+
+/// Whether a log target is the core library's own (its module path): its
+/// TRACE lines may reach the callback, the HTTP client's never do.
+fn ours(target: &str) -> bool {
+    target
+        .strip_prefix("kube_tattler")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
 }
 
 fn c_string(s: String) -> CString {
@@ -215,11 +215,11 @@ pub unsafe extern "C" fn tattler_set_log_callback(
 ) -> tattler_status {
     let result = guard(|| {
         if in_callback() {
-            return Err(crate::error::Failure::new(TATTLER_ERR_REENTRANT, ""));
+            return Err(Failure::new(TATTLER_ERR_REENTRANT, ""));
         }
         let ours = *INSTALLED.get_or_init(|| log::set_logger(&LOGGER).is_ok());
         if !ours {
-            return Err(crate::error::Failure::new(TATTLER_ERR_LOGGER_IN_USE, ""));
+            return Err(Failure::new(TATTLER_ERR_LOGGER_IN_USE, ""));
         }
         *LOGGER.sink.write() = cb.map(|cb| Sink {
             cb,
@@ -247,16 +247,14 @@ pub extern "C" fn tattler_set_log_level(level: c_int) -> tattler_status {
         let n = usize::try_from(level)
             .ok()
             .filter(|n| *n <= LevelFilter::Trace as usize)
-            .ok_or_else(|| {
-                crate::error::Failure::new(TATTLER_ERR_INVALID_ARG, "level must be 0 to 5")
-            })?;
+            .ok_or_else(|| Failure::new(TATTLER_ERR_INVALID_ARG, "level must be 0 to 5"))?;
         LEVEL.store(n, Ordering::Relaxed);
         if INSTALLED.get() == Some(&true) {
             apply_level();
         }
         Ok(TATTLER_OK)
     });
-    result.unwrap_or_else(|f: crate::error::Failure| f.status)
+    result.unwrap_or_else(|f: Failure| f.status)
 }
 
 /// Whether the calling thread is inside the log callback right now.
@@ -292,5 +290,19 @@ mod tests {
             tattler_log_level::TATTLER_LOG_TRACE as usize
         );
         assert_eq!(level_filter(4), LevelFilter::Debug);
+    }
+
+    #[test]
+    fn only_the_core_library_s_trace_lines_are_ours() {
+        for (target, want) in [
+            ("kube_tattler", true),
+            ("kube_tattler::stream::watch", true),
+            ("tattler::watch", false),
+            ("kube_tattlerx", false),
+            ("ureq_proto::util", false),
+            ("ureq", false),
+        ] {
+            assert_eq!(ours(target), want, "{target}");
+        }
     }
 }

@@ -12,16 +12,17 @@ use serde_json::{json, Value};
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};
 use crate::entry::{self, tattler_entry};
-use crate::error::{guard, report, Failure};
+use crate::error::{guard, report, utf8, Failure};
 use crate::handle::Registry;
 use crate::logging::in_callback;
 use crate::readiness::Readiness;
 use crate::status::tattler_status::{self, *};
 
-/// A running reader. Opaque; made by `tattler_open`, freed by `tattler_close`.
+/// A running reader. Opaque; made by `tattler_open_config`, freed by
+/// `tattler_close`.
 ///
 /// The pointer is a handle, checked on every call: a call on a reader closed
-/// already, or on any pointer `tattler_open` did not hand out, returns
+/// already, or on any pointer `tattler_open_config` did not hand out, returns
 /// `TATTLER_ERR_INVALID_HANDLE` at once and does nothing.
 #[derive(Default)]
 pub struct tattler_reader {
@@ -105,207 +106,20 @@ fn with_reader(
     unsafe { with_reader_needed(r, err_buf, null_mut(), body) }
 }
 
-/// Opens a reader: checks the configuration and starts one thread per
-/// resource. Entries start arriving at once.
-///
-/// Parameters:
-/// - `config_json`: the configuration as a JSON object, e.g.
-///   `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`.
-///   `resources` (required) names what to stream: `pods`, `nodes`, `rbac`,
-///   `v1/pods`, `apps/v1/deployments`, `example.com/v1/widgets`, ..., and
-///   objects with a scope of their own,
-///   `{"resource":"pods","field_selector":"spec.nodeName=n1","metadata_only":true}`
-///   (see `tattler_set_resources` for their keys).
-///   Where the cluster is: `server` (with `ca_file` or `ca_data`, `token`
-///   or `token_file`, `insecure`), or `kubeconfig` and `context`, or
-///   `in_cluster`; with none of these, as kubectl finds it. Narrowing the
-///   names (not the objects): `namespace`, `label_selector`,
-///   `field_selector`. Tuning:
-///   `channel_capacity`, `relist_interval_secs`, `scrub` and the other keys
-///   of the Rust `kube_tattler::Config::from_json`. An unknown key is an error
-///   that lists the known ones. Files named are read now.
-/// - `out`: where to store the new reader.
-/// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
-///   and 0. The text is NUL-terminated and cut to fit.
-///
-/// Returns: `TATTLER_OK` and `*out` set; or a failure
-/// (`TATTLER_ERR_INVALID_CONFIG`, `TATTLER_ERR_INVALID_RESOURCE`,
-/// `TATTLER_ERR_IO`, `TATTLER_ERR_TLS`, `TATTLER_ERR_INVALID_UTF8`,
-/// `TATTLER_ERR_NULL_ARG`) with the reason in `err_buf` and `*out`
-/// untouched. Only what can be judged without the network fails here; an
-/// unreachable or refusing server shows up later as retries (logged) and as
-/// Error entries.
-///
-/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
-/// `config_json` is only read during the call.
-///
-/// Thread safety: any thread; readers are independent of each other. Works
-/// from inside the log callback too.
-///
-/// # Safety
-/// `config_json` is NULL or a NUL-terminated string; `out` is NULL or
-/// writable; `err_buf` is NULL or has `err_len` writable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn tattler_open(
-    config_json: *const c_char,
-    out: *mut *mut tattler_reader,
-    err_buf: *mut c_char,
-    err_len: usize,
-) -> tattler_status {
-    // SAFETY: the caller's promise, passed on; no checkpoint.
-    unsafe { open(config_json, None, out, err_buf, err_len, null_mut()) }
-}
-
-/// `tattler_open`, `tattler_open_resume`, `tattler_open_ex` and
-/// `tattler_open_config`: `checkpoint` is the caller's pointer and length,
-/// or `None` for no checkpoint.
-///
-/// # Safety
-/// As `tattler_open_ex`.
-pub(crate) unsafe fn open(
-    config_json: *const c_char,
-    checkpoint: Option<(*const u8, usize)>,
-    out: *mut *mut tattler_reader,
-    err_buf: *mut c_char,
-    err_len: usize,
-    err_needed: *mut usize,
-) -> tattler_status {
-    // SAFETY: NULL or `err_len` writable bytes, by the caller's promise.
-    let err_buf = unsafe { cast::buf_arg(err_buf, err_len) };
-    let result = guard(|| {
-        if config_json.is_null() {
-            return Err(Failure::null("config_json"));
-        }
-        if out.is_null() {
-            return Err(Failure::null("out"));
-        }
-        // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
-        let json = unsafe { cast::str_arg(config_json, "config_json") }?;
-        let mut config = parse_config(json)?;
-        match checkpoint {
-            Some((p, len)) if p.is_null() && len != 0 => return Err(Failure::null("checkpoint")),
-            Some((p, len)) if len != 0 => {
-                // SAFETY: non-NULL with `len` readable bytes, by the caller's promise.
-                let bytes = unsafe { cast::bytes_arg(p, len) };
-                let cp = Checkpoint::from_bytes(bytes)?;
-                config.resume = Some(cp);
-            }
-            _ => {}
-        }
-        let handle = Arc::new(OpenReader {
-            reader: Reader::open(config)?,
-            scope: Scope::from_json(json),
-            ready: OnceLock::new(),
-        });
-        let handle = READERS.lock().insert(handle);
-        // SAFETY: non-NULL and writable, by the caller's promise.
-        unsafe { cast::write(out, handle) };
-        Ok(TATTLER_OK)
+/// Opens a reader from a configuration document (what `tattler_config`
+/// builds) and, when not empty, the bytes of a checkpoint: the one way a
+/// reader is made. Returns its handle, registered.
+pub(crate) fn open(json: &str, checkpoint: &[u8]) -> Result<*mut tattler_reader, Failure> {
+    let mut config = parse_config(json)?;
+    if !checkpoint.is_empty() {
+        config.resume = Some(Checkpoint::from_bytes(checkpoint)?);
+    }
+    let handle = Arc::new(OpenReader {
+        reader: Reader::open(config)?,
+        scope: Scope::from_json(json),
+        ready: OnceLock::new(),
     });
-    // SAFETY: NULL or writable, by the caller's promise.
-    result.unwrap_or_else(|f| unsafe { report(&f, err_buf, err_needed) })
-}
-
-/// Opens a reader that resumes from a checkpoint of an earlier one
-/// (`tattler_checkpoint`), typically kept in a file across a restart.
-///
-/// Each resource of the configuration that the checkpoint holds (the same
-/// group, version, resource, namespace, selectors and `metadata_only`)
-/// starts from it instead of a full sync: its Synced entry comes at once, at
-/// the checkpoint's resourceVersion, then only what changed while no reader
-/// ran (deletes included). When the server no longer has that
-/// resourceVersion (compacted), the resource re-syncs against what the
-/// checkpoint says the consumer holds: unchanged objects as Snapshot, changed
-/// ones as Update, new ones as Add, vanished ones as inferred Delete, then
-/// Synced. Resources the checkpoint lacks sync as `tattler_open`'s do; what
-/// it holds for resources no longer configured is ignored.
-///
-/// Parameters:
-/// - `config_json`: the configuration, as for `tattler_open`.
-/// - `checkpoint`, `checkpoint_len`: the checkpoint's bytes as
-///   `tattler_checkpoint` wrote them; NULL and 0 for none (then this is
-///   `tattler_open`).
-/// - `out`: where to store the new reader.
-/// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
-///   and 0. The text is NUL-terminated and cut to fit.
-///
-/// Returns: `TATTLER_OK` and `*out` set; or what `tattler_open` returns,
-/// and `TATTLER_ERR_INVALID_CHECKPOINT` for bytes that are not a checkpoint
-/// this library reads (the text says where; it never quotes the bytes), and
-/// `TATTLER_ERR_NULL_ARG` for a NULL `checkpoint` with a non-zero length.
-/// `*out` is untouched on failure.
-///
-/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
-/// `config_json` and `checkpoint` are only read during the call.
-///
-/// Thread safety: as `tattler_open`: any thread, also from inside the log
-/// callback.
-///
-/// # Safety
-/// `config_json` is NULL or a NUL-terminated string; `checkpoint` is NULL
-/// or has `checkpoint_len` readable bytes; `out` is NULL or writable;
-/// `err_buf` is NULL or has `err_len` writable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn tattler_open_resume(
-    config_json: *const c_char,
-    checkpoint: *const u8,
-    checkpoint_len: usize,
-    out: *mut *mut tattler_reader,
-    err_buf: *mut c_char,
-    err_len: usize,
-) -> tattler_status {
-    // SAFETY: the caller's promise, passed on.
-    unsafe {
-        open(
-            config_json,
-            Some((checkpoint, checkpoint_len)),
-            out,
-            err_buf,
-            err_len,
-            null_mut(),
-        )
-    }
-}
-
-/// `tattler_open_resume` that also tells how long the error text is, so
-/// that a caller can see it was cut and call again with a buffer that fits
-/// (an unknown key's text lists every known key: over 500 bytes).
-///
-/// Parameters: as `tattler_open_resume` (`checkpoint` NULL and 0 for a
-/// plain `tattler_open`), and `err_needed`: NULL, or where to store, on
-/// failure, the size of the whole error text with its NUL (more than
-/// `err_len` when the text in `err_buf` was cut).
-///
-/// Returns: as `tattler_open_resume`. `*err_needed` is written only on
-/// failure, `*out` only on success.
-///
-/// Ownership: the caller owns `*out` and must free it with `tattler_close`.
-///
-/// Thread safety: as `tattler_open`.
-///
-/// # Safety
-/// As `tattler_open_resume`; `err_needed` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn tattler_open_ex(
-    config_json: *const c_char,
-    checkpoint: *const u8,
-    checkpoint_len: usize,
-    out: *mut *mut tattler_reader,
-    err_buf: *mut c_char,
-    err_len: usize,
-    err_needed: *mut usize,
-) -> tattler_status {
-    // SAFETY: the caller's promise, passed on.
-    unsafe {
-        open(
-            config_json,
-            Some((checkpoint, checkpoint_len)),
-            out,
-            err_buf,
-            err_len,
-            err_needed,
-        )
-    }
+    Ok(READERS.lock().insert(handle))
 }
 
 /// Waits for the next entry.
@@ -326,7 +140,7 @@ pub unsafe extern "C" fn tattler_open_ex(
 ///   every later call returns `TATTLER_CLOSED` too.
 /// - `TATTLER_ERR_NULL_ARG`: `r` or `out` is NULL.
 /// - `TATTLER_ERR_INVALID_HANDLE`: `r` is not an open reader (closed
-///   already, or not from `tattler_open`); returned at once, without waiting.
+///   already, or not from `tattler_open_config`); returned at once, without waiting.
 /// - `TATTLER_ERR_REENTRANT`: called from inside the log callback with a
 ///   timeout other than 0 (waiting there would stall the stream that is
 ///   logging); a timeout of 0 works there.
@@ -466,7 +280,7 @@ pub extern "C" fn tattler_fd(r: *mut tattler_reader) -> c_int {
 /// wait for the stream threads (`tattler_close` joins them).
 ///
 /// Parameters: `r`, the reader, or NULL (then nothing happens). A reader
-/// closed already, or a pointer not from `tattler_open`, is not followed:
+/// closed already, or a pointer not from `tattler_open_config`, is not followed:
 /// nothing happens but a logged warning (there is no status to return).
 ///
 /// Ownership: `r` stays the caller's; it must still be closed.
@@ -509,7 +323,7 @@ fn on_reader(r: *mut tattler_reader, call: &str, body: impl FnOnce(&OpenReader))
 /// With several threads waiting on `r`, one of them wakes (any one).
 ///
 /// Parameters: `r`, the reader, or NULL (then nothing happens). A reader
-/// closed already, or a pointer not from `tattler_open`, is not followed:
+/// closed already, or a pointer not from `tattler_open_config`, is not followed:
 /// nothing happens but a logged warning.
 ///
 /// Thread safety: safe from any thread, at any time, concurrently with any
@@ -531,7 +345,7 @@ pub extern "C" fn tattler_wake(r: *mut tattler_reader) {
 ///
 /// Returns: `TATTLER_OK` (also for NULL); `TATTLER_ERR_INVALID_HANDLE` when
 /// `r` is not an open reader (a second close, or a pointer not from
-/// `tattler_open`: nothing is done, nothing is followed);
+/// `tattler_open_config`: nothing is done, nothing is followed);
 /// `TATTLER_ERR_PANIC` if stopping or joining panicked (a bug: the panic's
 /// text is logged). Either way `r` is invalid afterwards: there is nothing
 /// to retry.
@@ -594,6 +408,9 @@ pub extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status {
 /// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
 ///   and 0. The text is NUL-terminated and cut to fit; it is this call's
 ///   own (nothing is kept in the reader).
+/// - `err_needed`: NULL, or where to store, on failure, the size of the
+///   whole error text with its NUL (more than `err_len` when the text in
+///   `err_buf` was cut).
 ///
 /// Returns: `TATTLER_OK` and `*changed` set; `TATTLER_CLOSED` if the reader
 /// is stopped; or a failure with its reason in `err_buf`
@@ -605,56 +422,22 @@ pub extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status {
 /// `TATTLER_ERR_NULL_ARG`, `TATTLER_ERR_INVALID_HANDLE` when `r` is not an
 /// open reader, `TATTLER_ERR_REENTRANT` from inside the log callback, where
 /// the streams it stops could include the one logging).
-/// A bad list changes nothing.
+/// A bad list changes nothing. `*err_needed` is written only on failure (a
+/// status of 100 or more), `*changed` only with `TATTLER_OK`.
 ///
 /// Ownership: `resources_json` is only read during the call.
 ///
 /// Thread safety: may run while other threads are in `tattler_next_entry`,
 /// `tattler_stop`, `tattler_stats_json` or `tattler_metrics_text` on `r`;
-/// two `tattler_set_resources` on one reader take turns.
+/// two `tattler_set_resources_ex` on one reader take turns.
+///
+/// (The name keeps its `_ex`: `tattler_set_resources`, the same call without
+/// `err_needed`, is a legacy wrapper kept for the programs that link it.)
 ///
 /// # Safety
 /// `resources_json` is NULL or NUL-terminated; `changed` is NULL or writable;
-/// `err_buf` is NULL or has `err_len` writable bytes (`r` may be any
-/// pointer: it is checked).
-#[no_mangle]
-pub unsafe extern "C" fn tattler_set_resources(
-    r: *mut tattler_reader,
-    resources_json: *const c_char,
-    force: bool,
-    changed: *mut bool,
-    err_buf: *mut c_char,
-    err_len: usize,
-) -> tattler_status {
-    // SAFETY: the caller's promise, passed on; no `err_needed`.
-    unsafe {
-        tattler_set_resources_ex(
-            r,
-            resources_json,
-            force,
-            changed,
-            err_buf,
-            err_len,
-            null_mut(),
-        )
-    }
-}
-
-/// `tattler_set_resources` that also tells how long the error text is.
-///
-/// Parameters: as `tattler_set_resources`, and `err_needed`: NULL, or where
-/// to store, on failure, the size of the whole error text with its NUL
-/// (more than `err_len` when the text in `err_buf` was cut).
-///
-/// Returns: as `tattler_set_resources`. `*err_needed` is written only on
-/// failure (a status of 100 or more), `*changed` only with `TATTLER_OK`.
-///
-/// Ownership: `resources_json` is only read during the call.
-///
-/// Thread safety: as `tattler_set_resources`.
-///
-/// # Safety
-/// As `tattler_set_resources`; `err_needed` is NULL or writable.
+/// `err_buf` is NULL or has `err_len` writable bytes; `err_needed` is NULL or
+/// writable (`r` may be any pointer: it is checked).
 #[no_mangle]
 pub unsafe extern "C" fn tattler_set_resources_ex(
     r: *mut tattler_reader,
@@ -678,7 +461,7 @@ pub unsafe extern "C" fn tattler_set_resources_ex(
             ));
         }
         // SAFETY: non-NULL and NUL-terminated, by the caller's promise.
-        let json = unsafe { cast::str_arg(resources_json, "resources_json") }?;
+        let json = utf8(unsafe { cast::c_str(resources_json) }, "resources_json")?;
         let specs = parse_resources(json, &h.scope)?;
         let set = if force {
             h.reader.restart_resources(&specs)
@@ -850,7 +633,7 @@ pub unsafe extern "C" fn tattler_metrics_text(
     with_reader(r, &mut [], body)
 }
 
-/// A checkpoint of the reader, for `tattler_open_resume` after a restart:
+/// A checkpoint of the reader, for `tattler_open_config` after a restart:
 /// per resource whose full state is complete, where its watch can resume and
 /// the objects the consumer holds (namespace, name, uid and resourceVersion
 /// each; about 100 bytes an object, never the objects themselves).

@@ -154,8 +154,9 @@ fn run(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
     run
 }
 
-/// Runs a program to its end, killing it after RUN_TIMEOUT.
-fn run_to_end(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
+/// A program (under `prefix`, e.g. valgrind) with the sanitizers' options
+/// and its output piped.
+fn program_command(program: &Path, args: &[&str], prefix: &[&str]) -> Command {
     let mut cmd = match prefix.split_first() {
         Some((first, rest)) => {
             let mut c = Command::new(first);
@@ -164,8 +165,7 @@ fn run_to_end(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
         }
         None => Command::new(program),
     };
-    let mut child = cmd
-        .args(args)
+    cmd.args(args)
         .env(
             "ASAN_OPTIONS",
             "detect_leaks=1:abort_on_error=0:exitcode=86",
@@ -180,18 +180,38 @@ fn run_to_end(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
         )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn drain(mut pipe: Box<dyn Read + Send>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = pipe.read_to_string(&mut s);
+        s
+    })
+}
+
+/// Runs a program to its end, killing it after RUN_TIMEOUT.
+fn run_to_end(program: &Path, args: &[&str], prefix: &[&str]) -> Run {
+    let mut child = program_command(program, args, prefix)
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", program.display()));
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = pipe.read_to_string(&mut s);
-            s
-        })
-    };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
+    wait_for(child, out, err, program, args)
+}
+
+/// Waits for a started program's end (killing it after RUN_TIMEOUT) and
+/// collects what its pipes' drains read.
+fn wait_for(
+    mut child: std::process::Child,
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+    program: &Path,
+    args: &[&str],
+) -> Run {
     let deadline = Instant::now() + RUN_TIMEOUT;
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -257,7 +277,7 @@ fn c_example_prints_one_line_per_entry_then_synced() {
     assert_first_sync(&run.lines(), &adds, &synced);
     assert_eq!(run.lines().len(), adds.len() + 1, "{}", run.stdout);
     // The log callback routed tattler's lines to stderr.
-    assert!(run.stderr.contains("INFO kube_tattler"), "{}", run.stderr);
+    assert!(run.stderr.contains("INFO kube_tattler::"), "{}", run.stderr);
 }
 
 #[test]
@@ -432,6 +452,30 @@ fn the_header_compiles_as_c99_c11_cpp11_cpp17_and_refuses_older_standards() {
             try_compile(compiler, "programs/header_check.c", &flags, &[], "never").expect_err(std);
         assert!(err.contains(message), "{std}: {err}");
     }
+    // The legacy calls compile as they did; TATTLER_WARN_LEGACY points at them.
+    let legacy = compile(
+        "gcc",
+        "programs/legacy.c",
+        &["-std=c99", "-Wpedantic"],
+        &static_link(),
+        "legacy",
+    );
+    assert!(run(&legacy, &[], &[]).status.success());
+    for (compiler, lang) in [("gcc", "c"), ("g++", "c++")] {
+        let err = try_compile(
+            compiler,
+            "programs/legacy.c",
+            &["-fsyntax-only", "-x", lang, "-DTATTLER_WARN_LEGACY"],
+            &[],
+            "never",
+        )
+        .expect_err("TATTLER_WARN_LEGACY");
+        assert!(
+            err.contains("deprecated")
+                && err.contains("use tattler_config_set_json and tattler_open_config"),
+            "{lang}: {err}"
+        );
+    }
     let err = try_compile(
         "g++",
         "programs/hpp_test.cpp",
@@ -554,19 +598,32 @@ fn every_misuse_of_a_handle_is_refused_under_sanitizers_and_valgrind() {
 
 #[test]
 fn the_cpp_wrapper_under_address_and_undefined_behaviour_sanitizers() {
-    let flags = [&["-std=c++17", "-Wpedantic"][..], &SANITIZE].concat();
-    let bin = compile(
-        "g++",
-        "programs/hpp_test.cpp",
-        &flags,
-        &static_link(),
-        "hpp-test-asan",
-    );
-    let (api, _, _) = cluster();
-    let run = run(&bin, &[&api.url()], &[]);
-    assert_sanitizers_quiet(&run);
-    assert_eq!(run.lines().last(), Some(&"hpp_test: ok"), "{}", run.stdout);
-    assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
+    for std in ["-std=c++17", "-std=c++20"] {
+        let flags = [&[std, "-Wpedantic"][..], &SANITIZE].concat();
+        let bin = compile(
+            "g++",
+            "programs/hpp_test.cpp",
+            &flags,
+            &static_link(),
+            &format!("hpp-test-asan{std}"),
+        );
+        let (api, _, _) = cluster();
+        let run = run(&bin, &[&api.url()], &[]);
+        assert_sanitizers_quiet(&run);
+        assert_eq!(
+            run.lines().last(),
+            Some(&"hpp_test: ok"),
+            "{std}: {}",
+            run.stdout
+        );
+        assert!(!run.stdout.contains("FAILED"), "{std}: {}", run.stdout);
+        assert_eq!(
+            run.stdout.contains("std::views::filter over a reader"),
+            std == "-std=c++20",
+            "{}",
+            run.stdout
+        );
+    }
 }
 
 /// ThreadSanitizer's flags (the Rust library is not instrumented: only the
@@ -611,6 +668,12 @@ fn the_cpp_wrapper_without_exceptions_from_several_threads_under_thread_sanitize
             "{}",
             run.stdout
         );
+        assert_eq!(
+            run.stdout.contains("C++20 ranges checked"),
+            std == "-std=c++20",
+            "{}",
+            run.stdout
+        );
     }
     // The whole header, throwing calls included, is valid C++20 too.
     compile(
@@ -637,22 +700,21 @@ fn the_configuration_builder_and_error_sizes_from_c() {
     assert_sanitizers_quiet(&run);
     assert!(!run.stdout.contains("FAILED"), "{}", run.stdout);
     assert_eq!(run.lines().last(), Some(&"config: ok"), "{}", run.stdout);
-    assert_eq!(run.lines().len(), 21, "{}", run.stdout);
+    assert_eq!(run.lines().len(), 27, "{}", run.stdout);
 }
 
 #[test]
 fn the_epoll_agent_is_driven_by_the_readiness_fd() {
-    let flags = [&C_FLAGS[..], &SANITIZE].concat();
-    let bin = compile("gcc", "epoll.c", &flags, &static_link(), "epoll-asan");
+    let bin = epoll_sanitized();
     let (api, adds, synced) = cluster();
-    let run = run(&bin, &["--until-synced", &api.url(), "pods"], &[]);
+    let run = run(bin, &["--until-synced", &api.url(), "pods"], &[]);
     assert_sanitizers_quiet(&run);
     let lines = run.lines();
     assert_first_sync(&lines, &adds, &synced);
     assert_eq!(lines[adds.len() + 1..], ["Closed"], "{lines:?}");
     // Two resources, one forbidden: an Error entry ends it with 1.
     api.forbid("nodes", true);
-    let run = run_to_end(&bin, &["--until-synced", &api.url(), "pods", "nodes"], &[]);
+    let run = run_to_end(bin, &["--until-synced", &api.url(), "pods", "nodes"], &[]);
     assert_eq!(run.status.code(), Some(1), "{}", run.stdout);
     assert!(
         run.stdout.contains("Error nodes 403 Forbidden"),
@@ -660,6 +722,103 @@ fn the_epoll_agent_is_driven_by_the_readiness_fd() {
         run.stdout
     );
     assert!(run.stdout.ends_with("Closed\n"), "{}", run.stdout);
+}
+
+fn epoll_sanitized() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let flags = [&C_FLAGS[..], &SANITIZE].concat();
+        compile("gcc", "epoll.c", &flags, &static_link(), "epoll-asan")
+    })
+}
+
+#[test]
+fn the_epoll_agent_closes_cleanly_on_a_real_sigterm_and_keeps_its_checkpoint() {
+    let bin = epoll_sanitized();
+    let (api, adds, synced) = cluster();
+    let file = out_dir().join("epoll-checkpoint");
+    let _ = std::fs::remove_file(&file);
+    let file_arg = file.to_str().unwrap();
+    // No --until-synced: it runs until a signal. It blocks SIGTERM only
+    // after its open, so the streams' threads were started first.
+    let args = ["--checkpoint", file_arg, &api.url(), "pods"];
+    let mut child = program_command(bin, &args, &[]).spawn().expect("epoll");
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let line = line.unwrap_or_default();
+            let _ = lines_tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    // Printed from the loop, after its sigprocmask: the signal cannot come
+    // before it.
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines_rx.recv_timeout(left) {
+            Ok(line) if line == synced => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = child.kill();
+                panic!("no {synced:?} line: {e}");
+            }
+        }
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let stopped = wait_for(child, out, err, bin, &args);
+    assert_sanitizers_quiet(&stopped);
+    assert_eq!(
+        stopped.status.code(),
+        Some(0),
+        "{} (143 is SIGTERM's death: a tattler thread took it)\nstdout:\n{}\nstderr:\n{}",
+        stopped.status,
+        stopped.stdout,
+        stopped.stderr
+    );
+    assert!(
+        stopped.stderr.contains("signal 15: stopping"),
+        "{}",
+        stopped.stderr
+    );
+    let lines = stopped.lines();
+    assert_first_sync(&lines, &adds, &synced);
+    assert_eq!(lines[adds.len() + 1..], ["Closed"], "{lines:?}");
+    let cp: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(cp["tattler_checkpoint"], 1, "{cp}");
+    assert_eq!(
+        cp["resources"][0]["objects"].as_array().unwrap().len(),
+        adds.len(),
+        "{cp}"
+    );
+    // The next start resumes from it: Synced at once, nothing else.
+    let again = run(
+        bin,
+        &[
+            "--until-synced",
+            "--checkpoint",
+            file_arg,
+            &api.url(),
+            "pods",
+        ],
+        &[],
+    );
+    assert_sanitizers_quiet(&again);
+    assert_eq!(
+        again.lines(),
+        [synced.as_str(), "Closed"],
+        "{}",
+        again.stderr
+    );
 }
 
 #[test]
@@ -675,7 +834,7 @@ fn the_cpp_example_prints_what_the_c_example_prints() {
     let run = run(&bin, &["--until-synced", &api.url(), "pods"], &[]);
     assert_first_sync(&run.lines(), &adds, &synced);
     assert_eq!(run.lines().len(), adds.len() + 1, "{}", run.stdout);
-    assert!(run.stderr.contains("INFO kube_tattler"), "{}", run.stderr);
+    assert!(run.stderr.contains("INFO kube_tattler::"), "{}", run.stderr);
 }
 
 /// Runs resume.c (ffi/tests/programs): COUNT entries from `api`, resuming

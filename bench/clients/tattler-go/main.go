@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	tattler "example.invalid/kube-tattler/ffi/go"
+	"example.invalid/kube-tattler/ffi/go/tattler"
 )
 
 // libtattler is the SHA-256 of the libtattler.a linked in, set by run.sh

@@ -1,7 +1,8 @@
 /* config.c - the configuration builder and the error-text sizes from C:
- * tattler_config_* against the JSON form's messages, err_needed on every
- * error-text call, tattler_version_number, and a reader opened from a
- * built configuration. ffi/tests/c_programs.rs builds it with -Werror
+ * the typed setters, the string setters and tattler_config_set_json against
+ * the JSON form's messages ("did you mean" for a mistyped key), err_needed
+ * on every error-text call, tattler_change_str, tattler_version_number, and
+ * a reader opened from a built configuration. ffi/tests/c_programs.rs builds it with -Werror
  * under AddressSanitizer + UBSan and runs it.
  *
  * usage: config SERVER     (a fake apiserver with three pods)
@@ -30,10 +31,14 @@ int main(int argc, char **argv) {
               TATTLER_VERSION_NUMBER == TATTLER_VERSION_MAJOR * 10000 + TATTLER_VERSION_MINOR * 100 + TATTLER_VERSION_PATCH,
           "tattler_version_number matches the header's macros");
 
-    /* The JSON form's unknown-key text is longer than a 512-byte buffer:
-     * err_needed says how long, and a buffer of that size holds it all. */
-    char json[512];
-    snprintf(json, sizeof json, "{\"server\":\"%s\",\"resources\":[\"pods\"],\"tokn\":\"x\"}", argv[1]);
+    /* An unknown key's text names the key, so a long one makes a text longer
+     * than a 512-byte buffer: err_needed says how long, and a buffer of that
+     * size holds it all. */
+    char key[601];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    char json[1024];
+    snprintf(json, sizeof json, "{\"server\":\"%s\",\"resources\":[\"pods\"],\"%s\":\"x\"}", argv[1], key);
     char small[16];
     size_t needed = 0;
     tattler_reader *r = NULL;
@@ -44,7 +49,7 @@ int main(int argc, char **argv) {
     size_t again = 0;
     st = tattler_open_ex(json, NULL, 0, &r, full, needed, &again);
     check(st == TATTLER_ERR_INVALID_CONFIG && again == needed && strlen(full) + 1 == needed &&
-              strstr(full, "`tokn`") != NULL,
+              strstr(full, key) != NULL,
           "a buffer of err_needed bytes holds the whole text");
 
     /* The builder refuses the same key with the same text. */
@@ -52,10 +57,37 @@ int main(int argc, char **argv) {
     check(cfg != NULL, "tattler_config_new");
     char err[1024];
     size_t cfg_needed = 0;
-    st = tattler_config_set_string(cfg, "tokn", "x", err, sizeof err, &cfg_needed);
+    st = tattler_config_set_string(cfg, key, "x", err, sizeof err, &cfg_needed);
     check(st == TATTLER_ERR_INVALID_CONFIG && strcmp(err, full) == 0 && cfg_needed == needed,
           "set_string refuses an unknown key with tattler_open's text");
     free(full);
+
+    /* A mistyped key: the key it meant, not a list of every key. */
+    st = tattler_config_set_string(cfg, "sever", "x", err, sizeof err, &cfg_needed);
+    check(st == TATTLER_ERR_INVALID_CONFIG && strstr(err, "unknown key `sever` (did you mean `server`?)") != NULL &&
+              cfg_needed == strlen(err) + 1 && cfg_needed < 100,
+          "set_string says which key a mistyped one meant");
+    st = tattler_config_set_json(cfg, "{\"namespce\":\"a\"}", err, sizeof err, NULL);
+    check(st == TATTLER_ERR_INVALID_CONFIG && strstr(err, "did you mean `namespace`?") != NULL,
+          "set_json says which key a mistyped one meant");
+
+    /* The typed setters: the compiler checks the key and the type. */
+    check(tattler_config_set_channel_capacity(cfg, 16) == TATTLER_OK && tattler_config_set_scrub(cfg, false) == TATTLER_OK &&
+              tattler_config_set_label_selector(cfg, "") == TATTLER_OK &&
+              tattler_config_set_label_selector(cfg, NULL) == TATTLER_ERR_NULL_ARG,
+          "typed setters");
+    check(tattler_config_set_json(cfg, "{\"drop_managed_fields\":true,\"event_kinds\":[\"Pod\"]}", err, sizeof err, NULL) ==
+              TATTLER_OK,
+          "set_json merges a document");
+    check(strstr(tattler_config_keys(), "\"channel_capacity\":{\"type\":\"integer\",\"default\":64}") != NULL,
+          "tattler_config_keys lists the keys with their defaults");
+
+    /* Change names; a change newer than this header is "Unknown". */
+    check(strcmp(tattler_change_str(TATTLER_CHANGE_ADD), "Add") == 0 &&
+              strcmp(tattler_change_str(TATTLER_CHANGE_SYNCED), "Synced") == 0 &&
+              strcmp(tattler_change_str(TATTLER_CHANGE_NONE), "None") == 0 && strcmp(tattler_change_str(TATTLER_CHANGE_STALE), "Stale") == 0 && strcmp(tattler_change_str(8), "Unknown") == 0 &&
+              strcmp(tattler_change_str(-1), "Unknown") == 0,
+          "tattler_change_str");
     check(tattler_config_set_bool(cfg, "insecure", 1, err, sizeof err, NULL) == TATTLER_OK,
           "set_bool insecure");
     check(tattler_config_set_int(cfg, "channel_capacity", -1, err, sizeof err, NULL) == TATTLER_ERR_INVALID_CONFIG &&
@@ -70,7 +102,7 @@ int main(int argc, char **argv) {
           "add_resource refuses a bad name");
 
     /* No resources yet: the open fails as the JSON form's would. */
-    check(tattler_config_set_string(cfg, "server", argv[1], err, sizeof err, NULL) == TATTLER_OK, "set_string server");
+    check(tattler_config_set_server(cfg, argv[1]) == TATTLER_OK, "set_server");
     st = tattler_open_config(cfg, NULL, 0, &r, err, sizeof err, &needed);
     check(st == TATTLER_ERR_INVALID_CONFIG && r == NULL && needed == strlen(err) + 1,
           "tattler_open_config without resources fails with the text's size");
@@ -83,7 +115,8 @@ int main(int argc, char **argv) {
     check(st == TATTLER_OK && r != NULL, "tattler_open_config opens");
     tattler_config_free(cfg);
     tattler_config_free(cfg); /* refused: a logged warning */
-    check(tattler_config_set_bool(cfg, "gzip", 1, err, sizeof err, NULL) == TATTLER_ERR_INVALID_HANDLE,
+    check(tattler_config_set_bool(cfg, "gzip", 1, err, sizeof err, NULL) == TATTLER_ERR_INVALID_HANDLE &&
+              tattler_config_set_gzip(cfg, true) == TATTLER_ERR_INVALID_HANDLE,
           "a freed configuration is refused");
 
     int adds = 0, synced = 0;

@@ -1,8 +1,10 @@
-// hpp_test.cpp - tattler.hpp against the fake apiserver: RAII, moves,
-// string_view getters, exceptions with their status, next_for and wake,
-// set_resources, stats, close, and the log function's reentrancy rule.
-// ffi/tests/c_programs.rs builds it with -Werror under AddressSanitizer +
-// UBSan and runs it.
+// hpp_test.cpp - tattler.hpp against the fake apiserver: the typed config
+// and its kept first failure, adopting a C reader, RAII, moves, string_view
+// getters, exceptions and their error_code twins saying the same status and
+// text, next_for and wake, set_resources, stats, close, the log function's
+// reentrancy rule, and under C++20 the reader as an input_range under
+// std::views. ffi/tests/c_programs.rs builds it with -Werror under
+// AddressSanitizer + UBSan, as C++17 and C++20, and runs it.
 //
 // usage: hpp_test SERVER     (a fake apiserver with three pods)
 // Prints "hpp_test: ok" and exits 0, or names each failed check and exits 1.
@@ -15,6 +17,20 @@
 #include <type_traits>
 
 #include <tattler.hpp>
+
+#if __cplusplus >= 202002L
+#include <ranges>
+static_assert(std::input_iterator<tattler::reader::iterator>, "the iterator is a C++20 input_iterator");
+static_assert(std::ranges::input_range<tattler::reader>, "a reader is a C++20 input_range");
+#endif
+static_assert(!std::is_copy_constructible_v<tattler::config>, "config is not copyable");
+static_assert(std::is_nothrow_move_constructible_v<tattler::config>, "config is movable");
+static_assert(noexcept(std::declval<tattler::config &>().server(std::string_view())), "setters never throw");
+static_assert(noexcept(std::declval<tattler::reader &>().stats_json(std::declval<std::error_code &>())) &&
+                  noexcept(std::declval<tattler::reader &>().metrics_text(std::declval<std::error_code &>())) &&
+                  noexcept(std::declval<tattler::reader &>().checkpoint(std::declval<std::error_code &>())) &&
+                  noexcept(tattler::set_log_level(TATTLER_LOG_INFO, std::declval<std::error_code &>())),
+              "every throwing call has a noexcept error_code twin");
 
 static_assert(!std::is_copy_constructible_v<tattler::reader>, "reader is not copyable");
 static_assert(!std::is_copy_assignable_v<tattler::reader>, "reader is not copyable");
@@ -57,8 +73,10 @@ static_assert(noexcept(tattler::reader::open(std::declval<const std::string &>()
 static_assert(noexcept(std::declval<tattler::reader &>().next(std::declval<std::error_code &>())),
               "the error_code next is noexcept");
 static_assert(tattler::to_string(tattler::Change::Snapshot) == "Snapshot" &&
-                  tattler::to_string(static_cast<tattler::Change>(99)) == "None",
-              "to_string(Change)");
+                  tattler::to_string(tattler::Change::None) == "None" &&
+                  tattler::to_string(tattler::Change::Stale) == "Stale" && tattler::to_string(static_cast<tattler::Change>(8)) == "Unknown" &&
+                  tattler::to_string(static_cast<tattler::Change>(99)) == "Unknown",
+              "to_string(Change): Unknown for a change newer than the header");
 static_assert(static_cast<int>(tattler::Change::Error) == TATTLER_CHANGE_ERROR, "Change has tattler_change's numbers");
 
 namespace {
@@ -78,6 +96,29 @@ tattler_status status_of(F &&f) {
         return e.status();
     }
     return TATTLER_OK;
+}
+
+// What a throwing call threw: its status and what().
+template <class F>
+std::pair<tattler_status, std::string> thrown(F &&f) {
+    try {
+        f();
+    } catch (const tattler::error &e) {
+        return {e.status(), e.what()};
+    }
+    return {TATTLER_OK, ""};
+}
+
+// Reads until the Synced of `resource`; the Adds before it.
+int until_synced(tattler::reader &r, std::string_view resource) {
+    int adds = 0;
+    while (auto e = r.next_for(std::chrono::seconds(10))) {
+        if (e->type() == tattler::Change::Synced && e->resource() == resource) {
+            return adds;
+        }
+        adds += e->type() == tattler::Change::Add;
+    }
+    return -1;
 }
 
 // What set_log_function threw inside the log function, once.
@@ -158,12 +199,15 @@ int main(int argc, char **argv) {
     {
         std::error_code ec;
         std::string message;
-        tattler::reader bad = tattler::reader::open("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"tokn\":1}",
-                                                    ec, &message);
+        // A key this long makes a text longer than any first buffer: the
+        // whole of it still arrives.
+        const std::string long_key(1500, 'k');
+        tattler::reader bad = tattler::reader::open(
+            "{\"server\":\"" + server + "\",\"resources\":[\"pods\"],\"" + long_key + "\":1}", ec, &message);
         check(!bad && ec == TATTLER_ERR_INVALID_CONFIG && ec.category() == tattler::category() &&
                   std::string(ec.category().name()) == "tattler" && ec.message() == "invalid configuration" &&
-                  message.find("`tokn`") != std::string::npos &&
-                  message.find("discovery_interval_secs)") != std::string::npos,
+                  message.find("`" + long_key + "`") != std::string::npos &&
+                  message.find("lists every key)") != std::string::npos,
               "open(json, ec) reports INVALID_CONFIG and the whole message");
         auto none = bad.next(ec);
         check(!none && ec == TATTLER_ERR_NULL_ARG, "next(ec) on an empty reader sets NULL_ARG");
@@ -278,7 +322,113 @@ int main(int argc, char **argv) {
     a = std::move(b);
     check(a.next_for(std::chrono::seconds(10)).has_value(), "the moved-in reader streams");
 
-    tattler::set_log_function(nullptr);
+    // The typed config: setters chain, a reader opens from it.
+    {
+        tattler::config cfg;
+        cfg.server(server).resource("pods").channel_capacity(8).scrub(false).idle_timeout(std::chrono::minutes(2));
+        check(cfg.ok() && cfg.status() == TATTLER_OK && cfg.message().empty(), "typed setters chain");
+        tattler::reader typed(cfg);
+        check(until_synced(typed, "pods") == 3, "a reader opens from a typed config");
+        // A spec of its own, and a document merged in.
+        tattler::config spec;
+        spec.json("{\"server\":\"" + server + "\"}")
+            .resource(tattler::resource_spec{"nodes", std::nullopt, std::nullopt, "metadata.name=none", true});
+        tattler::reader nodes(spec);
+        check(until_synced(nodes, "nodes") == 0 &&
+                  nodes.metrics_text().find("field_selector=\"metadata.name=none\",metadata_only=\"true\"") !=
+                      std::string::npos,
+              "resource_spec and json()");
+    }
+
+    // A config keeps its first failure; the open reports it, thrown or as
+    // an error_code, with the same status and text.
+    {
+        tattler::config bad;
+        bad.server(server).json(R"({"sever":"x"})").resource("pods!").channel_capacity(1);
+        check(!bad.ok() && bad.status() == TATTLER_ERR_INVALID_CONFIG &&
+                  bad.message().find("unknown key `sever` (did you mean `server`?)") != std::string::npos,
+              "the first failed setter is kept: did you mean");
+        auto [st, what] = thrown([&] { tattler::reader r(bad); });
+        std::error_code ec;
+        std::string message;
+        tattler::reader none = tattler::reader::open(bad, ec, &message);
+        check(!none && st == bad.status() && what == bad.message() && ec == st && message == what,
+              "the open throws, or sets ec and the message, with the config's failure");
+        tattler::config bad_resource;
+        bad_resource.server(server).resource("pods!");
+        check(bad_resource.status() == TATTLER_ERR_INVALID_RESOURCE &&
+                  bad_resource.message().find("\"pods!\"") != std::string::npos,
+              "a bad resource name is the config's failure");
+    }
+
+    // A reader opened with the C builder, adopted.
+    {
+        tattler_config *c = tattler_config_new();
+        tattler_config_set_server(c, server.c_str());
+        tattler_config_add_resource(c, "pods", nullptr, 0, nullptr);
+        tattler_reader *raw = nullptr;
+        tattler_status st = tattler_open_config(c, nullptr, 0, &raw, nullptr, 0, nullptr);
+        tattler_config_free(c);
+        tattler::reader adopted(raw);
+        check(st == TATTLER_OK && bool(adopted) && adopted.get() == raw && until_synced(adopted, "pods") == 3,
+              "reader(tattler_reader *) adopts a C reader");
+        tattler_reader *back = adopted.release();
+        check(!adopted && back == raw && tattler_close(back) == TATTLER_OK, "release() gives it back");
+    }
+
+    // Every throwing call has a twin that says the same: status and text.
+    {
+        tattler::reader r(pods);
+        until_synced(r, "pods");
+        const std::string_view bad_list = R"([{"resource":"pods","nmespace":"x"}])";
+        auto [st, what] = thrown([&] { r.set_resources(bad_list); });
+        std::error_code ec;
+        std::string message;
+        bool changed = r.set_resources(bad_list, false, ec, &message);
+        check(!changed && st == TATTLER_ERR_INVALID_RESOURCE && ec == st && message == what &&
+                  message.find("`resources[0].nmespace`") != std::string::npos,
+              "set_resources(ec, &message) keeps the message the exception carries");
+        check(r.set_resources(std::string_view(R"(["pods","nodes"])"), false, ec, &message) && !ec && message.empty(),
+              "set_resources(ec) clears them on success");
+        check(!r.stats_json(ec).empty() && !ec && !r.metrics_text(ec).empty() && !ec, "stats_json(ec), metrics_text(ec)");
+        r.stop();
+        while (r.next()) {
+        }
+        auto stopped = thrown([&] { r.set_resources(R"(["pods"])"); });
+        r.set_resources(R"(["pods"])", false, ec, &message);
+        check(stopped.first == TATTLER_CLOSED && ec == TATTLER_CLOSED && message == stopped.second,
+              "a stopped reader: TATTLER_CLOSED both ways, the same text");
+        std::vector<std::uint8_t> cp = r.checkpoint(ec);
+        check(!ec && cp == r.checkpoint(), "checkpoint(ec)");
+        tattler::reader empty;
+        check(empty.stats_json(ec).empty() && ec == TATTLER_ERR_NULL_ARG && empty.metrics_text(ec).empty() &&
+                  ec == TATTLER_ERR_NULL_ARG && empty.checkpoint(ec).empty() && ec == TATTLER_ERR_NULL_ARG,
+              "the twins on an empty reader: NULL_ARG");
+        auto level = thrown([] { tattler::set_log_level(static_cast<tattler_log_level>(9)); });
+        tattler::set_log_level(static_cast<tattler_log_level>(9), ec);
+        check(level.first == TATTLER_ERR_INVALID_ARG && ec == level.first && ec.message() == level.second,
+              "set_log_level: the same status both ways");
+        tattler::set_log_level(TATTLER_LOG_INFO, ec);
+        check(!ec, "set_log_level(ec)");
+    }
+
+#if __cplusplus >= 202002L
+    // C++20: views over a reader, e.g. only the Synced entries.
+    {
+        tattler::reader r(pods);
+        int synced = 0;
+        auto is_synced = [](const tattler::entry &e) { return e.type() == tattler::Change::Synced; };
+        for (tattler::entry &e : r | std::views::filter(is_synced)) {
+            synced += e.resource() == "pods";
+            r.stop();
+        }
+        check(synced == 1 && r.closed(), "std::views::filter over a reader");
+    }
+#endif
+
+    std::error_code off;
+    tattler::set_log_function(nullptr, off);
+    check(!off, "set_log_function(nullptr, ec)");
     moved.close();
     if (failures != 0) {
         std::printf("hpp_test: %d FAILED\n", failures);

@@ -1,6 +1,6 @@
 /*
  * resume.c - an agent that keeps its place across restarts: tattler_checkpoint
- * on the way out, tattler_open_resume on the way in, tattler_metrics_text for
+ * on the way out, tattler_open_config with it on the way in, tattler_metrics_text for
  * its /metrics. ffi/tests/c_programs.rs runs it (with -Werror, AddressSanitizer
  * + UBSan, valgrind) against the fake apiserver, changing the cluster between
  * two runs.
@@ -94,14 +94,21 @@ int main(int argc, char **argv) {
     }
     const char *file = argv[2];
     long count = strtol(argv[3], NULL, 10);
-    char config[512], err[512];
-    snprintf(config, sizeof config, "{\"server\":\"%s\",\"resources\":[\"pods\"]}", argv[1]);
+    char err[512] = "";
+    tattler_config *cfg = tattler_config_new();
+    tattler_status st = tattler_config_set_server(cfg, argv[1]);
+    if (st == TATTLER_OK) {
+        st = tattler_config_add_resource(cfg, "pods", err, sizeof err, NULL);
+    }
 
     size_t cp_len = 0;
     uint8_t *cp = read_file(file, &cp_len);
     tattler_reader *r = NULL;
-    tattler_status st = tattler_open_resume(config, cp, cp_len, &r, err, sizeof err);
+    if (st == TATTLER_OK) {
+        st = tattler_open_config(cfg, cp, cp_len, &r, err, sizeof err, NULL);
+    }
     free(cp);
+    tattler_config_free(cfg);
     if (st != TATTLER_OK) {
         printf("open: %s: %s\n", tattler_status_str(st), err);
         return st == TATTLER_ERR_INVALID_CHECKPOINT ? 3 : 1;

@@ -1,4 +1,4 @@
-//go:build tattler_static && !tattler_dev && !tattler_release
+//go:build cgo && tattler_static && !tattler_dev && !tattler_release
 
 package tattler
 
@@ -22,3 +22,7 @@ package tattler
 #cgo pkg-config: --static tattler
 */
 import "C"
+
+// buildTag is the build tag that chose this way of linking, for the tests
+// that build a program against the package the same way.
+const buildTag = "tattler_static"

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 /*
@@ -62,30 +64,22 @@ const (
 	// ChangeSnapshot is, during a re-sync, an object the consumer has,
 	// unchanged.
 	ChangeSnapshot Change = 4
-	// ChangeSynced says the resource's full state has been delivered.
+	// ChangeSynced says the resource's full state has been delivered, or
+	// that it is current again after a ChangeStale.
 	ChangeSynced Change = 5
 	// ChangeError says a resource failed for good, or one of its objects
 	// was skipped (Entry.Err, a *StreamError); the other resources go on.
 	ChangeError Change = 6
+	// ChangeStale says the resource's view is not current (Entry.Err, a
+	// *StreamError, says why: Reason "Unreachable", "Refused", "Throttled",
+	// "Silent", "Resyncing" or "Credentials"; Ended false). The stream goes
+	// on; ChangeSynced says when the view is current again.
+	ChangeStale Change = 7
 )
 
-// The names before ChangeAdd and the others. The old Error is gone: Error
-// is the package's error type (see Error); use ChangeError.
-const (
-	// Deprecated: use ChangeAdd.
-	Add Change = ChangeAdd
-	// Deprecated: use ChangeUpdate.
-	Update Change = ChangeUpdate
-	// Deprecated: use ChangeDelete.
-	Delete Change = ChangeDelete
-	// Deprecated: use ChangeSnapshot.
-	Snapshot Change = ChangeSnapshot
-	// Deprecated: use ChangeSynced.
-	Synced Change = ChangeSynced
-)
-
-// String is the change's name without its prefix: "Add", "Synced", ...;
-// Change(N) for a number the library does not send.
+// String is the change's name without its prefix: "Add", "Synced", ...
+// (tattler_change_str's); Change(N) for a number this package does not
+// name, which a newer library may send: handle it as unknown, do not panic.
 func (c Change) String() string {
 	switch c {
 	case ChangeAdd:
@@ -100,6 +94,8 @@ func (c Change) String() string {
 		return "Synced"
 	case ChangeError:
 		return "Error"
+	case ChangeStale:
+		return "Stale"
 	}
 	return fmt.Sprintf("Change(%d)", int(c))
 }
@@ -127,8 +123,48 @@ type Entry struct {
 	// deletes, Synced and Error.
 	Object   []byte
 	Inferred bool
-	// Err is a *StreamError on Error entries, nil otherwise.
+	// Err is a *StreamError on Error and Stale entries, nil otherwise.
 	Err error
+}
+
+// String summarises the entry on one line, as ffi/examples/watch.c prints
+// it, with the group, version and resource and the object's size instead
+// of its bytes:
+//
+//	Add v1/pods shop/web-1 1234 (812 bytes)
+//	Delete v1/pods shop/db-0 1200 (inferred)
+//	Synced v1/pods 1240
+//	Error v1/nodes 403 Forbidden: nodes is forbidden
+//	Stale v1/pods shop 0 Unreachable: connection refused
+func (e Entry) String() string {
+	gvr := e.Version + "/" + e.Resource
+	if e.Group != "" {
+		gvr = e.Group + "/" + gvr
+	}
+	switch e.Change {
+	case ChangeSynced:
+		return fmt.Sprintf("Synced %s %s", gvr, e.ResourceVersion)
+	case ChangeError:
+		return fmt.Sprintf("Error %s %v", gvr, e.Err)
+	case ChangeStale:
+		ns := ""
+		if e.Namespace != "" {
+			ns = " " + e.Namespace
+		}
+		return fmt.Sprintf("Stale %s%s %v", gvr, ns, e.Err)
+	}
+	name := e.Name
+	if e.Namespace != "" {
+		name = e.Namespace + "/" + e.Name
+	}
+	s := fmt.Sprintf("%s %s %s %s", e.Change, gvr, name, e.ResourceVersion)
+	switch {
+	case e.Inferred:
+		s += " (inferred)"
+	case e.Object != nil:
+		s += fmt.Sprintf(" (%d bytes)", len(e.Object))
+	}
+	return s
 }
 
 // StreamError is what an Error entry reports: with Ended, why a resource
@@ -179,7 +215,7 @@ func copyEntry(e *C.tattler_entry, v *C.tattler_go_view) Entry {
 	if v.object != nil {
 		out.Object = C.GoBytes(unsafe.Pointer(v.object), C.int(v.object_len))
 	}
-	if out.Change == ChangeError {
+	if out.Change == ChangeError || out.Change == ChangeStale {
 		out.Err = &StreamError{
 			Code:    int(C.tattler_entry_error_code(e)),
 			Reason:  C.GoString(C.tattler_entry_error_reason(e)),

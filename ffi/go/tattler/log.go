@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 /*
@@ -45,7 +47,7 @@ func (l LogLevel) String() string {
 }
 
 // LogFunc receives the library's log lines: target is the module that
-// logged (e.g. "kube_tattler::watch"). It is called from the library's own
+// logged (e.g. "kube_tattler::stream::watch"). It is called from the library's own
 // threads (and from a goroutine whose call into the library logs), must not
 // block for long and must not panic.
 //

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 import (
@@ -44,6 +46,10 @@ func line(e Entry) string {
 		return fmt.Sprintf("Synced %s/%s %s", e.Version, e.Resource, e.ResourceVersion)
 	case ChangeError:
 		return fmt.Sprintf("Error %s/%s %v", e.Version, e.Resource, e.Err)
+	case ChangeStale:
+		var se *StreamError
+		errors.As(e.Err, &se)
+		return fmt.Sprintf("Stale %s/%s %s", e.Version, e.Resource, se.Reason)
 	}
 	return fmt.Sprintf("%s %s/%s %s", e.Change, e.Namespace, e.Name, e.ResourceVersion)
 }
@@ -373,7 +379,7 @@ func TestLogLinesReachTheLogFunc(t *testing.T) {
 	defer mu.Unlock()
 	found := false
 	for _, l := range lines {
-		found = found || (strings.HasPrefix(l, "INFO kube_tattler") && strings.Contains(l, f.URL))
+		found = found || (strings.HasPrefix(l, "INFO kube_tattler::") && strings.Contains(l, f.URL))
 	}
 	if !found {
 		t.Fatalf("no INFO line naming %s in %q", f.URL, lines)

@@ -1,4 +1,4 @@
-//go:build !tattler_dev && !tattler_release && !tattler_static
+//go:build cgo && !tattler_dev && !tattler_release && !tattler_static
 
 package tattler
 
@@ -21,3 +21,7 @@ package tattler
 
 // #cgo pkg-config: tattler
 import "C"
+
+// buildTag is the build tag that chose this way of linking, for the tests
+// that build a program against the package the same way.
+const buildTag = ""

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 /*
@@ -38,6 +40,7 @@ func cConstants() []cConstant {
 		{"ChangeSnapshot", int(ChangeSnapshot), C.TATTLER_CHANGE_SNAPSHOT},
 		{"ChangeSynced", int(ChangeSynced), C.TATTLER_CHANGE_SYNCED},
 		{"ChangeError", int(ChangeError), C.TATTLER_CHANGE_ERROR},
+		{"ChangeStale", int(ChangeStale), C.TATTLER_CHANGE_STALE},
 		{"LogOff", int(LogOff), C.TATTLER_LOG_OFF},
 		{"LogError", int(LogError), C.TATTLER_LOG_ERROR},
 		{"LogWarn", int(LogWarn), C.TATTLER_LOG_WARN},
@@ -45,4 +48,17 @@ func cConstants() []cConstant {
 		{"LogDebug", int(LogDebug), C.TATTLER_LOG_DEBUG},
 		{"LogTrace", int(LogTrace), C.TATTLER_LOG_TRACE},
 	}
+}
+
+// libraryKeys is tattler_config_keys(): every key of the library's
+// configuration with its JSON type and default, for the tests that hold
+// Config's fields and documented defaults to the library's.
+func libraryKeys() string {
+	return C.GoString(C.tattler_config_keys())
+}
+
+// changeName is tattler_change_str, for the test that Change.String says
+// what the library does.
+func changeName(c Change) string {
+	return C.GoString(C.tattler_change_str(C.int(c)))
 }

@@ -1,8 +1,14 @@
+//go:build cgo
+
 // Package tattler streams the full state of Kubernetes objects, and then
-// every change to them, from a kube-apiserver. It wraps tattler's C library
-// (libtattler, tattler.h) with cgo, so it needs CGO_ENABLED=1 and a C
-// compiler, and the library installed first: `make install PREFIX=DIR` in
-// the tattler repository, then PKG_CONFIG_PATH=DIR/lib/pkgconfig.
+// every change to them, from a kube-apiserver.
+//
+//	import "example.invalid/kube-tattler/ffi/go/tattler"
+//
+// It wraps tattler's C library (libtattler, tattler.h) with cgo, so it
+// needs CGO_ENABLED=1 and a C compiler, and the library installed first:
+// `make install PREFIX=DIR` in the tattler repository (it needs Rust), then
+// PKG_CONFIG_PATH=DIR/lib/pkgconfig.
 //
 //	r, err := tattler.Open(tattler.Config{Server: "https://10.0.0.1:6443",
 //		CAFile: "/etc/k8s/ca.crt", TokenFile: "/var/run/token",
@@ -78,7 +84,8 @@ type Reader struct {
 	scope nameScope
 }
 
-// Open checks the configuration and starts streaming.
+// Open checks the configuration and starts streaming; with cfg.Resume, from
+// that checkpoint.
 func Open(cfg Config) (*Reader, error) {
 	js, err := cfg.JSON()
 	if err != nil {
@@ -91,7 +98,8 @@ func Open(cfg Config) (*Reader, error) {
 	return r, err
 }
 
-// OpenJSON opens a reader from the library's JSON configuration.
+// OpenJSON opens a reader from the library's JSON configuration (the keys
+// of Config.JSON; tattler_config_set_json in tattler.h).
 func OpenJSON(config string) (*Reader, error) {
 	return OpenJSONResume(config, nil)
 }
@@ -107,17 +115,47 @@ func OpenJSONResume(config string, checkpoint []byte) (*Reader, error) {
 		// cgo's rules allow passing it as it is.
 		cp = (*C.uint8_t)(unsafe.Pointer(&checkpoint[0]))
 	}
-	var buf [1024]C.char
+	cfg := C.tattler_config_new()
+	defer C.tattler_config_free(cfg)
+	// The library's one way in: a configuration given the document, opened.
 	var c *C.tattler_reader
-	st := Status(C.tattler_open_resume(cs, cp, C.size_t(len(checkpoint)), &c, &buf[0], C.size_t(len(buf))))
-	if st != StatusOK {
-		return nil, &Error{Status: st, Message: C.GoString(&buf[0])}
+	err := withMessage(func(buf *C.char, n C.size_t, needed *C.size_t) Status {
+		if st := Status(C.tattler_config_set_json(cfg, cs, buf, n, needed)); st != StatusOK {
+			return st
+		}
+		return Status(C.tattler_open_config(cfg, cp, C.size_t(len(checkpoint)), &c, buf, n, needed))
+	})
+	runtime.KeepAlive(checkpoint)
+	if err != nil {
+		return nil, err
 	}
 	r := &Reader{c: c, done: make(chan struct{}), waiter: make(chan struct{}, 1)}
 	// A backstop only: a Reader left open holds threads and sockets until
 	// the garbage collector notices. Call Close.
 	runtime.SetFinalizer(r, finalize)
 	return r, nil
+}
+
+// withMessage makes a library call that writes its error text into a
+// buffer and the text's size into *needed, again with a buffer that fits
+// when the text was cut (a failed call changes nothing); nil on StatusOK,
+// else an *Error with the whole text.
+func withMessage(call func(buf *C.char, n C.size_t, needed *C.size_t) Status) error {
+	var small [512]C.char
+	var needed C.size_t
+	st := call(&small[0], C.size_t(len(small)), &needed)
+	if st == StatusOK {
+		return nil
+	}
+	if int(needed) <= len(small) {
+		return &Error{Status: st, Message: C.GoString(&small[0])}
+	}
+	full := make([]byte, needed)
+	p := (*C.char)(unsafe.Pointer(&full[0]))
+	if st = call(p, needed, &needed); st == StatusOK {
+		return nil
+	}
+	return &Error{Status: st, Message: C.GoString(p)}
 }
 
 // finalize frees a Reader nobody closed. It runs only once r is
@@ -326,15 +364,16 @@ func (r *Reader) SetResourceSpecs(names []string, specs []ResourceSpec, force bo
 	}
 	defer r.release()
 	var c C.bool
-	var buf [1024]C.char
-	st := Status(C.tattler_set_resources(r.c, cs, C.bool(force), &c, &buf[0], C.size_t(len(buf))))
-	switch st {
-	case StatusOK:
+	err = withMessage(func(buf *C.char, n C.size_t, needed *C.size_t) Status {
+		return Status(C.tattler_set_resources_ex(r.c, cs, C.bool(force), &c, buf, n, needed))
+	})
+	switch {
+	case err == nil:
 		return bool(c), nil
-	case StatusClosed:
+	case errors.Is(err, ErrClosed):
 		return false, ErrClosed
 	default:
-		return false, &Error{Status: st, Message: C.GoString(&buf[0])}
+		return false, err
 	}
 }
 

@@ -1,21 +1,26 @@
+//go:build cgo
+
 package tattler
 
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Config is what to watch and how to reach the cluster; Open passes it to
-// the library as its JSON document (Config.JSON; the keys are tattler_open's
-// in tattler.h). Zero values are left out, so the library's defaults apply;
-// durations are sent as whole seconds, rounded up.
+// the library as its JSON document (Config.JSON; tattler_config_keys() in
+// tattler.h lists the keys). Zero values are left out, so the library's
+// defaults apply (each field says its default; a test holds them equal to
+// the library's); durations are sent as whole seconds, rounded up.
 //
-// Printing a Config (%v, %+v, %#v, %s) shows Token, Password, the
+// Printing a Config (String, and every fmt verb) summarises it: only the
+// fields set, pointers followed, Resume as its size; Token, Password, the
 // password of a Proxy URL, the values of Exec.Env and Extra's "token" and
 // "password" as REDACTED.
 type Config struct {
@@ -26,15 +31,18 @@ type Config struct {
 	Server     string
 	Kubeconfig string
 	Context    string
-	InCluster  bool
+	// InCluster reaches the cluster as the pod's service account. Default
+	// false.
+	InCluster bool
 
 	// The server's certificate: CAFile (a PEM path) or CAData (PEM text),
-	// TLSServerName to check another name than Server's host, or Insecure
-	// to check nothing (never beside a CA).
+	// TLSServerName to check another name than Server's host.
 	CAFile        string
 	CAData        string
 	TLSServerName string
-	Insecure      bool
+	// Insecure checks nothing of the server's certificate (never beside a
+	// CA). Default false.
+	Insecure bool
 
 	// One way to authenticate: Token or TokenFile (re-read as it rotates),
 	// Username and Password, or Exec (a credential plugin, as kubectl's);
@@ -71,49 +79,52 @@ type Config struct {
 	// MetadataOnly streams the Resources as PartialObjectMetadata: each
 	// Entry.Object is {"kind":"PartialObjectMetadata","apiVersion":
 	// "meta.k8s.io/v1","metadata":{...}}, without spec or status. It also
-	// applies to the names given to SetResources later.
+	// applies to the names given to SetResources later. Default false.
 	MetadataOnly bool
 
-	// What is done to each object. Scrub (default on) replaces container
-	// env values with REDACTED; ScrubSecretData (default on) the values of
-	// Secrets; DropManagedFields (default off) removes
-	// metadata.managedFields. EventKinds keeps, of Event resources, only
-	// the events about objects of these kinds ("Pod", "Node").
-	Scrub             *bool
-	ScrubSecretData   *bool
+	// Scrub replaces container env values with REDACTED (nil: the
+	// library's default). Default true.
+	Scrub *bool
+	// ScrubSecretData replaces the values of Secrets with REDACTED.
+	// Default true.
+	ScrubSecretData *bool
+	// DropManagedFields removes metadata.managedFields. Default false.
 	DropManagedFields *bool
-	EventKinds        []string
+	// EventKinds keeps, of Event resources, only the events about objects
+	// of these kinds ("Pod", "Node"); nil: every event.
+	EventKinds []string
 
-	// Bounds: the entries the channel holds before the streams wait
-	// (ChannelCapacity, 1024), the objects a page asks for when the server
-	// has no watch-list and paged LIST is used (PageSize, 500), the largest
-	// object, reported as an Error entry and skipped beyond (MaxFrameBytes),
-	// and the bytes of objects queued in all before the streams wait
-	// (MaxBufferedBytes), 64 MiB each.
-	ChannelCapacity  int
-	PageSize         int
-	MaxFrameBytes    int
+	// ChannelCapacity is how many entries the library's channel holds
+	// before the streams wait (none is dropped). Default 64.
+	ChannelCapacity int
+	// PageSize is how many objects a page asks for when the server has no
+	// watch-list and paged LIST is used. Default 500.
+	PageSize int
+	// MaxFrameBytes is the largest object; a larger one is reported as an
+	// Error entry and skipped. Default 64 MiB.
+	MaxFrameBytes int
+	// MaxBufferedBytes is how many bytes of objects wait for the consumer
+	// before the streams wait. Default 64 MiB.
 	MaxBufferedBytes int
-	// Gzip asks the server for gzip-compressed bodies (off: it costs the
-	// apiserver CPU and saves bandwidth only off-host).
+	// Gzip asks the server for gzip-compressed bodies (it costs the
+	// apiserver CPU and saves bandwidth only off-host). Default false.
 	Gzip bool
 
-	// Timeouts and pacing. IdleTimeout (150 s): a stream that receives no
-	// byte this long is reconnected. ConnectTimeout (5 s): a TCP connect
-	// (it also bounds how long Close can take). InitialEventsTimeout
-	// (30 s): silence during a watch-list's initial state after which the
-	// stream falls back to LIST + WATCH. RelistInterval (0: never; 1 minute
-	// to 7 days): a fresh sync this often, unchanged objects as Snapshot.
-	// DiscoveryInterval (5 minutes): how often wildcards ("*", "*.apps")
-	// look for resources established or deleted meanwhile.
-	IdleTimeout          time.Duration
-	ConnectTimeout       time.Duration
+	// IdleTimeout: a stream that receives no byte this long is
+	// reconnected. Default 2m30s.
+	IdleTimeout time.Duration
+	// ConnectTimeout bounds a TCP connect (and so how long Close can
+	// take). Default 5s.
+	ConnectTimeout time.Duration
+	// InitialEventsTimeout is the silence during a watch-list's initial
+	// state after which a stream falls back to LIST + WATCH. Default 30s.
 	InitialEventsTimeout time.Duration
-	RelistInterval       time.Duration
-	DiscoveryInterval    time.Duration
-	// Deprecated: use RelistInterval. Still honoured; set both only to
-	// the same value.
-	RelistIntervalSecs int
+	// RelistInterval is how often a fresh sync runs, unchanged objects as
+	// Snapshot (1 minute to 7 days). Default 0s: never.
+	RelistInterval time.Duration
+	// DiscoveryInterval is how often wildcards ("*", "*.apps") look for
+	// resources established or deleted meanwhile. Default 5m0s.
+	DiscoveryInterval time.Duration
 
 	// Extra holds further keys of the library's JSON configuration, merged
 	// in as they are: an escape hatch for keys newer than this package. A
@@ -122,7 +133,7 @@ type Config struct {
 	// Resume is a checkpoint of an earlier Reader (Reader.Checkpoint, kept
 	// across a restart): each resource it holds with the same scope starts
 	// from it, with Synced at once and then only what changed meanwhile
-	// (see tattler_open_resume). Nil: a full sync.
+	// (see tattler_open_config). Nil: a full sync.
 	Resume []byte
 }
 
@@ -275,15 +286,7 @@ func (c Config) document() (map[string]any, error) {
 	duration("ConnectTimeout", "connect_timeout_secs", c.ConnectTimeout)
 	duration("InitialEventsTimeout", "initial_events_timeout_secs", c.InitialEventsTimeout)
 	duration("DiscoveryInterval", "discovery_interval_secs", c.DiscoveryInterval)
-	relist := c.RelistInterval
-	if c.RelistIntervalSecs != 0 {
-		old := time.Duration(c.RelistIntervalSecs) * time.Second
-		if relist != 0 && relist != old {
-			return nil, configError("RelistInterval (%v) and RelistIntervalSecs (%d) disagree", relist, c.RelistIntervalSecs)
-		}
-		relist = old
-	}
-	duration("RelistInterval", "relist_interval_secs", relist)
+	duration("RelistInterval", "relist_interval_secs", c.RelistInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -344,43 +347,190 @@ func (c Config) JSON() (string, error) {
 
 const redacted = "REDACTED"
 
-// Format prints c with its secrets as REDACTED (see Config).
-func (c Config) Format(f fmt.State, verb rune) {
-	type config Config // without Format: fmt prints the fields
-	if c.Token != "" {
-		c.Token = redacted
+// String summarises c on one line, secrets REDACTED (see Config):
+//
+//	tattler.Config{Server:"https://10.0.0.1:6443", Token:REDACTED, Resources:["pods"], Scrub:false, Resume:1843 bytes}
+func (c Config) String() string {
+	var b strings.Builder
+	b.WriteString("tattler.Config{")
+	n := 0
+	field := func(name, value string) {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		n++
+		b.WriteString(name)
+		b.WriteByte(':')
+		b.WriteString(value)
 	}
-	if c.Password != "" {
-		c.Password = redacted
-	}
-	if u, err := url.Parse(c.Proxy); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), redacted)
-			c.Proxy = u.String()
+	text := func(name, v string) {
+		if v != "" {
+			field(name, strconv.Quote(v))
 		}
 	}
+	secret := func(name, v string) {
+		if v != "" {
+			field(name, redacted)
+		}
+	}
+	flag := func(name string, v bool) {
+		if v {
+			field(name, "true")
+		}
+	}
+	optional := func(name string, v *bool) {
+		if v != nil {
+			field(name, strconv.FormatBool(*v))
+		}
+	}
+	count := func(name string, v int) {
+		if v != 0 {
+			field(name, strconv.Itoa(v))
+		}
+	}
+	duration := func(name string, d time.Duration) {
+		if d != 0 {
+			field(name, d.String())
+		}
+	}
+	text("Server", c.Server)
+	text("Kubeconfig", c.Kubeconfig)
+	text("Context", c.Context)
+	flag("InCluster", c.InCluster)
+	text("CAFile", c.CAFile)
+	if c.CAData != "" {
+		field("CAData", fmt.Sprintf("%d bytes", len(c.CAData)))
+	}
+	text("TLSServerName", c.TLSServerName)
+	flag("Insecure", c.Insecure)
+	secret("Token", c.Token)
+	text("TokenFile", c.TokenFile)
+	text("Username", c.Username)
+	secret("Password", c.Password)
+	if c.Exec != nil {
+		field("Exec", c.Exec.summary())
+	}
+	text("ClientCertFile", c.ClientCertFile)
+	text("ClientKeyFile", c.ClientKeyFile)
+	text("Proxy", redactURL(c.Proxy))
+	if c.Resources != nil {
+		field("Resources", quoted(c.Resources))
+	}
+	if c.Specs != nil {
+		specs := make([]string, len(c.Specs))
+		for i, s := range c.Specs {
+			specs[i] = fmt.Sprintf("%+v", s)
+		}
+		field("Specs", "["+strings.Join(specs, " ")+"]")
+	}
+	text("Namespace", c.Namespace)
+	text("LabelSelector", c.LabelSelector)
+	text("FieldSelector", c.FieldSelector)
+	flag("MetadataOnly", c.MetadataOnly)
+	optional("Scrub", c.Scrub)
+	optional("ScrubSecretData", c.ScrubSecretData)
+	optional("DropManagedFields", c.DropManagedFields)
+	if c.EventKinds != nil {
+		field("EventKinds", quoted(c.EventKinds))
+	}
+	count("ChannelCapacity", c.ChannelCapacity)
+	count("PageSize", c.PageSize)
+	count("MaxFrameBytes", c.MaxFrameBytes)
+	count("MaxBufferedBytes", c.MaxBufferedBytes)
+	flag("Gzip", c.Gzip)
+	duration("IdleTimeout", c.IdleTimeout)
+	duration("ConnectTimeout", c.ConnectTimeout)
+	duration("InitialEventsTimeout", c.InitialEventsTimeout)
+	duration("RelistInterval", c.RelistInterval)
+	duration("DiscoveryInterval", c.DiscoveryInterval)
 	if c.Extra != nil {
-		c.Extra = maps.Clone(c.Extra)
-		for _, k := range []string{"token", "password"} {
-			if _, ok := c.Extra[k]; ok {
-				c.Extra[k] = redacted
+		keys := slices.Sorted(maps.Keys(c.Extra))
+		extra := make([]string, len(keys))
+		for i, k := range keys {
+			v := fmt.Sprint(c.Extra[k])
+			if k == "token" || k == "password" {
+				v = redacted
 			}
+			extra[i] = k + ":" + v
 		}
+		field("Extra", "map["+strings.Join(extra, " ")+"]")
 	}
-	s := fmt.Sprintf(fmt.FormatString(f, verb), config(c))
-	io.WriteString(f, strings.Replace(s, "tattler.config{", "tattler.Config{", 1))
+	if c.Resume != nil {
+		field("Resume", fmt.Sprintf("%d bytes", len(c.Resume)))
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
-// Format prints e with the values of Env as REDACTED.
-func (e ExecConfig) Format(f fmt.State, verb rune) {
-	type execConfig ExecConfig
-	if e.Env != nil {
-		env := make(map[string]string, len(e.Env))
-		for k := range e.Env {
-			env[k] = redacted
-		}
-		e.Env = env
+// GoString is String: %#v must not show secrets either.
+func (c Config) GoString() string { return c.String() }
+
+// Format prints String for every verb (%v, %+v, %#v, %s, %q, %d, ...),
+// with the verb's width and flags: no verb reaches a field's raw value.
+func (c Config) Format(f fmt.State, verb rune) { format(f, verb, c.String()) }
+
+// String summarises e on one line, the values of Env REDACTED:
+//
+//	tattler.ExecConfig{Command:"aws", Args:["eks" "get-token"], Env:{AWS_PROFILE:REDACTED}}
+func (e ExecConfig) String() string { return "tattler.ExecConfig" + e.summary() }
+
+// GoString is String.
+func (e ExecConfig) GoString() string { return e.String() }
+
+// Format prints String for every verb.
+func (e ExecConfig) Format(f fmt.State, verb rune) { format(f, verb, e.String()) }
+
+// summary is ExecConfig's fields set, in braces.
+func (e ExecConfig) summary() string {
+	parts := []string{"Command:" + strconv.Quote(e.Command)}
+	if e.Args != nil {
+		parts = append(parts, "Args:"+quoted(e.Args))
 	}
-	s := fmt.Sprintf(fmt.FormatString(f, verb), execConfig(e))
-	io.WriteString(f, strings.Replace(s, "tattler.execConfig{", "tattler.ExecConfig{", 1))
+	if e.Env != nil {
+		names := slices.Sorted(maps.Keys(e.Env))
+		env := make([]string, len(names))
+		for i, k := range names {
+			env[i] = k + ":" + redacted
+		}
+		parts = append(parts, "Env:{"+strings.Join(env, " ")+"}")
+	}
+	if e.APIVersion != "" {
+		parts = append(parts, "APIVersion:"+strconv.Quote(e.APIVersion))
+	}
+	if e.InstallHint != "" {
+		parts = append(parts, "InstallHint:"+strconv.Quote(e.InstallHint))
+	}
+	if e.Timeout != 0 {
+		parts = append(parts, "Timeout:"+e.Timeout.String())
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// format writes s as the verb would a string: %q quotes it, any other verb
+// prints it as %s does, with the width and flags given.
+func format(f fmt.State, verb rune, s string) {
+	if verb != 'q' {
+		verb = 's'
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s)
+}
+
+// quoted is a list of strings as ["a" "b"].
+func quoted(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, " ") + "]"
+}
+
+// redactURL is a proxy URL with its password REDACTED.
+func redactURL(proxy string) string {
+	if u, err := url.Parse(proxy); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+			return u.String()
+		}
+	}
+	return proxy
 }

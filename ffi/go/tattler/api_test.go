@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 import (
@@ -5,11 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +32,21 @@ func TestConstantsAreTheHeaders(t *testing.T) {
 
 func TestChangeNames(t *testing.T) {
 	names := map[Change]string{ChangeAdd: "Add", ChangeUpdate: "Update", ChangeDelete: "Delete",
-		ChangeSnapshot: "Snapshot", ChangeSynced: "Synced", ChangeError: "Error", Change(9): "Change(9)"}
+		ChangeSnapshot: "Snapshot", ChangeSynced: "Synced", ChangeError: "Error", ChangeStale: "Stale", Change(9): "Change(9)"}
 	for c, want := range names {
 		if c.String() != want {
 			t.Errorf("%d: %q, want %q", int(c), c.String(), want)
 		}
 	}
-	// The deprecated names are the same constants.
-	if Add != ChangeAdd || Update != ChangeUpdate || Delete != ChangeDelete || Snapshot != ChangeSnapshot || Synced != ChangeSynced {
-		t.Error("a deprecated alias differs")
+	// The library's names are the same; a change newer than this package
+	// (the library may add one) prints as a number, not a panic.
+	for c := ChangeAdd; c <= ChangeStale; c++ {
+		if c.String() != changeName(c) {
+			t.Errorf("%d: %q, the library says %q", int(c), c, changeName(c))
+		}
+	}
+	if Change(8).String() != "Change(8)" || changeName(8) != "Unknown" {
+		t.Errorf("an unknown change: %q, the library %q", Change(8), changeName(8))
 	}
 	if LogWarn.String() != "WARN" || LogLevel(9).String() != "LogLevel(9)" {
 		t.Errorf("log levels: %v %v", LogWarn, LogLevel(9))
@@ -49,10 +62,6 @@ func TestErrorType(t *testing.T) {
 	wrapped := fmt.Errorf("agent: %w", err)
 	if !errors.Is(wrapped, ErrInvalidConfig) || errors.Is(wrapped, ErrIO) {
 		t.Errorf("errors.Is through a wrap: %v", wrapped)
-	}
-	var old *StatusError = te // the deprecated name is the same type
-	if old.Status != StatusInvalidConfig {
-		t.Error(old)
 	}
 	h := &Error{Status: StatusInvalidHandle}
 	if !errors.Is(h, ErrInvalidHandle) || errors.Is(h, ErrClosed) || h.Error() != "tattler: "+StatusInvalidHandle.String() {
@@ -115,15 +124,12 @@ func TestConfigJSONHasEveryKey(t *testing.T) {
 	}
 
 	// Every key the library reads has a field, and every field a key the
-	// library reads: the library's list, from its unknown-key message.
-	_, err := OpenJSON(`{"resources":["pods"],"zz_unknown":1}`)
-	known := regexp.MustCompile(`known: ([a-z_, ]+)`).FindStringSubmatch(fmt.Sprint(err))
-	if known == nil {
-		t.Fatalf("no key list in %v", err)
-	}
+	// library reads: the library's list, tattler_config_keys().
 	library := map[string]bool{}
-	for _, k := range strings.Split(known[1], ", ") {
-		library[strings.TrimSpace(k)] = true
+	for k, about := range keysOfLibrary(t) {
+		if about.AliasOf == "" {
+			library[k] = true
+		}
 	}
 	// metadata_only: spelt out per name (see nameScope).
 	if !library["metadata_only"] {
@@ -141,17 +147,135 @@ func TestConfigJSONHasEveryKey(t *testing.T) {
 	}
 }
 
+// aboutKey is one key of tattler_config_keys().
+type aboutKey struct {
+	Type    string `json:"type"`
+	Default any    `json:"default"`
+	AliasOf string `json:"alias_of"`
+}
+
+func keysOfLibrary(t *testing.T) map[string]aboutKey {
+	t.Helper()
+	var keys map[string]aboutKey
+	d := json.NewDecoder(strings.NewReader(libraryKeys()))
+	d.UseNumber() // 67108864, not 6.7108864e+07
+	if err := d.Decode(&keys); err != nil {
+		t.Fatalf("tattler_config_keys(): %v\n%s", err, libraryKeys())
+	}
+	return keys
+}
+
+// TestDocumentedDefaultsAreTheLibrarys reads Config's field comments
+// ("... Default 64.") and compares each with the library's default for the
+// key the field sets; every key with a default must have its field say it.
+func TestDocumentedDefaultsAreTheLibrarys(t *testing.T) {
+	file, err := parser.ParseFile(token.NewFileSet(), "config.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{} // field -> "64", "64 MiB", "2m30s", "true"
+	ast.Inspect(file, func(n ast.Node) bool {
+		spec, ok := n.(*ast.TypeSpec)
+		if !ok || spec.Name.Name != "Config" {
+			return true
+		}
+		for _, f := range spec.Type.(*ast.StructType).Fields.List {
+			doc := strings.Join(strings.Fields(f.Doc.Text()), " ")
+			m := regexp.MustCompile(`Default ([^.:]+)[.:]`).FindStringSubmatch(doc)
+			for _, name := range f.Names {
+				if m != nil {
+					documented[name.Name] = strings.TrimSpace(m[1])
+				}
+			}
+		}
+		return false
+	})
+	if len(documented) == 0 {
+		t.Fatal("no documented default found in config.go")
+	}
+	library := keysOfLibrary(t)
+	seen := map[string]bool{}
+	v := reflect.ValueOf(&Config{}).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Name
+		// The key the field sets: the one its non-zero value adds.
+		c := Config{}
+		f := reflect.ValueOf(&c).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int:
+			f.SetInt(7)
+		case reflect.Int64: // time.Duration
+			f.SetInt(int64(7 * time.Second))
+		case reflect.Pointer:
+			if f.Type().Elem().Kind() != reflect.Bool {
+				continue
+			}
+			yes := true
+			f.Set(reflect.ValueOf(&yes))
+		default:
+			continue
+		}
+		doc, err := c.document()
+		if err != nil || len(doc) != 1 {
+			if name == "MetadataOnly" { // spelt out per name, no key of its own
+				doc = map[string]any{"metadata_only": true}
+			} else {
+				t.Fatalf("%s: %v %v", name, doc, err)
+			}
+		}
+		var key string
+		for k := range doc {
+			key = k
+		}
+		about, ok := library[key]
+		if !ok || about.Default == nil {
+			if said, ok := documented[name]; ok {
+				t.Errorf("%s documents a default (%s), the library has none for %s", name, said, key)
+			}
+			continue
+		}
+		seen[key] = true
+		said, ok := documented[name]
+		if !ok {
+			t.Errorf("%s does not document its default (the library's: %v)", name, about.Default)
+			continue
+		}
+		want := fmt.Sprint(about.Default)
+		var got string
+		switch {
+		case f.Kind() == reflect.Int64:
+			d, err := time.ParseDuration(strings.Fields(said)[0])
+			if err != nil {
+				t.Errorf("%s: %q is not a duration", name, said)
+				continue
+			}
+			got = fmt.Sprint(int64(d / time.Second))
+		case strings.HasSuffix(said, " MiB"):
+			n, _ := strconv.Atoi(strings.TrimSuffix(said, " MiB"))
+			got = fmt.Sprint(n << 20)
+		default:
+			got = said
+		}
+		if got != want {
+			t.Errorf("%s documents %q (%s), the library's %s is %s", name, said, got, key, want)
+		}
+	}
+	for k, about := range library {
+		if about.Default != nil && about.AliasOf == "" && !seen[k] {
+			t.Errorf("the library's %s has a default (%v) no field documents", k, about.Default)
+		}
+	}
+}
+
 func TestConfigJSONZeroAndDurations(t *testing.T) {
 	if got := document(t, Config{}); !reflect.DeepEqual(got, map[string]any{"resources": []any{}}) {
 		t.Errorf("zero Config: %v", got)
 	}
-	got := document(t, Config{Resources: []string{"pods"}, IdleTimeout: 1500 * time.Millisecond, RelistIntervalSecs: 90})
+	got := document(t, Config{Resources: []string{"pods"}, IdleTimeout: 1500 * time.Millisecond, RelistInterval: 90 * time.Second})
 	if got["idle_timeout_secs"] != 2.0 || got["relist_interval_secs"] != 90.0 {
 		t.Errorf("durations: %v", got)
-	}
-	got = document(t, Config{RelistInterval: 90 * time.Second, RelistIntervalSecs: 90})
-	if got["relist_interval_secs"] != 90.0 {
-		t.Errorf("both relist fields: %v", got)
 	}
 	// Extra adds keys the fields do not set.
 	got = document(t, Config{Resources: []string{"pods"}, Extra: map[string]any{"token": "t", "future_key": 1}})
@@ -161,7 +285,6 @@ func TestConfigJSONZeroAndDurations(t *testing.T) {
 	for name, c := range map[string]Config{
 		"negative":     {ConnectTimeout: -time.Second},
 		"exec":         {Exec: &ExecConfig{Command: "p", Timeout: -1}},
-		"relist":       {RelistInterval: time.Minute, RelistIntervalSecs: 30},
 		"extra":        {Token: "t", Extra: map[string]any{"token": "u"}},
 		"alias":        {Insecure: true, Extra: map[string]any{"insecure_skip_tls_verify": true}},
 		"resources":    {Resources: []string{"pods"}, Extra: map[string]any{"resources": []string{"nodes"}}},
@@ -211,11 +334,16 @@ func TestConfigPrintsNoSecret(t *testing.T) {
 	c := full()
 	c.Extra = map[string]any{"password": "extra-s3cret", "other": 1}
 	c.Proxy = "http://user:proxy-s3cret@proxy:3128"
-	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%10v"} {
+	c.Resume = []byte(`{"tattler_checkpoint":1,"resources":[{"objects":[["ns","checkpoint-bytes"]]}]}`)
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%10v", "%d", "%x"} {
 		for _, v := range []any{c, &c, *c.Exec, c.Exec} {
 			s := fmt.Sprintf(format, v)
-			if strings.Contains(s, "s3cret") || !strings.Contains(s, redacted) {
+			if strings.Contains(s, "s3cret") || (format != "%x" && !strings.Contains(s, redacted)) {
 				t.Errorf("%s of %T: %s", format, v, s)
+			}
+			// A summary: no pointer addresses, no checkpoint bytes.
+			if strings.Contains(s, "0xc") || strings.Contains(s, "checkpoint-bytes") {
+				t.Errorf("%s of %T prints a pointer or the checkpoint: %s", format, v, s)
 			}
 		}
 	}
@@ -225,12 +353,48 @@ func TestConfigPrintsNoSecret(t *testing.T) {
 	if s := fmt.Sprintf("%+v", Config{Server: "s"}); strings.Contains(s, redacted) {
 		t.Errorf("an empty token printed as set: %s", s)
 	}
+	s := c.String()
+	for _, want := range []string{
+		`Server:"https://10.0.0.1:6443"`, "Token:REDACTED", "Password:REDACTED",
+		`Exec:{Command:"plugin", Args:["a"], Env:{K:REDACTED}`, "Scrub:false", "DropManagedFields:true",
+		`Resources:["pods"]`, "IdleTimeout:1m0s", fmt.Sprintf("Resume:%d bytes", len(c.Resume)),
+		"Extra:map[other:1 password:REDACTED]",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("String lacks %s: %s", want, s)
+		}
+	}
+	if s := fmt.Sprint(Config{Resources: []string{"pods"}}); s != `tattler.Config{Resources:["pods"]}` {
+		t.Errorf("only what is set: %s", s)
+	}
 	// Printing changes nothing.
 	if s := fmt.Sprint(c); !strings.Contains(s, "http://user:REDACTED@proxy:3128") {
 		t.Errorf("proxy: %s", s)
 	}
 	if c.Token != "tok-s3cret" || c.Proxy != "http://user:proxy-s3cret@proxy:3128" || c.Extra["password"] != "extra-s3cret" || c.Exec.Env["K"] != "env-s3cret" {
 		t.Errorf("printing changed the config: %v", c.Extra)
+	}
+}
+
+func TestEntryStringSummarises(t *testing.T) {
+	for _, c := range []struct {
+		e    Entry
+		want string
+	}{
+		{Entry{Change: ChangeAdd, Version: "v1", Resource: "pods", Namespace: "shop", Name: "web-1",
+			ResourceVersion: "12", Object: []byte(`{"kind":"Pod"}`)}, "Add v1/pods shop/web-1 12 (14 bytes)"},
+		{Entry{Change: ChangeDelete, Group: "apps", Version: "v1", Resource: "deployments", Namespace: "a",
+			Name: "d", ResourceVersion: "9", Inferred: true}, "Delete apps/v1/deployments a/d 9 (inferred)"},
+		{Entry{Change: ChangeSynced, Version: "v1", Resource: "nodes", ResourceVersion: "40"}, "Synced v1/nodes 40"},
+		{Entry{Change: ChangeError, Version: "v1", Resource: "nodes", Err: &StreamError{Code: 403, Reason: "Forbidden",
+			Message: "no", Ended: true}}, "Error v1/nodes 403 Forbidden: no"},
+		{Entry{Change: ChangeStale, Version: "v1", Resource: "pods", Namespace: "a", Err: &StreamError{Code: 503, Reason: "Refused",
+			Message: "busy"}}, "Stale v1/pods a 503 Refused: busy"},
+		{Entry{Change: Change(8), Version: "v1", Resource: "pods", Name: "n", ResourceVersion: "1"}, "Change(8) v1/pods n 1"},
+	} {
+		if got := fmt.Sprint(c.e); got != c.want {
+			t.Errorf("%q, want %q", got, c.want)
+		}
 	}
 }
 
@@ -328,23 +492,38 @@ func TestWithoutCgoTheBuildSaysSo(t *testing.T) {
 	cmd := exec.Command("go", "build", ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "tattler_requires_cgo__build_with_CGO_ENABLED_1") {
+	// The one error, the sentence, comes first (no other file is built).
+	var errors []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, ".go:") {
+			errors = append(errors, l)
+		}
+	}
+	if err == nil || len(errors) != 1 || !strings.Contains(errors[0], "tattler_requires_cgo__build_with_CGO_ENABLED_1") {
 		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}
 }
 
 func TestModulePathFollowsTheRepository(t *testing.T) {
-	mod, err := os.ReadFile("go.mod")
+	mod, err := os.ReadFile("../go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cargo, err := os.ReadFile("../../Cargo.toml")
+	path := regexp.MustCompile(`(?m)^module (\S+)`).FindSubmatch(mod)
+	if path == nil {
+		t.Fatalf("no module line in go.mod:\n%s", mod)
+	}
+	// The import path ends in the package's name.
+	importPath := string(path[1]) + "/tattler"
+	if pkg := filepath.Base(importPath); pkg != "tattler" {
+		t.Errorf("the import path %s does not end in the package name", importPath)
+	}
+	cargo, err := os.ReadFile("../../../Cargo.toml")
 	if err != nil {
 		t.Skip("not in the repository:", err) // the copy ci-consumers.sh makes
 	}
 	repo := regexp.MustCompile(`(?m)^repository = "https://([^"]+)"`).FindSubmatch(cargo)
-	path := regexp.MustCompile(`(?m)^module (\S+)`).FindSubmatch(mod)
-	if repo == nil || path == nil || string(path[1]) != string(repo[1])+"/ffi/go" {
-		t.Fatalf("go.mod's module %q is not Cargo.toml's repository %q + /ffi/go (tags: ffi/go/vX.Y.Z)", path, repo)
+	if repo == nil || string(path[1]) != string(repo[1])+"/ffi/go" {
+		t.Fatalf("go.mod's module %q is not Cargo.toml's repository %q + /ffi/go (tags: ffi/go/vX.Y.Z)", path[1], repo)
 	}
 }

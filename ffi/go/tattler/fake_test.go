@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 import (
@@ -20,7 +22,7 @@ func fakeServe(t *testing.T) string {
 	if p := os.Getenv("TATTLER_FAKEAPI"); p != "" {
 		return p
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package tattler
 
 /*
@@ -55,11 +57,6 @@ type Error struct {
 	Status  Status
 	Message string
 }
-
-// StatusError is the former name of Error.
-//
-// Deprecated: use Error.
-type StatusError = Error
 
 func (e *Error) Error() string {
 	if e.Message == "" {
