@@ -29,8 +29,8 @@ use common::proxy::{Counts, FaultProxy, Mix, Model, Rng, Tally};
 use common::trace::Trace;
 use common::*;
 use crossbeam_channel::{bounded, Receiver, Sender};
-use parking_lot::Mutex;
 use kube_tattler::{Reader, ResourceSpec};
+use parking_lot::Mutex;
 use tattler_fakeapi::{FakeApi, Fault};
 
 const RESOURCES: [&str; 2] = ["pods", "configmaps"];

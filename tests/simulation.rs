@@ -45,8 +45,8 @@ use common::proxy::{tattler_threads_after_close, FaultProxy, Mix, Rng};
 use common::trace::Trace;
 use common::Watchdog;
 use crossbeam_channel::{bounded, Receiver, Sender};
-use parking_lot::Mutex;
 use kube_tattler::{Access, Backoff, Change, Checkpoint, Config, Reader, ResourceSpec};
+use parking_lot::Mutex;
 use tattler_fakeapi::{Backup, FakeApi, Fault, InitialEvents};
 
 const RESOURCES: [&str; 2] = ["pods", "configmaps"];

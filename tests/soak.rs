@@ -18,8 +18,8 @@ use common::proxy::{
     Model, Rng,
 };
 use common::*;
-use parking_lot::Mutex;
 use kube_tattler::Reader;
+use parking_lot::Mutex;
 use tattler_fakeapi::FakeApi;
 
 /// `(path for the fake, resource name in entries)`.

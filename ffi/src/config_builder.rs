@@ -5,9 +5,9 @@
 
 use std::ffi::{c_char, CString};
 
+use kube_tattler::{Config, ResourceSpec};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
-use kube_tattler::{Config, ResourceSpec};
 
 use crate::cast;
 use crate::error::{guard, guard_value, report, Failure};

@@ -2,8 +2,8 @@
 
 use std::ffi::{c_char, CStr};
 
-use parking_lot::Mutex;
 use kube_tattler::{Change, Entry};
+use parking_lot::Mutex;
 
 use crate::cast;
 use crate::error::guard_value;

@@ -5,9 +5,9 @@ use std::ptr::null_mut;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use kube_tattler::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextError};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use kube_tattler::{Checkpoint, NextTimeoutError, Reader, StreamStats, TryNextError};
 
 use crate::cast;
 use crate::config::{parse_config, parse_resources, Scope};

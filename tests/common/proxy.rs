@@ -946,8 +946,8 @@ impl Down {
 // ---------------------------------------------------------------------------
 // The consumer's view, shared by the fault, convergence and soak tests.
 
-use std::collections::{BTreeMap, HashSet};
 use kube_tattler::{Change, Entry};
+use std::collections::{BTreeMap, HashSet};
 use tattler_fakeapi::FakeApi;
 
 /// One object as a consumer knows it.

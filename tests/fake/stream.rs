@@ -526,7 +526,10 @@ fn stop_from_another_thread_wakes_a_blocked_next() {
     r.stop();
     assert_eq!(waiter.join().unwrap(), Err(kube_tattler::Closed));
     assert!(r.is_stopped());
-    assert_eq!(r.try_next().unwrap_err(), kube_tattler::TryNextError::Closed);
+    assert_eq!(
+        r.try_next().unwrap_err(),
+        kube_tattler::TryNextError::Closed
+    );
     assert_eq!(r.iter().count(), 0);
 }
 
