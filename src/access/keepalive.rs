@@ -5,6 +5,11 @@
 //! a minute, and the probes keep a load balancer's idle timer (commonly 4
 //! minutes) from cutting a quiet watch at all. ureq's own TCP connector sets
 //! no keepalive and keeps its socket private; this one is the same but for it.
+//!
+//! [`tcp`] and [`Socket`] are the same for tattler's own HTTP client
+//! (`access::client`): a socket whose timed-out reads and writes say
+//! `TimedOut` (the stream's idle detection relies on it; Unix says
+//! `WouldBlock`).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -86,6 +91,59 @@ impl<In: Wire> Connector<In> for KeepAliveTcp {
             write_timeout: None,
             _handle: handle,
         })))
+    }
+}
+
+/// Connects to each address in turn (each within `timeout`), with
+/// `TCP_NODELAY` (a request head goes out at once) and keepalive on.
+pub(crate) fn tcp(addrs: &[std::net::SocketAddr], timeout: Duration) -> std::io::Result<TcpStream> {
+    let mut last = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                set_keepalive(&s)?;
+                return Ok(s);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "no address to connect to",
+        )
+    }))
+}
+
+/// A TCP socket whose reads and writes that wait past their timeout fail
+/// with `TimedOut`, whatever the platform says.
+pub(crate) struct Socket(pub TcpStream);
+
+fn timed_out(e: std::io::Error) -> std::io::Error {
+    if e.kind() == std::io::ErrorKind::WouldBlock {
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no data within the read timeout",
+        )
+    } else {
+        e
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf).map_err(timed_out)
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(timed_out)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }
 
@@ -198,6 +256,23 @@ impl Wire for Probed {
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
+    #[test]
+    fn a_read_past_its_timeout_says_timed_out() {
+        use std::io::Read;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = super::tcp(
+            &[l.local_addr().unwrap()],
+            std::time::Duration::from_secs(5),
+        )
+        .unwrap();
+        let _peer = l.accept().unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_millis(20)))
+            .unwrap();
+        assert!(s.nodelay().unwrap());
+        let e = super::Socket(s).read(&mut [0; 8]).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    }
+
     #[test]
     fn connections_have_keepalive_probes() {
         use nix::sys::socket::{getsockopt, sockopt};

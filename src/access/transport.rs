@@ -8,12 +8,14 @@
 //! checked name (and SNI) for `tls-server-name`: the URL, the `Host` header
 //! and a proxy's `CONNECT` keep naming the server, as client-go's do.
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use crate::access::authorize::{Authorize, HeaderSlot};
-use crate::access::keepalive::KeepAliveTcp;
+use crate::access::keepalive::{KeepAliveTcp, Socket};
+use crate::access::proxy::Proxy;
 use parking_lot::Mutex;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
@@ -31,6 +33,9 @@ use crate::access::cluster::{Access, ServerUrl};
 use crate::access::credentials::{Credentials, Current};
 use crate::access::pem::{parse_identity, provider, roots, Identity};
 use crate::access::secret::ClientIdentity;
+use crate::access::url::Url;
+use crate::wire::http::{connect_head, get_head, Get, HttpError};
+use crate::wire::http_read::Input;
 use crate::{Config, Error};
 
 /// Everything needed to make an agent, checked once at open.
@@ -38,11 +43,19 @@ pub(crate) struct Transport {
     /// The URL requests go to.
     pub base: String,
     pub credentials: Credentials,
-    proxy: Option<ureq::Proxy>,
+    proxy: Option<Proxy>,
     accept_encoding: &'static str,
-    connect_timeout: std::time::Duration,
-    idle_timeout: std::time::Duration,
+    connect_timeout: Duration,
+    idle_timeout: Duration,
     tls: Option<TlsSetup>,
+    /// The server's host (no brackets) and port: where plain http
+    /// connects, what a proxy's CONNECT names.
+    host: String,
+    port: u16,
+    /// The server as its URL names it (`host[:port]`): the `Host` header.
+    authority: String,
+    /// The URL's path, which every request's path follows.
+    prefix: String,
 }
 
 /// The TLS side of a transport, for an https server.
@@ -61,19 +74,22 @@ struct TlsSetup {
 impl Transport {
     pub(crate) fn new(config: &Config, server: &ServerUrl) -> Result<Transport, Error> {
         let (access, tuning) = (&config.access, &config.tuning);
-        let uri: ureq::http::Uri = server
-            .base
-            .parse()
-            .map_err(|_| Error::Config("server: not a URL".into()))?;
-        let host = uri
-            .host()
-            .unwrap_or_default()
+        let url = Url::parse(&server.base)
+            .map_err(|e| Error::Config(format!("server: not a URL: {e}")))?;
+        let host = url
+            .host
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
-        let port = uri
-            .port_u16()
+        let port = url
+            .port_number()
+            .map_err(|e| Error::Config(format!("server: {e}")))?
             .unwrap_or(if server.https { 443 } else { 80 });
+        let authority = match url.port {
+            Some(p) => format!("{}:{p}", url.host),
+            None => url.host.to_string(),
+        };
+        let prefix = url.path.to_string();
         let tls = if server.https {
             Some(tls_setup(access, &host, port)?)
         } else {
@@ -96,6 +112,10 @@ impl Transport {
             connect_timeout: tuning.connect_timeout,
             idle_timeout: tuning.idle_timeout,
             tls,
+            host,
+            port,
+            authority,
+            prefix,
         })
     }
 
@@ -108,7 +128,7 @@ impl Transport {
         let http = Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
-            .proxy(self.proxy.clone())
+            .proxy(self.proxy.as_ref().map(Proxy::ureq))
             .user_agent(concat!("tattler/", env!("CARGO_PKG_VERSION")))
             .accept_encoding(self.accept_encoding)
             // No resolve timeout: with one, ureq runs each DNS lookup in a
@@ -116,13 +136,41 @@ impl Transport {
             .timeout_connect(Some(self.connect_timeout))
             .timeout_per_read(Some(self.idle_timeout))
             .build();
-        let Some(tls) = &self.tls else {
+        let (Some(tls), Some(client)) = (&self.tls, self.tls_config(identity)?) else {
             let connector = ().chain(KeepAliveTcp).chain(Authorize(header.clone()));
             return Ok(Agent::with_parts(
                 http,
                 connector,
                 LoopbackOnly(DefaultResolver::default()),
             ));
+        };
+        let connector = ()
+            .chain(ConnectProxyConnector::default())
+            .chain(KeepAliveTcp)
+            .chain(TlsConnector {
+                config: client,
+                name: tls.name.clone(),
+                host: tls.host.clone(),
+                port: tls.port,
+            })
+            .chain(Authorize(header.clone()));
+        Ok(Agent::with_parts(
+            http,
+            connector,
+            DefaultResolver::default(),
+        ))
+    }
+
+    /// The TLS configuration of an https server's connections (`None` for
+    /// plain http); `identity` (from an exec plugin) replaces the
+    /// configured client certificate. Kept per identity by the caller: it
+    /// holds the TLS session cache.
+    pub(crate) fn tls_config(
+        &self,
+        identity: Option<&ClientIdentity>,
+    ) -> Result<Option<Arc<ClientConfig>>, String> {
+        let Some(tls) = &self.tls else {
+            return Ok(None);
         };
         let identity = match identity {
             Some(id) => Some(parse_identity(id, "the exec plugin's client certificate")?),
@@ -139,21 +187,234 @@ impl Transport {
                 .map_err(|e| format!("client certificate: {e}"))?,
             None => builder.with_no_client_auth(),
         };
-        let connector = ()
-            .chain(ConnectProxyConnector::default())
-            .chain(KeepAliveTcp)
-            .chain(TlsConnector {
-                config: Arc::new(client),
-                name: tls.name.clone(),
-                host: tls.host.clone(),
-                port: tls.port,
-            })
-            .chain(Authorize(header.clone()));
-        Ok(Agent::with_parts(
-            http,
-            connector,
-            DefaultResolver::default(),
-        ))
+        Ok(Some(Arc::new(client)))
+    }
+
+    /// How long a read may wait for a byte, unless a request says less.
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// The head of a GET of `path` (from the server URL's path on), with
+    /// the credentials' `authorization` when there is one.
+    pub(crate) fn get_head(
+        &self,
+        path: &str,
+        accept: &str,
+        authorization: Option<&str>,
+    ) -> Result<Vec<u8>, HttpError> {
+        get_head(&Get {
+            target: &format!("{}{path}", self.prefix),
+            authority: &self.authority,
+            accept,
+            accept_encoding: self.accept_encoding,
+            authorization,
+        })
+    }
+
+    /// A new connection to the server, through its proxy when it has one,
+    /// over TLS with `tls` for https. `register` gets the TCP socket as
+    /// soon as it connects (before any handshake), so that a stop can shut
+    /// it down; an error from it ends the attempt. Connecting, the
+    /// handshakes and the proxy's answer each wait at most the connect
+    /// timeout for a byte.
+    pub(crate) fn open(
+        &self,
+        tls: Option<&Arc<ClientConfig>>,
+        register: &dyn Fn(&Arc<TcpStream>) -> io::Result<()>,
+    ) -> io::Result<Conn> {
+        let (host, port) = match &self.proxy {
+            Some(p) => (p.host.as_str(), p.port),
+            None => (self.host.as_str(), self.port),
+        };
+        let named =
+            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", authority(host, port)));
+        let addrs: Vec<SocketAddr> = (host, port).to_socket_addrs().map_err(named)?.collect();
+        let addrs = match self.tls {
+            Some(_) => addrs,
+            // Plain http: every connection goes to loopback only.
+            None => loopback_only(host, addrs)?,
+        };
+        let socket = crate::access::keepalive::tcp(&addrs, self.connect_timeout).map_err(named)?;
+        let handle = Arc::new(socket.try_clone()?);
+        register(&handle)?;
+        let setup = Some(self.connect_timeout).filter(|t| !t.is_zero());
+        socket.set_read_timeout(setup)?;
+        socket.set_write_timeout(setup)?;
+        let mut wire: Box<dyn ByteStream> = Box::new(Socket(socket));
+        if let (Some(proxy), Some(config)) = (&self.proxy, tls) {
+            if proxy.tls {
+                wire = handshake(wire, config, &proxy.host)?;
+            }
+            wire = self.tunnel(wire, proxy)?;
+        }
+        if let (Some(setup), Some(config)) = (&self.tls, tls) {
+            wire = handshake_for(wire, config, setup.name.clone())?;
+        }
+        Ok(Conn {
+            wire,
+            socket: handle,
+        })
+    }
+
+    /// Asks `proxy` for a tunnel to the server over `wire`: CONNECT naming
+    /// the server (never `tls_server_name`), with the proxy's credentials;
+    /// its answer is read with the same head reader as the server's.
+    fn tunnel(
+        &self,
+        mut wire: Box<dyn ByteStream>,
+        proxy: &Proxy,
+    ) -> io::Result<Box<dyn ByteStream>> {
+        let target = authority(&self.host, self.port);
+        let credentials = proxy.authorization();
+        let head = connect_head(&target, credentials.as_ref().map(|t| t.expose()))?;
+        wire.write_all(&head)?;
+        wire.flush()?;
+        let mut input = Input::new(&mut wire);
+        let answer = input.read_head()?;
+        let extra = !input.buffered().is_empty();
+        drop(input);
+        if !(200..300).contains(&answer.status) {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                format!(
+                    "the proxy {} answered CONNECT {target} with {}",
+                    authority(&proxy.host, proxy.port),
+                    answer.status
+                ),
+            ));
+        }
+        if extra {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the proxy sent bytes after its answer to CONNECT",
+            ));
+        }
+        Ok(wire)
+    }
+}
+
+/// `host:port`, an IPv6 address in brackets.
+fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// The addresses a plain-http connection may use: loopback ones only, so
+/// that `/etc/hosts` cannot send a token elsewhere.
+fn loopback_only(host: &str, addrs: Vec<SocketAddr>) -> io::Result<Vec<SocketAddr>> {
+    let kept: Vec<SocketAddr> = addrs
+        .iter()
+        .copied()
+        .filter(|a| a.ip().is_loopback())
+        .collect();
+    if kept.is_empty() {
+        let shown: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{host} resolves to {}, not to a loopback address: plain http is only allowed to loopback",
+                shown.join(", ")
+            ),
+        ));
+    }
+    Ok(kept)
+}
+
+/// A TLS client over `wire` for the name `host` (an https proxy's).
+fn handshake(
+    wire: Box<dyn ByteStream>,
+    config: &Arc<ClientConfig>,
+    host: &str,
+) -> io::Result<Box<dyn ByteStream>> {
+    let name = ServerName::try_from(host.to_string()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{host}: not a DNS name or IP address"),
+        )
+    })?;
+    handshake_for(wire, config, name)
+}
+
+/// A TLS client over `wire`, its handshake done: the server's certificate
+/// checked by tattler's verifier for `name`, which is also the SNI.
+fn handshake_for(
+    wire: Box<dyn ByteStream>,
+    config: &Arc<ClientConfig>,
+    name: ServerName<'static>,
+) -> io::Result<Box<dyn ByteStream>> {
+    let conn = ClientConnection::new(config.clone(), name).map_err(io::Error::other)?;
+    let mut stream = StreamOwned::new(conn, wire);
+    while stream.conn.is_handshaking() {
+        if stream.conn.complete_io(&mut stream.sock)? == (0, 0) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the connection closed during the TLS handshake",
+            ));
+        }
+    }
+    Ok(Box::new(stream))
+}
+
+/// A connection's bytes: TCP, or TLS over TCP or over a proxy's tunnel.
+pub(crate) trait ByteStream: Read + Write + Send {}
+
+impl<T: Read + Write + Send> ByteStream for T {}
+
+/// One connection to the server, as tattler's HTTP client uses it: its
+/// bytes (through TLS and tunnels), and the TCP socket under them, to set
+/// its timeouts, see whether it is still open, and shut it down from
+/// another thread.
+pub(crate) struct Conn {
+    wire: Box<dyn ByteStream>,
+    socket: Arc<TcpStream>,
+}
+
+impl Conn {
+    /// The socket, to shut down.
+    pub(crate) fn socket(&self) -> &Arc<TcpStream> {
+        &self.socket
+    }
+
+    /// How long a read and a write may wait.
+    pub(crate) fn set_timeouts(&self, read: Duration, write: Duration) -> io::Result<()> {
+        self.socket
+            .set_read_timeout(Some(read).filter(|t| !t.is_zero()))?;
+        self.socket
+            .set_write_timeout(Some(write).filter(|t| !t.is_zero()))
+    }
+
+    /// Whether a kept connection can carry another request: open, and
+    /// nothing arrived since its last response (a close, a TLS alert, stray
+    /// bytes).
+    pub(crate) fn idle_and_open(&self) -> bool {
+        if self.socket.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let idle = matches!(
+            self.socket.peek(&mut [0u8; 1]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        );
+        idle && self.socket.set_nonblocking(false).is_ok()
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.wire.read(buf)
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.wire.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.wire.flush()
     }
 }
 
@@ -497,6 +758,29 @@ mod tests {
             }
             Ok(out)
         }
+    }
+
+    #[test]
+    fn plain_http_keeps_only_resolved_loopback_addresses() {
+        // What a resolver says about `localhost` when /etc/hosts points it elsewhere.
+        let keep = |addrs: &[&str]| {
+            loopback_only(
+                "localhost",
+                addrs.iter().map(|a| a.parse().unwrap()).collect(),
+            )
+            .map(|a| a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        let e = keep(&["10.1.2.3:8080"]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(
+            e.to_string()
+                .contains("localhost resolves to 10.1.2.3, not to a loopback address"),
+            "{e}"
+        );
+        assert_eq!(
+            keep(&["10.1.2.3:8080", "127.0.0.1:8080", "[::1]:8080"]).unwrap(),
+            ["127.0.0.1:8080", "[::1]:8080"]
+        );
     }
 
     #[test]
