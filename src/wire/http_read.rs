@@ -127,30 +127,29 @@ impl<R: Read> Input<R> {
     }
 
     fn one_head(&mut self) -> io::Result<Head> {
-        // httparse runs once a blank line has come (or the bound is
-        // reached), not on every read: a head trickling in a byte at a time
-        // costs one parse, not one per byte.
+        // httparse runs once a blank line has come (or the bound or the
+        // source's end is reached), not on every read: a head trickling in
+        // a byte at a time costs one parse, not one per byte. Whenever it
+        // runs, on what has come so far, it says what the whole would: the
+        // outcome does not depend on how the bytes were cut.
         let mut scanned = 0usize;
+        let mut end = false;
         loop {
             let got = self.buffered();
-            let from = scanned.saturating_sub(2);
-            let blank = got[from..].windows(2).any(|w| w == b"\n\n" || w == b"\n\r")
-                && has_blank_line(&got[from..]);
-            if blank || got.len() >= MAX_HEAD {
+            if end && got.is_empty() {
+                return Err(HttpError::Closed.into());
+            }
+            if end || got.len() >= MAX_HEAD || has_blank_line(&got[scanned.saturating_sub(2)..]) {
                 if let Some((len, head)) = parse_head(got)? {
                     self.consume(len);
                     return Ok(head);
                 }
+                if end {
+                    return Err(HttpError::TruncatedHead.into());
+                }
             }
             scanned = got.len();
-            if self.fill(MAX_HEAD)? == 0 {
-                return Err(if self.buffered().is_empty() {
-                    HttpError::Closed
-                } else {
-                    HttpError::TruncatedHead
-                }
-                .into());
-            }
+            end = self.fill(MAX_HEAD)? == 0;
         }
     }
 
@@ -486,8 +485,9 @@ pub(crate) fn read_response<R: Read>(
     let mut most = input.capacity();
     let head = match input.read_head() {
         Ok(h) => h,
-        Err(e) => return (Err(e.to_string()), input.capacity()),
+        Err(e) => return (Err(e.to_string()), most.max(input.capacity())),
     };
+    most = most.max(input.capacity());
     let framing = match crate::wire::http::framing(&head) {
         Ok(f) => f,
         Err(e) => return (Err(e.to_string()), most),
@@ -499,7 +499,7 @@ pub(crate) fn read_response<R: Read>(
         match body.read(&mut piece) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&piece[..n]),
-            Err(e) => return (Err(e.to_string()), body.input().capacity()),
+            Err(e) => return (Err(e.to_string()), most.max(body.input().capacity())),
         }
         most = most.max(body.input().capacity());
         assert!(out.len() < 1 << 26, "bodies in tests are small");
