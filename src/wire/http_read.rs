@@ -14,8 +14,8 @@
 //! `;` is allowed (RFC 9112's BWS; Go refuses it). Trailers are read and
 //! dropped: lines of at most 4096 bytes, [`MAX_TRAILERS`] in all.
 //!
-//! Memory is bounded whatever the server sends: one buffer that grows to
-//! [`MAX_HEAD`](crate::wire::http::MAX_HEAD) only for a head that needs it.
+//! Memory is bounded whatever the server sends: one 64 KiB read buffer
+//! (the longest head fits), whatever sizes a response claims.
 
 use std::io::{self, Read};
 
@@ -29,8 +29,10 @@ const MAX_CHUNK_DIGITS: usize = 16;
 pub(crate) const MAX_TRAILERS: usize = 16 << 10;
 /// Go's bound on framing overhead beyond its allowance.
 const MAX_EXCESS: u64 = 16 << 10;
-/// The read buffer's size, before a long head grows it.
-const BUF: usize = 16 << 10;
+/// The read buffer's size: what one read of the frame readers asks for,
+/// and room for the longest head.
+const BUF: usize = 64 << 10;
+const _: () = assert!(BUF >= MAX_HEAD && BUF >= MAX_CHUNK_LINE);
 
 /// The HTTP error inside an I/O error, when there is one (the connection
 /// layer retries [`HttpError::Closed`] on a kept-alive connection).
@@ -85,20 +87,16 @@ impl<R> Input<R> {
 }
 
 impl<R: Read> Input<R> {
-    /// Reads more into the buffer (growing it up to `limit` bytes when it is
-    /// full from its start); `Ok(0)` at the source's end.
-    fn fill(&mut self, limit: usize) -> io::Result<usize> {
+    /// Reads more into the buffer; `Ok(0)` at the source's end.
+    fn fill(&mut self) -> io::Result<usize> {
         if self.end == self.buf.len() {
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            } else if self.buf.len() < limit {
-                self.buf.resize((self.buf.len() * 2).min(limit), 0);
-            } else {
-                // The callers stop before the buffer is full at its limit.
+            if self.start == 0 {
+                // The callers stop at their bounds, all below the buffer's size.
                 return Err(io::Error::other("the response buffer is full"));
             }
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
         }
         loop {
             match self.inner.read(&mut self.buf[self.end..]) {
@@ -149,7 +147,7 @@ impl<R: Read> Input<R> {
                 }
             }
             scanned = got.len();
-            end = self.fill(MAX_HEAD)? == 0;
+            end = self.fill()? == 0;
         }
     }
 
@@ -160,7 +158,7 @@ impl<R: Read> Input<R> {
             if !may_read {
                 return Ok(false);
             }
-            if self.fill(BUF)? == 0 {
+            if self.fill()? == 0 {
                 return Err(HttpError::TruncatedBody.into());
             }
         }
@@ -185,7 +183,7 @@ impl<R: Read> Input<R> {
             if !may_read {
                 return Ok(None);
             }
-            if self.fill(BUF)? == 0 {
+            if self.fill()? == 0 {
                 return Err(HttpError::TruncatedBody.into());
             }
         }
@@ -210,7 +208,7 @@ impl<R: Read> Input<R> {
                     }
                 }
             }
-            if self.fill(BUF)? == 0 {
+            if self.fill()? == 0 {
                 return Ok(Some(0));
             }
         }
@@ -822,7 +820,7 @@ mod tests {
 
     #[test]
     fn memory_stays_bounded_whatever_the_sizes() {
-        // A head just under the bound grows the buffer to it, no further.
+        // A head just under the bound fits the buffer.
         let head = format!(
             "HTTP/1.1 200 OK\r\nX: {}\r\nContent-Length: 1\r\n\r\nx",
             "a".repeat(MAX_HEAD - 60)
