@@ -13,21 +13,23 @@
 //! `kubeconfig` and `in_cluster`, so `cluster` knows nothing of them.
 
 pub(crate) mod auth;
+#[allow(dead_code)] // ureq's glue, unused since the stream's wiring; removed next
 pub(crate) mod authorize;
-// Until the stream makes its requests with it (the wiring commit).
-#[allow(dead_code)]
 pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod credentials;
 pub(crate) mod exec;
 pub(crate) mod files;
 pub(crate) mod in_cluster;
+#[allow(dead_code)] // ureq's glue, unused since the stream's wiring; removed next
 pub(crate) mod keepalive;
 pub(crate) mod kubeconfig;
+#[allow(dead_code)] // ureq's glue, unused since the stream's wiring; removed next
 pub(crate) mod mask;
 pub(crate) mod pem;
 pub(crate) mod proxy;
 pub(crate) mod secret;
+#[allow(dead_code)] // ureq's glue, unused since the stream's wiring; removed next
 pub(crate) mod transport;
 pub(crate) mod url;
 mod yaml;

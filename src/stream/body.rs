@@ -4,6 +4,7 @@
 
 use std::io::Read;
 
+use crate::access::client::Response;
 use crate::stream::machine::End;
 use crate::stream::Stream;
 use crate::wire::frames::{FrameError, FrameReader, ListError, ListItem, ListMeta, ListReader};
@@ -15,10 +16,8 @@ type Body = Box<dyn Read + Send>;
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 /// Whether a response's Content-Type is the apiserver's protobuf.
-pub(crate) fn is_protobuf(resp: &ureq::http::Response<ureq::Body>) -> bool {
-    resp.headers()
-        .get("Content-Type")
-        .and_then(|v| v.to_str().ok())
+pub(crate) fn is_protobuf(resp: &Response) -> bool {
+    resp.header("Content-Type")
         .is_some_and(|t| t.trim().to_ascii_lowercase().starts_with(PROTOBUF))
 }
 
@@ -89,7 +88,7 @@ impl Items {
 
 impl Stream {
     /// A watch response's frames, read as its Content-Type says.
-    pub(crate) fn frames(&self, resp: ureq::http::Response<ureq::Body>) -> Result<Frames, End> {
+    pub(crate) fn frames(&self, resp: Response) -> Result<Frames, End> {
         let proto = is_protobuf(&resp);
         let body = self.body(resp)?;
         let max = self.settings.max_frame_bytes;
@@ -101,7 +100,7 @@ impl Stream {
     }
 
     /// A LIST response's items, read as its Content-Type says.
-    pub(crate) fn items(&self, resp: ureq::http::Response<ureq::Body>) -> Result<Items, End> {
+    pub(crate) fn items(&self, resp: Response) -> Result<Items, End> {
         let proto = is_protobuf(&resp);
         let body = self.body(resp)?;
         let max = self.settings.max_frame_bytes;

@@ -22,8 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::Mutex;
 
 pub(crate) use self::backoff::Jitter;
+use crate::access::client::{AgentSlot, Request, Response};
 use crate::access::credentials::CredentialError;
-use crate::access::transport::{AgentSlot, Transport};
+use crate::access::transport::Transport;
 use crate::config::Backoff;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::lifecycle::{Claim, Gate, Lifecycle};
@@ -557,7 +558,7 @@ impl Stream {
         path: &str,
         what: Asking,
         read_timeout: Option<Duration>,
-    ) -> Result<ureq::http::Response<ureq::Body>, End> {
+    ) -> Result<Response, End> {
         let creds = &self.transport.credentials;
         let current = match creds.current(&[&self.stop.all, &self.stop.own]) {
             Ok(c) => c,
@@ -577,14 +578,13 @@ impl Stream {
             }
             Err(e) => return Err(End::Retry(format!("credentials: {e}"), None)),
         };
-        let agent = match self.slot.get(&self.transport, &current) {
+        let client = match self.slot.client(&self.transport, &current) {
             None => return Err(End::Stopped),
-            Some(Ok(a)) => a,
+            Some(Ok(c)) => c,
             Some(Err(e)) => {
                 return Err(End::Fatal(ErrorInfo::ours(Reason::TlsIdentity, 0, e, true)))
             }
         };
-        let url = format!("{}{}", self.transport.base, path);
         let drop = self.edits.drop_managed_fields;
         let accept = match what {
             Asking::Objects if self.asks_protobuf() && self.spec.metadata_only => {
@@ -602,25 +602,21 @@ impl Stream {
             Asking::Discovery(accept) => accept.to_string(),
             Asking::Document => "application/json".to_string(),
         };
-        // The credentials' header is added below ureq (`access::authorize`).
-        let mut req = agent.get(&url).header("Accept", &accept);
-        if let Some(t) = read_timeout {
-            req = req.config().timeout_per_read(Some(t)).build();
-        }
         log::debug!("GET {path}");
-        let resp = match req.call() {
+        let req = Request {
+            path,
+            accept: &accept,
+            read_timeout,
+        };
+        let resp = match client.get(&req) {
             Ok(r) => r,
             Err(_) if self.stop.is_set() => return Err(End::Stopped),
             Err(e) => return Err(End::Retry(format!("request failed: {e}"), None)),
         };
-        let code = resp.status().as_u16();
+        let code = resp.status();
         if code == 200 {
             // A proxy's error page, say: not an answer of the apiserver's.
-            let content_type = resp
-                .headers()
-                .get("Content-Type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("application/json");
+            let content_type = resp.header("Content-Type").unwrap_or("application/json");
             let asked_protobuf =
                 self.asks_protobuf() && matches!(what, Asking::Objects | Asking::List);
             let readable = content_type.to_ascii_lowercase().contains("json")
@@ -635,18 +631,10 @@ impl Stream {
             self.seen.answered = true;
             return Ok(resp);
         }
-        let hint = answer::retry_after(
-            resp.headers()
-                .get("Retry-After")
-                .and_then(|v| v.to_str().ok()),
-            SystemTime::now(),
-        );
+        let hint = answer::retry_after(resp.header("Retry-After"), SystemTime::now());
         let mut body = Vec::new();
         let protobuf = body::is_protobuf(&resp);
-        let (head, answer) = resp.into_parts();
-        let _ = crate::access::mask::unmasked(&head.headers, answer.into_reader())
-            .take(64 << 10)
-            .read_to_end(&mut body);
+        let _ = resp.into_body().take(64 << 10).read_to_end(&mut body);
         // Asked protobuf first, the server sends its Status that way too.
         if protobuf {
             body = crate::wire::meta_json::status_doc(&body).unwrap_or_default();

@@ -7,6 +7,7 @@ use std::io::Read;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::access::client::Response;
 use crate::objects::shape::Shaped;
 use crate::stream::machine::End;
 use crate::stream::sink::{Batch, Decoded};
@@ -333,17 +334,11 @@ impl Stream {
     }
 
     /// A response body, decoded: gzip only when tattler asked for it.
-    pub(crate) fn body(
-        &self,
-        resp: ureq::http::Response<ureq::Body>,
-    ) -> Result<Box<dyn Read + Send>, End> {
+    pub(crate) fn body(&self, resp: Response) -> Result<Box<dyn Read + Send>, End> {
         let encoding = resp
-            .headers()
-            .get("Content-Encoding")
-            .and_then(|v| v.to_str().ok())
+            .header("Content-Encoding")
             .map(|v| v.trim().to_ascii_lowercase());
-        let (head, body) = resp.into_parts();
-        let reader = crate::access::mask::unmasked(&head.headers, body.into_reader());
+        let reader = resp.into_body();
         match encoding.as_deref() {
             None | Some("" | "identity") => Ok(Box::new(reader)),
             // Any number of members: a 1.37 apiserver (WatchListCompression)
@@ -419,10 +414,7 @@ impl Stream {
     }
 }
 
-/// A read that waited past its timeout: ureq wraps its own `Timeout` error.
+/// A read that waited past its timeout (the client says so by its kind).
 fn is_timeout(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::TimedOut
-        || e.get_ref()
-            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
-            .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)))
 }

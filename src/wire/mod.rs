@@ -11,10 +11,7 @@ pub(crate) mod dates;
 pub(crate) mod decode;
 pub(crate) mod discovery;
 pub(crate) mod frames;
-// Until the stream reads its responses with them (the wiring commit).
-#[allow(dead_code)]
 pub(crate) mod http;
-#[allow(dead_code)]
 pub(crate) mod http_read;
 pub(crate) mod meta_json;
 pub(crate) mod proto_frames;
