@@ -106,9 +106,8 @@ fn level_filter(n: usize) -> LevelFilter {
 
 impl Log for CallbackLogger {
     fn enabled(&self, m: &Metadata) -> bool {
-        // The HTTP client's TRACE lines never reach the callback (below), so
-        // they are not enabled either: tattler masks response bodies across
-        // ureq only while they are (kube_tattler::access::mask).
+        // Other libraries' TRACE lines never reach the callback (below), so
+        // they are not enabled either.
         if m.level() == Level::Trace && !m.target().starts_with("tattler") {
             return false;
         }
@@ -124,8 +123,9 @@ impl Log for CallbackLogger {
         if in_callback() {
             return;
         }
-        // The HTTP client's TRACE lines carry raw request bytes, the
-        // Authorization header included: they never reach the callback.
+        // Other libraries' TRACE lines never reach the callback: none under
+        // tattler sees a request or response byte today (tattler reads and
+        // writes HTTP itself), and one that did would log them at TRACE.
         if record.level() == Level::Trace && !record.target().starts_with("tattler") {
             return;
         }

@@ -70,26 +70,6 @@ impl Proxy {
             crate::util::base64_encode(pair.as_bytes())
         )))
     }
-
-    /// The same proxy as ureq's, for the agent the streams use until they
-    /// read through tattler's own client.
-    pub(crate) fn ureq(&self) -> ureq::Proxy {
-        let protocol = if self.tls {
-            ureq::ProxyProtocol::Https
-        } else {
-            ureq::ProxyProtocol::Http
-        };
-        let mut b = ureq::Proxy::builder(protocol)
-            .host(&self.host)
-            .port(self.port);
-        if let Some((name, password)) = &self.user {
-            b = b.username(name);
-            if let Some(p) = password {
-                b = b.password(p);
-            }
-        }
-        b.build().expect("a proxy tattler parsed")
-    }
 }
 
 /// A proxy URL read as Go's httpproxy reads it (`net/url`, `http://` put

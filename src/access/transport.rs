@@ -1,47 +1,37 @@
-//! The HTTP client side: TLS (trust, client identity, the name checked on the
-//! server's certificate), proxies, the loopback rule for plain http, and one
-//! ureq agent per stream that the reader can shut down.
+//! The way to the server: TLS (trust, client identity, the name checked on
+//! the server's certificate), proxies, the loopback rule for plain http,
+//! and the connections tattler's HTTP client (`access::client`) sends its
+//! requests on ([`Transport::open`], [`Conn`]).
 //!
-//! TLS is ours rather than ureq's: ureq's rustls connector takes the name it
-//! checks from the URL and panics on a client certificate rustls refuses. Ours
-//! checks every certificate and key once, up front, and changes only the
-//! checked name (and SNI) for `tls-server-name`: the URL, the `Host` header
-//! and a proxy's `CONNECT` keep naming the server, as client-go's do.
+//! TLS is tattler's: every certificate and key is checked once, up front,
+//! and `tls-server-name` changes only the checked name (and SNI): the URL,
+//! the `Host` header and a proxy's `CONNECT` keep naming the server, as
+//! client-go's do.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::access::authorize::{Authorize, HeaderSlot};
-use crate::access::keepalive::{KeepAliveTcp, Socket};
-use crate::access::proxy::Proxy;
-use parking_lot::Mutex;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
-use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{
-    Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
-    Transport as Wire, TransportAdapter,
-};
-use ureq::Agent;
 
 use crate::access::cluster::{Access, ServerUrl};
-use crate::access::credentials::{Credentials, Current};
+use crate::access::credentials::Credentials;
+use crate::access::keepalive::Socket;
 use crate::access::pem::{parse_identity, provider, roots, Identity};
+use crate::access::proxy::Proxy;
 use crate::access::secret::ClientIdentity;
 use crate::access::url::Url;
 use crate::wire::http::{connect_head, get_head, Get, HttpError};
 use crate::wire::http_read::Input;
 use crate::{Config, Error};
 
-/// Everything needed to make an agent, checked once at open.
+/// Everything needed to reach the server, checked once at open.
 pub(crate) struct Transport {
-    /// The URL requests go to.
-    pub base: String,
     pub credentials: Credentials,
     proxy: Option<Proxy>,
     accept_encoding: &'static str,
@@ -63,12 +53,9 @@ struct TlsSetup {
     verifier: Arc<dyn ServerCertVerifier>,
     /// The configured client certificate, checked.
     identity: Option<Identity>,
-    /// The name checked on the server's certificate and sent as SNI.
-    name: ServerName<'static>,
-    /// The server's host and port: the connection `name` applies to (an
+    /// The name checked on the server's certificate and sent as SNI (an
     /// https proxy's own connection is checked for the proxy's name).
-    host: String,
-    port: u16,
+    name: ServerName<'static>,
 }
 
 impl Transport {
@@ -91,7 +78,7 @@ impl Transport {
         };
         let prefix = url.path.to_string();
         let tls = if server.https {
-            Some(tls_setup(access, &host, port)?)
+            Some(tls_setup(access, &host)?)
         } else {
             check_loopback_now(&host, port)?;
             None
@@ -100,7 +87,6 @@ impl Transport {
             log::warn!("TLS certificate verification is OFF (insecure_skip_tls_verify)");
         }
         Ok(Transport {
-            base: server.base.clone(),
             credentials: Credentials::new(access.auth.clone()),
             // Plain http goes to loopback only, never through a proxy.
             proxy: if server.https {
@@ -117,48 +103,6 @@ impl Transport {
             authority,
             prefix,
         })
-    }
-
-    /// A fresh agent; `identity` (from an exec plugin) replaces the configured one.
-    fn agent(
-        &self,
-        identity: Option<&ClientIdentity>,
-        header: &Arc<HeaderSlot>,
-    ) -> Result<Agent, String> {
-        let http = Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .proxy(self.proxy.as_ref().map(Proxy::ureq))
-            .user_agent(concat!("tattler/", env!("CARGO_PKG_VERSION")))
-            .accept_encoding(self.accept_encoding)
-            // No resolve timeout: with one, ureq runs each DNS lookup in a
-            // detached thread that could outlive close (tests/threads.rs).
-            .timeout_connect(Some(self.connect_timeout))
-            .timeout_per_read(Some(self.idle_timeout))
-            .build();
-        let (Some(tls), Some(client)) = (&self.tls, self.tls_config(identity)?) else {
-            let connector = ().chain(KeepAliveTcp).chain(Authorize(header.clone()));
-            return Ok(Agent::with_parts(
-                http,
-                connector,
-                LoopbackOnly(DefaultResolver::default()),
-            ));
-        };
-        let connector = ()
-            .chain(ConnectProxyConnector::default())
-            .chain(KeepAliveTcp)
-            .chain(TlsConnector {
-                config: client,
-                name: tls.name.clone(),
-                host: tls.host.clone(),
-                port: tls.port,
-            })
-            .chain(Authorize(header.clone()));
-        Ok(Agent::with_parts(
-            http,
-            connector,
-            DefaultResolver::default(),
-        ))
     }
 
     /// The TLS configuration of an https server's connections (`None` for
@@ -418,7 +362,7 @@ impl Write for Conn {
     }
 }
 
-fn tls_setup(config: &Access, host: &str, port: u16) -> Result<TlsSetup, Error> {
+fn tls_setup(config: &Access, host: &str) -> Result<TlsSetup, Error> {
     if config.insecure_skip_tls_verify && config.ca_pem.is_some() {
         return Err(Error::Config(
             crate::access::cluster::INSECURE_WITH_CA.into(),
@@ -461,8 +405,6 @@ fn tls_setup(config: &Access, host: &str, port: u16) -> Result<TlsSetup, Error> 
         verifier,
         identity,
         name,
-        host: host.to_string(),
-        port,
     })
 }
 
@@ -491,7 +433,7 @@ fn system_roots() -> Arc<RootCertStore> {
 }
 
 /// Plain http is allowed only to loopback. The URL's host was checked by
-/// name; a name (`localhost`) is resolved now, and again by [`LoopbackOnly`]
+/// name; a name (`localhost`) is resolved now, and again by [`Transport::open`]
 /// at every connect, so that `/etc/hosts` cannot send a token elsewhere.
 fn check_loopback_now(host: &str, port: u16) -> Result<(), Error> {
     if host.parse::<IpAddr>().is_ok() {
@@ -509,134 +451,6 @@ fn check_loopback_now(host: &str, port: u16) -> Result<(), Error> {
         )));
     }
     Ok(())
-}
-
-/// For plain http: resolves as usual and keeps only loopback addresses.
-#[derive(Debug)]
-struct LoopbackOnly<R>(R);
-
-impl<R: Resolver> Resolver for LoopbackOnly<R> {
-    fn resolve(
-        &self,
-        uri: &ureq::http::Uri,
-        config: &ureq::config::Config,
-        timeout: NextTimeout,
-    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-        let all = self.0.resolve(uri, config, timeout)?;
-        let mut kept = self.0.empty();
-        for a in all.iter().filter(|a| a.ip().is_loopback()) {
-            kept.push(*a);
-        }
-        if kept.is_empty() {
-            let shown: Vec<String> = all.iter().map(|a| a.ip().to_string()).collect();
-            return Err(ureq::Error::Io(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} resolves to {}, not to a loopback address: plain http is only allowed to loopback",
-                    uri.host().unwrap_or_default(),
-                    shown.join(", ")
-                ),
-            )));
-        }
-        Ok(kept)
-    }
-
-    fn empty(&self) -> ResolvedSocketAddrs {
-        self.0.empty()
-    }
-}
-
-/// TLS over the connection the chain made (direct or through a CONNECT
-/// tunnel), checked by our verifier for our name.
-#[derive(Debug)]
-struct TlsConnector {
-    config: Arc<ClientConfig>,
-    name: ServerName<'static>,
-    host: String,
-    port: u16,
-}
-
-impl<In: Wire> Connector<In> for TlsConnector {
-    type Out = Either<In, TlsWire>;
-
-    fn connect(
-        &self,
-        details: &ConnectionDetails,
-        chained: Option<In>,
-    ) -> Result<Option<Self::Out>, ureq::Error> {
-        let Some(transport) = chained else {
-            return Ok(None);
-        };
-        if !details.needs_tls() || transport.is_tls() {
-            return Ok(Some(Either::A(transport)));
-        }
-        let host = details
-            .uri
-            .host()
-            .unwrap_or_default()
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let port = details.uri.port_u16().unwrap_or(443);
-        let name = if host.eq_ignore_ascii_case(&self.host) && port == self.port {
-            self.name.clone()
-        } else {
-            // An https proxy: its own name.
-            ServerName::try_from(host.to_string())
-                .map_err(|_| ureq::Error::Tls("not a DNS name or IP address"))?
-        };
-        let mut conn = ClientConnection::new(self.config.clone(), name)?;
-        let mut sock = TransportAdapter::new(transport.boxed(), details.current_time.clone());
-        sock.set_timeout(details.timeout);
-        conn.complete_io(&mut sock)?;
-        Ok(Some(Either::B(TlsWire {
-            buffers: LazyBuffers::new(
-                details.config.input_buffer_size(),
-                details.config.output_buffer_size(),
-            ),
-            stream: StreamOwned { conn, sock },
-        })))
-    }
-}
-
-/// A TLS connection as a ureq transport.
-struct TlsWire {
-    buffers: LazyBuffers,
-    stream: StreamOwned<ClientConnection, TransportAdapter>,
-}
-
-impl std::fmt::Debug for TlsWire {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TlsWire")
-    }
-}
-
-impl Wire for TlsWire {
-    fn buffers(&mut self) -> &mut dyn Buffers {
-        &mut self.buffers
-    }
-
-    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        self.stream.get_mut().set_timeout(timeout);
-        let output = &self.buffers.output()[..amount];
-        self.stream.write_all(output)?;
-        Ok(())
-    }
-
-    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        self.stream.get_mut().set_timeout(timeout);
-        let input = self.buffers.input_append_buf();
-        let amount = self.stream.read(input)?;
-        self.buffers.input_appended(amount);
-        Ok(amount > 0)
-    }
-
-    fn is_open(&mut self) -> bool {
-        self.stream.get_mut().get_mut().is_open()
-    }
-
-    fn is_tls(&self) -> bool {
-        true
-    }
 }
 
 /// `insecure_skip_tls_verify`: any certificate is accepted.
@@ -678,87 +492,9 @@ impl ServerCertVerifier for NoVerification {
     }
 }
 
-/// One stream's agent. The reader shuts it down to unblock the stream's
-/// socket; after that no new agent is handed out, so a stream about to
-/// connect cannot slip past a stop.
-#[derive(Default)]
-pub(crate) struct AgentSlot {
-    state: Mutex<SlotState>,
-    /// The credentials' header for the agent's next request.
-    header: Arc<HeaderSlot>,
-}
-
-#[derive(Default)]
-struct SlotState {
-    agent: Option<(Agent, u64)>,
-    stopped: bool,
-}
-
-impl AgentSlot {
-    /// The agent for the credentials `current`, whose next request carries
-    /// `current`'s header; `None` once shut down.
-    pub(crate) fn get(
-        &self,
-        transport: &Transport,
-        current: &Current,
-    ) -> Option<Result<Agent, String>> {
-        let mut st = self.state.lock();
-        if st.stopped {
-            return None;
-        }
-        self.header.set(current.header.as_deref());
-        match &st.agent {
-            Some((a, gen)) if *gen == current.identity_generation => Some(Ok(a.clone())),
-            _ => match transport.agent(current.identity.as_ref(), &self.header) {
-                Ok(a) => {
-                    st.agent = Some((a.clone(), current.identity_generation));
-                    Some(Ok(a))
-                }
-                Err(e) => Some(Err(e)),
-            },
-        }
-    }
-
-    /// Ends the current connections (a read blocked on one fails at once);
-    /// the next request makes a new agent.
-    pub(crate) fn interrupt(&self) {
-        let agent = self.state.lock().agent.take();
-        if let Some((a, _)) = agent {
-            a.shutdown();
-        }
-    }
-
-    /// Shuts the agent down: reads blocked on its sockets fail at once.
-    pub(crate) fn shutdown(&self) {
-        let mut st = self.state.lock();
-        st.stopped = true;
-        if let Some((a, _)) = st.agent.take() {
-            a.shutdown();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[derive(Debug)]
-    struct Fixed(Vec<SocketAddr>);
-
-    impl Resolver for Fixed {
-        fn resolve(
-            &self,
-            _: &ureq::http::Uri,
-            _: &ureq::config::Config,
-            _: NextTimeout,
-        ) -> Result<ResolvedSocketAddrs, ureq::Error> {
-            let mut out = self.empty();
-            for a in &self.0 {
-                out.push(*a);
-            }
-            Ok(out)
-        }
-    }
 
     #[test]
     fn plain_http_keeps_only_resolved_loopback_addresses() {
@@ -779,27 +515,6 @@ mod tests {
         );
         assert_eq!(
             keep(&["10.1.2.3:8080", "127.0.0.1:8080", "[::1]:8080"]).unwrap(),
-            ["127.0.0.1:8080", "[::1]:8080"]
-        );
-    }
-
-    #[test]
-    fn plain_http_connects_only_to_resolved_loopback_addresses() {
-        // What a resolver says about `localhost` when /etc/hosts points it elsewhere.
-        let uri: ureq::http::Uri = "http://localhost:8080/api".parse().unwrap();
-        let config = ureq::config::Config::default();
-        let resolve = |addrs: &[&str]| {
-            let r = LoopbackOnly(Fixed(addrs.iter().map(|a| a.parse().unwrap()).collect()));
-            r.resolve(&uri, &config, NextTimeout::default())
-                .map(|a| a.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-        };
-        let e = resolve(&["10.1.2.3:8080"]).unwrap_err().to_string();
-        assert!(
-            e.contains("localhost resolves to 10.1.2.3, not to a loopback address"),
-            "{e}"
-        );
-        assert_eq!(
-            resolve(&["10.1.2.3:8080", "127.0.0.1:8080", "[::1]:8080"]).unwrap(),
             ["127.0.0.1:8080", "[::1]:8080"]
         );
     }
