@@ -104,11 +104,17 @@ fn level_filter(n: usize) -> LevelFilter {
         .unwrap_or(LevelFilter::Info)
 }
 
+/// Whether a log target is tattler's: the core's (`kube_tattler::…`) or
+/// this crate's (`tattler::…`).
+fn ours(target: &str) -> bool {
+    target.starts_with("kube_tattler") || target.starts_with("tattler")
+}
+
 impl Log for CallbackLogger {
     fn enabled(&self, m: &Metadata) -> bool {
         // Other libraries' TRACE lines never reach the callback (below), so
         // they are not enabled either.
-        if m.level() == Level::Trace && !m.target().starts_with("tattler") {
+        if m.level() == Level::Trace && !ours(m.target()) {
             return false;
         }
         self.sink.read_recursive().is_some()
@@ -126,7 +132,7 @@ impl Log for CallbackLogger {
         // Other libraries' TRACE lines never reach the callback: none under
         // tattler sees a request or response byte today (tattler reads and
         // writes HTTP itself), and one that did would log them at TRACE.
-        if record.level() == Level::Trace && !record.target().starts_with("tattler") {
+        if record.level() == Level::Trace && !ours(record.target()) {
             return;
         }
         // Held during the call, so that once tattler_set_log_callback returns

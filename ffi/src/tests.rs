@@ -730,7 +730,7 @@ fn log_lines_reach_the_callback_until_it_is_removed() {
         .collect();
     assert!(
         ours.iter()
-            .any(|(level, target, _)| *level == 3 && target.starts_with("tattler")),
+            .any(|(level, target, _)| *level == 3 && target.starts_with("kube_tattler")),
         "{got:?}"
     );
     assert!(
