@@ -149,6 +149,7 @@ impl AgentSlot {
         drop(dropped);
     }
 
+    /// The interrupts so far.
     fn epoch(&self) -> u64 {
         self.state.lock().epoch
     }
@@ -169,6 +170,7 @@ pub(crate) struct Client {
 pub(crate) struct Request<'a> {
     /// Path and query, from the server URL's path on.
     pub path: &'a str,
+    /// The media types asked for.
     pub accept: &'a str,
     /// A shorter wait for each read than the idle timeout.
     pub read_timeout: Option<Duration>,
@@ -274,6 +276,7 @@ pub(crate) struct Response {
 }
 
 impl Response {
+    /// The status code of the final answer (interim ones were skipped).
     pub(crate) fn status(&self) -> u16 {
         self.head.status
     }
@@ -304,6 +307,8 @@ pub(crate) struct Body {
 }
 
 impl Body {
+    /// Hands the connection back to the slot: kept when the body was read
+    /// to its end and the response allows it.
     fn release(&mut self) {
         let Some(reader) = self.reader.take() else {
             return;

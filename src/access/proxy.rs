@@ -42,6 +42,7 @@ pub(crate) struct Proxy {
     pub tls: bool,
     /// The host, without brackets.
     pub host: String,
+    /// The port (80 for http, 443 for https unless the URL says).
     pub port: u16,
     /// The user name and password, decoded once (Go's `url.User`); never
     /// shown (`Debug` says `[redacted]`).

@@ -32,6 +32,7 @@ use crate::{Config, Error};
 
 /// Everything needed to reach the server, checked once at open.
 pub(crate) struct Transport {
+    /// The credentials requests carry (refreshed as they expire).
     pub credentials: Credentials,
     proxy: Option<Proxy>,
     accept_encoding: &'static str,
@@ -59,6 +60,8 @@ struct TlsSetup {
 }
 
 impl Transport {
+    /// The way to `server` as `config` says, every certificate, key, proxy
+    /// and the loopback rule checked now.
     pub(crate) fn new(config: &Config, server: &ServerUrl) -> Result<Transport, Error> {
         let (access, tuning) = (&config.access, &config.tuning);
         let url = Url::parse(&server.base)

@@ -125,6 +125,7 @@ pub(crate) struct Get<'a> {
     pub target: &'a str,
     /// The server's `host[:port]`, as its URL names it.
     pub authority: &'a str,
+    /// The media types asked for.
     pub accept: &'a str,
     /// `gzip` or `identity`.
     pub accept_encoding: &'a str,

@@ -51,6 +51,7 @@ pub(crate) struct Input<R> {
 }
 
 impl<R> Input<R> {
+    /// Nothing read from `inner` yet.
     pub(crate) fn new(inner: R) -> Input<R> {
         Input {
             inner,
@@ -281,11 +282,14 @@ impl<R> BodyReader<R> {
         self.state == State::Done
     }
 
+    /// The source with what was read from it and not used.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn input(&self) -> &Input<R> {
         &self.input
     }
 
+    /// The source back, with what was read from it and not used (a next
+    /// response's bytes, which a kept connection must not have).
     pub(crate) fn into_input(self) -> Input<R> {
         self.input
     }
