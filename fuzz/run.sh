@@ -21,7 +21,7 @@ targets=(config_json kubeconfig watch_stream)
 features=()
 # The decoder targets need tattler's `fuzzing` feature (see README.md).
 if grep -q '^fuzzing *=' Cargo.toml; then
-    targets+=(decode_frames decode_list decode_protobuf scrub_bytes walk_depth)
+    targets+=(decode_frames decode_list decode_protobuf scrub_bytes walk_depth http_response)
     features=(--features hook)
 fi
 

@@ -150,3 +150,48 @@ pub fn kubeconfig(text: &[u8]) {
         let _ = crate::Access::from_kubeconfig(path.to_str(), None);
     }
 }
+
+/// Reads one HTTP response (head, interim answers skipped, body by its
+/// framing) from `data` as tattler's client reads a server's bytes:
+/// whole, arriving in pieces of 1 to 7 bytes (read 3 bytes at a time),
+/// and cut once at every byte (every 31st past the first 1,024 of a
+/// long input). Every way must give the same head, body or error, and
+/// the read buffer must stay within its bound.
+pub fn http_response(data: &[u8]) {
+    use crate::wire::http_read::{read_response, Input};
+    let bound = crate::wire::http::MAX_HEAD.max(16 << 10);
+    let (whole, most) = read_response(Input::new(Trickle(data, usize::MAX)), 64 << 10);
+    assert!(most <= bound, "the read buffer grew to {most} bytes");
+    if let Ok((head, body)) = &whole {
+        assert!(body.len() <= data.len(), "a body longer than its input");
+        assert!((100..1000).contains(&head.status));
+        for (name, _) in head.fields() {
+            assert!(
+                !name.is_empty() && name.is_ascii(),
+                "a header name {name:?}"
+            );
+        }
+    }
+    for piece in 1..=7 {
+        let (got, most) = read_response(Input::new(Trickle(data, piece)), 3);
+        assert_eq!(got, whole, "arriving {piece} bytes at a time");
+        assert!(most <= bound, "the read buffer grew to {most} bytes");
+    }
+    for at in (1..data.len()).filter(|at| *at < 1024 || at % 31 == 0) {
+        let (got, _) = read_response(Input::new(Cut(data, at)), 64 << 10);
+        assert_eq!(got, whole, "cut at byte {at}");
+    }
+}
+
+/// A source whose bytes come in two reads, cut at one place.
+struct Cut<'a>(&'a [u8], usize);
+impl std::io::Read for Cut<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let limit = if self.1 > 0 { self.1 } else { self.0.len() };
+        let n = self.0.len().min(limit).min(out.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        self.1 = self.1.saturating_sub(n);
+        Ok(n)
+    }
+}

@@ -98,11 +98,11 @@
 //! for a stream's retries and re-syncs, `kube_tattler::stream::sink` for syncs,
 //! `kube_tattler::reader` for the reader). Tokens, keys, proxy
 //! credentials, exec output and scrubbed values never reach a log line, an
-//! error or `Debug` output, ureq's included: ureq-proto logs the bytes it
-//! writes and parses at trace level (target `ureq_proto::util`), so tattler
-//! adds the `Authorization` header below ureq, and while the host's logger
-//! would record those rows it masks response bodies below ureq too and
-//! unmasks them above (README, "Security").
+//! error or `Debug` output. No library under tattler logs them either:
+//! tattler writes its HTTP requests and reads the responses itself (no HTTP
+//! library sees a credential or a response byte; rustls, under it, is built
+//! without logging), so a host logging every target at trace gets only
+//! tattler's own lines (README, "Security").
 //!
 //! # Words
 //!

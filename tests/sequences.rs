@@ -1591,3 +1591,31 @@ fn a_lagging_watch_cache_ends_in_a_read_it_can_serve() {
         );
     }
 }
+
+/// A watch-list whose initial state is in, on a quiet cluster: its reads
+/// wait the idle timeout from then on, not the initial-events timeout, so a
+/// healthy, quiet watch is not ended and resumed (a fleet's connections all
+/// coming back 30 s after start, for nothing).
+#[test]
+fn a_synced_watch_list_waits_the_idle_timeout_not_the_initial_events_one() {
+    let _w = Watchdog::new("quiet_after_sync", Duration::from_secs(60));
+    let s = Scripted::start(|_, path| match kind(path) {
+        Kind::WatchList => Reply::json(vec![added(&p1()), end_bookmark("5")], Then::Hang),
+        Kind::Watch(_) => Reply::json(vec![], Then::Hang),
+        _ => Reply::status(404, "NotFound", &[]),
+    });
+    let mut c = fast(&s.url());
+    c.tuning.initial_events_timeout = Duration::from_secs(1);
+    c.tuning.idle_timeout = Duration::from_secs(30);
+    let r = Reader::open(c).unwrap();
+    assert_eq!(until_synced(&r), ["Add a/p1", "Synced pods"]);
+    // Three initial-events timeouts of silence.
+    assert_quiet(&r, Duration::from_secs(3));
+    assert_eq!(
+        kinds(&s),
+        ["WL"],
+        "the quiet watch-list was ended: {:?}",
+        trail(&s)
+    );
+    assert!(r.stats()[0].current);
+}

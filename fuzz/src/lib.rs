@@ -5,9 +5,10 @@
 //! - [`config_json`]: `Config::from_json` on any UTF-8 text.
 //! - [`kubeconfig`]: `Config::from_kubeconfig` on a file holding the input.
 //! - [`watch_stream`]: a whole `Reader` against a tiny HTTP server that sends
-//!   the input as the watch response: the frame reader, event decoding, the
-//!   chunked body reader (ureq's, with fuzzer-chosen chunk boundaries or raw
-//!   chunk framing), dedupe and secret scrubbing.
+//!   the input as the watch response: tattler's HTTP client (response head
+//!   and chunked body reader, with fuzzer-chosen chunk boundaries or raw
+//!   chunk framing), the frame reader, event decoding, dedupe and secret
+//!   scrubbing.
 //!
 //! Each target fails (panics) on a panic in the library, on a secret showing
 //! where it must not (an env value in a scrubbed object; a token or password
@@ -19,7 +20,9 @@
 //! [`decode_frames`] (the frame reader and event decoding), [`decode_list`]
 //! (LIST bodies read item by item), [`decode_protobuf`] (protobuf watch and
 //! LIST bodies turned into JSON), [`scrub_bytes`] (the byte-level walk and
-//! scrubber) and [`walk_depth`] (nesting, on a small stack).
+//! scrubber), [`walk_depth`] (nesting, on a small stack) and
+//! [`http_response`] (tattler's HTTP/1.1 response reader: heads, interim
+//! answers, framing, chunks and trailers, split at every byte).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -438,6 +441,15 @@ pub fn walk_depth(data: &[u8]) {
     kube_tattler::__fuzz::depth(shape, depth, tail);
 }
 
+/// tattler's HTTP/1.1 response reader on any bytes: the head (interim
+/// answers skipped), the framing and the body, read whole, in small pieces
+/// and cut at every byte; the hook asserts that every way agrees and that
+/// the read buffer stays bounded, whatever sizes the input claims.
+#[cfg(feature = "hook")]
+pub fn http_response(data: &[u8]) {
+    kube_tattler::__fuzz::http_response(data);
+}
+
 #[cfg(test)]
 mod smoke {
     //! A stable-Rust stand-in for libFuzzer: every corpus file, then random
@@ -487,8 +499,13 @@ mod smoke {
                         b"ffffffff\r\n",
                         b"\"env\":[{\"name\":\"A\",\"value\":\"s3cr3t-value\"}]",
                         b"[[[[[[[[",
+                        b"HTTP/1.1 100 Continue\r\n\r\n",
+                        b"\r\nTransfer-Encoding: chunked",
+                        b"\r\nContent-Length: 18446744073709551615",
+                        b";ext=\"a b\"",
+                        b"\xe9\xff",
                     ]
-                    .get(rng.below(11))
+                    .get(rng.below(16))
                     .unwrap();
                     v.splice(at..at, bytes.iter().copied());
                 }
@@ -594,5 +611,11 @@ mod smoke {
     #[test]
     fn walk_depth() {
         run("walk_depth", super::walk_depth);
+    }
+
+    #[cfg(feature = "hook")]
+    #[test]
+    fn http_response() {
+        run("http_response", super::http_response);
     }
 }

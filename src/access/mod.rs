@@ -5,15 +5,19 @@
 //! credentials configured (`auth`) and had at run time (`credentials`), exec
 //! plugins (`exec`), secrets that never print (`secret`), bounded file reads
 //! (`files`), pure TLS checks (`pem`), URLs read as Go reads them (`url`),
-//! proxies and NO_PROXY (`proxy`), the HTTP agent with its TLS and TCP
-//! connectors (`transport`, `keepalive`), the credentials' header added
-//! below ureq (`authorize`) and response bodies masked across it (`mask`). Dependencies run one way, from the leaves
-//! (`url`, `files`, `pem`, `yaml`; `secret` over `url`) up to `kubeconfig`
-//! and `transport`; `Access`'s kubeconfig and in-cluster constructors live in
-//! `kubeconfig` and `in_cluster`, so `cluster` knows nothing of them.
+//! proxies and NO_PROXY (`proxy`), the way to the server (`transport`: TLS,
+//! the loopback rule, a proxy's CONNECT, over `keepalive`'s TCP) and
+//! tattler's own HTTP/1.1 client over it (`client`: one exchange at a time,
+//! a kept-alive connection per stream, the slot that stops it), which
+//! writes and reads every byte itself with `wire::http`, so that no library
+//! sees a credential or a response byte. Dependencies run one way, from the
+//! leaves (`url`, `files`, `pem`, `yaml`; `secret` over `url`) up to
+//! `kubeconfig` and `client`; `Access`'s kubeconfig and in-cluster
+//! constructors live in `kubeconfig` and `in_cluster`, so `cluster` knows
+//! nothing of them.
 
 pub(crate) mod auth;
-pub(crate) mod authorize;
+pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod credentials;
 pub(crate) mod exec;
@@ -21,7 +25,6 @@ pub(crate) mod files;
 pub(crate) mod in_cluster;
 pub(crate) mod keepalive;
 pub(crate) mod kubeconfig;
-pub(crate) mod mask;
 pub(crate) mod pem;
 pub(crate) mod proxy;
 pub(crate) mod secret;

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::net::IpAddr;
 
-use super::secret::redact_userinfo;
+use super::secret::{redact_userinfo, Token};
 use super::url::Url;
 use crate::Error;
 
@@ -35,10 +35,48 @@ impl fmt::Debug for ProxyConfig {
     }
 }
 
+/// An HTTP proxy that tunnels to the server by CONNECT.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Proxy {
+    /// Reached over TLS (`https://`), checked for its own name.
+    pub tls: bool,
+    /// The host, without brackets.
+    pub host: String,
+    /// The port (80 for http, 443 for https unless the URL says).
+    pub port: u16,
+    /// The user name and password, decoded once (Go's `url.User`); never
+    /// shown (`Debug` says `[redacted]`).
+    user: Option<(String, Option<String>)>,
+}
+
+impl fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = if self.tls { "https" } else { "http" };
+        let user = if self.user.is_some() {
+            "[redacted]@"
+        } else {
+            ""
+        };
+        write!(f, "Proxy({scheme}://{user}{}:{})", self.host, self.port)
+    }
+}
+
+impl Proxy {
+    /// The `Proxy-Authorization` value its credentials give (basic auth).
+    pub(crate) fn authorization(&self) -> Option<Token> {
+        let (name, password) = self.user.as_ref()?;
+        let pair = format!("{name}:{}", password.as_deref().unwrap_or_default());
+        Some(Token::new(&format!(
+            "Basic {}",
+            crate::util::base64_encode(pair.as_bytes())
+        )))
+    }
+}
+
 /// A proxy URL read as Go's httpproxy reads it (`net/url`, `http://` put
 /// in front of a bare `host:port`); errors name `what` and the malformed
 /// part, and show the URL only with its userinfo redacted.
-fn http_proxy(what: &str, text: &str) -> Result<ureq::Proxy, Error> {
+fn http_proxy(what: &str, text: &str) -> Result<Proxy, Error> {
     let text = if text.contains("://") {
         text.to_string()
     } else {
@@ -47,9 +85,9 @@ fn http_proxy(what: &str, text: &str) -> Result<ureq::Proxy, Error> {
     let u =
         Url::parse(&text).map_err(|e| Error::Config(format!("{what}: not a proxy URL: {e}")))?;
     let bad = |why: &str| Error::Config(format!("{what} {:?}: {why}", u.redacted()));
-    let protocol = match u.scheme.as_str() {
-        "http" => ureq::ProxyProtocol::Http,
-        "https" => ureq::ProxyProtocol::Https,
+    let tls = match u.scheme.as_str() {
+        "http" => false,
+        "https" => true,
         _ => return Err(bad("only http:// and https:// proxies are supported")),
     };
     if u.at_after_authority() {
@@ -57,29 +95,31 @@ fn http_proxy(what: &str, text: &str) -> Result<ureq::Proxy, Error> {
             "{what}: an '@' follows the host: a password's '/', '?' or '#' must be percent-encoded"
         )));
     }
-    let mut proxy = ureq::Proxy::builder(protocol).host(u.host);
-    if let Some(port) = u.port_number().map_err(|e| bad(&e.to_string()))? {
-        proxy = proxy.port(port);
+    let host = u.host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() || !host.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(bad("not a proxy URL"));
     }
-    // Decoded here; ureq encodes them again and decodes them once.
+    let port = u
+        .port_number()
+        .map_err(|e| bad(&e.to_string()))?
+        .unwrap_or(if tls { 443 } else { 80 });
     let utf8 = |b: Vec<u8>| {
         String::from_utf8(b).map_err(|_| bad("the user name and password must be UTF-8"))
     };
-    if let Some(name) = u.username() {
-        proxy = proxy.username(&utf8(name)?);
-        if let Some(pw) = u.password() {
-            proxy = proxy.password(&utf8(pw)?);
-        }
-    }
-    proxy.build().map_err(|_| bad("not a proxy URL"))
+    let user = match u.username() {
+        Some(name) => Some((utf8(name)?, u.password().map(utf8).transpose()?)),
+        None => None,
+    };
+    Ok(Proxy {
+        tls,
+        host: host.to_string(),
+        port,
+        user,
+    })
 }
 
 /// The proxy for an https server at `host:port` (bare host, no brackets).
-pub(crate) fn proxy(
-    setting: &ProxyConfig,
-    host: &str,
-    port: u16,
-) -> Result<Option<ureq::Proxy>, Error> {
+pub(crate) fn proxy(setting: &ProxyConfig, host: &str, port: u16) -> Result<Option<Proxy>, Error> {
     let loopback = host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
     match setting {
         ProxyConfig::None => Ok(None),

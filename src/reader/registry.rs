@@ -12,7 +12,8 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 
 use super::threads;
-use crate::access::transport::{AgentSlot, Transport};
+use crate::access::client::AgentSlot;
+use crate::access::transport::Transport;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
 use crate::stream::{Role, Stream, StreamInit, StreamSettings};

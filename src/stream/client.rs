@@ -10,8 +10,9 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::access::client::{AgentSlot, ReadTimeout, Request};
 use crate::access::credentials::CredentialError;
-use crate::access::transport::{AgentSlot, Transport};
+use crate::access::transport::Transport;
 use crate::delivery::channel::Stop;
 use crate::stream::answer;
 use crate::stream::course::End;
@@ -25,8 +26,8 @@ use crate::wire::proto_frames::{ProtoFrameReader, ProtoListReader};
 use crate::wire::request::{self, Asking};
 use crate::{ErrorInfo, Reason};
 
-/// A response as the client hands it on.
-pub(crate) type Response = ureq::http::Response<ureq::Body>;
+/// A response as the HTTP client hands it on: status, headers, a body.
+pub(crate) type Response = crate::access::client::Response;
 
 type Body = Box<dyn Read + Send>;
 
@@ -111,33 +112,28 @@ impl Client {
             }
             Err(e) => return Err(End::NoCredentials(format!("credentials: {e}"))),
         };
-        let agent = match self.slot.get(&self.transport, &current) {
+        let client = match self.slot.client(&self.transport, &current) {
             None => return Err(End::Stopped),
-            Some(Ok(a)) => a,
+            Some(Ok(c)) => c,
             Some(Err(e)) => {
                 return Err(End::Fatal(ErrorInfo::ours(Reason::TlsIdentity, 0, e, true)))
             }
         };
-        let url = format!("{}{}", self.transport.base, path);
-        // The credentials' header is added below ureq (`access::authorize`).
-        let mut req = agent.get(&url).header("Accept", accept);
-        if let Some(t) = read_timeout {
-            req = req.config().timeout_per_read(Some(t)).build();
-        }
         log::debug!("GET {path}");
-        let resp = match req.call() {
+        let req = Request {
+            path,
+            accept,
+            read_timeout,
+        };
+        let resp = match client.get(&req) {
             Ok(r) => r,
             Err(_) if self.stop.is_set() => return Err(End::Stopped),
             Err(e) => return Err(End::Retry(format!("request failed: {e}"), None)),
         };
-        let code = resp.status().as_u16();
+        let code = resp.status();
         if code == 200 {
             // A proxy's error page, say: not an answer of the apiserver's.
-            let content_type = resp
-                .headers()
-                .get("Content-Type")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("application/json");
+            let content_type = resp.header("Content-Type").unwrap_or("application/json");
             let readable = content_type.to_ascii_lowercase().contains("json")
                 || (protobuf_ok && is_protobuf(&resp));
             if !readable {
@@ -150,18 +146,10 @@ impl Client {
             self.answered = true;
             return Ok(resp);
         }
-        let hint = answer::retry_after(
-            resp.headers()
-                .get("Retry-After")
-                .and_then(|v| v.to_str().ok()),
-            SystemTime::now(),
-        );
+        let hint = answer::retry_after(resp.header("Retry-After"), SystemTime::now());
         let mut body = Vec::new();
         let protobuf = is_protobuf(&resp);
-        let (head, answer) = resp.into_parts();
-        let _ = crate::access::mask::unmasked(&head.headers, answer.into_reader())
-            .take(64 << 10)
-            .read_to_end(&mut body);
+        let _ = resp.into_body().take(64 << 10).read_to_end(&mut body);
         // Asked protobuf first, the server sends its Status that way too.
         if protobuf {
             body = crate::wire::envelope::status_doc(&body).unwrap_or_default();
@@ -172,14 +160,26 @@ impl Client {
 
     /// A response body, decoded: gzip only when tattler asked for it.
     fn body(&self, resp: Response) -> Result<Body, End> {
+        self.body_and_timeout(resp).map(|(b, _)| b)
+    }
+
+    /// A response body, decoded, and what changes how long its reads wait.
+    fn body_and_timeout(&self, resp: Response) -> Result<(Body, ReadTimeout), End> {
         let encoding = resp
-            .headers()
-            .get("Content-Encoding")
-            .and_then(|v| v.to_str().ok())
+            .header("Content-Encoding")
             .map(|v| v.trim().to_ascii_lowercase());
-        let (head, body) = resp.into_parts();
-        let reader = crate::access::mask::unmasked(&head.headers, body.into_reader());
-        match encoding.as_deref() {
+        let (reader, timeout) = resp.into_parts();
+        self.decoded(reader, encoding.as_deref())
+            .map(|body| (body, timeout))
+    }
+
+    /// `reader` decoded as its `Content-Encoding` says.
+    fn decoded(
+        &self,
+        reader: crate::access::client::Body,
+        encoding: Option<&str>,
+    ) -> Result<Body, End> {
+        match encoding {
             None | Some("" | "identity") => Ok(Box::new(reader)),
             // Any number of members: a 1.37 apiserver (WatchListCompression)
             // gzips each event of a watch-list as a member of its own.
@@ -196,16 +196,18 @@ impl Client {
         }
     }
 
-    /// A watch response's frames, read as its Content-Type says.
-    pub(crate) fn frames(&self, resp: Response) -> Result<Frames, End> {
+    /// A watch response's frames, read as its Content-Type says, and what
+    /// changes how long their reads may wait.
+    pub(crate) fn frames(&self, resp: Response) -> Result<(Frames, ReadTimeout), End> {
         let proto = is_protobuf(&resp);
-        let body = self.body(resp)?;
+        let (body, timeout) = self.body_and_timeout(resp)?;
         let max = self.settings.max_frame_bytes;
-        Ok(if proto {
+        let frames = if proto {
             Frames::Proto(ProtoFrameReader::new(body, max))
         } else {
             Frames::Json(FrameReader::new(body, max))
-        })
+        };
+        Ok((frames, timeout))
     }
 
     /// A LIST response's items, read as its Content-Type says.
@@ -282,18 +284,13 @@ impl Client {
 
 /// Whether a response's Content-Type is the apiserver's protobuf.
 fn is_protobuf(resp: &Response) -> bool {
-    resp.headers()
-        .get("Content-Type")
-        .and_then(|v| v.to_str().ok())
+    resp.header("Content-Type")
         .is_some_and(|t| t.trim().to_ascii_lowercase().starts_with(PROTOBUF))
 }
 
-/// A read that waited past its timeout: ureq wraps its own `Timeout` error.
+/// A read that waited past its timeout (the HTTP client says so by its kind).
 pub(crate) fn is_timeout(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::TimedOut
-        || e.get_ref()
-            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
-            .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)))
 }
 
 /// A watch body's frames, each a JSON event.

@@ -100,6 +100,10 @@ fn probe_version(p: &mut Parts) -> Result<Rv, End> {
 }
 
 fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
+    // `short_reads`: a shorter wait for each read than the idle timeout
+    // (the initial-events timeout, a resume's catch-up quiet), for as long
+    // as it means something: once the stream is synced and caught up, its
+    // reads wait the idle timeout (a quiet, healthy watch is not ended).
     // A watch-list's initial events have a total limit too: a server that
     // ignores sendInitialEvents but keeps sending never goes quiet.
     let settings = p.client.settings().clone();
@@ -109,10 +113,11 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
         Ok(r) => r,
         Err(end) => return end,
     };
-    let mut frames = match p.client.frames(resp) {
+    let (mut frames, read_timeout) = match p.client.frames(resp) {
         Ok(f) => f,
         Err(end) => return end,
     };
+    let mut short_reads = short_reads;
     let mut counted = 0;
     let mut objects = 0u64;
     let end = loop {
@@ -128,6 +133,10 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
         }
         if deadline.is_some_and(|d| !p.course.synced() && Instant::now() >= d) {
             break ignored_initial_events(p.name, "no initial-events-end bookmark in time");
+        }
+        if short_reads.is_some() && p.course.synced() && p.course.catch_up().is_none() {
+            short_reads = None;
+            read_timeout.set(settings.idle_timeout);
         }
         let piece = match frames.next_frame() {
             Ok(Some(f)) => Piece::Frame(f),

@@ -5,8 +5,10 @@
 //! objects by `proto_json` from `schema`, all written with Go's JSON rules
 //! from `go_json`, the leaf), frames and objects decoded into events and
 //! metadata, Status bodies (`decode`), discovery documents (`discovery`),
-//! resourceVersions (`rv`), dates (`dates`). Pure: no I/O beyond reading from
-//! a given `Read`, no clock, no log (`.ci/pure.sh` checks).
+//! resourceVersions (`rv`), dates (`dates`), and HTTP/1.1 itself: the heads
+//! tattler writes and reads and how bodies are framed (`http`), one response
+//! read by those rules from any `Read` (`http_read`). Pure: no I/O beyond
+//! reading from a given `Read`, no clock, no log (`.ci/pure.sh` checks).
 
 pub(crate) mod dates;
 pub(crate) mod decode;
@@ -14,6 +16,8 @@ pub(crate) mod discovery;
 pub(crate) mod envelope;
 pub(crate) mod frames;
 pub(crate) mod go_json;
+pub(crate) mod http;
+pub(crate) mod http_read;
 pub(crate) mod metav1;
 pub(crate) mod proto_frames;
 pub(crate) mod proto_json;

@@ -1,7 +1,8 @@
 //! A scripted HTTP server for answers the fake apiserver cannot give: raw
-//! bytes (objects nested 10,000 deep, frames it would never write), servers
-//! that ignore `sendInitialEvents`, odd headers. Each request is answered by
-//! the test's function; every answer closes its connection.
+//! bytes (objects nested 10,000 deep, frames it would never write, whole
+//! responses framed as the test writes them: [`Reply::raw`]), servers that
+//! ignore `sendInitialEvents`, odd headers. Each request is answered by the
+//! test's function; every answer closes its connection.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -28,6 +29,9 @@ pub struct Reply {
     pub then: Then,
     /// Chunks the test writes later, after `chunks` (see [`Taps`]).
     pub feed: Option<Feed>,
+    /// The whole answer as these bytes instead (status line, head, framing
+    /// and all), written `piece` bytes at a time; then as `then` says.
+    pub raw: Option<(Vec<u8>, usize)>,
 }
 
 /// The receiving end of a [`Tap`]: what the serving thread writes while the
@@ -46,6 +50,16 @@ impl Reply {
             chunks,
             then,
             feed: None,
+            raw: None,
+        }
+    }
+
+    /// The answer as `bytes` exactly, written `piece` bytes at a time
+    /// (each write its own TCP segment, as far as the kernel allows).
+    pub fn raw(bytes: Vec<u8>, piece: usize, then: Then) -> Reply {
+        Reply {
+            raw: Some((bytes, piece.max(1))),
+            ..Reply::json(Vec::new(), then)
         }
     }
 
@@ -69,9 +83,13 @@ impl Reply {
 
 type Handler = dyn Fn(usize, &str) -> Reply + Send + Sync;
 
-/// What a server records of each request: when and its path, and its
-/// `Accept` header.
-type Log<'a> = (&'a Mutex<Vec<(Instant, String)>>, &'a Mutex<Vec<String>>);
+/// What a server records of each request: when and its path, its
+/// `Accept` header, and its `Authorization` header.
+type Log<'a> = (
+    &'a Mutex<Vec<(Instant, String)>>,
+    &'a Mutex<Vec<String>>,
+    &'a Mutex<Vec<String>>,
+);
 
 /// A running scripted server on 127.0.0.1.
 pub struct Scripted {
@@ -79,6 +97,8 @@ pub struct Scripted {
     requests: Arc<Mutex<Vec<(Instant, String)>>>,
     /// Each request's `Accept` header, in request order.
     accepts: Arc<Mutex<Vec<String>>>,
+    /// Each request's `Authorization` header, in request order.
+    authorizations: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     conns: Arc<Mutex<Vec<TcpStream>>>,
     accept: Option<JoinHandle<()>>,
@@ -92,14 +112,16 @@ impl Scripted {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
         let accepts: Arc<Mutex<Vec<String>>> = Arc::default();
+        let authorizations: Arc<Mutex<Vec<String>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let threads: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let answer: Arc<Handler> = Arc::new(answer);
         let accept = {
-            let (requests, accepts, stop, conns, threads) = (
+            let (requests, accepts, authorizations, stop, conns, threads) = (
                 requests.clone(),
                 accepts.clone(),
+                authorizations.clone(),
                 stop.clone(),
                 conns.clone(),
                 threads.clone(),
@@ -113,14 +135,15 @@ impl Scripted {
                     if let Ok(c) = s.try_clone() {
                         conns.lock().unwrap().push(c);
                     }
-                    let (requests, accepts, stop, answer) = (
+                    let (requests, accepts, authorizations, stop, answer) = (
                         requests.clone(),
                         accepts.clone(),
+                        authorizations.clone(),
                         stop.clone(),
                         answer.clone(),
                     );
                     let t = std::thread::spawn(move || {
-                        serve(s, (&requests, &accepts), &stop, &*answer)
+                        serve(s, (&requests, &accepts, &authorizations), &stop, &*answer)
                     });
                     threads.lock().unwrap().push(t);
                 }
@@ -130,6 +153,7 @@ impl Scripted {
             url,
             requests,
             accepts,
+            authorizations,
             stop,
             conns,
             accept: Some(accept),
@@ -145,6 +169,11 @@ impl Scripted {
     /// Each request's `Accept` header (empty when it had none), in order.
     pub fn accepts(&self) -> Vec<String> {
         self.accepts.lock().unwrap().clone()
+    }
+
+    /// Each request's `Authorization` header (empty when it had none), in order.
+    pub fn authorizations(&self) -> Vec<String> {
+        self.authorizations.lock().unwrap().clone()
     }
 
     pub fn requests(&self) -> Vec<String> {
@@ -196,7 +225,12 @@ impl Drop for Scripted {
     }
 }
 
-fn serve(s: TcpStream, (requests, accepts): Log<'_>, stop: &AtomicBool, answer: &Handler) {
+fn serve(
+    s: TcpStream,
+    (requests, accepts, authorizations): Log<'_>,
+    stop: &AtomicBool,
+    answer: &Handler,
+) {
     let mut r = BufReader::new(match s.try_clone() {
         Ok(c) => c,
         Err(_) => return,
@@ -207,6 +241,7 @@ fn serve(s: TcpStream, (requests, accepts): Log<'_>, stop: &AtomicBool, answer: 
     }
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
     let mut accept = String::new();
+    let mut authorization = String::new();
     loop {
         let mut h = String::new();
         if r.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
@@ -216,16 +251,38 @@ fn serve(s: TcpStream, (requests, accepts): Log<'_>, stop: &AtomicBool, answer: 
             if k.eq_ignore_ascii_case("accept") {
                 accept = v.trim().to_string();
             }
+            if k.eq_ignore_ascii_case("authorization") {
+                authorization = v.trim().to_string();
+            }
         }
     }
     let n = {
         let mut q = requests.lock().unwrap();
         q.push((Instant::now(), path.clone()));
         accepts.lock().unwrap().push(accept);
+        authorizations.lock().unwrap().push(authorization);
         q.len() - 1
     };
     let reply = answer(n, &path);
     let mut w = &s;
+    if let Some((raw, piece)) = &reply.raw {
+        let _ = s.set_nodelay(true);
+        for p in raw.chunks(*piece) {
+            if w.write_all(p).is_err() {
+                return;
+            }
+            if *piece < raw.len() {
+                std::thread::yield_now();
+            }
+        }
+        if reply.then == Then::Hang {
+            while !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let _ = s.shutdown(Shutdown::Both);
+        return;
+    }
     let reason = match reply.status {
         200 => "OK",
         _ => "Scripted",

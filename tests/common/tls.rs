@@ -864,8 +864,9 @@ impl CaptureLog {
 }
 
 /// ureq-proto's rows (`TRACE ureq_proto::util [t]: 4745 5420 … GET …`:
-/// eight groups of two bytes in hex, `--` past the end, then the text).
-fn wire_rows(lines: &[String]) -> Vec<(String, Vec<u8>)> {
+/// eight groups of two bytes in hex, `--` past the end, then the text), as
+/// an HTTP library that logs its bytes writes them.
+pub fn wire_rows(lines: &[String]) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = Vec::new();
     for l in lines {
         let Some(rest) = l.strip_prefix("TRACE ureq_proto::util [") else {

@@ -1,0 +1,567 @@
+//! tattler's HTTP client: one stream's exchanges, each a GET in and a
+//! status, headers and a body reader out ([`Client::get`], [`Response`]).
+//! The stream sees no socket. The bytes go through tattler's code only: the
+//! request head (credentials included) is written by `wire::http` straight
+//! to the connection, and responses are read by `wire::http_read`; no
+//! library under them parses or logs a byte of HTTP.
+//!
+//! Each stream has an [`AgentSlot`]: its kept-alive connection (a pool of
+//! one, reused by the next request once a body was read to its end; a
+//! body left unread closes its connection) and the sockets it is using,
+//! which [`interrupt`](AgentSlot::interrupt) and
+//! [`shutdown`](AgentSlot::shutdown) shut down from another thread so that
+//! a blocked read returns at once.
+//!
+//! HTTP/2 would replace [`Client`]'s insides, not its shape: an exchange on
+//! a shared, multiplexed connection also takes a [`Request`] and gives a
+//! [`Response`] with a `Read + Send` body.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rustls::ClientConfig;
+
+use crate::access::credentials::Current;
+use crate::access::secret::Token;
+use crate::access::transport::{Conn, Transport};
+use crate::wire::http::{framing, reusable, Head, HttpError};
+use crate::wire::http_read::{http_error, BodyReader, Input};
+
+/// One stream's connection state; the reader keeps it to stop the stream.
+#[derive(Default)]
+pub(crate) struct AgentSlot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    /// Shut down for good: no connection is made or kept any more.
+    stopped: bool,
+    /// Counts interrupts: a connection from before one is not kept.
+    epoch: u64,
+    /// The kept-alive connection, with the identity generation and epoch
+    /// it was made in.
+    idle: Option<(Conn, u64, u64)>,
+    /// The sockets of the connections in use, by ticket.
+    busy: Vec<(u64, Arc<TcpStream>)>,
+    next_ticket: u64,
+    /// The TLS configuration for an identity generation (it holds the TLS
+    /// session cache, so it is kept).
+    tls: Option<(u64, Option<Arc<ClientConfig>>)>,
+}
+
+impl AgentSlot {
+    /// A client for the credentials `current`; `None` once shut down.
+    pub(crate) fn client(
+        self: &Arc<Self>,
+        transport: &Arc<Transport>,
+        current: &Current,
+    ) -> Option<Result<Client, String>> {
+        let generation = current.identity_generation;
+        let cached = {
+            let st = self.state.lock();
+            if st.stopped {
+                return None;
+            }
+            st.tls.clone().filter(|(g, _)| *g == generation)
+        };
+        let tls = match cached {
+            Some((_, tls)) => tls,
+            None => match transport.tls_config(current.identity.as_ref()) {
+                Ok(tls) => {
+                    self.state.lock().tls = Some((generation, tls.clone()));
+                    tls
+                }
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        Some(Ok(Client {
+            slot: self.clone(),
+            transport: transport.clone(),
+            tls,
+            generation,
+            authorization: current.header.as_deref().map(Token::new),
+        }))
+    }
+
+    /// Ends the connections in use (a read blocked on one fails at once)
+    /// and the kept one; the next request connects afresh.
+    pub(crate) fn interrupt(&self) {
+        let idle = {
+            let mut st = self.state.lock();
+            st.epoch += 1;
+            for (_, socket) in &st.busy {
+                let _ = socket.shutdown(Shutdown::Both);
+            }
+            st.idle.take()
+        };
+        drop(idle);
+    }
+
+    /// As [`interrupt`](Self::interrupt), for good: no client is handed
+    /// out and no connection made from now on.
+    pub(crate) fn shutdown(&self) {
+        self.state.lock().stopped = true;
+        self.interrupt();
+    }
+
+    /// The kept connection, when it was made for `generation` and is still
+    /// open and quiet.
+    fn take_idle(&self, generation: u64) -> Option<Conn> {
+        let (conn, made_for, _) = self.state.lock().idle.take()?;
+        (made_for == generation && conn.idle_and_open()).then_some(conn)
+    }
+
+    /// Counts `socket` as in use under a new ticket, unless the slot was
+    /// stopped or interrupted since `epoch`.
+    fn register(&self, socket: &Arc<TcpStream>, epoch: u64) -> io::Result<u64> {
+        let mut st = self.state.lock();
+        if st.stopped || st.epoch != epoch {
+            let _ = socket.shutdown(Shutdown::Both);
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the connection was ended by a stop or a relist",
+            ));
+        }
+        st.next_ticket += 1;
+        let ticket = st.next_ticket;
+        st.busy.push((ticket, socket.clone()));
+        Ok(ticket)
+    }
+
+    /// A connection is no longer in use: kept for the next request when
+    /// `keep` (its response read to its end, nothing left over) and no stop
+    /// or interrupt came since `epoch`; otherwise closed.
+    fn release(&self, ticket: u64, conn: Option<Conn>, keep: bool, generation: u64, epoch: u64) {
+        let dropped = {
+            let mut st = self.state.lock();
+            st.busy.retain(|(t, _)| *t != ticket);
+            match conn {
+                Some(conn) if keep && !st.stopped && st.epoch == epoch => {
+                    st.idle.replace((conn, generation, epoch)).map(|(c, ..)| c)
+                }
+                other => other,
+            }
+        };
+        drop(dropped);
+    }
+
+    /// The interrupts so far.
+    fn epoch(&self) -> u64 {
+        self.state.lock().epoch
+    }
+}
+
+/// One stream's HTTP client for one set of credentials.
+pub(crate) struct Client {
+    slot: Arc<AgentSlot>,
+    transport: Arc<Transport>,
+    tls: Option<Arc<ClientConfig>>,
+    /// The client identity's generation its connections are made with.
+    generation: u64,
+    /// The credentials' `Authorization` value.
+    authorization: Option<Token>,
+}
+
+/// A GET, as the stream asks for it.
+pub(crate) struct Request<'a> {
+    /// Path and query, from the server URL's path on.
+    pub path: &'a str,
+    /// The media types asked for.
+    pub accept: &'a str,
+    /// A shorter wait for each read than the idle timeout.
+    pub read_timeout: Option<Duration>,
+}
+
+impl Client {
+    /// One exchange: the request written, the response's head read
+    /// (interim answers skipped); the body is the response's to read. A
+    /// kept-alive connection is used when there is one; if it turns out to
+    /// have been closed before the response began, the request goes once
+    /// more on a new connection (a GET can be repeated). Errors are the
+    /// connection's (timeouts as `TimedOut`) or HTTP's, and never quote the
+    /// request head.
+    pub(crate) fn get(&self, req: &Request<'_>) -> io::Result<Response> {
+        let head = self.transport.get_head(
+            req.path,
+            req.accept,
+            self.authorization.as_ref().map(Token::expose),
+        )?;
+        let epoch = self.slot.epoch();
+        if let Some(conn) = self.slot.take_idle(self.generation) {
+            let ticket = self.slot.register(conn.socket(), epoch)?;
+            match self.exchange(conn, ticket, epoch, &head, req) {
+                Err(e) if closed_before_answer(&e) => {}
+                done => return done,
+            }
+        }
+        let ticket = std::cell::Cell::new(None);
+        let conn = self
+            .transport
+            .open(self.tls.as_ref(), &|socket| {
+                ticket.set(Some(self.slot.register(socket, epoch)?));
+                Ok(())
+            })
+            .inspect_err(|_| {
+                if let Some(t) = ticket.get() {
+                    self.slot.release(t, None, false, self.generation, epoch);
+                }
+            })?;
+        let ticket = ticket
+            .get()
+            .ok_or_else(|| io::Error::other("a connection was made without its ticket"))?;
+        self.exchange(conn, ticket, epoch, &head, req)
+    }
+
+    fn exchange(
+        &self,
+        mut conn: Conn,
+        ticket: u64,
+        epoch: u64,
+        head: &[u8],
+        req: &Request<'_>,
+    ) -> io::Result<Response> {
+        let idle = self.transport.idle_timeout();
+        let sent = conn
+            .set_timeouts(req.read_timeout.unwrap_or(idle), idle)
+            .and_then(|()| conn.write_all(head))
+            .and_then(|()| conn.flush());
+        let socket = conn.socket().clone();
+        let mut input = Input::new(conn);
+        let answer = sent.and_then(|()| input.read_head()).and_then(|h| {
+            let f = framing(&h)?;
+            Ok((h, f))
+        });
+        let (head, framing) = match answer {
+            Ok(got) => got,
+            Err(e) => {
+                self.slot
+                    .release(ticket, None, false, self.generation, epoch);
+                return Err(e);
+            }
+        };
+        let mut body = Body {
+            reader: Some(BodyReader::new(input, framing)),
+            slot: self.slot.clone(),
+            ticket,
+            keep: reusable(&head, framing),
+            generation: self.generation,
+            epoch,
+        };
+        if body.reader.as_ref().is_some_and(BodyReader::done) {
+            body.release();
+        }
+        Ok(Response {
+            head,
+            body,
+            timeout: ReadTimeout(socket),
+        })
+    }
+}
+
+/// Whether a request on a kept-alive connection failed because the server
+/// had closed it before answering (its idle timeout): worth one retry.
+fn closed_before_answer(e: &io::Error) -> bool {
+    http_error(e) == Some(&HttpError::Closed)
+        || matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionReset
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::ConnectionAborted
+        )
+}
+
+/// What the stream gets back: the status, the headers, and the body.
+pub(crate) struct Response {
+    head: Head,
+    body: Body,
+    timeout: ReadTimeout,
+}
+
+/// How long each read of a response's body may wait, changed while it is
+/// read (a watch-list's short wait for its initial events, then the idle
+/// timeout once they are in). A read that waits past it fails `TimedOut`.
+pub(crate) struct ReadTimeout(Arc<TcpStream>);
+
+impl ReadTimeout {
+    /// Each read from now on waits at most `d`.
+    pub(crate) fn set(&self, d: Duration) {
+        // A socket already shut down keeps failing its reads: nothing to set.
+        let _ = self.0.set_read_timeout(Some(d).filter(|t| !t.is_zero()));
+    }
+}
+
+impl Response {
+    /// The status code of the final answer (interim ones were skipped).
+    pub(crate) fn status(&self) -> u16 {
+        self.head.status
+    }
+
+    /// The first header named `name` (ASCII case-insensitive) as text,
+    /// `None` when absent or not visible ASCII.
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.head.text(name)
+    }
+
+    /// The body, decoded from its framing (not from its Content-Encoding).
+    pub(crate) fn into_body(self) -> Body {
+        self.body
+    }
+
+    /// The body, and what changes how long its reads may wait.
+    pub(crate) fn into_parts(self) -> (Body, ReadTimeout) {
+        (self.body, self.timeout)
+    }
+}
+
+/// A response body being read from its connection. Read to its end, the
+/// connection goes back to the slot for the next request; dropped before,
+/// it is closed (unless only framing was left, already received).
+pub(crate) struct Body {
+    reader: Option<BodyReader<Conn>>,
+    slot: Arc<AgentSlot>,
+    ticket: u64,
+    /// The response allows the connection's reuse.
+    keep: bool,
+    generation: u64,
+    epoch: u64,
+}
+
+impl Body {
+    /// Hands the connection back to the slot: kept when the body was read
+    /// to its end and the response allows it.
+    fn release(&mut self) {
+        let Some(reader) = self.reader.take() else {
+            return;
+        };
+        let done = reader.done();
+        let (conn, all_used) = reader.into_input().into_inner();
+        self.slot.release(
+            self.ticket,
+            Some(conn),
+            self.keep && done && all_used,
+            self.generation,
+            self.epoch,
+        );
+    }
+}
+
+impl Read for Body {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let Some(reader) = &mut self.reader else {
+            return Ok(0);
+        };
+        let n = reader.read(out)?;
+        if n == 0 && !out.is_empty() {
+            self.release();
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        if let Some(reader) = &mut self.reader {
+            reader.finish_buffered();
+        }
+        self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::access::credentials::Current;
+    use std::io::BufRead;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    /// A server on 127.0.0.1 that answers each request head with the next
+    /// of `answers` (raw bytes) and reports every request head and which
+    /// connection (counted from 1) it came on.
+    fn serve(answers: Vec<Vec<u8>>) -> (String, mpsc::Receiver<(usize, String)>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut answers = answers.into_iter();
+            for (n, s) in l.incoming().enumerate() {
+                let Ok(s) = s else { return };
+                let mut r = io::BufReader::new(s.try_clone().unwrap());
+                let mut w = s;
+                loop {
+                    let mut head = String::new();
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            break;
+                        }
+                        head.push_str(&line);
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    if head.is_empty() {
+                        break;
+                    }
+                    let _ = tx.send((n + 1, head));
+                    let Some(a) = answers.next() else { return };
+                    if a.is_empty() {
+                        break; // hang up without an answer
+                    }
+                    if w.write_all(&a).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        (url, rx)
+    }
+
+    fn transport(url: &str) -> Arc<Transport> {
+        let mut c = crate::Config::new(crate::Access::new(url));
+        c.access.proxy = crate::ProxyConfig::None;
+        let server = c.access.validate().unwrap();
+        Arc::new(Transport::new(&c, &server).unwrap())
+    }
+
+    fn current(header: Option<&str>) -> Current {
+        Current {
+            header: header.map(String::from),
+            identity: None,
+            identity_generation: 0,
+        }
+    }
+
+    fn body(r: Response) -> String {
+        let mut s = String::new();
+        r.into_body().read_to_string(&mut s).unwrap();
+        s
+    }
+
+    const OK: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+
+    #[test]
+    fn requests_reuse_one_connection_while_bodies_are_read_to_their_end() {
+        let chunked =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]\r\n0\r\n\r\n".to_vec();
+        let closing =
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}".to_vec();
+        let (url, rx) = serve(vec![
+            OK.to_vec(),
+            chunked,
+            OK.to_vec(),
+            closing,
+            OK.to_vec(),
+        ]);
+        let t = transport(&url);
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot
+            .client(&t, &current(Some("Bearer t0k")))
+            .unwrap()
+            .unwrap();
+        let get = |path| Request {
+            path,
+            accept: "application/json",
+            read_timeout: None,
+        };
+        let r = c.get(&get("/api")).unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        assert_eq!(body(r), "{}");
+        assert_eq!(body(c.get(&get("/apis")).unwrap()), "[]");
+        assert_eq!(body(c.get(&get("/api/v1")).unwrap()), "{}");
+        assert_eq!(body(c.get(&get("/api/v2")).unwrap()), "{}");
+        assert_eq!(body(c.get(&get("/api/v3")).unwrap()), "{}");
+        let heads: Vec<(usize, String)> = rx.try_iter().collect();
+        let conns: Vec<usize> = heads.iter().map(|(n, _)| *n).collect();
+        assert_eq!(conns, [1, 1, 1, 1, 2], "Connection: close ends the first");
+        let (_, first) = &heads[0];
+        assert_eq!(
+            first,
+            &format!(
+                "GET /api HTTP/1.1\r\nHost: {}\r\nUser-Agent: tattler/{}\r\nAccept: application/json\r\nAccept-Encoding: identity\r\nAuthorization: Bearer t0k\r\nConnection: keep-alive\r\n\r\n",
+                url.trim_start_matches("http://"),
+                env!("CARGO_PKG_VERSION")
+            )
+        );
+    }
+
+    #[test]
+    fn a_body_left_unread_closes_its_connection_and_a_closed_one_is_retried() {
+        let long = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}".to_vec();
+        // Connection 2 answers once, then hangs up on the next request.
+        let (url, rx) = serve(vec![long, OK.to_vec(), Vec::new(), OK.to_vec()]);
+        let t = transport(&url);
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot.client(&t, &current(None)).unwrap().unwrap();
+        let get = Request {
+            path: "/api",
+            accept: "application/json",
+            read_timeout: None,
+        };
+        let mut b = c.get(&get).unwrap().into_body();
+        let mut two = [0; 2];
+        b.read_exact(&mut two).unwrap();
+        drop(b);
+        assert_eq!(body(c.get(&get).unwrap()), "{}");
+        assert_eq!(body(c.get(&get).unwrap()), "{}");
+        let conns: Vec<usize> = rx.try_iter().map(|(n, _)| n).collect();
+        assert_eq!(conns, [1, 2, 2, 3]);
+    }
+
+    #[test]
+    fn shutdown_unblocks_a_read_at_once_and_stops_the_slot() {
+        let hang = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n".to_vec();
+        let (url, _rx) = serve(vec![hang]);
+        let t = transport(&url);
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot.client(&t, &current(None)).unwrap().unwrap();
+        let get = Request {
+            path: "/api",
+            accept: "application/json",
+            read_timeout: None,
+        };
+        let mut b = c.get(&get).unwrap().into_body();
+        let mut two = [0; 2];
+        b.read_exact(&mut two).unwrap();
+        let stopper = {
+            let slot = slot.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                slot.shutdown();
+            })
+        };
+        let started = std::time::Instant::now();
+        assert!(b.read(&mut two).is_err(), "a cut chunked body is an error");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        stopper.join().unwrap();
+        assert!(slot.client(&t, &current(None)).is_none());
+        assert!(c.get(&get).is_err(), "no new connection after a stop");
+    }
+
+    #[test]
+    fn a_read_past_the_requests_timeout_is_timed_out() {
+        let hang = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        let (url, _rx) = serve(vec![hang]);
+        let t = transport(&url);
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot.client(&t, &current(None)).unwrap().unwrap();
+        let get = Request {
+            path: "/api",
+            accept: "application/json",
+            read_timeout: Some(Duration::from_millis(50)),
+        };
+        let e = c
+            .get(&get)
+            .unwrap()
+            .into_body()
+            .read(&mut [0; 8])
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+}
