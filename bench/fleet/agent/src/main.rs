@@ -104,17 +104,29 @@ fn main() {
 /// Removes `resource` and adds it back after a backoff (1 s doubling to 30 s
 /// over its endings), on a thread of its own so that entries keep flowing.
 fn reopen_later(reader: &Arc<Reader>, specs: &[ResourceSpec], resource: &str, n: u32, out: &Out) {
-    let (reader, specs, resource, out) = (Arc::clone(reader), specs.to_vec(), resource.to_string(), out.clone());
+    let (reader, specs, resource, out) = (
+        Arc::clone(reader),
+        specs.to_vec(),
+        resource.to_string(),
+        out.clone(),
+    );
     let wait = std::time::Duration::from_secs((1u64 << (n - 1).min(5)).min(30));
     let _ = std::thread::Builder::new()
         .name("fleet-agent-reopen".into())
         .spawn(move || {
             std::thread::sleep(wait);
-            let without: Vec<ResourceSpec> =
-                specs.iter().filter(|s| s.resource != resource).cloned().collect();
-            let ok = reader.set_resources(&without).and_then(|_| reader.set_resources(&specs));
-            out.line(json!({"ev": "reopen", "resource": resource, "after_s": wait.as_secs(),
-                            "ok": ok.is_ok()}));
+            let without: Vec<ResourceSpec> = specs
+                .iter()
+                .filter(|s| s.resource != resource)
+                .cloned()
+                .collect();
+            let ok = reader
+                .set_resources(&without)
+                .and_then(|_| reader.set_resources(&specs));
+            out.line(
+                json!({"ev": "reopen", "resource": resource, "after_s": wait.as_secs(),
+                            "ok": ok.is_ok()}),
+            );
         });
 }
 
@@ -170,7 +182,10 @@ impl Out {
 /// CLOCK_MONOTONIC in seconds: the same clock in every process of the run
 /// (Python's time.monotonic(), Go's unix.ClockGettime).
 fn monotonic() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
