@@ -163,8 +163,16 @@ def audit_offset():
         return 0
 
 
-def audit(since):
-    """The agents' requests logged since byte `since`, one per auditID."""
+def wall_stamp():
+    """Now as the audit log writes requestReceivedTimestamp (RFC 3339, microseconds, UTC)."""
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+
+
+def audit(since, received_after):
+    """The agents' requests received after `received_after` (a wall_stamp),
+    read from byte `since` on, one per auditID: a watch that began before the
+    window and ended in it (its ResponseComplete) is not the window's."""
     reqs = {}
     try:
         f = open(AUDIT, "rb")
@@ -175,6 +183,8 @@ def audit(since):
         try:
             ev = json.loads(line)
         except ValueError:
+            continue
+        if ev.get("requestReceivedTimestamp", "") < received_after:
             continue
         r = reqs.setdefault(ev["auditID"], {"uri": ev.get("requestURI", ""), "verb": ev.get("verb"),
                                             "ua": ev.get("userAgent", ""), "code": None})
@@ -375,6 +385,7 @@ class Window:
         self.old_ticks = 0
         reset_peak(self.pid)
         self.audit0 = audit_offset()
+        self.wall0 = wall_stamp()
         self.t0 = time.monotonic()
         self.load0 = loadavg()
 
@@ -395,7 +406,8 @@ class Window:
             peak = proc(pid, "VmHWM")  # the new process's peak (the old one's is in old_peak_kb)
         r = {"apiserver_cpu_s": ticks / TCK, "apiserver_peak_rss_kb": peak,
              "connections": connections(), "window_s": time.monotonic() - self.t0,
-             "audit": audit(self.audit0), "load_before": self.load0, "load_after": loadavg()}
+             "audit": audit(self.audit0, self.wall0), "wall_start": self.wall0,
+             "audit_offset": self.audit0, "load_before": self.load0, "load_after": loadavg()}
         if pid != self.pid:
             r["old_peak_rss_kb"] = getattr(self, "old_peak", None)
         r.update(extra)

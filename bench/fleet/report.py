@@ -171,8 +171,11 @@ for phase, title in PHASES:
         w(f"| agents whose pods / Node stream made a full state (of {A}) | " + " | ".join(
             f"{n.get('pods', 0)} / {n.get('nodes', 0)}" for n in nodes) + " |" + " |" * len(PEERS))
         sd = V[T][phase].get("stats_delta", {})
-        w(f"| tattler's own count: streams re-synced (of {A * 4}), reconnects | "
-          f"{sd.get('streams_resynced', 0)}, {sd.get('reconnects', 0)} |" + " |" * (len(cols) - 1 + len(PEERS)))
+        reopened = V[T][phase].get("agent_events", {}).get("reopen", 0)
+        own = (f"{sd.get('streams_resynced', 0)}, {sd.get('reconnects', 0)}" if not reopened else
+               f"— ({reopened} streams ended for good and were reopened by the agent: their counters start again)")
+        w(f"| tattler's own count: streams re-synced (of {A * 4}), reconnects | {own} |"
+          + " |" * (len(cols) - 1 + len(PEERS)))
     ev = {c: V[c][phase].get("agent_events", {}) for c in cols}
     w("")
     w("The agents' own lines in the phase (Error entries, `ended` ones, reopenings of ended resources, Synced): " + "; ".join(
