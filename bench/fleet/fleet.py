@@ -127,6 +127,10 @@ def memory_once():
     g = re.match(r"goroutine profile: total (\d+)", gor)
     m["goroutines"] = int(g.group(1)) if g else None
     m["connections"] = connections()
+    # Kernel memory of all TCP sockets (pages; machine-wide, so other work shows too):
+    # a socket's buffers are not in the apiserver's RSS.
+    g = re.search(r"TCP: .* mem (\d+)", open("/proc/net/sockstat").read())
+    m["tcp_mem_pages"] = int(g.group(1)) if g else None
     return m
 
 

@@ -35,8 +35,11 @@ def g(v, phase, key):
     if key == "conns":
         return p.get("connections", 0) - base_conns
     if key in ("full_state", "resume"):
-        x = p.get("audit", {}).get(key, 0)
+        # Served ones (200): a refused request (403, 429) costs the apiserver little; its own row counts it.
+        x = p.get("audit", {}).get("codes", {}).get(f"{key}:200", 0)
         return x / writes_k if phase == "churn" else x
+    if key == "refused":
+        return sum(n for k, n in p.get("audit", {}).get("codes", {}).items() if not k.endswith(":200"))
     if key == "secs":
         return p.get("seconds_to_current")
     if key == "r429":
@@ -69,10 +72,10 @@ ROWS = [
     ("apiserver CPU-s", "cpu", 2),
     ("apiserver peak RSS, MB", "rss", 0),
     ("TCP connections to the apiserver (agents')", "conns", 0),
-    ("full states (watch-lists, first LIST pages)", "full_state", 0),
-    ("resumes (watches from a resourceVersion)", "resume", 0),
+    ("full states served (watch-lists, first LIST pages; HTTP 200)", "full_state", 0),
+    ("resumes served (watches from a resourceVersion; HTTP 200)", "resume", 0),
     ("seconds until every agent is current", "secs", 2),
-    ("429 answers to the agents", "r429", 0),
+    ("requests refused (403, 429, …: by code below)", "refused", 0),
 ]
 PHASES = [
     ("start", f"At start: {A} agents launched at once, until all four resources of every agent are Synced"),
@@ -201,11 +204,18 @@ for c in [T] + PEERS:
     d = {"connections": dc, "watches": A * 4, "rss_kb": a["rss_kb"] - b["rss_kb"],
          "heap": (a["HeapInuse"] or 0) - (b["HeapInuse"] or 0),
          "goroutines": (a["goroutines"] or 0) - (b["goroutines"] or 0)}
+    if a.get("tcp_mem_pages") is not None and b.get("tcp_mem_pages") is not None:
+        d["tcp_kernel_kb"] = (a["tcp_mem_pages"] - b["tcp_mem_pages"]) * 4
     mem[c] = d
     per = lambda x: x / dc if dc else None
     w(f"| {NAMES[c]} | {dc} | {A * 4} | {d['rss_kb'] / 1024:.1f} MB | {d['heap'] / 2**20:.1f} MiB | "
       f"{d['goroutines']} | {fmt(per(d['rss_kb']), 0)} KB | {fmt(per(d['heap'] / 1024), 0)} KiB | {fmt(per(d['goroutines']), 1)} |")
 w("")
+if all("tcp_kernel_kb" in mem[c] for c in [T] + PEERS):
+    w("Kernel memory of TCP sockets (`/proc/net/sockstat`, machine-wide, both ends of loopback; not in "
+      "any RSS): " + "; ".join(f"{c}: {mem[c]['tcp_kernel_kb']:,} KB for {mem[c]['connections']} connections"
+                               for c in [T] + PEERS) + ".")
+    w("")
 if CM in mem and mem[T]["connections"] != mem[CM]["connections"]:
     dc = mem[T]["connections"] - mem[CM]["connections"]
     mem["connection_marginal"] = {
@@ -249,7 +259,7 @@ if not told.get("not_current_while_down"):
 head = ["## Headline", "",
         "tattler / client-go in the same run, per phase (below 1: tattler costs the apiserver less). "
         f"Values are tattler · client-go metadata informers · client-go typed informers.", "",
-        "| phase | apiserver CPU-s | peak RSS, MB | connections | full states | resumes | s until every agent is current |",
+        "| phase | apiserver CPU-s | peak RSS, MB | connections | full states served | resumes served | s until every agent is current |",
         "|---|---|---|---|---|---|---|"]
 for phase, _ in PHASES:
     cells = []
