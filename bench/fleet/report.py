@@ -214,7 +214,8 @@ w("")
 if all("tcp_kernel_kb" in mem[c] for c in [T] + PEERS):
     w("Kernel memory of TCP sockets (`/proc/net/sockstat`, machine-wide, both ends of loopback; not in "
       "any RSS): " + "; ".join(f"{c}: {mem[c]['tcp_kernel_kb']:,} KB for {mem[c]['connections']} connections"
-                               for c in [T] + PEERS) + ".")
+                               for c in [T] + PEERS) + ": idle sockets hold no buffers, and the "
+      "difference is other work on the machine.")
     w("")
 if CM in mem and mem[T]["connections"] != mem[CM]["connections"]:
     dc = mem[T]["connections"] - mem[CM]["connections"]
