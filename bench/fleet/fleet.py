@@ -470,7 +470,7 @@ def phase_restart(fleet, compaction=False):
     else:
         last, missing = time.monotonic(), 0
     after = fleet.stats() if fleet else []
-    r = w.close(seconds_down=t_ready - t_stop, seconds_to_current=(last - t_ready) if last else None,
+    r = w.close(t_stop=t_stop, t_ready=t_ready, seconds_down=t_ready - t_stop, seconds_to_current=(last - t_ready) if last else None,
                 seconds_from_stop=(last - t_stop) if last else None, agents_missing=missing, **extra)
     r["stats_delta"] = stats_delta(before, after)
     if fleet:
@@ -502,7 +502,7 @@ def told(fleet, t_stop, t_ready, t_end):
     while the server was down, Errors, and a Synced after it came back."""
     n = {"streams": A * len(RESOURCES), "not_current_while_down": 0, "synced_after": 0,
          "not_current_then_synced": 0, "error_entries_while_down": 0, "streams_with_error_while_down": 0,
-         "kinds_seen": {}}
+         "kinds_seen": {}, "per_stream": []}
     for ls in fleet.all_lines():
         for res in RESOURCES:
             mine = [l for l in ls if l.get("resource") == res and t_stop <= l["t"] <= t_end]
@@ -516,6 +516,9 @@ def told(fleet, t_stop, t_ready, t_end):
             n["not_current_while_down"] += bool(notice)
             n["synced_after"] += bool(synced)
             n["not_current_then_synced"] += bool(notice and any(s["t"] > notice[0]["t"] for s in synced))
+            n["per_stream"].append({"agent": ls[0]["agent"] if ls else None, "resource": res,
+                                    "not_current_while_down": bool(notice), "synced_after": bool(synced),
+                                    "errors_while_down": len(errs)})
             n["error_entries_while_down"] += len(errs)
             n["streams_with_error_while_down"] += bool(errs)
     return n
