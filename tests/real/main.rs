@@ -1,7 +1,8 @@
 //! Against a real kube-apiserver and etcd on loopback (tests/k8s builds them
 //! from Go modules, cached, and brings a fresh cluster up per test; the tests
 //! run one at a time): the stream's scenarios (`cluster`) and cluster access
-//! where only the real server can produce the case (`access`).
+//! where only the real server can produce the case (`access`), and the APF
+//! kit for a DaemonSet of agents (`apf`).
 //! `cargo test --test real cluster::` runs one topic.
 
 #[path = "../common/mod.rs"]
@@ -10,4 +11,5 @@ mod common;
 mod fixture;
 
 mod access;
+mod apf;
 mod cluster;

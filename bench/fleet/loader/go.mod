@@ -1,0 +1,3 @@
+module tattler.bench/fleet/loader
+
+go 1.26.0
