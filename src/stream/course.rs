@@ -144,6 +144,11 @@ const REPLACEMENT_FAILURES: u32 = 3;
 /// Full-state requests answered 429 in a row after which the stream reads
 /// what the watch cache holds instead of a consistent read.
 const LAGGING_CACHE: u32 = 3;
+/// 403s in a row a stream that was allowed before retries before it ends:
+/// an apiserver that is starting answers before its RBAC is loaded
+/// ("clusterrole not found"), for seconds; a permission really taken away
+/// ends the stream after about a minute of backoff.
+const FORBIDDEN_RETRIES: u32 = 6;
 
 /// One stream's course: see the module's table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,15 +202,23 @@ pub(crate) struct Course {
     told_stale: bool,
     /// Full-state requests answered 429 in a row.
     throttled: u32,
+    /// Why the last request failed, as the consumer is told it.
+    cause: Cause,
+    /// The server answered this stream 200 once: a later 403 may be an
+    /// apiserver starting up, retried a while.
+    allowed: bool,
+    /// 403s in a row since it was allowed.
+    forbidden: u32,
     /// The current full state reads what the watch cache holds (not older
     /// than the resume point) rather than a consistent read.
     cache_read: bool,
 }
 
 /// Why a request failed, as the consumer is told it (see [`Course::notice`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) enum Cause {
     /// Not a failure: no notice.
+    #[default]
     None,
     /// No answer: a failed connect, a broken connection.
     Unreachable(String),
@@ -219,7 +232,7 @@ pub(crate) enum Cause {
 
 impl Cause {
     /// The cause of a request that ended with `end`.
-    pub(crate) fn of(end: &End) -> Cause {
+    fn of(end: &End) -> Cause {
         match end {
             End::Refused { code, why, .. } => Cause::Refused(*code, why.clone()),
             End::Silent(why) => Cause::Silent(why.clone()),
@@ -305,6 +318,9 @@ impl Course {
             schema_missed: false,
             told_stale: false,
             throttled: 0,
+            cause: Cause::None,
+            allowed: false,
+            forbidden: 0,
             cache_read: false,
         };
         if !needs_discovery {
@@ -562,8 +578,8 @@ impl Course {
         })
     }
 
-    /// Whether a request that failed with `cause`, and the `step` decided
-    /// on it, owe the consumer a notice that the resource is not current;
+    /// Whether the request [`finish`](Self::finish) decided on (its cause
+    /// kept from there), and the `step` decided, owe the consumer a notice that the resource is not current;
     /// once told, not again until it is current. A relist's replacement
     /// tells nothing (the primary's view stays current). A re-sync is told
     /// at once; a failure that pauses the stream is told when the server did
@@ -574,7 +590,8 @@ impl Course {
     /// was current catches up
     /// before its next Synced: its watch resumes, and the Synced comes once
     /// it has replayed what it missed.
-    pub(crate) fn notice(&mut self, cause: Cause, answered: bool, step: &Step) -> Option<Notice> {
+    pub(crate) fn notice(&mut self, answered: bool, step: &Step) -> Option<Notice> {
+        let cause = std::mem::replace(&mut self.cause, Cause::None);
         if self.replacement || self.told_stale {
             return None;
         }
@@ -728,7 +745,28 @@ impl Course {
     /// off as failures do. Only delivered entries are progress: a bookmark,
     /// even one whose resourceVersion moves (or goes back), is not.
     fn next(&mut self, end: End, seen: Seen) -> Step {
+        if seen.answered {
+            self.allowed = true;
+            self.forbidden = 0;
+        }
         // A dead connection is a broken one, to what follows.
+        let end = match end {
+            End::Fatal(info)
+                if info.code == 403 && self.allowed && self.forbidden < FORBIDDEN_RETRIES =>
+            {
+                self.forbidden += 1;
+                End::Refused {
+                    code: 403,
+                    why: format!(
+                        "forbidden ({}), though allowed before: retried (an apiserver starting answers so until its RBAC is loaded)",
+                        info.message
+                    ),
+                    hint: None,
+                }
+            }
+            end => end,
+        };
+        self.cause = Cause::of(&end);
         let end = match end {
             End::Silent(why) => End::Broke(why),
             End::NoCredentials(why) => End::Retry(why, None),
@@ -1508,6 +1546,45 @@ mod tests {
         c.synced_now();
         assert!(c.initial_event_ok(false));
         assert!(machine(Phase::List).initial_event_ok(false));
+    }
+
+    #[test]
+    fn a_403_ends_a_stream_never_allowed_and_is_retried_a_while_by_one_that_was() {
+        let forbidden = || End::Fatal(info(403));
+        // Never answered 200: the identity may not read it; at once.
+        let mut m = machine(Phase::WatchList);
+        assert_eq!(
+            m.next(forbidden(), Seen::default()).next,
+            Next::End(Some(info(403)))
+        );
+        // Allowed before (an apiserver restarting answers 403 until its RBAC
+        // is loaded): retried with backoff, FORBIDDEN_RETRIES times in a row.
+        let mut m = machine(Phase::Watch);
+        m.next(End::Ended, seen(300_000, true));
+        let steps: Vec<Next> = (0..=FORBIDDEN_RETRIES)
+            .map(|_| m.next(forbidden(), Seen::default()).next)
+            .collect();
+        assert!(
+            steps[..FORBIDDEN_RETRIES as usize]
+                .iter()
+                .enumerate()
+                .all(|(i, n)| *n == pause(i as u32 + 1, Duration::ZERO)),
+            "{steps:?}"
+        );
+        assert_eq!(
+            steps[FORBIDDEN_RETRIES as usize],
+            Next::End(Some(info(403)))
+        );
+        // An answer in between starts the count again.
+        let mut m = machine(Phase::Watch);
+        m.next(End::Ended, seen(300_000, true));
+        for _ in 0..3 * FORBIDDEN_RETRIES {
+            assert!(matches!(
+                m.next(forbidden(), Seen::default()).next,
+                Next::Pause { .. }
+            ));
+            m.next(End::Ended, seen(5_000, true));
+        }
     }
 
     #[test]

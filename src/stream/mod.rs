@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 
 use self::client::{Client, Response};
-use self::course::{Cause, Course, End, Next, Phase, Step};
+use self::course::{Course, End, Next, Phase, Step};
 use self::discovery::Found;
 use self::pacing::Pacing;
 use self::sink::Sink;
@@ -233,9 +233,8 @@ impl Stream {
             }
             let was_list_mode = self.course.list_mode();
             let answered = self.client.take_answered();
-            let cause = Cause::of(&end);
             let step = self.course.finish(end, started.elapsed(), answered);
-            if let Some(notice) = self.course.notice(cause, answered, &step) {
+            if let Some(notice) = self.course.notice(answered, &step) {
                 let name = self.target.gvr();
                 let ns = self.target.namespace.clone();
                 if !self
@@ -349,7 +348,7 @@ impl Stream {
             reload: false,
             why: Some("a relist by a new full state (opaque resourceVersions)".into()),
         };
-        if let Some(notice) = self.course.notice(Cause::None, true, &step) {
+        if let Some(notice) = self.course.notice(true, &step) {
             let ns = self.target.namespace.clone();
             self.sink
                 .stale(&mut self.course, notice, ns.as_deref(), &name);
