@@ -153,8 +153,18 @@ impl Ledger {
     }
 
     /// `id` delivered its full state at `rv`, with every inferred Delete.
+    /// A relist's replacement promoted in place of a primary that was
+    /// current at `before` will replay, from its snapshot's resourceVersion
+    /// on, live events the primary already delivered: the table's floor
+    /// rises to `before`, so that an object deleted meanwhile cannot come
+    /// back with its old Add, whatever became of the tombstones.
     pub(crate) fn complete(&mut self, id: StreamId, rv: &Rv) -> Completed {
-        self.life.complete(id, rv)
+        let before = self.life.resume_point().cloned();
+        let completed = self.life.complete(id, rv);
+        if let (Completed::Promoted, Some(before)) = (completed, before) {
+            self.table.raise_floor(&before);
+        }
+        completed
     }
 
     /// The primary's resume point moved.
@@ -352,5 +362,71 @@ impl SyncGate {
     /// is now to be sent (by the caller).
     pub(crate) fn leave(&self, member: u64) -> bool {
         self.gate.lock().leave(member)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::decode::ObjectMeta;
+    use std::borrow::Cow;
+
+    fn meta(name: &str, uid: &str, rv: u64) -> ObjectMeta<'static> {
+        ObjectMeta {
+            kind: None,
+            namespace: Some(Cow::Owned("a".into())),
+            name: Cow::Owned(name.into()),
+            uid: Cow::Owned(uid.into()),
+            resource_version: Rv::from_u64(rv),
+        }
+    }
+
+    /// Convergence seed 12: a relist's replacement synced from an old
+    /// snapshot (rv 8) while the primary delivered p9's create (23) and
+    /// delete (32); promoted, its own live events replay them, and a second
+    /// relist's fresh sync had cleared the tombstones. The floor, raised to
+    /// where the primary was, drops the replayed Add.
+    #[test]
+    fn a_promoted_replacement_cannot_replay_what_its_primary_delivered() {
+        const P: StreamId = 1;
+        const R: StreamId = 2;
+        let mut l = Ledger::default();
+        l.join(P, false);
+        assert!(matches!(l.claim_sync(P, true).0, Claim::Granted { .. }));
+        assert_eq!(l.complete(P, &Rv::from_u64(6)), Completed::Synced);
+        // The relist begins; the primary goes on live.
+        l.join(R, true);
+        assert!(matches!(l.claim_sync(R, true).0, Claim::Granted { .. }));
+        let p9 = "00000000-0000-0000-0000-000000000009";
+        assert_eq!(
+            l.observe(EventType::Added, &meta("p9", p9, 23), false),
+            Verdict::Deliver(crate::Change::Add)
+        );
+        l.advance(P, &Rv::from_u64(23));
+        assert_eq!(
+            l.observe(EventType::Deleted, &meta("p9", p9, 32), false),
+            Verdict::Deliver(crate::Change::Delete)
+        );
+        l.advance(P, &Rv::from_u64(32));
+        // The replacement's snapshot is at 8: p9 is not in it.
+        let _ = l.end_sync(&Rv::from_u64(8));
+        assert_eq!(l.complete(R, &Rv::from_u64(8)), Completed::Promoted);
+        // A second relist's fresh sync clears the tombstones.
+        l.join(3, true);
+        assert!(matches!(l.claim_sync(3, true).0, Claim::Granted { .. }));
+        // The promoted stream's live events replay p9's Add.
+        assert_eq!(
+            l.observe(EventType::Added, &meta("p9", p9, 23), false),
+            Verdict::Stale
+        );
+        // A new object after it is delivered.
+        assert_eq!(
+            l.observe(
+                EventType::Added,
+                &meta("p10", "00000000-0000-0000-0000-000000000010", 33),
+                false
+            ),
+            Verdict::Deliver(crate::Change::Add)
+        );
     }
 }

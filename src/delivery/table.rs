@@ -452,6 +452,16 @@ impl Table {
         }
     }
 
+    /// Every live event up to `rv` was delivered already (by the stream a
+    /// relist's replacement took over from): an object not held cannot show
+    /// up with an older or equal version. Only raises the floor.
+    pub(crate) fn raise_floor(&mut self, rv: &Rv) {
+        let rv = rv.key();
+        if rv.order(self.floor) == Some(Ordering::Greater) {
+            self.floor = rv;
+        }
+    }
+
     /// Ends a full state taken at `snapshot_rv`: every object not seen in it
     /// is gone — unless a live event newer than the snapshot vouched for it.
     /// Returns them (and forgets them), in no particular order.
