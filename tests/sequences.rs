@@ -1243,6 +1243,55 @@ fn ignores_send_initial_events_but_talks(modified: bool) {
     }
 }
 
+/// A LIST page's continue token expires (the pages took longer than etcd
+/// keeps history): the same full state goes on in one unpaged answer, as
+/// client-go's pager does; no re-sync, nothing delivered twice.
+#[test]
+fn an_expired_continue_token_lists_again_unpaged() {
+    let _w = Watchdog::new("continue_token_expired", Duration::from_secs(60));
+    let p = |name: &str, i: u32| pod("a", name, i, &(i + 1).to_string(), "");
+    let s = Scripted::start(move |_, path| match kind(path) {
+        Kind::WatchList => Reply::status(400, "BadRequest", &[]),
+        Kind::List if path.contains("limit=") => {
+            let mut body = String::from_utf8(listed(&[p("p1", 1), p("p2", 2)], "9")).unwrap();
+            body = body.replacen(
+                "\"resourceVersion\":\"9\"}",
+                "\"resourceVersion\":\"9\",\"continue\":\"c1\"}",
+                1,
+            );
+            Reply::json(vec![body.into_bytes()], Then::Close)
+        }
+        Kind::ListMore => Reply::status(410, "Expired", &[]),
+        Kind::List => Reply::json(
+            vec![listed(&[p("p1", 1), p("p2", 2), p("p3", 3)], "12")],
+            Then::Close,
+        ),
+        Kind::Watch(_) => Reply::json(vec![], Then::Hang),
+    });
+    let mut c = fast(&s.url());
+    c.tuning.page_size = 2;
+    let r = Reader::open(c).unwrap();
+    let got = shown(&sync_entries(&r));
+    assert_eq!(
+        got,
+        ["Add a/p1", "Add a/p2", "Add a/p3", "Synced pods"],
+        "requests {:?}",
+        s.requests()
+    );
+    assert!(drain(&r, Duration::from_millis(500)).is_empty());
+    let asked: Vec<String> = s
+        .requests()
+        .iter()
+        .map(|q| q.split('?').nth(1).unwrap_or("").to_string())
+        .collect();
+    assert_eq!(kinds(&s), ["WL", "L", "L+", "L", "W 12"], "{asked:?}");
+    assert_eq!(
+        asked[1..4],
+        ["limit=2", "limit=2&continue=c1", ""],
+        "{asked:?}"
+    );
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(bytes).unwrap();

@@ -60,6 +60,9 @@ pub(crate) enum End {
     InitialError(String),
     /// 410: the history asked for is gone.
     Expired,
+    /// 410 on a LIST page after the first: its continue token expired (the
+    /// pages were read over longer than etcd keeps history).
+    TokenExpired,
     /// The resourceVersion asked for is ahead of the server; its hint.
     TooLarge(Option<Duration>),
     /// 400/422: the server refuses the request as asked.
@@ -212,6 +215,9 @@ pub(crate) struct Course {
     /// The current full state reads what the watch cache holds (not older
     /// than the resume point) rather than a consistent read.
     cache_read: bool,
+    /// The current full state's LIST comes in one answer, not in pages: a
+    /// continue token expired (client-go's pager does the same).
+    unpaged: bool,
 }
 
 /// Why a request failed, as the consumer is told it (see [`Course::notice`]).
@@ -319,6 +325,7 @@ impl Course {
             told_stale: false,
             throttled: 0,
             cause: Cause::None,
+            unpaged: false,
             allowed: false,
             forbidden: 0,
             cache_read: false,
@@ -510,6 +517,7 @@ impl Course {
         self.told_stale = false;
         self.throttled = 0;
         self.cache_read = false;
+        self.unpaged = false;
     }
 
     /// The server's resourceVersion when a resume started (empty: unknown).
@@ -566,6 +574,12 @@ impl Course {
     /// another resync decides otherwise.
     pub(crate) fn sync_granted(&mut self) {
         self.fresh_sync = false;
+    }
+
+    /// Whether the current full state's LIST comes in one answer (a
+    /// continue token expired).
+    pub(crate) fn unpaged(&self) -> bool {
+        self.unpaged
     }
 
     /// Whether the next full state reads what the watch cache holds: the
@@ -865,6 +879,15 @@ impl Course {
                 self.resync(&mut s);
                 s
             }
+            End::TokenExpired => {
+                // The same full state goes on (nothing delivered in it comes
+                // again), its LIST unpaged: no token left to expire.
+                self.unpaged = true;
+                self.fail(
+                    "a LIST page's continue token expired; listing again in one answer".into(),
+                    None,
+                )
+            }
             End::TooLarge(hint) => {
                 let mut s = self.fail(
                     "the resourceVersion is ahead of the server; re-syncing".into(),
@@ -1033,6 +1056,28 @@ mod tests {
             run(&mut d, vec![(End::Discovered, seen(10, false))]),
             [(Phase::WatchList, Next::Go, false)]
         );
+    }
+
+    #[test]
+    fn an_expired_continue_token_goes_on_with_the_same_full_state_unpaged() {
+        let mut m = machine(Phase::List);
+        m.fresh_sync = true;
+        let steps = run(&mut m, vec![(End::TokenExpired, seen(5, false))]);
+        // No re-sync: what the first pages delivered stands.
+        assert_eq!(steps.len(), 1);
+        assert_eq!((steps[0].0, steps[0].2), (Phase::List, false));
+        assert!(matches!(steps[0].1, Next::Pause { .. }), "{:?}", steps[0].1);
+        assert!(m.unpaged() && m.fresh_sync);
+        let synced = Seen {
+            synced: true,
+            ..seen(50, true)
+        };
+        assert_eq!(
+            run(&mut m, vec![(End::Listed, synced)]),
+            [(Phase::Watch, Next::Go, false)]
+        );
+        m.synced_now();
+        assert!(!m.unpaged(), "the next full state pages again");
     }
 
     #[test]

@@ -22,12 +22,21 @@ pub(crate) fn list(p: &mut Parts) -> End {
     let settings = p.client.settings().clone();
     let max = settings.max_frame_bytes;
     loop {
+        // One answer, not pages, once a continue token expired.
+        let limit = if p.course.unpaged() {
+            0
+        } else {
+            settings.page_size
+        };
         let path = match token.as_deref() {
-            Some(t) => request::list_page(p.target, settings.page_size, Some(t), None),
-            None => request::list_page(p.target, settings.page_size, None, p.course.cache_read()),
+            Some(t) => request::list_page(p.target, limit, Some(t), None),
+            None => request::list_page(p.target, limit, None, p.course.cache_read()),
         };
         let resp = match p.get(&path, Asking::List, None) {
             Ok(r) => r,
+            // A later page's 410: its continue token expired, not the history
+            // the full state stands on.
+            Err(End::Expired) if token.is_some() => return End::TokenExpired,
             Err(end) => return end,
         };
         let mut items = match p.client.items(resp) {

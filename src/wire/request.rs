@@ -43,26 +43,47 @@ pub(crate) fn watch_from(spec: &ResourceSpec, rv: &str, timeout_secs: u32) -> St
     finish(q, spec, timeout_secs)
 }
 
-/// One page of a LIST: a consistent read (no resourceVersion), or with
-/// `rv`, what the watch cache holds not older than it (`0`: anything).
+/// One page of a LIST (`limit` 0: the whole list in one answer): a
+/// consistent read (no resourceVersion), or with `rv`, what the watch cache
+/// holds not older than it (`0`: anything).
 pub(crate) fn list_page(
     spec: &ResourceSpec,
     limit: u32,
     continue_token: Option<&str>,
     rv: Option<&str>,
 ) -> String {
-    let mut q = format!("{}?limit={limit}", collection_path(spec));
+    let mut q = collection_path(spec);
+    let mut sep = '?';
+    let mut param = |q: &mut String, k: &str, v: &str| {
+        q.push(sep);
+        sep = '&';
+        q.push_str(k);
+        q.push('=');
+        q.push_str(v);
+    };
+    if limit > 0 {
+        param(&mut q, "limit", &limit.to_string());
+    }
     if let Some(c) = continue_token {
-        q.push_str("&continue=");
-        q.push_str(&encode(c));
+        param(&mut q, "continue", &encode(c));
     }
     if let Some(rv) = rv {
-        q.push_str("&resourceVersion=");
-        q.push_str(&encode(rv));
-        q.push_str("&resourceVersionMatch=NotOlderThan");
+        param(&mut q, "resourceVersion", &encode(rv));
+        param(&mut q, "resourceVersionMatch", "NotOlderThan");
     }
-    selectors(&mut q, spec);
+    selectors_after(&mut q, sep, spec);
     q
+}
+
+/// The selectors of `spec` after a query that so far ends with `sep`
+/// pending (`?` when it has no parameter yet).
+fn selectors_after(q: &mut String, sep: char, spec: &ResourceSpec) {
+    let mut s = String::new();
+    selectors(&mut s, spec);
+    if let Some(rest) = s.strip_prefix('&') {
+        q.push(sep);
+        q.push_str(rest);
+    }
 }
 
 fn finish(mut q: String, spec: &ResourceSpec, timeout_secs: u32) -> String {
@@ -218,6 +239,13 @@ mod tests {
             list_page(&spec("pods").in_namespace("a"), 2, Some("eyJ2Ijo+/="), None),
             "/api/v1/namespaces/a/pods?limit=2&continue=eyJ2Ijo%2B%2F%3D"
         );
+        // Unpaged (a continue token expired): no limit, selectors still on.
+        let labelled = spec("pods").with_label_selector("app=web");
+        assert_eq!(
+            list_page(&labelled, 0, None, None),
+            "/api/v1/pods?labelSelector=app%3Dweb"
+        );
+        assert_eq!(list_page(&nodes, 0, None, None), "/api/v1/nodes");
     }
 
     #[test]
