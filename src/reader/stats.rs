@@ -64,7 +64,7 @@ pub(super) fn metrics_text(
     use std::fmt::Write;
     let now = std::time::SystemTime::now();
     type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
-    let per_stream: [(&str, &str, &str, Get); 12] = [
+    let per_stream: [(&str, &str, &str, Get); 14] = [
         (
             "events_total",
             "counter",
@@ -118,6 +118,18 @@ pub(super) fn metrics_text(
             "gauge",
             "1 when the last full state is complete.",
             |s, _| Some(u8::from(s.synced).into()),
+        ),
+        (
+            "current",
+            "gauge",
+            "1 when the consumer's view is current (synced, not stale).",
+            |s, _| Some(u8::from(s.current).into()),
+        ),
+        (
+            "seconds_since_heard",
+            "gauge",
+            "Seconds since the server last sent anything (an answer, an event, a bookmark).",
+            |s, _| s.since_heard.map(|d| d.as_secs_f64()),
         ),
         (
             "failed",

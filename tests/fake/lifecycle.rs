@@ -558,6 +558,7 @@ fn metrics_come_in_the_prometheus_text_format() {
         "tattler_events_total{resource=\"v1/configmaps\",namespace=\"a\",label_selector=\"app in (x,y)\"} 1",
         "tattler_objects{resource=\"v1/pods\"} 2",
         "tattler_synced{resource=\"v1/pods\"} 1",
+        "tattler_current{resource=\"v1/pods\"} 1",
         "tattler_failed{resource=\"v1/pods\"} 0",
         "tattler_reconnects_total{resource=\"v1/pods\"} 0",
         "# TYPE tattler_channel_entries gauge",
@@ -573,6 +574,13 @@ fn metrics_come_in_the_prometheus_text_format() {
         .parse()
         .unwrap();
     assert!((0.0..10.0).contains(&since), "{since}");
+    let heard: f64 = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("tattler_seconds_since_heard{resource=\"v1/pods\"} "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((0.0..10.0).contains(&heard), "{heard}");
     // Every sample line is NAME{LABELS} VALUE, every family has HELP and TYPE.
     for l in lines.iter().filter(|l| !l.starts_with('#')) {
         let (name, value) = l.rsplit_once(' ').unwrap();
