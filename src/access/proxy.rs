@@ -66,7 +66,7 @@ impl Proxy {
     pub(crate) fn authorization(&self) -> Option<Token> {
         let (name, password) = self.user.as_ref()?;
         let pair = format!("{name}:{}", password.as_deref().unwrap_or_default());
-        Some(Token::new(&format!(
+        Some(Token::new(format!(
             "Basic {}",
             crate::util::base64_encode(pair.as_bytes())
         )))

@@ -9,9 +9,18 @@ pub struct Token(String);
 
 impl Token {
     /// Wraps a token; surrounding white space (a token file's newline) is dropped.
+    ///
+    /// ```
+    /// let t = kube_tattler::Token::new("s3cr3t\n");
+    /// assert_eq!(format!("{t:?}"), "Token([redacted])");
+    /// ```
     #[must_use]
-    pub fn new(token: &str) -> Self {
-        Token(token.trim().to_string())
+    pub fn new(token: impl Into<String>) -> Self {
+        let token = token.into();
+        match token.trim() {
+            t if t.len() == token.len() => Token(token),
+            t => Token(t.to_string()),
+        }
     }
 
     pub(crate) fn expose(&self) -> &str {
