@@ -115,6 +115,8 @@
 //! | inferred `Delete` | an object the last full state lacks | `DeletedFinalStateUnknown` |
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Every fallible public function says when it fails (C-FAILURE); none panics.
+#![deny(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod access;
 mod checkpoint;
@@ -141,6 +143,12 @@ pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use objects::shape::{Shaping, Transform, REDACTED};
 pub use reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use resource::{Encoding, ResourceSpec};
+
+/// The crossbeam-channel whose `Receiver` [`Reader::receiver_without_byte_budget`]
+/// returns: `select!` over it and the host's own channels, with the very
+/// version tattler was built with, whatever version the host's other
+/// dependencies hold.
+pub use crossbeam_channel;
 
 /// Entry points for the fuzz targets in `fuzz/`; not part of the API.
 #[cfg(feature = "fuzzing")]
