@@ -16,6 +16,17 @@ const VERSION: u32 = 1;
 /// ([`to_bytes`](Self::to_bytes)), given to a new reader in
 /// [`Config::resume`](crate::Config::resume); see
 /// [`Reader::checkpoint`](crate::Reader::checkpoint) for the whole round.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (reader, mut config): (kube_tattler::Reader, kube_tattler::Config) = unimplemented!();
+/// std::fs::write("state.checkpoint", reader.checkpoint().to_bytes())?;
+/// let saved = kube_tattler::Checkpoint::from_bytes(&std::fs::read("state.checkpoint")?)?;
+/// println!("{} objects of {} resources", saved.objects(), saved.resources());
+/// config.resume = Some(saved);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Checkpoint {
     pub(crate) resources: Vec<ResourceState>,

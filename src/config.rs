@@ -54,7 +54,7 @@ impl Default for Backoff {
 /// ```
 /// use kube_tattler::{Access, Config};
 /// let mut config = Config::new(Access::new("https://10.0.0.1:6443").token("…"))
-///     .watch(&["pods", "deployments.apps"])?;
+///     .watch(["pods", "deployments.apps"])?;
 /// config.tuning.channel_capacity = 256;
 /// # Ok::<(), kube_tattler::Error>(())
 /// ```

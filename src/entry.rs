@@ -107,6 +107,18 @@ impl fmt::Display for Resource {
 /// Why an Error entry came, as a value to match on. [`ErrorInfo::reason`]
 /// is its stable text (what C and Go see), or the server's own reason when
 /// the server said why ([`Reason::Server`]).
+///
+/// ```no_run
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// use kube_tattler::Reason;
+/// for entry in &reader {
+///     match entry.error().map(|e| (e.kind, e.code)) {
+///         Some((Reason::Server, 403)) => eprintln!("no RBAC for {}", entry.resource()),
+///         Some((Reason::Unreachable | Reason::Silent, _)) => eprintln!("{entry}"),
+///         _ => {}
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {

@@ -80,6 +80,14 @@ impl std::error::Error for Error {
 
 /// Why [`Reader::next`](crate::Reader::next) returned no entry: the reader was
 /// stopped or closed, and every entry it had buffered has been handed out.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// let first = reader.next()?; // Closed converts, as every error here does
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Closed;
 
@@ -112,6 +120,16 @@ impl fmt::Display for NextTimeoutError {
 impl std::error::Error for NextTimeoutError {}
 
 /// Why [`Reader::try_next`](crate::Reader::try_next) returned no entry.
+///
+/// ```no_run
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// use kube_tattler::TryNextError;
+/// match reader.try_next() {
+///     Ok(entry) => println!("{entry}"),
+///     Err(TryNextError::Empty) => { /* poll again later */ }
+///     Err(TryNextError::Closed) => return,
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TryNextError {
     /// No entry is ready right now; the reader is still running.

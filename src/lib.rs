@@ -9,14 +9,14 @@
 //!     .ca_file("/etc/kubernetes/ca.crt")?
 //!     .token_file("/var/run/secrets/token")?;
 //! // Or `Access::infer()?`: the kubeconfig kubectl would use, else in-cluster.
-//! let mut config = Config::new(access).watch(&["pods", "apps/v1/deployments"])?;
+//! let mut config = Config::new(access).watch(["pods", "apps/v1/deployments"])?;
 //! config.tuning.channel_capacity = 4096;
 //! let reader = Reader::open(config)?;
-//! for entry in reader.iter() {
-//!     match entry.change() {
-//!         Change::Synced => println!("{} complete", entry.resource().resource),
-//!         Change::Error => eprintln!("{:?}", entry.error()),
-//!         c => println!("{c} {}/{}", entry.namespace().unwrap_or(""), entry.name()),
+//! for entry in &reader {
+//!     match (entry.change(), entry.error()) {
+//!         (Change::Synced, _) => println!("{} complete", entry.resource()),
+//!         (Change::Error | Change::Stale, Some(e)) => eprintln!("{}: {e}", entry.resource()),
+//!         _ => println!("{entry}"), // Add v1/pods shop/web-1 at 4711
 //!     }
 //! }
 //! # Ok::<(), kube_tattler::Error>(())

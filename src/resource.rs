@@ -58,6 +58,13 @@ pub struct ResourceSpec {
 /// How a resource's objects travel from the apiserver. What the consumer
 /// gets is the same JSON either way: tattler turns protobuf into the bytes
 /// the server would have sent as JSON.
+///
+/// ```
+/// use kube_tattler::{Encoding, ResourceSpec};
+/// let widgets: ResourceSpec = "example.com/v1/widgets".parse()?;
+/// let widgets = widgets.with_encoding(Encoding::Json);
+/// # Ok::<(), kube_tattler::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Encoding {

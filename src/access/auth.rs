@@ -9,6 +9,13 @@ use crate::util::base64_decode;
 use crate::Token;
 
 /// How requests authenticate.
+///
+/// ```
+/// use kube_tattler::{Access, Auth, Token};
+/// let mut access = Access::new("https://10.0.0.1:6443");
+/// access.auth = Auth::Basic { username: "admin".into(), password: Token::new("s3cr3t") };
+/// assert!(!format!("{access:?}").contains("s3cr3t"));
+/// ```
 // One per configuration: the size of the Exec variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -35,6 +35,16 @@ impl fmt::Debug for Token {
 }
 
 /// A client certificate and key, PEM.
+///
+/// ```no_run
+/// use kube_tattler::{Access, ClientIdentity};
+/// let mut access = Access::new("https://10.0.0.1:6443");
+/// access.client_identity = Some(ClientIdentity {
+///     cert_pem: std::fs::read("client.crt")?,
+///     key_pem: std::fs::read("client.key")?,
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientIdentity {
     /// The certificate chain, PEM.

@@ -72,6 +72,12 @@ pub struct Reader {
 }
 
 /// Where a reader streams from.
+///
+/// ```no_run
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// let info = reader.info();
+/// log::info!("streaming from {} ({})", info.server, info.source);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReaderInfo {
