@@ -155,3 +155,10 @@ pub use crossbeam_channel;
 #[doc(hidden)]
 #[path = "fuzz_hooks.rs"]
 pub mod __fuzz;
+
+/// The README's Rust blocks, compiled by `cargo test --doc` so that none a
+/// user copies can rot (the C, C++, Go and Python ones have
+/// `ffi/check_snippets.py` and `python/test.sh`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
