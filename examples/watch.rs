@@ -31,13 +31,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             eprintln!("no cluster configured ({e}): streaming from a built-in demo cluster");
             let api = tattler_fakeapi::FakeApi::start();
             api.start_churn(3, 12, Duration::from_millis(500));
-            let access = Access::new(&api.url());
+            let access = Access::new(api.url());
             _demo = Some(api);
             access
         }
     };
 
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let config = Config::new(access).watch(&names)?; // kubectl's names: po, deploy, a CRD's
     let reader = Arc::new(Reader::open(config)?); // one thread per resource
 

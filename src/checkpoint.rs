@@ -14,7 +14,19 @@ const VERSION: u32 = 1;
 /// and the objects the consumer holds. Made by
 /// [`Reader::checkpoint`](crate::Reader::checkpoint), kept as bytes
 /// ([`to_bytes`](Self::to_bytes)), given to a new reader in
-/// [`Config::resume`](crate::Config::resume).
+/// [`Config::resume`](crate::Config::resume); see
+/// [`Reader::checkpoint`](crate::Reader::checkpoint) for the whole round.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let (reader, mut config): (kube_tattler::Reader, kube_tattler::Config) = unimplemented!();
+/// std::fs::write("state.checkpoint", reader.checkpoint().to_bytes())?;
+/// let saved = kube_tattler::Checkpoint::from_bytes(&std::fs::read("state.checkpoint")?)?;
+/// println!("{} objects of {} resources", saved.objects(), saved.resources());
+/// config.resume = Some(saved);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Checkpoint {
     pub(crate) resources: Vec<ResourceState>,
@@ -111,8 +123,22 @@ impl Checkpoint {
         serde_json::to_vec(&doc).unwrap_or_default()
     }
 
-    /// Reads a checkpoint [`to_bytes`](Self::to_bytes) made. The error says
-    /// what is wrong (where, never quoting values).
+    /// Reads a checkpoint [`to_bytes`](Self::to_bytes) made.
+    ///
+    /// ```
+    /// use kube_tattler::Checkpoint;
+    /// let empty = Checkpoint::default();
+    /// let back = Checkpoint::from_bytes(&empty.to_bytes())?;
+    /// assert_eq!((back.resources(), back.objects()), (0, 0));
+    /// assert!(Checkpoint::from_bytes(b"not one").is_err());
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Checkpoint`] for bytes that are not a checkpoint, one of
+    /// another format version, or one with a name, uid or resourceVersion
+    /// out of bounds; the message says where, never quoting values.
     pub fn from_bytes(bytes: &[u8]) -> Result<Checkpoint, Error> {
         let bad = Error::Checkpoint;
         let doc: Doc = serde_json::from_slice(bytes).map_err(|e| {

@@ -9,6 +9,12 @@ use crate::access::cluster::{Access, ServerUrl};
 use crate::{Error, ResourceSpec};
 
 /// Retry pacing for a failing stream: exponential with full jitter.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut tuning = kube_tattler::Tuning::default();
+/// tuning.backoff.max = Duration::from_secs(10);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Backoff {
     /// The first delay's upper bound.
@@ -48,7 +54,7 @@ impl Default for Backoff {
 /// ```
 /// use kube_tattler::{Access, Config};
 /// let mut config = Config::new(Access::new("https://10.0.0.1:6443").token("…"))
-///     .watch(&["pods", "deployments.apps"])?;
+///     .watch(["pods", "deployments.apps"])?;
 /// config.tuning.channel_capacity = 256;
 /// # Ok::<(), kube_tattler::Error>(())
 /// ```
@@ -82,7 +88,15 @@ pub struct Config {
 
 /// How hard tattler tries and how much it holds: the part of a
 /// [`Config`] most users leave at its defaults.
-#[derive(Debug, Clone)]
+///
+/// ```
+/// use std::time::Duration;
+/// let mut tuning = kube_tattler::Tuning::default();
+/// tuning.channel_capacity = 4096;
+/// tuning.idle_timeout = Duration::from_secs(90);
+/// assert_ne!(tuning, kube_tattler::Tuning::default());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Tuning {
     /// Capacity of the output channel; a full channel slows the streams down,
@@ -183,6 +197,14 @@ impl Tuning {
 impl Config {
     /// A configuration reaching the cluster through `access`, with nothing
     /// to watch yet and every other field at its default.
+    ///
+    /// ```
+    /// use kube_tattler::{Access, Config, ResourceSpec};
+    /// let mut config = Config::new(Access::new("https://10.0.0.1:6443"));
+    /// config.resources.push("pods".parse::<ResourceSpec>()?.in_namespace("shop"));
+    /// config.shaping.drop_managed_fields = true;
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
     #[must_use]
     pub fn new(access: Access) -> Self {
         Config {
@@ -195,10 +217,30 @@ impl Config {
         }
     }
 
-    /// Adds resources by name, as [`ResourceSpec::parse`] reads them.
-    pub fn watch(mut self, names: &[&str]) -> Result<Self, Error> {
+    /// Adds resources by name, as [`ResourceSpec::parse`] reads them: any
+    /// list of strings (`&["pods"]`, `["pods", "nodes"]`, `&args` of
+    /// `Vec<String>`, an iterator).
+    ///
+    /// ```
+    /// use kube_tattler::{Access, Config};
+    /// let names: Vec<String> = vec!["pods".into(), "deploy".into()];
+    /// let config = Config::new(Access::new("https://10.0.0.1:6443")).watch(&names)?;
+    /// assert_eq!(config.resources.len(), 2);
+    /// let config = config.watch(["rbac"])?; // adds four
+    /// assert_eq!(config.resources.len(), 6);
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Resource`] for the first name `parse` refuses; the
+    /// configuration is then dropped.
+    pub fn watch(
+        mut self,
+        names: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> Result<Self, Error> {
         for name in names {
-            self.resources.extend(ResourceSpec::parse(name)?);
+            self.resources.extend(ResourceSpec::parse(name.as_ref())?);
         }
         Ok(self)
     }
@@ -229,7 +271,7 @@ mod tests {
         let c = Config::new(Access::new("https://h"));
         assert!(c.validate().unwrap_err().to_string().contains("resources"));
         let mut c = Config::new(Access::new("https://h"))
-            .watch(&["pods"])
+            .watch(["pods"])
             .unwrap();
         c.tuning.channel_capacity = 0;
         assert!(c

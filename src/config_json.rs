@@ -290,6 +290,10 @@ impl Config {
     /// (no required key, no file read): the same errors for the same
     /// mistakes. For the C configuration builder, which refuses an unknown
     /// key when it is set.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] naming the key, as [`Config::from_json`].
     #[doc(hidden)]
     pub fn check_json_keys(json: &str) -> Result<(), Error> {
         JsonConfig::parse(json).map(|_| ())
@@ -303,6 +307,20 @@ impl Config {
     /// `resources` (names as [`ResourceSpec::parse`] reads them),
     /// `channel_capacity`, `idle_timeout_secs`, `connect_timeout_secs`, `gzip`,
     /// `page_size`, `max_frame_bytes`. Files named are read now.
+    ///
+    /// ```no_run
+    /// let config = kube_tattler::Config::from_json(&std::fs::read_to_string("tattler.json")?)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the text is not JSON (line and column), a key
+    /// is unknown or of the wrong type (named), or the keys contradict one
+    /// another; [`Error::Resource`] for a resource name
+    /// [`ResourceSpec::parse`] refuses; [`Error::ReadFile`] for a file that
+    /// cannot be read; and the errors of [`Access::from_kubeconfig`],
+    /// [`Access::in_cluster`] or [`Access::infer`] when no `server` is given.
     pub fn from_json(json: &str) -> Result<Config, Error> {
         let j = JsonConfig::parse(json)?;
         // Where the cluster is: explicit, a kubeconfig, in-cluster, or inferred as kubectl would.
@@ -314,9 +332,9 @@ impl Config {
                 ))
             }
             (None, None, None, Some(true)) => Config::new(Access::in_cluster()?),
-            (None, k, ctx, None | Some(false)) if k.is_some() || ctx.is_some() => {
-                Config::new(Access::from_kubeconfig(k.as_deref(), ctx.as_deref())?)
-            }
+            (None, k, ctx, None | Some(false)) if k.is_some() || ctx.is_some() => Config::new(
+                Access::from_kubeconfig(k.as_deref().map(std::path::Path::new), ctx.as_deref())?,
+            ),
             (None, _, _, Some(true)) => {
                 return Err(Error::Config(
                     "JSON: `in_cluster` excludes `kubeconfig` and `context`".into(),
@@ -385,7 +403,7 @@ impl Config {
             (Some(cert), Some(key)) => {
                 let read = |f: &str| {
                     std::fs::read(f).map_err(|source| Error::ReadFile {
-                        path: f.to_string(),
+                        path: f.into(),
                         source,
                     })
                 };

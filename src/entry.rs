@@ -9,6 +9,14 @@ use crate::wire::rv::Rv;
 ///
 /// The numbers are part of the C ABI and never change. New kinds may come
 /// (a match needs a `_` arm).
+///
+/// ```
+/// use kube_tattler::Change;
+/// let c = Change::Update;
+/// assert!(matches!(c, Change::Add | Change::Update));
+/// assert_eq!(c.to_string(), "Update");
+/// assert_eq!(c as u8, 2);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 #[non_exhaustive]
@@ -67,7 +75,9 @@ impl fmt::Display for Change {
     }
 }
 
-/// The resource an entry came from.
+/// The resource an entry came from. Its `Display` is
+/// `group/version/resource` (`apps/v1/deployments`, `v1/pods` for the core
+/// group), as [`ResourceSpec::gvr`](crate::ResourceSpec::gvr) shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Resource {
@@ -83,9 +93,32 @@ pub struct Resource {
     pub kind: String,
 }
 
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.group.as_str(), self.version.as_str()) {
+            // A name still to be resolved through discovery.
+            (_, "") => f.write_str(&self.resource),
+            ("", v) => write!(f, "{v}/{}", self.resource),
+            (g, v) => write!(f, "{g}/{v}/{}", self.resource),
+        }
+    }
+}
+
 /// Why an Error entry came, as a value to match on. [`ErrorInfo::reason`]
 /// is its stable text (what C and Go see), or the server's own reason when
 /// the server said why ([`Reason::Server`]).
+///
+/// ```no_run
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// use kube_tattler::Reason;
+/// for entry in &reader {
+///     match entry.error().map(|e| (e.kind, e.code)) {
+///         Some((Reason::Server, 403)) => eprintln!("no RBAC for {}", entry.resource()),
+///         Some((Reason::Unreachable | Reason::Silent, _)) => eprintln!("{entry}"),
+///         _ => {}
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reason {
@@ -166,7 +199,27 @@ impl fmt::Display for Reason {
 }
 
 /// What an Error entry reports: a resource that failed for good, or one
-/// object (or frame) that could not be delivered and was skipped.
+/// object (or frame) that could not be delivered and was skipped; on a
+/// Stale entry, why the view is not current.
+///
+/// It is a [`std::error::Error`], so that a consumer may stop on it with
+/// `?`; its `Display` is `reason (code): message` (`Forbidden (403): pods is
+/// forbidden: …`, the code left out when 0).
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// use kube_tattler::Change;
+/// for entry in &reader {
+///     match (entry.change(), entry.error()) {
+///         (Change::Error, Some(e)) if e.ended => return Err(e.clone().into()),
+///         (Change::Error | Change::Stale, Some(e)) => eprintln!("{}: {e}", entry.resource()),
+///         _ => {}
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ErrorInfo {
@@ -188,9 +241,39 @@ pub struct ErrorInfo {
     pub ended: bool,
 }
 
+impl fmt::Display for ErrorInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)?;
+        if self.code != 0 {
+            write!(f, " ({})", self.code)?;
+        }
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ErrorInfo {}
+
 /// One change to one object, or a resource's Synced or Error marker.
 ///
-/// Entries own their data and outlive the reader that made them.
+/// Entries own their data and outlive the reader that made them. Its
+/// `Display` is a line for people (`Add v1/pods shop/web-1 at 4711`,
+/// `Synced v1/pods at 4720`, `Error v1/pods: Forbidden (403): …`); its
+/// `Debug` leaves the object out.
+///
+/// ```no_run
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// use kube_tattler::Change;
+/// for entry in &reader {
+///     if matches!(entry.change(), Change::Add | Change::Update) {
+///         let name = (entry.namespace(), entry.name());
+///         let bytes = entry.object().map_or(0, <[u8]>::len);
+///         println!("{entry}: {bytes} bytes");
+///     }
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Entry {
     pub(crate) change: Change,
@@ -298,8 +381,61 @@ impl Entry {
     /// The object's JSON exactly as the server sent it (re-serialised only
     /// when scrubbing changed it). `None` for inferred deletes, Synced and
     /// Error entries.
+    ///
+    /// The object is the shaped one ([`Shaping`](crate::Shaping)): with the
+    /// defaults, container env values and a Secret's data are
+    /// [`REDACTED`](crate::REDACTED).
     pub fn object(&self) -> Option<&[u8]> {
         self.object.as_deref()
+    }
+
+    /// The object as a `T`: a `k8s_openapi::api::core::v1::Pod`, your own
+    /// struct with the fields you need, or a `serde_json::Value`. `Ok(None)`
+    /// where [`object`](Self::object) is `None` (inferred deletes, Synced,
+    /// Error, Stale).
+    ///
+    /// `Result<Option<T>, _>`, not `Option<Result<T, _>>`, so that `?` takes
+    /// the failure and leaves what is there to match on:
+    /// `if let Some(pod) = entry.object_as::<Pod>()? { … }`.
+    ///
+    /// The object is the shaped one, as [`object`](Self::object) gives it:
+    /// with the default [`Shaping`](crate::Shaping), every container env
+    /// value is the string [`REDACTED`](crate::REDACTED) (a `valueFrom`
+    /// stays), and so is each value of a Secret's `data` and `stringData`
+    /// (`REDACTED` is valid base64: a `ByteString` reads it as 6 bytes);
+    /// `managedFields` is missing when
+    /// [`drop_managed_fields`](crate::Shaping::drop_managed_fields) is set.
+    /// A metadata-only resource's objects are `PartialObjectMetadata`.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// #[derive(serde::Deserialize)]
+    /// struct Pod {
+    ///     metadata: serde_json::Value,
+    ///     status: Option<serde_json::Value>,
+    /// }
+    /// for entry in &reader {
+    ///     if let Some(pod) = entry.object_as::<Pod>()? {
+    ///         println!("{}: {:?}", entry.name(), pod.status.and_then(|s| s.get("phase").cloned()));
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The `serde_json::Error` of reading the object as a `T`: a field of
+    /// the wrong type, a missing field `T` requires, an object nested deeper
+    /// than serde_json's limit of 128.
+    pub fn object_as<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<Option<T>, serde_json::Error> {
+        self.object
+            .as_deref()
+            .map(serde_json::from_slice)
+            .transpose()
     }
 
     /// True on a Delete that tattler inferred rather than one the server
@@ -313,6 +449,28 @@ impl Entry {
     /// The failure, on an Error entry.
     pub fn error(&self) -> Option<&ErrorInfo> {
         self.error.as_deref()
+    }
+}
+
+impl fmt::Display for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.change, self.resource)?;
+        match (&self.namespace, self.name.is_empty()) {
+            (Some(ns), false) => write!(f, " {ns}/{}", self.name)?,
+            (None, false) => write!(f, " {}", self.name)?,
+            (Some(ns), true) => write!(f, " in {ns}")?,
+            (None, true) => {}
+        }
+        if !self.resource_version.as_str().is_empty() {
+            write!(f, " at {}", self.resource_version.as_str())?;
+        }
+        if self.inferred {
+            f.write_str(" (inferred)")?;
+        }
+        if let Some(e) = &self.error {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
     }
 }
 
@@ -333,5 +491,110 @@ impl fmt::Debug for Entry {
             .field("inferred", &self.inferred)
             .field("error", &self.error)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pods() -> Arc<Resource> {
+        Arc::new(Resource {
+            group: String::new(),
+            version: "v1".into(),
+            resource: "pods".into(),
+            kind: "Pod".into(),
+        })
+    }
+
+    fn add(object: &[u8]) -> Entry {
+        let mut e = Entry::marker(Change::Add, pods(), Rv::new("4711"));
+        e.namespace = Some(Arc::from("shop"));
+        e.name = Box::from("web-1");
+        e.uid = Box::from("u1");
+        e.object = Some(object.to_vec());
+        e
+    }
+
+    #[test]
+    fn object_as_reads_the_object_into_a_type() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Meta {
+            name: String,
+        }
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Pod {
+            metadata: Meta,
+        }
+        let e = add(br#"{"kind":"Pod","metadata":{"name":"web-1","uid":"u1"}}"#);
+        assert_eq!(
+            e.object_as::<Pod>().unwrap(),
+            Some(Pod {
+                metadata: Meta {
+                    name: "web-1".into()
+                }
+            })
+        );
+        let v: serde_json::Value = e.object_as().unwrap().unwrap();
+        assert_eq!(v["metadata"]["uid"], "u1");
+        // A field of the wrong type: serde's error, with where.
+        let bad = add(br#"{"metadata":{"name":7}}"#);
+        let err = bad.object_as::<Pod>().unwrap_err().to_string();
+        assert!(err.contains("invalid type: integer `7`"), "{err}");
+        // No object: nothing to read, no error.
+        let synced = Entry::marker(Change::Synced, pods(), Rv::new("4720"));
+        assert_eq!(synced.object_as::<Pod>().unwrap(), None);
+    }
+
+    #[test]
+    fn entries_resources_and_errors_print_for_people() {
+        assert_eq!(add(b"{}").to_string(), "Add v1/pods shop/web-1 at 4711");
+        let synced = Entry::marker(Change::Synced, pods(), Rv::new("4720"));
+        assert_eq!(synced.to_string(), "Synced v1/pods at 4720");
+        let mut gone = add(b"{}");
+        gone.change = Change::Delete;
+        gone.inferred = true;
+        gone.object = None;
+        assert_eq!(
+            gone.to_string(),
+            "Delete v1/pods shop/web-1 at 4711 (inferred)"
+        );
+        let forbidden = ErrorInfo::server(403, "Forbidden".into(), "pods is forbidden".into());
+        assert_eq!(forbidden.to_string(), "Forbidden (403): pods is forbidden");
+        let e = Entry::failure(pods(), forbidden);
+        assert_eq!(
+            e.to_string(),
+            "Error v1/pods: Forbidden (403): pods is forbidden"
+        );
+        let mut stale = Entry::marker(Change::Stale, pods(), Rv::new("4720"));
+        stale.namespace = Some(Arc::from("shop"));
+        stale.error = Some(Box::new(ErrorInfo::ours(
+            Reason::Unreachable,
+            0,
+            "connection refused".into(),
+            false,
+        )));
+        assert_eq!(
+            stale.to_string(),
+            "Stale v1/pods in shop at 4720: Unreachable: connection refused"
+        );
+        let deploy = Resource {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            kind: String::new(),
+        };
+        assert_eq!(deploy.to_string(), "apps/v1/deployments");
+        let unresolved = Resource {
+            group: String::new(),
+            version: String::new(),
+            resource: "widgets.example.com".into(),
+            kind: String::new(),
+        };
+        assert_eq!(unresolved.to_string(), "widgets.example.com");
+        // `?` into the boxed errors hosts use.
+        let boxed: Box<dyn std::error::Error + Send + Sync> =
+            e.error().cloned().map(Into::into).unwrap();
+        assert_eq!(boxed.to_string(), "Forbidden (403): pods is forbidden");
     }
 }

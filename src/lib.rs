@@ -9,14 +9,14 @@
 //!     .ca_file("/etc/kubernetes/ca.crt")?
 //!     .token_file("/var/run/secrets/token")?;
 //! // Or `Access::infer()?`: the kubeconfig kubectl would use, else in-cluster.
-//! let mut config = Config::new(access).watch(&["pods", "apps/v1/deployments"])?;
+//! let mut config = Config::new(access).watch(["pods", "apps/v1/deployments"])?;
 //! config.tuning.channel_capacity = 4096;
 //! let reader = Reader::open(config)?;
-//! for entry in reader.iter() {
-//!     match entry.change() {
-//!         Change::Synced => println!("{} complete", entry.resource().resource),
-//!         Change::Error => eprintln!("{:?}", entry.error()),
-//!         c => println!("{c} {}/{}", entry.namespace().unwrap_or(""), entry.name()),
+//! for entry in &reader {
+//!     match (entry.change(), entry.error()) {
+//!         (Change::Synced, _) => println!("{} complete", entry.resource()),
+//!         (Change::Error | Change::Stale, Some(e)) => eprintln!("{}: {e}", entry.resource()),
+//!         _ => println!("{entry}"), // Add v1/pods shop/web-1 at 4711
 //!     }
 //! }
 //! # Ok::<(), kube_tattler::Error>(())
@@ -115,6 +115,8 @@
 //! | inferred `Delete` | an object the last full state lacks | `DeletedFinalStateUnknown` |
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+// Every fallible public function says when it fails (C-FAILURE); none panics.
+#![deny(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod access;
 mod checkpoint;
@@ -142,8 +144,21 @@ pub use objects::shape::{Shaping, Transform, REDACTED};
 pub use reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use resource::{Encoding, ResourceSpec};
 
+/// The crossbeam-channel whose `Receiver` [`Reader::receiver_without_byte_budget`]
+/// returns: `select!` over it and the host's own channels, with the very
+/// version tattler was built with, whatever version the host's other
+/// dependencies hold.
+pub use crossbeam_channel;
+
 /// Entry points for the fuzz targets in `fuzz/`; not part of the API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 #[path = "fuzz_hooks.rs"]
 pub mod __fuzz;
+
+/// The README's Rust blocks, compiled by `cargo test --doc` so that none a
+/// user copies can rot (the C, C++, Go and Python ones have
+/// `ffi/check_snippets.py` and `python/test.sh`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

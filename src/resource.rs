@@ -1,12 +1,26 @@
 //! What to watch: a group/version/resource, its scope and selectors.
 
+use std::fmt;
+use std::str::FromStr;
+
 use crate::Error;
 
 /// One kind of object to stream: the API group, version and plural resource
 /// name, optionally narrowed to a namespace and by selectors.
 ///
-/// Build one with [`ResourceSpec::parse`] (`"pods"`, `"apps/v1/deployments"`)
-/// or [`ResourceSpec::new`] for any resource, custom ones included.
+/// Build one with [`ResourceSpec::parse`] (`"pods"`, `"apps/v1/deployments"`),
+/// [`str::parse`] for a name that stands for one resource, or
+/// [`ResourceSpec::new`] for any resource, custom ones included.
+///
+/// ```
+/// use kube_tattler::ResourceSpec;
+/// let web: ResourceSpec = "deployments.apps".parse()?;
+/// let web = web.in_namespace("shop").with_label_selector("app=web");
+/// assert_eq!((web.group.as_str(), web.kind.as_str()), ("apps", "Deployment"));
+/// let nodes = ResourceSpec::parse("nodes")?.remove(0).metadata_only();
+/// assert!(!nodes.namespaced);
+/// # Ok::<(), kube_tattler::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ResourceSpec {
@@ -44,6 +58,13 @@ pub struct ResourceSpec {
 /// How a resource's objects travel from the apiserver. What the consumer
 /// gets is the same JSON either way: tattler turns protobuf into the bytes
 /// the server would have sent as JSON.
+///
+/// ```
+/// use kube_tattler::{Encoding, ResourceSpec};
+/// let widgets: ResourceSpec = "example.com/v1/widgets".parse()?;
+/// let widgets = widgets.with_encoding(Encoding::Json);
+/// # Ok::<(), kube_tattler::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Encoding {
@@ -247,13 +268,25 @@ const SETS: &[(&str, &[&str])] = &[(
 
 impl ResourceSpec {
     /// A spec for any resource. `kind` may be empty (learned from the objects).
+    ///
+    /// ```
+    /// use kube_tattler::ResourceSpec;
+    /// let widgets = ResourceSpec::new("example.com", "v1", "widgets", "Widget", true);
+    /// assert_eq!(widgets.to_string(), "example.com/v1/widgets");
+    /// ```
     #[must_use]
-    pub fn new(group: &str, version: &str, resource: &str, kind: &str, namespaced: bool) -> Self {
+    pub fn new(
+        group: impl Into<String>,
+        version: impl Into<String>,
+        resource: impl Into<String>,
+        kind: impl Into<String>,
+        namespaced: bool,
+    ) -> Self {
         ResourceSpec {
-            group: group.to_string(),
-            version: version.to_string(),
-            resource: resource.to_string(),
-            kind: kind.to_string(),
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            kind: kind.into(),
             namespaced,
             namespace: None,
             label_selector: None,
@@ -279,13 +312,30 @@ impl ResourceSpec {
     /// tattler does not know is taken as namespaced with its kind learned
     /// from the objects; to watch a cluster-scoped one, name it otherwise or
     /// use [`ResourceSpec::new`].
+    ///
+    /// For a name that stands for one resource, `name.parse::<ResourceSpec>()`
+    /// ([`FromStr`]) gives it without the `Vec`.
+    ///
+    /// ```
+    /// use kube_tattler::ResourceSpec;
+    /// let rbac = ResourceSpec::parse("rbac")?;
+    /// assert_eq!(rbac.len(), 4);
+    /// let deployments = ResourceSpec::parse("deploy")?.remove(0);
+    /// assert_eq!(deployments.gvr(), "apps/v1/deployments");
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Resource`], quoting `name`, when it is none of the forms
+    /// above (`"a/b/c/d"`, `"pods!"`, an upper-case group). A well-formed
+    /// name the server turns out not to serve is no error here: it is
+    /// reported later by an Error entry.
     pub fn parse(name: &str) -> Result<Vec<ResourceSpec>, Error> {
         let name = name.trim();
         if let Some((_, members)) = SETS.iter().find(|(n, _)| *n == name) {
-            return Ok(members
-                .iter()
-                .map(|m| known(m).expect("set member is known"))
-                .collect());
+            // Every member is in KNOWN (the test `known_names_and_sets`).
+            return Ok(members.iter().filter_map(|m| known(m)).collect());
         }
         if let Some(spec) = known(name) {
             return Ok(vec![spec]);
@@ -426,18 +476,25 @@ impl ResourceSpec {
     }
 
     /// This spec narrowed to one namespace (ignored when cluster-scoped).
+    ///
+    /// ```
+    /// let pods: kube_tattler::ResourceSpec = "pods".parse()?;
+    /// let shop = pods.in_namespace("shop").with_label_selector("app=web");
+    /// assert_eq!(shop.to_string(), "v1/pods (namespace shop, labels app=web)");
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
     #[must_use]
-    pub fn in_namespace(mut self, namespace: &str) -> Self {
+    pub fn in_namespace(mut self, namespace: impl Into<String>) -> Self {
         if self.namespaced {
-            self.namespace = Some(namespace.to_string());
+            self.namespace = Some(namespace.into());
         }
         self
     }
 
-    /// This spec with a label selector.
+    /// This spec with a label selector, as kubectl's `-l` takes it.
     #[must_use]
-    pub fn with_label_selector(mut self, selector: &str) -> Self {
-        self.label_selector = Some(selector.to_string());
+    pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
         self
     }
 
@@ -464,17 +521,6 @@ impl ResourceSpec {
                 || crate::wire::schema::knows(&self.group, &self.version, &self.kind))
     }
 
-    /// The C ABI's and Go's encoding of a resource list, not an API for Rust
-    /// callers (who build specs with [`parse`](Self::parse) and the
-    /// builders). Reads a JSON array of resources, as the configuration's `resources`:
-    /// each item a name (as [`parse`](Self::parse) reads it; names take the
-    /// given namespace and selectors) or an object
-    /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
-    /// "label_selector": S, "field_selector": S, "metadata_only": BOOL,
-    /// "encoding": "auto" | "json"}`
-    /// (an object takes only its own fields; several namespaces give one
-    /// spec, and one stream, each). Names take `metadata_only` too. Errors
-    /// name the item and key.
     /// The resource's name until discovery resolves it: the plural when
     /// known, else the name as given, else the kind (for entries, thread
     /// names and logs).
@@ -486,6 +532,21 @@ impl ResourceSpec {
         }
     }
 
+    /// The C ABI's and Go's encoding of a resource list, not an API for Rust
+    /// callers (who build specs with [`parse`](Self::parse) and the
+    /// builders). Reads a JSON array of resources, as the configuration's `resources`:
+    /// each item a name (as [`parse`](Self::parse) reads it; names take the
+    /// given namespace and selectors) or an object
+    /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
+    /// "label_selector": S, "field_selector": S, "metadata_only": BOOL,
+    /// "encoding": "auto" | "json"}`
+    /// (an object takes only its own fields; several namespaces give one
+    /// spec, and one stream, each). Names take `metadata_only` too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Resource`] when `json` is not JSON, and an error naming the
+    /// item and key when an item is not a resource.
     #[doc(hidden)]
     pub fn list_from_json(
         json: &str,
@@ -510,11 +571,72 @@ impl ResourceSpec {
         crate::config_json::resource_list(&v, &defaults)
     }
 
-    /// This spec with a field selector.
+    /// This spec with a field selector, as kubectl's `--field-selector`
+    /// takes it.
     #[must_use]
-    pub fn with_field_selector(mut self, selector: &str) -> Self {
-        self.field_selector = Some(selector.to_string());
+    pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
         self
+    }
+}
+
+/// One resource by name, as [`ResourceSpec::parse`] reads it: `"pods"`,
+/// `"deploy"`, `"apps/v1/deployments"`, `"widgets.example.com"`, `"*"`.
+///
+/// ```
+/// use kube_tattler::ResourceSpec;
+/// let pods: ResourceSpec = "pods".parse()?;
+/// assert_eq!(pods, ResourceSpec::new("", "v1", "pods", "Pod", true));
+/// assert!("rbac".parse::<ResourceSpec>().is_err()); // four resources
+/// # Ok::<(), kube_tattler::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`ResourceSpec::parse`]; and [`Error::Resource`] for a name that
+/// stands for several resources (`rbac`): take those from `parse`.
+impl FromStr for ResourceSpec {
+    type Err = Error;
+
+    fn from_str(name: &str) -> Result<ResourceSpec, Error> {
+        let mut specs = ResourceSpec::parse(name)?;
+        match specs.len() {
+            1 => Ok(specs.remove(0)),
+            n => Err(Error::Resource(format!(
+                "{:?} stands for {n} resources: use ResourceSpec::parse for it",
+                name.trim()
+            ))),
+        }
+    }
+}
+
+/// What the spec streams, for people: [`gvr`](ResourceSpec::gvr), then
+/// its namespace, selectors and metadata-only in parentheses when set
+/// (`v1/pods (namespace shop, labels app=web)`). Without those, it parses
+/// back into the same spec.
+impl fmt::Display for ResourceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.gvr())?;
+        let scope = [
+            self.namespace.as_deref().map(|n| format!("namespace {n}")),
+            self.label_selector
+                .as_deref()
+                .map(|l| format!("labels {l}")),
+            self.field_selector
+                .as_deref()
+                .map(|s| format!("fields {s}")),
+            self.metadata_only.then(|| "metadata only".to_string()),
+        ];
+        let mut first = true;
+        for part in scope.iter().flatten() {
+            f.write_str(if first { " (" } else { ", " })?;
+            f.write_str(part)?;
+            first = false;
+        }
+        if !first {
+            f.write_str(")")?;
+        }
+        Ok(())
     }
 }
 
@@ -613,6 +735,45 @@ mod tests {
             );
             assert_eq!(s.gvr(), name.to_ascii_lowercase());
         }
+    }
+
+    #[test]
+    fn from_str_takes_one_resource_and_display_reads_back() {
+        let pods: ResourceSpec = " pods ".parse().unwrap();
+        assert_eq!(pods, ResourceSpec::parse("pods").unwrap().remove(0));
+        let e = "rbac".parse::<ResourceSpec>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid resource: \"rbac\" stands for 4 resources: use ResourceSpec::parse for it"
+        );
+        assert!("a/b/c/d".parse::<ResourceSpec>().is_err());
+        for name in [
+            "pods",
+            "deploy",
+            "v1/pods",
+            "example.com/v1alpha1/widgets",
+            "widgets.example.com",
+            "example.com/v1 Widget",
+            "*",
+            "*.apps",
+        ] {
+            let spec: ResourceSpec = name.parse().unwrap();
+            let back: ResourceSpec = spec.to_string().parse().unwrap();
+            assert_eq!(back, spec, "{name} shown as {spec}");
+        }
+        let scoped = ResourceSpec::parse("nodes")
+            .unwrap()
+            .remove(0)
+            .metadata_only();
+        assert_eq!(scoped.to_string(), "v1/nodes (metadata only)");
+        let scoped = pods
+            .in_namespace(String::from("a"))
+            .with_label_selector("app=web")
+            .with_field_selector("spec.nodeName=n1");
+        assert_eq!(
+            scoped.to_string(),
+            "v1/pods (namespace a, labels app=web, fields spec.nodeName=n1)"
+        );
     }
 
     #[test]

@@ -185,8 +185,8 @@ fn run(response: &[u8], how: Delivery) -> (Vec<String>, usize) {
             Delivery::Cut(_) => Reply::raw(response.clone(), response.len(), Then::Close),
         }
     });
-    let mut c = Config::new(Access::new(&server.url()).token(TOKEN))
-        .watch(&["pods"])
+    let mut c = Config::new(Access::new(server.url()).token(TOKEN))
+        .watch(["pods"])
         .unwrap();
     c.tuning.backoff = Backoff {
         initial: Duration::from_millis(1),

@@ -65,7 +65,7 @@ impl Cluster {
 }
 
 fn quick(c: Config) -> Config {
-    let mut c = c.watch(&["pods"]).unwrap();
+    let mut c = c.watch(["pods"]).unwrap();
     c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(200),
@@ -185,14 +185,14 @@ fn system_trust_store() {
         &dir.path().join("no-such-dir").display().to_string(),
     );
     let config = quick(Config::new(
-        Access::new(&c.front.url()).token("tok-trust-store-0d0d"),
+        Access::new(c.front.url()).token("tok-trust-store-0d0d"),
     ));
     assert_eq!(config.access.ca_pem, None);
     drop(streams_one_pod(&c.api, config));
     // Another cluster, another CA: not in the store, nothing reaches it.
     let other = Cluster::with(&["127.0.0.1"]);
     let r = Reader::open(quick(Config::new(
-        Access::new(&other.front.url()).token("tok-trust-store-0d0d"),
+        Access::new(other.front.url()).token("tok-trust-store-0d0d"),
     )))
     .unwrap();
     assert!(
@@ -379,7 +379,7 @@ contexts:
 
     // An explicit path ignores KUBECONFIG.
     set("KUBECONFIG", &file2);
-    let c = Access::from_kubeconfig(Some(&file1), None)
+    let c = Access::from_kubeconfig(Some(file1.as_ref()), None)
         .map(Config::new)
         .unwrap();
     assert_eq!(c.access.server, one.front.url());
@@ -393,7 +393,7 @@ contexts:
         .to_string();
     assert!(e.contains(&missing) && e.contains(&other), "{e}");
     // ... and an explicit file that is missing is an error too, not skipped.
-    let e = Access::from_kubeconfig(Some(&missing), None)
+    let e = Access::from_kubeconfig(Some(missing.as_ref()), None)
         .map(Config::new)
         .unwrap_err()
         .to_string();
@@ -504,9 +504,7 @@ fn in_cluster() {
 
     // No namespace file: no namespace.
     let sa2 = service_account(&c, "tok-incluster-one-6f6f", None);
-    let config = Access::in_cluster_at(&sa2.path().display().to_string())
-        .map(Config::new)
-        .unwrap();
+    let config = Access::in_cluster_at(sa2.path()).map(Config::new).unwrap();
     assert_eq!(config.access.namespace, None);
 }
 

@@ -30,7 +30,7 @@ use tattler_fakeapi::FakeApi;
 
 /// The defaults, pacing included: budgets are asserted against them.
 fn defaults(server: &str) -> Config {
-    Config::new(Access::new(server)).watch(&["pods"]).unwrap()
+    Config::new(Access::new(server)).watch(["pods"]).unwrap()
 }
 
 /// Fast retries, where the case is about entries, not pacing.

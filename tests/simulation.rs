@@ -109,7 +109,7 @@ fn specs_of(set: &WatchSet) -> Vec<ResourceSpec> {
         let base = ResourceSpec::parse(res).unwrap().remove(0);
         match scope {
             Scope::All => out.push(base),
-            Scope::Ns(v) => out.extend(v.iter().map(|ns| base.clone().in_namespace(ns))),
+            Scope::Ns(v) => out.extend(v.iter().map(|ns| base.clone().in_namespace(*ns))),
         }
     }
     out
@@ -451,7 +451,7 @@ struct Run {
 
 impl Run {
     fn config(&self, resume: Option<Checkpoint>) -> Config {
-        let mut c = Config::new(Access::new(&self.proxy.url()));
+        let mut c = Config::new(Access::new(self.proxy.url()));
         c.resources = specs_of(&self.shared.set.lock());
         c.tuning.channel_capacity = self.setup.channel_capacity;
         c.tuning.gzip = self.setup.gzip;

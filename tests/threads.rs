@@ -29,8 +29,8 @@ fn no_thread_outlives_close_even_mid_reconnect() {
     let resources = ["pods", "configmaps", "nodes"];
     let mut most = 0;
     for round in 0..150 {
-        let mut c = Config::new(Access::new(&format!("http://{addr}")))
-            .watch(&resources)
+        let mut c = Config::new(Access::new(format!("http://{addr}")))
+            .watch(resources)
             .unwrap();
         c.tuning.backoff = Backoff {
             initial: Duration::from_millis(1),

@@ -3,6 +3,8 @@
 //! resources in which scope (`-n`/`-A`, `-l`, `--field-selector`), and the
 //! shaping and tuning flags.
 
+use std::path::Path;
+
 use kube_tattler::{Access, Config, ResourceSpec};
 
 use crate::args::Args;
@@ -14,6 +16,20 @@ pub type Demo = tattler_fakeapi::FakeApi;
 /// What keeps the demo cluster alive (none in a build without it).
 #[cfg(not(feature = "demo"))]
 pub type Demo = ();
+
+/// An error and every source under it, on one line: tattler's messages say
+/// what failed and leave why to the source (`cannot read ca.crt: No such
+/// file or directory (os error 2)`).
+pub fn one_line(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
 
 /// A configuration to open, and the demo cluster it reaches, if any.
 pub struct Cluster {
@@ -37,7 +53,8 @@ pub fn build(a: &Args) -> Result<Cluster, String> {
     let mut demo = None;
     let (mut config, scope) = if let Some(path) = &a.config {
         let text = files::read_text(path)?;
-        let config = Config::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let config = Config::from_json(&text)
+            .map_err(|e| format!("{}: {}", path.display(), one_line(&e)))?;
         // The file's own names take its top-level scope (none: every
         // namespace); so do the names beside it.
         let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
@@ -50,7 +67,7 @@ pub fn build(a: &Args) -> Result<Cluster, String> {
         (config, scope)
     } else if a.demo {
         let api = start_demo()?;
-        let config = Config::new(Access::new(&api_url(&api)));
+        let config = Config::new(Access::new(api_url(&api)));
         demo = Some(api);
         // The demo's pods live in several namespaces and no context names one.
         (config, Scope::default())
@@ -58,13 +75,13 @@ pub fn build(a: &Args) -> Result<Cluster, String> {
         let access = if let Some(server) = &a.server {
             Access::new(server)
         } else if a.kubeconfig.is_some() || a.context.is_some() {
-            Access::from_kubeconfig(a.kubeconfig.as_deref(), a.context.as_deref())
-                .map_err(|e| e.to_string())?
+            let path = a.kubeconfig.as_deref().map(Path::new);
+            Access::from_kubeconfig(path, a.context.as_deref()).map_err(|e| one_line(&e))?
         } else {
             Access::infer().map_err(|e| {
                 let why = match e {
                     kube_tattler::Error::Config(m) => m,
-                    other => other.to_string(),
+                    other => one_line(&other),
                 };
                 format!("no cluster configured: {why}; give --kubeconfig or --server (or --demo for a simulated cluster)")
             })?
@@ -87,7 +104,7 @@ pub fn build(a: &Args) -> Result<Cluster, String> {
     let names = a.resources.iter().map(String::as_str);
     let names = names.chain(a.all.then_some("*"));
     for name in names {
-        for mut spec in ResourceSpec::parse(name).map_err(|e| e.to_string())? {
+        for mut spec in ResourceSpec::parse(name).map_err(|e| one_line(&e))? {
             if let Some(ns) = &namespace {
                 spec = spec.in_namespace(ns);
             }
@@ -106,13 +123,13 @@ pub fn build(a: &Args) -> Result<Cluster, String> {
         }
     }
     if let Some(f) = &a.certificate_authority {
-        config.access = config.access.ca_file(f).map_err(|e| e.to_string())?;
+        config.access = config.access.ca_file(f).map_err(|e| one_line(&e))?;
     }
     if let Some(t) = &a.token {
         config.access = config.access.token(t);
     }
     if let Some(f) = &a.token_file {
-        config.access = config.access.token_file(f).map_err(|e| e.to_string())?;
+        config.access = config.access.token_file(f).map_err(|e| one_line(&e))?;
     }
     if a.insecure {
         config.access.insecure_skip_tls_verify = true;

@@ -52,7 +52,7 @@ pub fn run(a: &Args) -> Result<(), String> {
         namespace: namespaces.contains(&None) || namespaces.len() > 1,
         kinds: specs.len() > 1 || wildcard,
     };
-    let reader = Arc::new(Reader::open(config).map_err(|e| error(&e.to_string()))?);
+    let reader = Arc::new(Reader::open(config).map_err(|e| error(&cluster::one_line(&e)))?);
     let on_signal = reader.clone();
     ctrlc::set_handler(move || on_signal.stop()).map_err(|e| error(&e.to_string()))?;
 

@@ -42,7 +42,16 @@ impl From<kube_tattler::Error> for Failure {
             Error::Reentrant(_) => TATTLER_ERR_REENTRANT,
             _ => TATTLER_ERR_OTHER,
         };
-        Failure::new(status, e.to_string())
+        // tattler's message says what failed and leaves why to its source
+        // (an I/O error): C gets one text, so both go in it.
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        Failure::new(status, message)
     }
 }
 
@@ -141,5 +150,21 @@ mod tests {
             (TATTLER_ERR_PANIC, "panic: boom 1")
         );
         assert_eq!(guard_value(7, || panic!("x")), 7);
+    }
+
+    #[test]
+    fn the_text_carries_the_why_tattler_leaves_to_the_source() {
+        let e = kube_tattler::Access::new("https://h")
+            .ca_file("/nonexistent/ca-4b1d.crt")
+            .unwrap_err();
+        let f = Failure::from(e);
+        assert_eq!(f.status, TATTLER_ERR_IO);
+        assert!(
+            f.message
+                .starts_with("cannot read /nonexistent/ca-4b1d.crt: ")
+                && f.message.len() > "cannot read /nonexistent/ca-4b1d.crt: ".len(),
+            "{}",
+            f.message
+        );
     }
 }

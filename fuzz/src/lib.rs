@@ -127,7 +127,7 @@ pub fn kubeconfig(data: &[u8]) {
         .filter(|v| v.len() >= 8 && v.chars().all(|c| c.is_ascii_alphanumeric()))
         .collect();
     hidden.retain(|s| text.matches(s.as_str()).count() == 1);
-    match Access::from_kubeconfig(Some(path.to_str().unwrap()), None) {
+    match Access::from_kubeconfig(Some(&path), None) {
         Ok(c) => assert_hidden(&hidden, "Config's Debug", &format!("{c:?}")),
         Err(e) => assert_hidden(&hidden, "the error", &format!("{e} {e:?}")),
     }

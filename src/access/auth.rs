@@ -9,6 +9,13 @@ use crate::util::base64_decode;
 use crate::Token;
 
 /// How requests authenticate.
+///
+/// ```
+/// use kube_tattler::{Access, Auth, Token};
+/// let mut access = Access::new("https://10.0.0.1:6443");
+/// access.auth = Auth::Basic { username: "admin".into(), password: Token::new("s3cr3t") };
+/// assert!(!format!("{access:?}").contains("s3cr3t"));
+/// ```
 // One per configuration: the size of the Exec variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,8 +92,21 @@ const EXEC_API_VERSIONS: [&str; 2] = [
 
 impl ExecConfig {
     /// A plugin run as `command args…` speaking `client.authentication.k8s.io/v1`.
+    ///
+    /// `args` stays a slice of `&str`, not a generic list, so that a plugin
+    /// without arguments is `&[]`, which a generic parameter could not type;
+    /// arguments held as `Vec<String>` go straight into
+    /// [`args`](Self::args).
+    ///
+    /// ```
+    /// use kube_tattler::{Access, Auth, ExecConfig};
+    /// let mut access = Access::new("https://10.0.0.1:6443");
+    /// access.auth = Auth::Exec(ExecConfig::new("gke-gcloud-auth-plugin", &[]));
+    /// let mut aws = ExecConfig::new("aws", &["eks", "get-token"]);
+    /// aws.args.extend(["--cluster-name".to_string(), "prod".to_string()]);
+    /// ```
     #[must_use]
-    pub fn new(command: &str, args: &[&str]) -> Self {
+    pub fn new(command: impl Into<String>, args: &[&str]) -> Self {
         ExecConfig {
             api_version: "client.authentication.k8s.io/v1".into(),
             command: command.into(),

@@ -2,6 +2,8 @@
 //! and the way there. Filled by hand or from a kubeconfig or the pod's
 //! service account; checked without the network by [`Access::validate`].
 
+use std::path::Path;
+
 use crate::access::auth::Auth;
 use crate::access::proxy::ProxyConfig;
 use crate::access::secret::{ClientIdentity, Token};
@@ -74,11 +76,18 @@ impl std::fmt::Debug for Access {
 
 impl Access {
     /// Access to `server` with no credentials, the system's trust store and
-    /// the proxy from the environment.
+    /// the proxy from the environment. The URL is checked by
+    /// [`Reader::open`](crate::Reader::open).
+    ///
+    /// ```
+    /// let url = String::from("https://10.0.0.1:6443");
+    /// let access = kube_tattler::Access::new(url).token("…");
+    /// assert_eq!(access.source, "explicit");
+    /// ```
     #[must_use]
-    pub fn new(server: &str) -> Self {
+    pub fn new(server: impl Into<String>) -> Self {
         Access {
-            server: server.to_string(),
+            server: server.into(),
             ca_pem: None,
             tls_server_name: None,
             auth: Auth::None,
@@ -90,15 +99,33 @@ impl Access {
         }
     }
 
-    /// Reads the CA bundle from a file.
-    pub fn ca_file(mut self, path: &str) -> Result<Self, Error> {
-        self.ca_pem = Some(read_file(path)?);
+    /// Reads the CA bundle (PEM) to trust from a file, now.
+    ///
+    /// ```no_run
+    /// use std::path::PathBuf;
+    /// let ca = PathBuf::from("/etc/kubernetes/pki/ca.crt");
+    /// let access = kube_tattler::Access::new("https://10.0.0.1:6443").ca_file(&ca)?;
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadFile`] when the file cannot be read. Its contents are
+    /// checked by [`Reader::open`](crate::Reader::open).
+    pub fn ca_file(mut self, path: impl AsRef<Path>) -> Result<Self, Error> {
+        self.ca_pem = Some(read_file(path.as_ref())?);
         Ok(self)
     }
 
-    /// Authenticates with a fixed bearer token.
+    /// Authenticates with a fixed bearer token (white space around it is
+    /// dropped).
+    ///
+    /// ```
+    /// let token = std::env::var("TOKEN").unwrap_or_default();
+    /// let access = kube_tattler::Access::new("https://10.0.0.1:6443").token(token);
+    /// ```
     #[must_use]
-    pub fn token(mut self, token: &str) -> Self {
+    pub fn token(mut self, token: impl Into<String>) -> Self {
         self.auth = Auth::Token(Token::new(token));
         self
     }
@@ -106,9 +133,20 @@ impl Access {
     /// Authenticates with the bearer token in a file, re-read at least once a
     /// minute and after a 401 (rotating service-account tokens). The file must
     /// be readable now.
-    pub fn token_file(mut self, path: &str) -> Result<Self, Error> {
+    ///
+    /// ```no_run
+    /// let access = kube_tattler::Access::new("https://10.0.0.1:6443")
+    ///     .token_file("/var/run/secrets/kubernetes.io/serviceaccount/token")?;
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadFile`] when the file cannot be read now.
+    pub fn token_file(mut self, path: impl AsRef<Path>) -> Result<Self, Error> {
+        let path = path.as_ref();
         read_file(path)?;
-        self.auth = Auth::TokenFile(path.into());
+        self.auth = Auth::TokenFile(path.to_path_buf());
         Ok(self)
     }
 
@@ -208,9 +246,9 @@ pub(crate) fn is_loopback(host: &str) -> bool {
             .unwrap_or(false)
 }
 
-fn read_file(path: &str) -> Result<Vec<u8>, Error> {
+fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     std::fs::read(path).map_err(|source| Error::ReadFile {
-        path: path.to_string(),
+        path: path.to_path_buf(),
         source,
     })
 }
@@ -274,7 +312,7 @@ mod tests {
         ] {
             let d = format!("{:?}", ProxyConfig::Url(url.into()));
             assert!(!d.contains("s3cr3t"), "{d}");
-            let mut a = Access::new(&url.replace("http:", "https:"));
+            let mut a = Access::new(url.replace("http:", "https:"));
             a.proxy = ProxyConfig::Url(url.into());
             let d = format!("{a:?}");
             assert!(

@@ -26,7 +26,7 @@ fn in_cluster(dir: &Path) -> Result<Access, Error> {
     } else {
         host
     };
-    let mut config = Access::new(&format!("https://{host}:{port}"));
+    let mut config = Access::new(format!("https://{host}:{port}"));
     let token = dir.join("token");
     if !token.is_file() {
         return Err(Error::Config(format!(
@@ -37,7 +37,7 @@ fn in_cluster(dir: &Path) -> Result<Access, Error> {
     config.auth = Auth::TokenFile(token);
     let ca = dir.join("ca.crt");
     config.ca_pem = Some(std::fs::read(&ca).map_err(|source| Error::ReadFile {
-        path: ca.display().to_string(),
+        path: ca.clone(),
         source,
     })?);
     config.namespace = std::fs::read_to_string(dir.join("namespace"))
@@ -54,13 +54,29 @@ impl Access {
     /// The configuration of a pod's service account: `KUBERNETES_SERVICE_HOST`
     /// and `_PORT`, and the token (re-read as it rotates), CA and namespace
     /// under `/var/run/secrets/kubernetes.io/serviceaccount/`.
+    ///
+    /// ```no_run
+    /// let access = kube_tattler::Access::in_cluster()?;
+    /// let namespace = access.namespace.clone(); // the pod's own
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the environment variables are not set (not in
+    /// a pod) or there is no token file; [`Error::ReadFile`] when the CA
+    /// cannot be read.
     pub fn in_cluster() -> Result<Access, Error> {
         Self::in_cluster_at(SERVICE_ACCOUNT_DIR)
     }
 
     /// [`in_cluster`](Self::in_cluster) with the service-account files in `dir`.
-    pub fn in_cluster_at(dir: &str) -> Result<Access, Error> {
-        let config = in_cluster(std::path::Path::new(dir))?;
+    ///
+    /// # Errors
+    ///
+    /// As [`in_cluster`](Self::in_cluster).
+    pub fn in_cluster_at(dir: impl AsRef<Path>) -> Result<Access, Error> {
+        let config = in_cluster(dir.as_ref())?;
         log::info!("cluster access from {}", config.source);
         Ok(config)
     }

@@ -10,6 +10,14 @@ use super::url::Url;
 use crate::Error;
 
 /// Which HTTP proxy requests go through.
+///
+/// ```
+/// use kube_tattler::{Access, ProxyConfig};
+/// let mut access = Access::new("https://10.0.0.1:6443");
+/// access.proxy = ProxyConfig::Url("http://user:pw@proxy.internal:3128".into());
+/// assert!(format!("{:?}", access.proxy).contains("[redacted]@proxy.internal:3128"));
+/// access.proxy = ProxyConfig::None;
+/// ```
 #[derive(Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ProxyConfig {
@@ -66,7 +74,7 @@ impl Proxy {
     pub(crate) fn authorization(&self) -> Option<Token> {
         let (name, password) = self.user.as_ref()?;
         let pair = format!("{name}:{}", password.as_deref().unwrap_or_default());
-        Some(Token::new(&format!(
+        Some(Token::new(format!(
             "Basic {}",
             crate::util::base64_encode(pair.as_bytes())
         )))

@@ -9,9 +9,18 @@ pub struct Token(String);
 
 impl Token {
     /// Wraps a token; surrounding white space (a token file's newline) is dropped.
+    ///
+    /// ```
+    /// let t = kube_tattler::Token::new("s3cr3t\n");
+    /// assert_eq!(format!("{t:?}"), "Token([redacted])");
+    /// ```
     #[must_use]
-    pub fn new(token: &str) -> Self {
-        Token(token.trim().to_string())
+    pub fn new(token: impl Into<String>) -> Self {
+        let token = token.into();
+        match token.trim() {
+            t if t.len() == token.len() => Token(token),
+            t => Token(t.to_string()),
+        }
     }
 
     pub(crate) fn expose(&self) -> &str {
@@ -26,6 +35,16 @@ impl fmt::Debug for Token {
 }
 
 /// A client certificate and key, PEM.
+///
+/// ```no_run
+/// use kube_tattler::{Access, ClientIdentity};
+/// let mut access = Access::new("https://10.0.0.1:6443");
+/// access.client_identity = Some(ClientIdentity {
+///     cert_pem: std::fs::read("client.crt")?,
+///     key_pem: std::fs::read("client.key")?,
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientIdentity {
     /// The certificate chain, PEM.

@@ -20,9 +20,33 @@ pub const REDACTED: &str = "REDACTED";
 /// A caller's last word on an object before it is handed out. Return `false`
 /// to drop the object: it is then not delivered, and an object the consumer
 /// already has gets a Delete (as when it leaves a label selector).
+///
+/// ```
+/// use std::sync::Arc;
+/// use kube_tattler::{Shaping, Transform};
+/// // Keep only pods that run on a node, and drop their status.
+/// let transform: Transform = Arc::new(|_resource, object| {
+///     if let Some(o) = object.as_object_mut() {
+///         o.remove("status");
+///     }
+///     object.pointer("/spec/nodeName").is_some()
+/// });
+/// let mut shaping = Shaping::default();
+/// shaping.transform = Some(transform);
+/// ```
 pub type Transform = Arc<dyn Fn(&Resource, &mut Value) -> bool + Send + Sync>;
 
 /// How objects are shaped before they are handed out.
+///
+/// ```
+/// use kube_tattler::{Access, Config, REDACTED};
+/// let mut config = Config::new(Access::new("https://10.0.0.1:6443")).watch(["pods", "events"])?;
+/// config.shaping.drop_managed_fields = true;
+/// config.shaping.event_kinds = Some(vec!["Pod".into()]);
+/// assert!(config.shaping.scrub); // env values become REDACTED
+/// assert_eq!(REDACTED, "REDACTED");
+/// # Ok::<(), kube_tattler::Error>(())
+/// ```
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct Shaping {

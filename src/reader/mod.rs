@@ -38,6 +38,23 @@ use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNex
 ///
 /// `Reader` is `Send + Sync`: one thread may block in [`next`](Self::next)
 /// while another calls [`stop`](Self::stop).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use kube_tattler::{Access, Config, Reader};
+///
+/// let config = Config::new(Access::infer()?).watch(["pods", "nodes"])?;
+/// let reader = Arc::new(Reader::open(config)?);
+/// let stopper = Arc::clone(&reader);
+/// std::thread::spawn(move || {
+///     std::thread::sleep(std::time::Duration::from_secs(60));
+///     stopper.stop(); // the loop below ends once it has taken what was queued
+/// });
+/// for entry in &*reader {
+///     println!("{entry}");
+/// }
+/// # Ok::<(), kube_tattler::Error>(())
+/// ```
 pub struct Reader {
     info: ReaderInfo,
     rx: Receiver<Entry>,
@@ -55,6 +72,12 @@ pub struct Reader {
 }
 
 /// Where a reader streams from.
+///
+/// ```no_run
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// let info = reader.info();
+/// log::info!("streaming from {} ({})", info.server, info.source);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReaderInfo {
@@ -74,6 +97,24 @@ impl Reader {
     /// Fails only on what can be judged without the network (a bad URL, an
     /// unreadable CA bundle, no resources). Server-side failures arrive later
     /// as retries, and as Error entries when retrying cannot help.
+    ///
+    /// ```no_run
+    /// use kube_tattler::{Access, Config, Reader};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let reader = Reader::open(Config::new(Access::infer()?).watch(["pods"])?)?;
+    ///     let first = reader.next()?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for a configuration that cannot work (no
+    /// resources, a bad server URL, a tuning value out of range, an
+    /// insecure setting together with a CA; the message names the field);
+    /// [`Error::Tls`] for a CA bundle or client certificate that cannot be
+    /// used; [`Error::Spawn`] when a thread cannot be started. Nothing is
+    /// left running then.
     pub fn open(config: Config) -> Result<Reader, Error> {
         let server = config.validate()?;
         let transport = Arc::new(Transport::new(&config, &server)?);
@@ -165,8 +206,19 @@ impl Reader {
 
     /// Blocks until the next entry.
     ///
-    /// Returns [`Closed`] once the reader has been stopped or closed and the
-    /// entries already queued have been handed out.
+    /// ```no_run
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// while let Ok(entry) = reader.next() {
+    ///     println!("{entry}");
+    /// }
+    /// // Stopped, and every queued entry taken.
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Closed`] once the reader has been stopped or closed and the
+    /// entries already queued have been handed out; every later call
+    /// returns it too, at once.
     pub fn next(&self) -> Result<Entry, Closed> {
         if let Some(e) = self.ready() {
             return Ok(self.taken(e));
@@ -192,6 +244,21 @@ impl Reader {
     }
 
     /// Blocks until the next entry or until `timeout` has passed.
+    ///
+    /// ```no_run
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// use std::time::Duration;
+    /// use kube_tattler::NextTimeoutError;
+    /// loop {
+    ///     match reader.next_timeout(Duration::from_secs(1)) {
+    ///         Ok(entry) => println!("{entry}"),
+    ///         Err(NextTimeoutError::Timeout) => { /* housekeeping */ }
+    ///         Err(NextTimeoutError::Closed) => break,
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// # Errors
     ///
     /// [`NextTimeoutError::Timeout`]: nothing arrived in time, or
     /// [`wake`](Self::wake) was called; the reader runs on.
@@ -267,6 +334,13 @@ impl Reader {
 
     /// The next entry if one is ready, without blocking.
     ///
+    /// ```no_run
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// let ready: Vec<_> = std::iter::from_fn(|| reader.try_next().ok()).collect();
+    /// ```
+    ///
+    /// # Errors
+    ///
     /// [`TryNextError::Empty`]: none ready yet. [`TryNextError::Closed`]:
     /// stopped or closed, and drained.
     pub fn try_next(&self) -> Result<Entry, TryNextError> {
@@ -281,7 +355,15 @@ impl Reader {
         }
     }
 
-    /// A blocking iterator over the entries; it ends when the reader stops.
+    /// A blocking iterator over the entries; it ends when the reader is
+    /// stopped and drained (as [`next`](Self::next) returns [`Closed`]).
+    /// `for entry in &reader` is the same.
+    ///
+    /// ```no_run
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// use kube_tattler::Change;
+    /// let synced = reader.iter().filter(|e| e.change() == Change::Synced).take(2).count();
+    /// ```
     pub fn iter(&self) -> Iter<'_> {
         Iter { reader: self }
     }
@@ -292,6 +374,27 @@ impl Reader {
     /// turns that bound off for this reader (`channel_capacity` still
     /// holds). It disconnects once the reader is stopped and every stream
     /// thread has ended.
+    ///
+    /// The crossbeam-channel it comes from is re-exported as
+    /// [`kube_tattler::crossbeam_channel`](crate::crossbeam_channel): use
+    /// that one, whatever version your own dependencies hold.
+    ///
+    /// ```no_run
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// use kube_tattler::crossbeam_channel::{select, tick};
+    /// use std::time::Duration;
+    /// let entries = reader.receiver_without_byte_budget();
+    /// let ticks = tick(Duration::from_secs(10));
+    /// loop {
+    ///     select! {
+    ///         recv(entries) -> entry => match entry {
+    ///             Ok(entry) => println!("{entry}"),
+    ///             Err(_) => break, // stopped, and every stream ended
+    ///         },
+    ///         recv(ticks) -> _ => println!("{}", reader.metrics_text()),
+    ///     }
+    /// }
+    /// ```
     pub fn receiver_without_byte_budget(&self) -> &Receiver<Entry> {
         self.control.turn_off();
         &self.rx
@@ -326,9 +429,12 @@ impl Reader {
     /// does nothing. Wildcards (`"*"`, `"*.apps"`) in the list replace the
     /// reader's: the streams discovery finds for them follow at once.
     ///
+    /// # Errors
+    ///
     /// [`Error::Reentrant`] when called on one of tattler's own threads (from
     /// a log callback): it would have to wait for that very thread;
-    /// [`Error::Stopped`] once the reader is stopped.
+    /// [`Error::Stopped`] once the reader is stopped; [`Error::Config`] for
+    /// an empty list; [`Error::Spawn`] when a thread cannot be started.
     ///
     /// ```no_run
     /// # let reader: kube_tattler::Reader = unimplemented!();
@@ -344,6 +450,10 @@ impl Reader {
     /// As [`set_resources`](Self::set_resources), and every stream of the
     /// set restarts, changed or not: each re-syncs against what the consumer
     /// holds (`Snapshot`s, not a second `Add`). Returns true.
+    ///
+    /// # Errors
+    ///
+    /// As [`set_resources`](Self::set_resources).
     pub fn restart_resources(&self, resources: &[ResourceSpec]) -> Result<bool, Error> {
         self.change_resources(resources, true)
     }
@@ -441,6 +551,22 @@ impl Reader {
     /// [`Closed`] (every entry taken). Taken while the reader runs, it may
     /// hold changes still waiting in the channel, which a resumed reader
     /// would then not deliver.
+    ///
+    /// ```no_run
+    /// use kube_tattler::{Access, Checkpoint, Config, Reader};
+    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
+    ///     let mut config = Config::new(Access::infer()?).watch(["pods"])?;
+    ///     if let Ok(bytes) = std::fs::read("pods.checkpoint") {
+    ///         config.resume = Some(Checkpoint::from_bytes(&bytes)?);
+    ///     }
+    ///     let reader = Reader::open(config)?;
+    ///     // … take entries until it is time to go, then:
+    ///     reader.stop();
+    ///     for entry in &reader { /* the last ones */ }
+    ///     std::fs::write("pods.checkpoint", reader.checkpoint().to_bytes())?;
+    ///     Ok(())
+    /// }
+    /// ```
     pub fn checkpoint(&self) -> crate::Checkpoint {
         let streams: Vec<(ResourceSpec, Arc<crate::delivery::state::ResourceState>)> = {
             let roster = self.registry.roster.lock();
@@ -490,6 +616,13 @@ impl Reader {
     }
 
     /// Counters of each stream, in the order the resources were configured.
+    ///
+    /// ```no_run
+    /// # let reader: kube_tattler::Reader = unimplemented!();
+    /// for s in reader.stats() {
+    ///     println!("{}: {} objects, synced {}, {:?}", s.resource, s.objects, s.synced, s.last_error);
+    /// }
+    /// ```
     pub fn stats(&self) -> Vec<StreamStats> {
         let roster = self.registry.roster.lock();
         roster.handles.iter().map(StreamHandle::snapshot).collect()
@@ -536,7 +669,10 @@ impl std::fmt::Debug for Reader {
     }
 }
 
-/// Blocking iterator returned by [`Reader::iter`].
+/// Blocking iterator returned by [`Reader::iter`] and `&Reader`'s
+/// [`IntoIterator`]: [`Reader::next`] until [`Closed`], and `None` ever
+/// after.
+#[derive(Debug)]
 pub struct Iter<'a> {
     reader: &'a Reader,
 }
@@ -546,5 +682,19 @@ impl Iterator for Iter<'_> {
 
     fn next(&mut self) -> Option<Entry> {
         self.reader.next().ok()
+    }
+}
+
+// Once Closed, `next` answers Closed at once, forever.
+impl std::iter::FusedIterator for Iter<'_> {}
+
+/// `for entry in &reader`: as [`Reader::iter`] (C-ITER): blocks for each
+/// entry, and ends when the reader is stopped and drained.
+impl<'a> IntoIterator for &'a Reader {
+    type Item = Entry;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
     }
 }

@@ -6,7 +6,13 @@ use std::sync::atomic::Ordering;
 use super::registry::StreamHandle;
 use crate::ResourceSpec;
 
-/// A snapshot of one resource stream's counters.
+/// A snapshot of one resource stream's counters, from
+/// [`Reader::stats`](crate::Reader::stats).
+///
+/// ```no_run
+/// # let reader: kube_tattler::Reader = unimplemented!();
+/// let lagging: Vec<String> = reader.stats().into_iter().filter(|s| !s.current).map(|s| s.resource).collect();
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StreamStats {

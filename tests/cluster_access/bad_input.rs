@@ -229,7 +229,7 @@ fn a_malformed_client_key_is_a_clear_error_not_a_panic() {
     assert!(e.contains(&path) && e.contains("client key"), "{e}");
     assert_hidden(&["c2VjcmV0LWdhcmJhZ2Uta2V5LTQ0NTU2Njc3"], &[&e]);
     // The same identity given through the Rust API: refused by Reader::open.
-    let mut config = quick(Config::new(Access::new(&c.url())), &[&res]);
+    let mut config = quick(Config::new(Access::new(c.url())), &[&res]);
     config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
     config.access.client_identity = Some(kube_tattler::ClientIdentity {
         cert_pem: id.cert_pem.clone().into_bytes(),
@@ -509,7 +509,7 @@ fn a_missing_token_file_is_named() {
     logged(&[&format!("{res}: credentials"), &missing]);
     assert_only_not_current(&r, "Credentials");
     // The explicit API checks the file up front.
-    let e = Access::new(&api.url())
+    let e = Access::new(api.url())
         .token_file(&missing)
         .unwrap_err()
         .to_string();
@@ -568,9 +568,9 @@ fn urls_with_a_slash_in_the_password_are_refused_unseen() {
             kubeconfig(&cluster, "token: tok-url-6f6f\n", None),
         );
         let mut texts = Vec::new();
-        match Access::from_kubeconfig(Some(&path), None).map(Config::new) {
+        match Access::from_kubeconfig(Some(path.as_ref()), None).map(Config::new) {
             Ok(c) => {
-                let c = c.watch(&["pods"]).unwrap();
+                let c = c.watch(["pods"]).unwrap();
                 texts.push(format!("{c:?}"));
                 texts.push(open_err(c));
             }

@@ -185,15 +185,25 @@ fn plugin_runs(log: &str) -> Vec<f64> {
 }
 
 fn load(path: &str, context: Option<&str>) -> Config {
-    Access::from_kubeconfig(Some(path), context)
+    Access::from_kubeconfig(Some(path.as_ref()), context)
         .map(Config::new)
         .unwrap_or_else(|e| panic!("kubeconfig: {e}"))
 }
 
+/// The error as a user prints it: the message (what failed), then each
+/// source (why).
 fn load_err(path: &str, context: Option<&str>) -> String {
-    match Access::from_kubeconfig(Some(path), context).map(Config::new) {
+    match Access::from_kubeconfig(Some(path.as_ref()), context).map(Config::new) {
         Ok(c) => panic!("kubeconfig {path} loaded: {c:?}"),
-        Err(e) => e.to_string(),
+        Err(e) => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
     }
 }
 

@@ -77,7 +77,7 @@ fn a_v1_client_certificate_is_refused_up_front_with_how_to_reissue_it() {
         q(&dir.file("kube/alice.key"))
     );
     want(&Config::from_json(&json).unwrap_err().to_string());
-    let mut config = quick(Config::new(Access::new(&c.url())), &["pods"]);
+    let mut config = quick(Config::new(Access::new(c.url())), &["pods"]);
     config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
     config.access.client_identity = Some(kube_tattler::ClientIdentity {
         cert_pem: v1.clone().into_bytes(),
@@ -205,7 +205,7 @@ fn insecure_skip_tls_verify_with_a_ca_is_refused_as_client_go_refuses_it() {
     .to_string();
     assert!(e.contains(want), "{e}");
     let mut config = quick(
-        Config::new(Access::new(&c.url()).token("tok-insecure-ca-1a1a")),
+        Config::new(Access::new(c.url()).token("tok-insecure-ca-1a1a")),
         &["pods"],
     );
     config.access.ca_pem = Some(c.pki.ca_pem.clone().into_bytes());
@@ -266,7 +266,7 @@ fn plain_http_to_localhost_goes_to_its_loopback_address() {
     api.require_token(Some("tok-localhost-3b3b"));
     let port = api.url().rsplit(':').next().unwrap().to_string();
     let config = quick(
-        Config::new(Access::new(&format!("http://localhost:{port}")).token("tok-localhost-3b3b")),
+        Config::new(Access::new(format!("http://localhost:{port}")).token("tok-localhost-3b3b")),
         &["pods"],
     );
     let _r = streams_one_pod(&api, config);
@@ -419,7 +419,7 @@ fn a_plugin_that_exits_answers_though_a_grandchild_keeps_stdout_open() {
     let dir = TempDir::new("exec-grandchild");
     let pid = dir.file("pid");
     let script = format!("sleep 600 & echo $! > {pid}; printf '%s' '{CRED}'");
-    let mut config = quick(Config::new(Access::new(&api.url())), &[&res]);
+    let mut config = quick(Config::new(Access::new(api.url())), &[&res]);
     // A deadline far off: ending the run is the exit's doing.
     config.access.auth = shell_plugin(&script, Duration::from_secs(30));
     let t = Instant::now();
@@ -442,7 +442,7 @@ fn close_interrupts_a_running_plugin_at_once_and_it_runs_once_for_all_streams() 
     let dir = TempDir::new("exec-close");
     let (pid, runs) = (dir.file("pid"), dir.file("runs"));
     let script = format!("echo $$ > {pid}; echo run >> {runs}; exec sleep 600");
-    let mut config = quick(Config::new(Access::new(&api.url())), &[&a, &b, "pods"]);
+    let mut config = quick(Config::new(Access::new(api.url())), &[&a, &b, "pods"]);
     config.access.auth = shell_plugin(&script, Duration::from_secs(60));
     let r = Reader::open(config).unwrap();
     let pid = wait_file(&pid);
@@ -480,7 +480,7 @@ fn a_token_file_that_cannot_be_reread_keeps_the_last_token() {
     let dir = TempDir::new("token-reread");
     let file = dir.write("token", "tok-last-good-8a8a\n");
     let config = quick(
-        Config::new(Access::new(&api.url()).token_file(&file).unwrap()),
+        Config::new(Access::new(api.url()).token_file(&file).unwrap()),
         &[&res],
     );
     let r = Reader::open(config).unwrap();
@@ -526,7 +526,7 @@ fn exec_stderr_is_passed_through_whole_and_kept_out_of_logs() {
         let script = format!(
             "i=0; while [ $i -lt 4096 ]; do echo 'noise {SECRET} ................................'; i=$((i+1)); done >&2; printf '%s' '{CRED}'"
         );
-        let mut config = quick(Config::new(Access::new(&api.url())), &["pods"]);
+        let mut config = quick(Config::new(Access::new(api.url())), &["pods"]);
         config.access.auth = shell_plugin(&script, Duration::from_secs(30));
         let r = streams_one_pod(&api, config.clone());
         let texts = debug_texts(&config, &r);

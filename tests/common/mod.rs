@@ -25,7 +25,7 @@ use tattler_fakeapi::FakeApi;
 
 /// A config for the fake server with fast retries.
 pub fn config(api: &FakeApi, names: &[&str]) -> Config {
-    let mut c = Config::new(Access::new(&api.url())).watch(names).unwrap();
+    let mut c = Config::new(Access::new(api.url())).watch(names).unwrap();
     c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(200),

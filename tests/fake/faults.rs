@@ -1142,8 +1142,8 @@ fn secrets_stay_out_of_logs_errors_stats_and_objects_on_every_path() {
     assert_entry_clean(&e);
     let errors = [
         format!("{:?}", e.error()),
-        Config::new(Access::new("https://127.0.0.1:1").token(&format!("{TOKEN}\u{1}")))
-            .watch(&["pods"])
+        Config::new(Access::new("https://127.0.0.1:1").token(format!("{TOKEN}\u{1}")))
+            .watch(["pods"])
             .map(Reader::open)
             .unwrap()
             .err()
@@ -1232,7 +1232,7 @@ fn configuration_errors_do_not_quote_a_mistyped_secret() {
                 "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://10.1.2.3:6443\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n{user}"
             ),
         );
-        let e = Access::from_kubeconfig(Some(&path), None)
+        let e = Access::from_kubeconfig(Some(path.as_ref()), None)
             .map(Config::new)
             .unwrap_err();
         let text = format!("{e} {e:?}");
@@ -1245,10 +1245,10 @@ fn configuration_errors_do_not_quote_a_mistyped_secret() {
         }
     }
     // A password in the server URL is refused, and not quoted back.
-    let c = Config::new(Access::new(&format!(
+    let c = Config::new(Access::new(format!(
         "https://admin:{PASSWORD}@10.1.2.3:6443"
     )))
-    .watch(&["pods"])
+    .watch(["pods"])
     .unwrap();
     let e = Reader::open(c).err().unwrap();
     let text = format!("{e} {e:?}");
@@ -1265,7 +1265,7 @@ fn plain_http_and_skipping_tls_checks_need_an_explicit_switch_and_warn() {
     let log = capture_log();
     let e = Reader::open(
         Config::new(Access::new("http://10.1.2.3:8080"))
-            .watch(&["pods"])
+            .watch(["pods"])
             .unwrap(),
     )
     .err()
@@ -1290,7 +1290,7 @@ fn plain_http_and_skipping_tls_checks_need_an_explicit_switch_and_warn() {
         "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://10.1.2.3:6443\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user: {}\n",
     );
     assert!(
-        !Access::from_kubeconfig(Some(&path), None)
+        !Access::from_kubeconfig(Some(path.as_ref()), None)
             .map(Config::new)
             .unwrap()
             .access
@@ -1304,7 +1304,7 @@ fn plain_http_and_skipping_tls_checks_need_an_explicit_switch_and_warn() {
         .is_some());
     drop(r);
     let mut c = Config::new(Access::new("https://127.0.0.1:9"))
-        .watch(&["pods"])
+        .watch(["pods"])
         .unwrap();
     c.access.insecure_skip_tls_verify = true;
     let r = Reader::open(c).unwrap();

@@ -14,7 +14,7 @@ use kube_tattler::{Access, Backoff, Change, Config, Reader};
 use tattler_fakeapi::FakeApi;
 
 fn fast(server: &str) -> Config {
-    let mut c = Config::new(Access::new(server)).watch(&["pods"]).unwrap();
+    let mut c = Config::new(Access::new(server)).watch(["pods"]).unwrap();
     c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(100),
@@ -705,8 +705,8 @@ fn a_field_the_schema_lacks_turns_the_stream_to_json_and_loses_nothing() {
         ),
         _ => Reply::json(vec![], Then::Hang),
     });
-    let mut c = Config::new(Access::new(&s.url()))
-        .watch(&["configmaps"])
+    let mut c = Config::new(Access::new(s.url()))
+        .watch(["configmaps"])
         .unwrap();
     c.tuning.backoff = Backoff {
         initial: Duration::from_millis(20),

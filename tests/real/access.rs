@@ -57,7 +57,7 @@ fn a_v1_client_certificate_kubectl_accepts_is_refused_clearly_and_its_v3_reissue
     assert!(ok && out.contains("namespace/default"), "kubectl: {out}");
 
     // tattler: one clear error when the kubeconfig is read, naming the file.
-    let e = match Access::from_kubeconfig(Some(&kc), None).map(Config::new) {
+    let e = match Access::from_kubeconfig(Some(kc.as_ref()), None).map(Config::new) {
         Ok(_) => panic!("a v1 client certificate was accepted"),
         Err(e) => e.to_string(),
     };
@@ -76,10 +76,10 @@ fn a_v1_client_certificate_kubectl_accepts_is_refused_clearly_and_its_v3_reissue
         "kubeconfig-v3",
         kubeconfig(&c, &dir.file("v3.crt"), &dir.file("v3.key")),
     );
-    let config = Access::from_kubeconfig(Some(&kc), None)
+    let config = Access::from_kubeconfig(Some(kc.as_ref()), None)
         .map(Config::new)
         .unwrap()
-        .watch(&["namespaces"])
+        .watch(["namespaces"])
         .unwrap();
     let r = Reader::open(config).unwrap();
     let entries = until_synced(&r);

@@ -210,9 +210,7 @@ fn an_agents_requests_are_classified_under_the_kits_flowschema() {
 }
 
 fn agent_config(a: &Agent) -> Config {
-    let mut cfg = Config::new(
-        Access::from_kubeconfig(Some(&a.kubeconfig.display().to_string()), None).unwrap(),
-    );
+    let mut cfg = Config::new(Access::from_kubeconfig(Some(&a.kubeconfig), None).unwrap());
     cfg.resources = vec![ResourceSpec::parse("configmaps")
         .unwrap()
         .remove(0)

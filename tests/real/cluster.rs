@@ -15,7 +15,7 @@ use crate::fixture::{Cluster, SERIAL};
 
 /// An admin config for `names`.
 fn admin(c: &Cluster, names: &[&str]) -> Config {
-    let mut cfg = Access::from_kubeconfig(Some(&c.kubeconfig()), None)
+    let mut cfg = Access::from_kubeconfig(Some(c.kubeconfig().as_ref()), None)
         .map(Config::new)
         .unwrap()
         .watch(names)
@@ -287,14 +287,11 @@ fn a_forbidden_resource_is_one_error_entry_and_the_others_stream() {
         "--clusterrole=cm-reader",
         "--user=nobody",
     ]);
-    let mut cfg = Access::from_kubeconfig(
-        Some(&c.dir.join("kubeconfig-nobody").display().to_string()),
-        None,
-    )
-    .map(Config::new)
-    .unwrap()
-    .watch(&["configmaps", "pods"])
-    .unwrap();
+    let mut cfg = Access::from_kubeconfig(Some(&c.dir.join("kubeconfig-nobody")), None)
+        .map(Config::new)
+        .unwrap()
+        .watch(["configmaps", "pods"])
+        .unwrap();
     cfg.tuning.backoff.initial = Duration::from_millis(100);
     let r = Reader::open(cfg).unwrap();
     let mut error = None;

@@ -274,7 +274,7 @@ fn exec_config(e: &Exec, c: &Cluster, server: &str, ca: Option<&[u8]>, dir: &Pat
 fn parse_file(path: &Path) -> Result<File, Error> {
     let shown = path.display();
     let data = read_bounded(path, MAX_FILE_BYTES).map_err(|source| Error::ReadFile {
-        path: shown.to_string(),
+        path: path.to_path_buf(),
         source,
     })?;
     let text = String::from_utf8(data).map_err(|e| {
