@@ -576,6 +576,20 @@ impl Course {
         self.fresh_sync = false;
     }
 
+    /// Full states the server answered since the last healthy watching
+    /// (what the request budget counts).
+    pub(crate) fn streak(&self) -> u32 {
+        self.streak
+    }
+
+    /// Goes on from another stream's count of the same resource (a relist's
+    /// replacement from its primary's, a primary from a replacement that
+    /// gave up): the budget counts the resource's full states, not one
+    /// stream's.
+    pub(crate) fn inherit_streak(&mut self, streak: u32) {
+        self.streak = self.streak.max(streak);
+    }
+
     /// Whether the current full state's LIST comes in one answer (a
     /// continue token expired).
     pub(crate) fn unpaged(&self) -> bool {

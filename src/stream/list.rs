@@ -15,7 +15,7 @@ use crate::{Reason, ResourceSpec};
 
 /// The full state by paged LIST.
 pub(crate) fn list(p: &mut Parts) -> End {
-    if !p.sink.claim_sync(p.course, p.name) {
+    if !p.claim_sync() {
         return End::Stopped;
     }
     let mut token: Option<String> = None;

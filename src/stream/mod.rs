@@ -107,6 +107,26 @@ impl Parts<'_> {
         self.sink.heard();
         Ok(resp)
     }
+
+    /// Claims the full state about to be asked for (see
+    /// [`Sink::claim_sync`]); false when stopping or retired. A primary that
+    /// waited for a relist's replacement, which then gave up, goes on from
+    /// the replacement's budget count and waits it out first: the two
+    /// streams' full states are paced as one stream's would be.
+    pub(crate) fn claim_sync(&mut self) -> bool {
+        let Some(handed) = self.sink.claim_sync(self.course, self.name) else {
+            return false;
+        };
+        if handed > 0 {
+            self.course.inherit_streak(handed);
+            let wait = self.pacing.budget(self.course.streak());
+            log::info!("{}: the relist gave up; re-syncing in {wait:?}", self.name);
+            if self.sink.sleep(wait) {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
@@ -191,8 +211,26 @@ impl Stream {
 
     /// Runs until stopped, retired or failed for good.
     pub(crate) fn run(mut self) {
-        self.run_loop();
+        if self.paced_start() {
+            self.run_loop();
+        }
         self.sink.leave();
+    }
+
+    /// A relist's replacement goes on from its primary's request budget
+    /// count: when the primary's full states came close together, the
+    /// replacement's first waits as the primary's next would. False when
+    /// stopped meanwhile.
+    fn paced_start(&mut self) -> bool {
+        if !self.course.is_replacement() {
+            return true;
+        }
+        self.course.inherit_streak(self.sink.handed_streak());
+        let wait = self.pacing.budget(self.course.streak());
+        if wait > Duration::ZERO {
+            log::info!("{}: relisting in {wait:?}", self.target.gvr());
+        }
+        wait.is_zero() || !self.stop.sleep(wait)
     }
 
     fn run_loop(&mut self) {
@@ -234,6 +272,7 @@ impl Stream {
             let was_list_mode = self.course.list_mode();
             let answered = self.client.take_answered();
             let step = self.course.finish(end, started.elapsed(), answered);
+            self.sink.publish_streak(self.course.streak());
             if let Some(notice) = self.course.notice(answered, &step) {
                 let name = self.target.gvr();
                 let ns = self.target.namespace.clone();

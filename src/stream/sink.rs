@@ -321,9 +321,11 @@ impl Sink {
     /// lifecycle allows: while a relist's replacement delivers one, a
     /// primary waits (once the replacement has synced, this stream is retired
     /// and ends; if it gives up, this one syncs); a replacement never waits
-    /// for a primary. False when stopping or retired.
-    pub(crate) fn claim_sync(&mut self, course: &mut Course, name: &str) -> bool {
-        let mut logged = false;
+    /// for a primary. `None` when stopping or retired; else the request
+    /// budget's count to go on from when it waited for a replacement that
+    /// gave up (0 when it did not wait).
+    pub(crate) fn claim_sync(&mut self, course: &mut Course, name: &str) -> Option<u32> {
+        let mut waited = false;
         loop {
             let (claim, lost) = self.state.ledger().claim_sync(self.id, course.fresh_sync());
             if lost {
@@ -333,25 +335,47 @@ impl Sink {
             match claim {
                 Claim::Granted { .. } => {
                     course.sync_granted();
-                    return true;
+                    let handed = if waited {
+                        self.state.ledger().handed_streak(self.id)
+                    } else {
+                        0
+                    };
+                    return Some(handed);
                 }
                 Claim::Retire => {
                     log::info!("{name}: another stream is syncing this resource; this one ends");
                     course.retired();
-                    return false;
+                    return None;
                 }
-                Claim::Wait if !logged => {
+                Claim::Wait if !waited => {
                     log::info!("{name}: a relist is syncing this resource; waiting for it");
-                    logged = true;
+                    waited = true;
                 }
                 Claim::Wait => {}
             }
             // The relist ends within its own bounds (it gives up after a few
             // failures); a stop wakes this wait at once.
             if self.stop.sleep(Duration::from_millis(100)) {
-                return false;
+                return None;
             }
         }
+    }
+
+    /// Waits `d` unless stopped first (true when stopped).
+    pub(crate) fn sleep(&self, d: Duration) -> bool {
+        self.stop.sleep(d)
+    }
+
+    /// Publishes this stream's request budget count (see
+    /// `Ledger::publish_streak`).
+    pub(crate) fn publish_streak(&self, streak: u32) {
+        self.state.ledger().publish_streak(self.id, streak);
+    }
+
+    /// The budget count this stream goes on from when it starts (a relist's
+    /// replacement: its primary's).
+    pub(crate) fn handed_streak(&self) -> u32 {
+        self.state.ledger().handed_streak(self.id)
     }
 
     /// The stream decided to re-sync: the resource's state is incomplete

@@ -26,7 +26,7 @@ const INITIAL_EVENTS_TOTAL: u32 = 10;
 /// events. Its reads wait at most `initial_events_timeout`: a server that
 /// ignores `sendInitialEvents` never sends the bookmark that ends them.
 pub(crate) fn watch_list(p: &mut Parts) -> End {
-    if !p.sink.claim_sync(p.course, p.name) {
+    if !p.claim_sync() {
         return End::Stopped;
     }
     let timeout = p.pacing.timeout_secs();
