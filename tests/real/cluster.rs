@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::show;
-use kube_tattler::{Access, Change, Config, Entry, Reader, ResourceSpec};
+use kube_tattler::{Access, Change, Config, Encoding, Entry, Reader, ResourceSpec};
 
 use crate::fixture::{Cluster, SERIAL};
 
@@ -506,6 +506,69 @@ fn with_watch_list_off_list_and_watch_give_the_same_entries() {
             "Update wire-a/cm-1"
         ]
     );
+}
+
+/// A LIST page's continue token expires between pages (etcd compacted past
+/// it while the consumer held the stream back): the same full state goes on
+/// in one unpaged LIST, each object delivered once, then Synced; protobuf
+/// and JSON alike. The cache's list snapshots are off so that the pages come
+/// from etcd, where a compaction expires a token.
+#[test]
+fn an_expired_continue_token_lists_again_in_one_answer() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = Cluster::up(
+        Duration::from_secs(240),
+        &["--feature-gates=WatchList=false,ListFromCacheSnapshot=false"],
+    );
+    c.apply(SEED);
+    for (n, encoding) in [(1, Encoding::Auto), (2, Encoding::Json)] {
+        let mut cfg = admin(&c, &[]);
+        cfg.tuning.page_size = 1;
+        cfg.tuning.channel_capacity = 1;
+        cfg.resources = vec![ResourceSpec::parse("configmaps")
+            .unwrap()
+            .remove(0)
+            .in_namespace("wire-a")
+            .with_encoding(encoding)];
+        let r = Reader::open(cfg).unwrap();
+        // Page 1's object waits in the channel, page 2's in the send: the
+        // stream holds page 2's continue token.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while r.stats()[0].events < 2 {
+            assert!(Instant::now() < deadline, "no second page: {:?}", r.stats());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // A write elsewhere, then a compaction past the token's revision.
+        c.kubectl(&["create", "configmap", &format!("bump-{n}"), "-n", "default"]);
+        c.script("compact");
+        let mut views = HashMap::new();
+        let seen = consume(&r, &mut views, |v| {
+            v.get("configmaps").is_some_and(|x| x.synced)
+        });
+        assert_eq!(
+            seen,
+            [
+                "configmaps Add wire-a/cm-1",
+                "configmaps Add wire-a/cm-2",
+                "configmaps Add wire-a/cm-3",
+                "configmaps Synced configmaps"
+            ],
+            "{encoding:?}"
+        );
+        let stats = &r.stats()[0];
+        assert!(stats.list_fallback, "{stats:?}");
+        // One retry (the expired page), no re-sync.
+        assert_eq!(
+            (stats.reconnects, stats.resyncs),
+            (1, 0),
+            "{encoding:?}: {stats:?}"
+        );
+        assert_eq!(
+            views["configmaps"].objects,
+            c.state("configmaps", Some("wire-a"))
+        );
+        r.close();
+    }
 }
 
 /// POSTs `body` (JSON) to `path` as admin, with curl (kubectl would parse the
