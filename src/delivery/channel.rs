@@ -80,6 +80,16 @@ impl Drop for Burst<'_> {
     }
 }
 
+/// A delivery under way (see [`ChannelControl::delivering`]); dropping it
+/// ends it.
+pub(crate) struct Delivering<'a>(&'a ChannelControl);
+
+impl Drop for Delivering<'_> {
+    fn drop(&mut self) {
+        self.0.inflight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// How often a stream waiting for room looks at stop by itself: a stop
 /// wakes it at once ([`ChannelControl::wake`]); this is only the backstop.
 const STOP_POLL: Duration = Duration::from_secs(1);
@@ -128,6 +138,16 @@ impl ChannelControl {
         while self.inflight.load(Ordering::SeqCst) > 0 {
             std::thread::yield_now();
         }
+    }
+
+    /// A stream is about to change what the consumer holds and send the
+    /// entry that says so, or take the change back when the entry cannot
+    /// go: until the guard is dropped, [`settle`](Self::settle) waits, so
+    /// that a checkpoint taken once a stopped reader is drained never holds
+    /// a change whose entry was not sent (nor misses one taken back late).
+    pub(crate) fn delivering(&self) -> Delivering<'_> {
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        Delivering(self)
     }
 
     /// A stream starts sending a batch: until the guard is dropped, a reader
@@ -221,10 +241,8 @@ pub(crate) struct Out {
 impl Out {
     /// Blocks until the entry is queued (true) or a stop comes (false).
     pub(crate) fn send(&self, entry: Entry, stop: &Stop) -> bool {
-        self.control.inflight.fetch_add(1, Ordering::SeqCst);
-        let sent = !self.control.closed.load(Ordering::SeqCst) && self.send_open(entry, stop);
-        self.control.inflight.fetch_sub(1, Ordering::SeqCst);
-        sent
+        let _delivering = self.control.delivering();
+        !self.control.closed.load(Ordering::SeqCst) && self.send_open(entry, stop)
     }
 
     fn send_open(&self, entry: Entry, stop: &Stop) -> bool {
@@ -304,5 +322,29 @@ mod tests {
         assert!(rx.try_recv().is_ok());
         assert!(!out.send(entry(), &stop));
         assert!(rx.try_recv().is_err());
+    }
+
+    /// A delivery under way (a change in the table, its entry not yet sent
+    /// or taken back) holds settle until it is over.
+    #[test]
+    fn settle_waits_for_a_delivery_under_way() {
+        let control = std::sync::Arc::new(ChannelControl::new(1 << 20));
+        let guard_held = {
+            let control = control.clone();
+            let (held_tx, held) = crossbeam_channel::bounded(0);
+            let t = std::thread::spawn(move || {
+                let _d = control.delivering();
+                held_tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(100));
+                std::time::Instant::now()
+            });
+            held.recv().unwrap();
+            t
+        };
+        control.close();
+        control.settle();
+        let settled = std::time::Instant::now();
+        let released = guard_held.join().unwrap();
+        assert!(settled >= released, "settle returned before the delivery ended");
     }
 }

@@ -231,6 +231,10 @@ impl Sink {
             }
         }
         let initial = !course.synced();
+        // From the verdict to the send (or its undo), for a checkpoint taken
+        // after a stop.
+        let control = self.out.control.clone();
+        let _delivering = control.delivering();
         // Not delivered: as far as the consumer goes, the object is gone.
         let kind = if d.object.is_some() {
             d.kind
@@ -458,6 +462,9 @@ impl Sink {
         }
         let state = self.state.clone();
         let turn = state.turn();
+        // From the inferred deletes to their restore, for a checkpoint.
+        let control = self.out.control.clone();
+        let delivering = control.delivering();
         let ended = {
             let mut ledger = state.ledger();
             if !ledger.current(self.id) {
@@ -487,6 +494,7 @@ impl Sink {
             let completed = ledger.complete(self.id, course.cursor());
             (completed, ledger.len())
         };
+        drop(delivering);
         if completed == Completed::Retired {
             course.retired();
             return false;
