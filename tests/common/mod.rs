@@ -38,10 +38,11 @@ pub fn open(api: &FakeApi, names: &[&str]) -> Reader {
     Reader::open(config(api, names)).unwrap()
 }
 
-/// The next entry, or a test failure after 10 s.
+/// The next entry, or a test failure after 30 s: a hang, not a slow run
+/// (loopback entries come in milliseconds, on a loaded machine in seconds).
 pub fn next(r: &Reader) -> Entry {
-    r.next_timeout(Duration::from_secs(10))
-        .unwrap_or_else(|e| panic!("no entry within 10 s: {e}"))
+    r.next_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("no entry within 30 s: {e}"))
 }
 
 /// A short description of an entry: `Add a/p1`, `Delete(inferred) a/p2`,
