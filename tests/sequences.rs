@@ -222,7 +222,7 @@ fn assert_backs_off(
     );
 }
 
-/// Entries up to and including the next Synced, in order; fails after 10 s.
+/// Entries up to and including the next Synced, in order; fails when an entry takes 30 s.
 fn sync_entries(r: &Reader) -> Vec<Entry> {
     let mut got = Vec::new();
     loop {
