@@ -345,6 +345,9 @@ mod tests {
         control.settle();
         let settled = std::time::Instant::now();
         let released = guard_held.join().unwrap();
-        assert!(settled >= released, "settle returned before the delivery ended");
+        assert!(
+            settled >= released,
+            "settle returned before the delivery ended"
+        );
     }
 }
