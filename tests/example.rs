@@ -12,49 +12,12 @@ use std::time::Duration;
 use common::Watchdog;
 use tattler_fakeapi::FakeApi;
 
-/// target/<profile>/examples/watch, built once per test binary by `cargo
-/// build --example watch` (`cargo test --test example` alone does not build
-/// examples, and a stale binary would test old code). Called before any
-/// time limit starts: a build on a loaded machine takes minutes.
+/// target/<profile>/examples/watch, built before any time limit starts.
 fn watch_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "kube-tattler", "--example", "watch"]);
-        // What cargo set for this test, not for a build: ring's build script
-        // reads CARGO_MANIFEST_DIR, so with it the build would start from
-        // ring again (and so would the next `cargo test`).
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy();
-            let set_for_tests = key.starts_with("CARGO_PKG_")
-                || [
-                    "CARGO_MANIFEST_DIR",
-                    "CARGO_MANIFEST_PATH",
-                    "CARGO_CRATE_NAME",
-                    "CARGO_BIN_NAME",
-                    "CARGO_PRIMARY_PACKAGE",
-                    "CARGO_TARGET_TMPDIR",
-                    "CARGO_RUSTC_CURRENT_DIR",
-                ]
-                .contains(&key.as_ref());
-            if set_for_tests {
-                cmd.env_remove(key.as_ref());
-            }
-        }
-        if dir.file_name().is_some_and(|p| p == "release") {
-            cmd.arg("--release");
-        }
-        let st = cmd
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo");
-        assert!(st.success(), "cargo build --example watch failed");
-    });
-    let bin = dir.join("examples").join("watch");
-    assert!(bin.exists(), "{} not built", bin.display());
-    bin
+    common::cargo_build::built(
+        &["-p", "kube-tattler", "--example", "watch"],
+        "examples/watch",
+    )
 }
 
 /// Runs the example with `args` and `$KUBECONFIG`, out of any pod and with

@@ -13,6 +13,9 @@ pub mod scripted;
 /// A failing seed's trace: the library's log and the test's own lines.
 pub mod trace;
 
+/// Programs of the workspace built for a test, before any time limit.
+pub mod cargo_build;
+
 /// A time limit that catches a hang and says so on the terminal.
 pub mod watchdog;
 #[allow(unused_imports)]

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kube_tattler::{Access, Change, Config, NextTimeoutError, Reader, ResourceSpec};
+use kube_tattler::{Access, Change, Config, NextTimeoutError, Reader, Reason, ResourceSpec};
 
 use crate::fixture::{Cluster, SERIAL};
 
@@ -325,13 +325,22 @@ fn a_429_from_the_agents_priority_level_is_honoured() {
     let t0 = Instant::now();
     let r = Reader::open(agent_config(&a)).unwrap();
     let hold = Duration::from_secs(10);
-    match r.next_timeout(hold) {
-        Err(NextTimeoutError::Timeout) => {}
-        other => panic!(
-            "no entry while the level is saturated, got {:?}",
-            other.map(|e| format!("{:?} {:?}", e.change(), e.error()))
-        ),
+    // One entry says the resource is not current (Stale, Throttled, 429);
+    // nothing else comes while the level stays saturated.
+    let mut told = Vec::new();
+    loop {
+        match r.next_timeout(hold.saturating_sub(t0.elapsed())) {
+            Err(NextTimeoutError::Timeout) => break,
+            Ok(e) if e.change() == Change::Stale => {
+                told.push(e.error().map(|i| (i.kind, i.code)));
+            }
+            other => panic!(
+                "only Stale while the level is saturated, got {:?}",
+                other.map(|e| format!("{:?} {:?}", e.change(), e.error()))
+            ),
+        }
     }
+    assert_eq!(told, [Some((Reason::Throttled, 429))], "told once: throttled");
     let held = t0.elapsed();
     let refused = rejected(&c) - r0;
     let stats = r.stats();

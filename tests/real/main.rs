@@ -2,7 +2,8 @@
 //! from Go modules, cached, and brings a fresh cluster up per test; the tests
 //! run one at a time): the stream's scenarios (`cluster`) and cluster access
 //! where only the real server can produce the case (`access`), and the APF
-//! kit for a DaemonSet of agents (`apf`).
+//! kit for a DaemonSet of agents (`apf`), and collectors of several
+//! replicas: leader election, shards, checkpoints in the cluster (`replicas`).
 //! `cargo test --test real cluster::` runs one topic.
 
 #[path = "../common/mod.rs"]
