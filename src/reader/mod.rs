@@ -115,8 +115,9 @@ impl Reader {
     /// [`Error::Tls`] for a CA bundle or client certificate that cannot be
     /// used; [`Error::Spawn`] when a thread cannot be started. Nothing is
     /// left running then.
-    pub fn open(config: Config) -> Result<Reader, Error> {
+    pub fn open(mut config: Config) -> Result<Reader, Error> {
         let server = config.validate()?;
+        config.apply_shard();
         let transport = Arc::new(Transport::new(&config, &server)?);
         log::info!(
             "streaming {} resources from {} ({})",
