@@ -625,7 +625,7 @@ enum tattler_status tattler_config_add_resource_spec(struct tattler_config *cfg,
  * `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`:
  * its keys replace those set before, its `resources` and `event_kinds`
  * are added after those added before. For bindings that hold a document
- * (the Go `Config`, a file), and for the keys without a setter (`exec`).
+ * (the Go `Config`, a file), and for the keys without a setter (`exec`, `shard`).
  * `tattler_config_keys()` lists the keys; `resources` takes names and
  * objects as `tattler_set_resources_ex` does.
  *
@@ -1232,7 +1232,7 @@ enum tattler_status tattler_config_set_drop_managed_fields(struct tattler_config
  * library's default, as one JSON object:
  * `{"server":{"type":"string"},...,"channel_capacity":{"type":"integer","default":64},...}`.
  * `type` is `"string"`, `"integer"`, `"boolean"`, `"array"` (`resources`,
- * `event_kinds`) or `"object"` (`exec`); `default` is there for the keys
+ * `event_kinds`) or `"object"` (`exec`, `shard`); `default` is there for the keys
  * whose absence means a value (`channel_capacity`, `scrub`, ...), in the
  * key's own unit (`idle_timeout_secs` in seconds); `alias_of` names the key
  * another one stands for. For bindings that check keys or generate setters,
