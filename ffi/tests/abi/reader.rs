@@ -438,6 +438,7 @@ fn metrics_are_prometheus_text_and_never_cut() {
             "tattler_relists_total counter",
             "tattler_stale_drops_total counter",
             "tattler_skipped_total counter",
+            "tattler_other_shard_drops_total counter",
             "tattler_objects gauge",
             "tattler_synced gauge",
             "tattler_failed gauge",
