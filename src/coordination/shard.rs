@@ -110,8 +110,16 @@ impl Shard {
         )
     }
 
-    /// Whether an object with this uid is in the shard.
-    pub(crate) fn owns(&self, uid: &str) -> bool {
+    /// Whether an object with this uid (`metadata.uid`) is in the shard.
+    ///
+    /// ```
+    /// use kube_tattler::Shard;
+    /// let halves = [Shard::new(2, 0)?, Shard::new(2, 1)?];
+    /// let uid = "0d4c4c2e-7c1b-4b8e-9f3a-2f6d1e8a5b7c";
+    /// assert!(halves[0].owns(uid) != halves[1].owns(uid));
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    pub fn owns(&self, uid: &str) -> bool {
         let (start, end) = self.range();
         let h = u128::from(fnv1a64(uid.as_bytes()));
         start <= h && h < end
