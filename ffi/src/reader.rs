@@ -589,8 +589,9 @@ unsafe fn copy_out(
 /// `tattler_relists_total`, `tattler_stale_drops_total`,
 /// `tattler_skipped_total`, `tattler_other_shard_drops_total` (counters);
 /// `tattler_objects` (objects tracked),
-/// `tattler_synced`, `tattler_failed`, `tattler_list_fallback` (0 or 1),
-/// `tattler_seconds_since_sync` (absent until the first full state) per
+/// `tattler_synced`, `tattler_current`, `tattler_failed`, `tattler_list_fallback`
+/// (0 or 1), `tattler_seconds_since_heard` and `tattler_seconds_since_sync`
+/// (absent until the server answered, the first full state completed) per
 /// stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
 /// for the consumer) for the reader. The text is the Rust
 /// `kube_tattler::Reader::metrics_text`.

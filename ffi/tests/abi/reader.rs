@@ -441,6 +441,8 @@ fn metrics_are_prometheus_text_and_never_cut() {
             "tattler_other_shard_drops_total counter",
             "tattler_objects gauge",
             "tattler_synced gauge",
+            "tattler_current gauge",
+            "tattler_seconds_since_heard gauge",
             "tattler_failed gauge",
             "tattler_list_fallback gauge",
             "tattler_seconds_since_sync gauge",
@@ -466,8 +468,8 @@ fn metrics_are_prometheus_text_and_never_cut() {
     assert!(samples[&format!("tattler_received_bytes_total{pods}")] > 0.0);
     let since = samples[&format!("tattler_seconds_since_sync{pods}")];
     assert!((0.0..60.0).contains(&since), "{since}");
-    // 14 series: 12 per stream for 2 streams, 2 for the reader.
-    assert_eq!(samples.len(), 12 * 2 + 2, "{text}");
+    // 32 series: 15 per stream for 2 streams, 2 for the reader.
+    assert_eq!(samples.len(), 15 * 2 + 2, "{text}");
 
     // An entry waiting in the channel shows.
     assert!(api.wait_open_watches(2, Duration::from_secs(10)));
