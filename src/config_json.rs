@@ -51,8 +51,8 @@ struct JsonConfig {
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
-scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
-max_buffered_bytes, discovery_interval_secs, shard";
+scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, shard, relist_interval_secs, \
+initial_events_timeout_secs, max_buffered_bytes, discovery_interval_secs";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
