@@ -356,8 +356,9 @@ fn stats_are_json_and_never_cut() {
     assert_eq!(stats[0]["synced"], true);
     assert_eq!(stats[1]["resource"], "apps/v1/deployments");
     assert_eq!(stats.as_array().unwrap().len(), 2);
-    assert_eq!(stats[0].as_object().unwrap().len(), 14, "{stats}");
+    assert_eq!(stats[0].as_object().unwrap().len(), 15, "{stats}");
     assert_eq!(stats[0]["skipped"], 0);
+    assert_eq!(stats[0]["other_shard_drops"], 0);
     assert_eq!(stats[0]["last_error"], serde_json::Value::Null);
     close(r);
 }
