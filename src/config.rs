@@ -85,9 +85,8 @@ pub struct Config {
     /// The shard of every resource without one of its own
     /// ([`ResourceSpec::shard`]): run `count` readers, each with its own
     /// `index`, and each streams only its share of the objects (see
-    /// [`Shard`](crate::Shard)). Applied when the reader opens; specs given
-    /// later to [`Reader::set_resources`](crate::Reader::set_resources) keep
-    /// their own.
+    /// [`Shard`](crate::Shard)), including those given later to
+    /// [`Reader::set_resources`](crate::Reader::set_resources).
     pub shard: Option<crate::Shard>,
     /// Timeouts, sizes, bounds and retry pacing.
     pub tuning: Tuning,

@@ -244,3 +244,35 @@ fn two_shards_where_the_server_shards_drop_nothing() {
     }
     assert_requests_ask_for_the_shard(&api);
 }
+
+#[test]
+fn resources_set_later_take_the_configuration_s_shard() {
+    let _w = Watchdog::new(
+        "resources_set_later_take_the_shard",
+        Duration::from_secs(30),
+    );
+    let api = FakeApi::start();
+    let mut r = Replica::open(&api, 0);
+    r.until_synced();
+    let configmaps: kube_tattler::ResourceSpec = "configmaps".parse().unwrap();
+    let own = configmaps
+        .clone()
+        .in_namespace("x")
+        .in_shard(Shard::new(2, 1).unwrap());
+    let before = api.requests().len();
+    assert!(r.reader.set_resources(&[configmaps, own]).unwrap());
+    // The two streams start at once (pods' stops: not in the new set).
+    assert!(api.wait_requests(before + 2, Duration::from_secs(10)));
+    let mut cms: Vec<String> = requests(&api)
+        .into_iter()
+        .filter(|q| q.contains("configmaps"))
+        .collect();
+    cms.sort();
+    assert_eq!(
+        cms,
+        [
+            format!("GET /api/v1/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&{}", SELECTORS[0]),
+            format!("GET /api/v1/namespaces/x/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&{}", SELECTORS[1]),
+        ]
+    );
+}
