@@ -559,7 +559,7 @@ impl ResourceSpec {
     /// given namespace and selectors) or an object
     /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
     /// "label_selector": S, "field_selector": S, "metadata_only": BOOL,
-    /// "encoding": "auto" | "json"}`
+    /// "encoding": "auto" | "json", "shard": {"count": N, "index": I}}`
     /// (an object takes only its own fields; several namespaces give one
     /// spec, and one stream, each). Names take `metadata_only` too.
     ///

@@ -402,7 +402,8 @@ pub extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status {
 ///   An object's keys: `resource` (required; a name as above), `namespace`
 ///   or `namespaces` (a list: one stream each, entries of one resource),
 ///   `label_selector`, `field_selector`, `metadata_only` (the objects as
-///   `PartialObjectMetadata`: only their `metadata`).
+///   `PartialObjectMetadata`: only their `metadata`), `encoding`, `shard`
+///   (`{"count":N,"index":i}`; without it, the configuration's).
 /// - `force`: restart every stream even if the set is unchanged.
 /// - `changed`: where to store whether anything changed, or NULL.
 /// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
