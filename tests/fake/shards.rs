@@ -35,7 +35,9 @@ impl Replica {
         }
     }
 
-    /// Applies one entry to the consumer's map; every object entry must be the shard's.
+    /// Applies one entry to the consumer's map: an Add, Update or Snapshot
+    /// must be of the shard's objects, and consistent with what the
+    /// consumer holds; a Delete of what it holds.
     fn take(&mut self, timeout: Duration) -> Option<Change> {
         let e = self.reader.next_timeout(timeout).ok()?;
         let key = (
@@ -43,7 +45,7 @@ impl Replica {
             e.name().to_string(),
         );
         match e.change() {
-            Change::Add | Change::Update | Change::Snapshot | Change::Delete => {
+            Change::Add | Change::Update | Change::Snapshot => {
                 assert!(
                     self.shard.owns(e.uid()),
                     "shard {} got {} of {key:?} (uid {})",
@@ -51,16 +53,21 @@ impl Replica {
                     show(&e),
                     e.uid()
                 );
-                if e.change() == Change::Delete {
-                    assert_eq!(
-                        self.held.remove(&key).as_deref(),
-                        Some(e.uid()),
-                        "{}",
-                        show(&e)
-                    );
-                } else {
-                    self.held.insert(key, e.uid().to_string());
-                }
+                // An Add of what the consumer lacks; an Update or Snapshot of what it holds.
+                let before = self.held.insert(key, e.uid().to_string());
+                let want = (e.change() != Change::Add).then(|| e.uid().to_string());
+                assert_eq!(before, want, "{}", show(&e));
+            }
+            // Only of what the consumer holds (an object that left the
+            // shard, when the shard changed, included): none of the other
+            // shard's deletes.
+            Change::Delete => {
+                assert_eq!(
+                    self.held.remove(&key).as_deref(),
+                    Some(e.uid()),
+                    "{}",
+                    show(&e)
+                );
             }
             Change::Synced | Change::Stale => {}
             _ => panic!("shard {}: {}", self.shard, show(&e)),
@@ -275,4 +282,30 @@ fn resources_set_later_take_the_configuration_s_shard() {
             format!("GET /api/v1/namespaces/x/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&{}", SELECTORS[1]),
         ]
     );
+}
+
+#[test]
+fn changing_a_resource_s_shard_re_syncs_against_what_the_consumer_holds() {
+    let _w = Watchdog::new("changing_the_shard_re_syncs", Duration::from_secs(60));
+    let api = FakeApi::start();
+    seed(&api);
+    let server = server_pods(&api);
+    let mut r = Replica::open(&api, 0);
+    r.until_synced();
+    r.converge(&server);
+    let half = r.held.clone();
+    let pods: kube_tattler::ResourceSpec = "pods".parse().unwrap();
+    // Taking every shard: the other half comes as Add, nothing is deleted.
+    r.shard = Shard::new(1, 0).unwrap();
+    assert!(r
+        .reader
+        .set_resources(&[pods.clone().in_shard(r.shard)])
+        .unwrap());
+    r.converge(&server);
+    assert!(half.iter().all(|(k, v)| r.held.get(k) == Some(v)));
+    // Back to one half: the other half's objects are inferred Deletes.
+    r.shard = Shard::new(2, 0).unwrap();
+    assert!(r.reader.set_resources(&[pods.in_shard(r.shard)]).unwrap());
+    r.converge(&server);
+    assert_eq!(r.held, half);
 }
