@@ -625,7 +625,7 @@ enum tattler_status tattler_config_add_resource_spec(struct tattler_config *cfg,
  * `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`:
  * its keys replace those set before, its `resources` and `event_kinds`
  * are added after those added before. For bindings that hold a document
- * (the Go `Config`, a file), and for the keys without a setter (`exec`).
+ * (the Go `Config`, a file), and for the keys without a setter (`exec`, `shard`).
  * `tattler_config_keys()` lists the keys; `resources` takes names and
  * objects as `tattler_set_resources_ex` does.
  *
@@ -1232,7 +1232,7 @@ enum tattler_status tattler_config_set_drop_managed_fields(struct tattler_config
  * library's default, as one JSON object:
  * `{"server":{"type":"string"},...,"channel_capacity":{"type":"integer","default":64},...}`.
  * `type` is `"string"`, `"integer"`, `"boolean"`, `"array"` (`resources`,
- * `event_kinds`) or `"object"` (`exec`); `default` is there for the keys
+ * `event_kinds`) or `"object"` (`exec`, `shard`); `default` is there for the keys
  * whose absence means a value (`channel_capacity`, `scrub`, ...), in the
  * key's own unit (`idle_timeout_secs` in seconds); `alias_of` names the key
  * another one stands for. For bindings that check keys or generate setters,
@@ -1427,7 +1427,8 @@ enum tattler_status tattler_close(struct tattler_reader *r);
  *   An object's keys: `resource` (required; a name as above), `namespace`
  *   or `namespaces` (a list: one stream each, entries of one resource),
  *   `label_selector`, `field_selector`, `metadata_only` (the objects as
- *   `PartialObjectMetadata`: only their `metadata`).
+ *   `PartialObjectMetadata`: only their `metadata`), `encoding`, `shard`
+ *   (`{"count":N,"index":i}`; without it, the configuration's).
  * - `force`: restart every stream even if the set is unchanged.
  * - `changed`: where to store whether anything changed, or NULL.
  * - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
@@ -1468,7 +1469,7 @@ enum tattler_status tattler_set_resources_ex(struct tattler_reader *r, const cha
 
 /**
  * The counters of each stream as a JSON array, in the configured order:
- * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
+ * `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"other_shard_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
  * (`last_error`: why the stream last retried or gave up, `null` once synced).
  *
  * `resource_version` is the last one seen, as the server sent it (a string:
@@ -1516,9 +1517,11 @@ enum tattler_status tattler_stats_json(struct tattler_reader *r, char *buf, size
  * The series: `tattler_events_total`, `tattler_received_bytes_total`,
  * `tattler_reconnects_total`, `tattler_resyncs_total`,
  * `tattler_relists_total`, `tattler_stale_drops_total`,
- * `tattler_skipped_total` (counters); `tattler_objects` (objects tracked),
- * `tattler_synced`, `tattler_failed`, `tattler_list_fallback` (0 or 1),
- * `tattler_seconds_since_sync` (absent until the first full state) per
+ * `tattler_skipped_total`, `tattler_other_shard_drops_total` (counters);
+ * `tattler_objects` (objects tracked),
+ * `tattler_synced`, `tattler_current`, `tattler_failed`, `tattler_list_fallback`
+ * (0 or 1), `tattler_seconds_since_heard` and `tattler_seconds_since_sync`
+ * (absent until the server answered, the first full state completed) per
  * stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
  * for the consumer) for the reader. The text is the Rust
  * `kube_tattler::Reader::metrics_text`.

@@ -414,7 +414,7 @@ public:
     }
 
     // Every key of a JSON document (tattler_config_set_json): for a
-    // document from a file, and the keys without a setter here (exec).
+    // document from a file, and the keys without a setter here (exec, shard).
     config &json(std::string_view document) noexcept {
         return call([&](char *err, std::size_t len, std::size_t *needed) {
             return tattler_config_set_json(c_, std::string(document).c_str(), err, len, needed);

@@ -70,12 +70,25 @@ struct DocResource {
     field_selector: Option<String>,
     #[serde(default)]
     metadata_only: bool,
+    /// Absent in checkpoints of readers without shards (and of tattler
+    /// before shards): everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shard: Option<DocShard>,
     resource_version: String,
     /// `[namespace or "", name, uid, resourceVersion]` each.
     objects: Vec<[String; 4]>,
 }
 
-/// Whether two specs stream the same thing (a checkpoint's part applies).
+/// A shard as the document keeps it.
+#[derive(Serialize, Deserialize)]
+struct DocShard {
+    count: u32,
+    index: u32,
+}
+
+/// Whether two specs stream the same thing (a checkpoint's part applies):
+/// a checkpoint of shard 0 holds none of shard 1's objects, so it cannot
+/// resume shard 1.
 pub(crate) fn same_scope(a: &ResourceSpec, b: &ResourceSpec) -> bool {
     a.group == b.group
         && a.version == b.version
@@ -85,6 +98,7 @@ pub(crate) fn same_scope(a: &ResourceSpec, b: &ResourceSpec) -> bool {
         && a.label_selector == b.label_selector
         && a.field_selector == b.field_selector
         && a.metadata_only == b.metadata_only
+        && a.shard == b.shard
 }
 
 impl Checkpoint {
@@ -104,6 +118,10 @@ impl Checkpoint {
                     label_selector: r.spec.label_selector.clone(),
                     field_selector: r.spec.field_selector.clone(),
                     metadata_only: r.spec.metadata_only,
+                    shard: r.spec.shard.map(|s| DocShard {
+                        count: s.count(),
+                        index: s.index(),
+                    }),
                     resource_version: r.resource_version.as_str().to_string(),
                     objects: r
                         .objects
@@ -173,6 +191,11 @@ impl Checkpoint {
             spec.label_selector = r.label_selector;
             spec.field_selector = r.field_selector;
             spec.metadata_only = r.metadata_only;
+            if let Some(s) = r.shard {
+                let shard = crate::Shard::new(s.count, s.index)
+                    .map_err(|_| bad(format!("{what}: shard {} of {}", s.index, s.count)))?;
+                spec.shard = Some(shard);
+            }
             // Empty: taken while the resource was not synced; a reader
             // resumed from it re-syncs against the objects.
             let resource_version = if r.resource_version.is_empty() {
@@ -278,5 +301,36 @@ mod tests {
             let e = Checkpoint::from_bytes(bad).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
+    }
+
+    #[test]
+    fn a_checkpoint_of_one_shard_resumes_only_that_shard() {
+        let shard = |i| crate::Shard::new(2, i).unwrap();
+        let pods = ResourceSpec::parse("pods").unwrap().remove(0);
+        let cp = Checkpoint {
+            resources: vec![ResourceState {
+                spec: pods.clone().in_shard(shard(0)),
+                resource_version: Rv::new("42"),
+                objects: Vec::new(),
+            }],
+        };
+        let bytes = cp.to_bytes();
+        assert!(
+            String::from_utf8_lossy(&bytes).contains(r#""shard":{"count":2,"index":0}"#),
+            "{}",
+            String::from_utf8_lossy(&bytes)
+        );
+        let back = Checkpoint::from_bytes(&bytes).unwrap();
+        assert!(back.part(&pods.clone().in_shard(shard(0))).is_some());
+        assert!(back.part(&pods.clone().in_shard(shard(1))).is_none());
+        assert!(back.part(&pods).is_none());
+        // A checkpoint from before shards: unsharded, and it says nothing of shards.
+        let old = br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","resource_version":"1","objects":[]}]}"#;
+        let back = Checkpoint::from_bytes(old).unwrap();
+        assert!(back.part(&pods).is_some());
+        assert!(!String::from_utf8_lossy(&back.to_bytes()).contains("shard"));
+        let bad = br#"{"tattler_checkpoint":1,"resources":[{"group":"","version":"v1","resource":"pods","shard":{"count":2,"index":2},"resource_version":"1","objects":[]}]}"#;
+        let e = Checkpoint::from_bytes(bad).unwrap_err().to_string();
+        assert!(e.contains("resources[0]: shard 2 of 2"), "{e}");
     }
 }

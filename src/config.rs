@@ -75,13 +75,19 @@ pub struct Config {
     pub relist_interval: Option<Duration>,
     /// Resume from a [`Checkpoint`](crate::Checkpoint) of an earlier reader.
     /// Each resource it holds (same group, version, resource, namespace,
-    /// selectors and metadata-only) starts from it: a Synced entry at once,
+    /// selectors, metadata-only and shard) starts from it: a Synced entry at once,
     /// then a watch from its resourceVersion — only what changed meanwhile,
     /// deletes included. When the server no longer has that version, a
     /// re-sync against the restored state follows (unchanged objects as
     /// Snapshot, vanished ones as inferred Delete, then Synced). Other
     /// resources sync as usual.
     pub resume: Option<crate::Checkpoint>,
+    /// The shard of every resource without one of its own
+    /// ([`ResourceSpec::shard`]): run `count` readers, each with its own
+    /// `index`, and each streams only its share of the objects (see
+    /// [`Shard`](crate::Shard)), including those given later to
+    /// [`Reader::set_resources`](crate::Reader::set_resources).
+    pub shard: Option<crate::Shard>,
     /// Timeouts, sizes, bounds and retry pacing.
     pub tuning: Tuning,
 }
@@ -213,6 +219,7 @@ impl Config {
             shaping: crate::Shaping::default(),
             relist_interval: None,
             resume: None,
+            shard: None,
             tuning: Tuning::default(),
         }
     }
@@ -243,6 +250,15 @@ impl Config {
             self.resources.extend(ResourceSpec::parse(name.as_ref())?);
         }
         Ok(self)
+    }
+
+    /// Gives [`shard`](Self::shard) to every resource without a shard.
+    pub(crate) fn apply_shard(&mut self) {
+        if let Some(shard) = self.shard {
+            for spec in self.resources.iter_mut().filter(|s| s.shard.is_none()) {
+                spec.shard = Some(shard);
+            }
+        }
     }
 
     /// Checks what can be checked without the network.
@@ -279,5 +295,24 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("channel_capacity"));
+    }
+
+    #[test]
+    fn the_configuration_s_shard_goes_to_resources_without_one() {
+        let (half, third) = (
+            crate::Shard::new(2, 1).unwrap(),
+            crate::Shard::new(3, 0).unwrap(),
+        );
+        let mut c = Config::new(Access::new("https://h"))
+            .watch(["pods"])
+            .unwrap();
+        c.resources
+            .push("nodes".parse::<ResourceSpec>().unwrap().in_shard(third));
+        c.apply_shard();
+        assert_eq!(c.resources[0].shard, None);
+        c.shard = Some(half);
+        c.apply_shard();
+        let got: Vec<_> = c.resources.iter().map(|r| r.shard).collect();
+        assert_eq!(got, [Some(half), Some(third)]);
     }
 }

@@ -45,13 +45,14 @@ struct JsonConfig {
     relist_interval_secs: Option<u64>,
     drop_managed_fields: Option<bool>,
     event_kinds: Option<Vec<String>>,
+    shard: Option<crate::Shard>,
 }
 
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
-scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
-max_buffered_bytes, discovery_interval_secs";
+scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, shard, relist_interval_secs, \
+initial_events_timeout_secs, max_buffered_bytes, discovery_interval_secs";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -110,6 +111,7 @@ impl JsonConfig {
                 "relist_interval_secs" => j.relist_interval_secs = Some(number(k, v)?),
                 "drop_managed_fields" => j.drop_managed_fields = Some(boolean(k, v)?),
                 "event_kinds" => j.event_kinds = Some(strings(k, v)?),
+                "shard" => j.shard = Some(shard(k, v)?),
                 _ => {
                     return Err(Error::Config(format!(
                         "JSON: unknown key `{k}` (known: {KEYS})"
@@ -157,6 +159,35 @@ fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
     Ok(e)
 }
 
+/// `{"count": N, "index": i}`: shard `i` (from 0) of `N`.
+fn shard(key: &str, v: &Value) -> Result<crate::Shard, Error> {
+    const WHAT: &str = r#"{"count": N, "index": i}, shard i (from 0) of N"#;
+    let o = v.as_object().ok_or_else(|| wrong(key, WHAT))?;
+    let (mut count, mut index) = (None, None);
+    for (k, v) in o {
+        match k.as_str() {
+            "count" => count = Some(number(&format!("{key}.count"), v)?),
+            "index" => index = Some(number(&format!("{key}.index"), v)?),
+            other => {
+                return Err(Error::Config(format!(
+                    "JSON: unknown key `{key}.{other}` (known: count, index)"
+                )))
+            }
+        }
+    }
+    let (Some(count), Some(index)) = (count, index) else {
+        return Err(wrong(key, WHAT));
+    };
+    let small = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    crate::Shard::new(small(count), small(index)).map_err(|e| match e {
+        Error::Config(m) => Error::Config(format!(
+            "JSON: `{key}`{}",
+            m.strip_prefix("shard").unwrap_or(&m)
+        )),
+        e => e,
+    })
+}
+
 /// What names in a resource list take: the document's top-level scope.
 pub(crate) struct Defaults<'a> {
     pub namespace: Option<&'a str>,
@@ -166,7 +197,7 @@ pub(crate) struct Defaults<'a> {
 }
 
 /// A `resources` array: names (taking `defaults`) and objects
-/// `{"resource","namespace","namespaces","label_selector","field_selector","metadata_only","encoding"}`
+/// `{"resource","namespace","namespaces","label_selector","field_selector","metadata_only","encoding","shard"}`
 /// (taking only their own fields; several namespaces, one spec each).
 pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<ResourceSpec>, Error> {
     const KIND: &str = "an array of resource names and objects";
@@ -190,6 +221,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
         let (mut name, mut namespaces, mut label, mut field, mut meta) =
             (None, None, None, None, false);
         let mut encoding = crate::Encoding::Auto;
+        let mut in_shard = None;
         for (k, v) in obj {
             match k.as_str() {
                 "resource" => name = Some(string(&key(k), v)?),
@@ -198,6 +230,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
                 "label_selector" => label = Some(string(&key(k), v)?),
                 "field_selector" => field = Some(string(&key(k), v)?),
                 "metadata_only" => meta = boolean(&key(k), v)?,
+                "shard" => in_shard = Some(shard(&key(k), v)?),
                 "encoding" => {
                     encoding = match string(&key(k), v)?.as_str() {
                         "auto" => crate::Encoding::Auto,
@@ -212,7 +245,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
                 }
                 other => {
                     return Err(Error::Config(format!(
-                        "JSON: unknown key `{}` (known: resource, namespace, namespaces, label_selector, field_selector, metadata_only, encoding)",
+                        "JSON: unknown key `{}` (known: resource, namespace, namespaces, label_selector, field_selector, metadata_only, encoding, shard)",
                         key(other)
                     )))
                 }
@@ -232,6 +265,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
             spec.field_selector.clone_from(&field);
             spec.metadata_only = meta;
             spec.encoding = encoding;
+            spec.shard = in_shard;
             match &namespaces {
                 Some(list) if spec.namespaced => {
                     if list.is_empty() {
@@ -306,7 +340,8 @@ impl Config {
     /// `insecure`, `namespace`, `label_selector`, `field_selector`,
     /// `resources` (names as [`ResourceSpec::parse`] reads them),
     /// `channel_capacity`, `idle_timeout_secs`, `connect_timeout_secs`, `gzip`,
-    /// `page_size`, `max_frame_bytes`. Files named are read now.
+    /// `page_size`, `max_frame_bytes`, `shard` (`{"count": N, "index": i}`,
+    /// also on a resource object). Files named are read now.
     ///
     /// ```no_run
     /// let config = kube_tattler::Config::from_json(&std::fs::read_to_string("tattler.json")?)?;
@@ -465,6 +500,7 @@ impl Config {
         if j.event_kinds.is_some() {
             c.shaping.event_kinds = j.event_kinds;
         }
+        c.shard = j.shard;
         if let Some(v) = j.insecure {
             c.access.insecure_skip_tls_verify = v;
         }
@@ -650,6 +686,64 @@ mod tests {
                 .contains("channel_capacity")
         );
         assert!(e("not json").contains("JSON"));
+    }
+
+    #[test]
+    fn shards_at_the_top_and_on_resources() {
+        let c = Config::from_json(
+            r#"{"server":"https://h","shard":{"count":3,"index":2},"resources":["pods",
+                {"resource":"nodes","shard":{"index":0,"count":2}}]}"#,
+        )
+        .unwrap();
+        let shard = |n, i| Some(crate::Shard::new(n, i).unwrap());
+        assert_eq!(c.shard, shard(3, 2));
+        // The top-level one reaches `pods` when the reader opens.
+        let got: Vec<_> = c.resources.iter().map(|r| r.shard).collect();
+        assert_eq!(got, [None, shard(2, 0)]);
+        let e = |extra: &str| {
+            Config::from_json(&format!(
+                r#"{{"server":"https://h","resources":["pods"],{extra}}}"#
+            ))
+            .unwrap_err()
+            .to_string()
+        };
+        for (bad, want) in [
+            (
+                r#""shard":2"#,
+                "JSON: `shard` must be {\"count\": N, \"index\": i}",
+            ),
+            (r#""shard":{"count":2}"#, "JSON: `shard` must be"),
+            (
+                r#""shard":{"count":2,"index":2}"#,
+                "JSON: `shard`: index 2 is not below count 2",
+            ),
+            (
+                r#""shard":{"count":0,"index":0}"#,
+                "JSON: `shard`: count 0 is not between 1 and 1024",
+            ),
+            (
+                r#""shard":{"count":5000000000,"index":0}"#,
+                "JSON: `shard`: count 4294967295 is not between",
+            ),
+            (
+                r#""shard":{"count":2,"index":-1}"#,
+                "JSON: `shard.index` must be a non-negative integer",
+            ),
+            (
+                r#""shard":{"count":2,"index":0,"of":1}"#,
+                "JSON: unknown key `shard.of`",
+            ),
+        ] {
+            assert!(e(bad).contains(want), "{bad}: {}", e(bad));
+        }
+        let e = Config::from_json(
+            r#"{"server":"https://h","resources":[{"resource":"pods","shard":{"count":2,"index":7}}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("JSON: `resources[0].shard`: index 7"), "{e}");
+        Config::check_json_keys(r#"{"shard":{"count":1,"index":0}}"#).unwrap();
+        assert!(Config::check_json_keys(r#"{"shard":{"count":1,"index":1}}"#).is_err());
     }
 
     #[test]

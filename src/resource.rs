@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::Error;
+use crate::{Error, Shard};
 
 /// One kind of object to stream: the API group, version and plural resource
 /// name, optionally narrowed to a namespace and by selectors.
@@ -48,6 +48,9 @@ pub struct ResourceSpec {
     pub metadata_only: bool,
     /// How the objects travel on the wire; the consumer gets JSON either way.
     pub encoding: Encoding,
+    /// Stream only this shard's objects (see [`Shard`]); `None` takes
+    /// [`Config::shard`](crate::Config::shard), and without that every object.
+    pub shard: Option<Shard>,
     /// A name the stream resolves through discovery, as kubectl would (a
     /// short name, a singular, a kind, `resource.group`), when group,
     /// version and resource are not known yet. Set by
@@ -293,6 +296,7 @@ impl ResourceSpec {
             field_selector: None,
             metadata_only: false,
             encoding: Encoding::Auto,
+            shard: None,
             lookup: None,
         }
     }
@@ -505,6 +509,22 @@ impl ResourceSpec {
         self
     }
 
+    /// This spec streaming only the objects of `shard`: asked of the server
+    /// (`shardSelector`, where it has `ShardedListAndWatch`) and filtered
+    /// here either way.
+    ///
+    /// ```
+    /// use kube_tattler::{ResourceSpec, Shard};
+    /// let pods = "pods".parse::<ResourceSpec>()?.in_shard(Shard::new(2, 0)?);
+    /// assert_eq!(pods.to_string(), "v1/pods (shard 0/2)");
+    /// # Ok::<(), kube_tattler::Error>(())
+    /// ```
+    #[must_use]
+    pub fn in_shard(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
     /// This spec with its wire encoding (see [`Encoding`]).
     #[must_use]
     pub fn with_encoding(mut self, encoding: Encoding) -> Self {
@@ -539,7 +559,7 @@ impl ResourceSpec {
     /// given namespace and selectors) or an object
     /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
     /// "label_selector": S, "field_selector": S, "metadata_only": BOOL,
-    /// "encoding": "auto" | "json"}`
+    /// "encoding": "auto" | "json", "shard": {"count": N, "index": I}}`
     /// (an object takes only its own fields; several namespaces give one
     /// spec, and one stream, each). Names take `metadata_only` too.
     ///
@@ -611,7 +631,7 @@ impl FromStr for ResourceSpec {
 }
 
 /// What the spec streams, for people: [`gvr`](ResourceSpec::gvr), then
-/// its namespace, selectors and metadata-only in parentheses when set
+/// its namespace, selectors, metadata-only and shard in parentheses when set
 /// (`v1/pods (namespace shop, labels app=web)`). Without those, it parses
 /// back into the same spec.
 impl fmt::Display for ResourceSpec {
@@ -626,6 +646,7 @@ impl fmt::Display for ResourceSpec {
                 .as_deref()
                 .map(|s| format!("fields {s}")),
             self.metadata_only.then(|| "metadata only".to_string()),
+            self.shard.map(|s| format!("shard {s}")),
         ];
         let mut first = true;
         for part in scope.iter().flatten() {

@@ -136,6 +136,11 @@ pub(crate) fn set_key(doc: &mut Doc, key: &str, value: Value) -> Result<(), Fail
         Kind::TextList => {
             return refuse("`event_kinds` is built with tattler_config_add_event_kind")
         }
+        Kind::Shard => {
+            return refuse(
+                "`shard` (an object, {\"count\": N, \"index\": i}) has no setter: use tattler_config_set_json",
+            )
+        }
         Kind::Text | Kind::Integer | Kind::Boolean => {}
     }
     let mut one = Map::new();
@@ -439,7 +444,7 @@ pub unsafe extern "C" fn tattler_config_add_resource_spec(
 /// `{"server":"https://10.0.0.1:6443","ca_file":"/etc/k8s/ca.crt","token_file":"/var/run/token","resources":["pods","apps/v1/deployments"]}`:
 /// its keys replace those set before, its `resources` and `event_kinds`
 /// are added after those added before. For bindings that hold a document
-/// (the Go `Config`, a file), and for the keys without a setter (`exec`).
+/// (the Go `Config`, a file), and for the keys without a setter (`exec`, `shard`).
 /// `tattler_config_keys()` lists the keys; `resources` takes names and
 /// objects as `tattler_set_resources_ex` does.
 ///
@@ -731,9 +736,10 @@ mod tests {
         )
         .unwrap();
         set_json(&mut doc, r#"{"event_kinds":["Node"],"channel_capacity":8}"#).unwrap();
+        set_json(&mut doc, r#"{"shard":{"count":2,"index":1}}"#).unwrap();
         assert_eq!(
             doc.to_json(),
-            r#"{"server":"https://b:6443","event_kinds":["Pod","Node"],"exec":{"command":"p"},"channel_capacity":8,"resources":["pods","nodes"]}"#
+            r#"{"server":"https://b:6443","event_kinds":["Pod","Node"],"exec":{"command":"p"},"channel_capacity":8,"shard":{"count":2,"index":1},"resources":["pods","nodes"]}"#
         );
         // What tattler_open said of these documents, set_json says, and
         // changes nothing.
@@ -746,6 +752,8 @@ mod tests {
             r#"{"resources":{"pods":1}}"#,
             r#"{"resources":["pods!"]}"#,
             r#"{"resources":[{"resource":"pods","nmespace":"x"}]}"#,
+            r#"{"shard":{"count":2,"index":2}}"#,
+            r#"{"resources":[{"resource":"pods","shard":{"count":0,"index":0}}]}"#,
         ] {
             // The same document as tattler_open had it, with what it needs
             // beside the mistake.

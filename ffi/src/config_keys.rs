@@ -21,6 +21,8 @@ pub(crate) enum Kind {
     Resources,
     /// `exec`: an object.
     Exec,
+    /// `shard`: an object, `{"count": N, "index": i}`.
+    Shard,
     /// `event_kinds`: an array of strings.
     TextList,
 }
@@ -32,7 +34,7 @@ impl Kind {
             Kind::Integer => "integer",
             Kind::Boolean => "boolean",
             Kind::Resources | Kind::TextList => "array",
-            Kind::Exec => "object",
+            Kind::Exec | Kind::Shard => "object",
         }
     }
 }
@@ -97,6 +99,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("initial_events_timeout_secs", Integer),
     key("max_buffered_bytes", Integer),
     key("discovery_interval_secs", Integer),
+    key("shard", Shard),
 ];
 
 /// The library's default for a key, as the JSON value that means it; `None`
@@ -199,7 +202,7 @@ fn keys_json() -> String {
 /// library's default, as one JSON object:
 /// `{"server":{"type":"string"},...,"channel_capacity":{"type":"integer","default":64},...}`.
 /// `type` is `"string"`, `"integer"`, `"boolean"`, `"array"` (`resources`,
-/// `event_kinds`) or `"object"` (`exec`); `default` is there for the keys
+/// `event_kinds`) or `"object"` (`exec`, `shard`); `default` is there for the keys
 /// whose absence means a value (`channel_capacity`, `scrub`, ...), in the
 /// key's own unit (`idle_timeout_secs` in seconds); `alias_of` names the key
 /// another one stands for. For bindings that check keys or generate setters,
@@ -258,6 +261,10 @@ mod tests {
                 Boolean => (json!(true), json!("yes")),
                 Resources => (json!(["pods"]), json!(1)),
                 Exec => (json!({"command": "x"}), json!("x")),
+                Shard => (
+                    json!({"count": 2, "index": 1}),
+                    json!({"count": 2, "index": 2}),
+                ),
                 TextList => (json!(["Pod"]), json!("Pod")),
             };
             let doc = |v: &Value| json!({ k.name: v }).to_string();

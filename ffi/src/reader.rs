@@ -402,7 +402,8 @@ pub extern "C" fn tattler_close(r: *mut tattler_reader) -> tattler_status {
 ///   An object's keys: `resource` (required; a name as above), `namespace`
 ///   or `namespaces` (a list: one stream each, entries of one resource),
 ///   `label_selector`, `field_selector`, `metadata_only` (the objects as
-///   `PartialObjectMetadata`: only their `metadata`).
+///   `PartialObjectMetadata`: only their `metadata`), `encoding`, `shard`
+///   (`{"count":N,"index":i}`; without it, the configuration's).
 /// - `force`: restart every stream even if the set is unchanged.
 /// - `changed`: where to store whether anything changed, or NULL.
 /// - `err_buf`, `err_len`: a buffer for the error text on failure, or NULL
@@ -485,7 +486,7 @@ pub unsafe extern "C" fn tattler_set_resources_ex(
 }
 
 /// The counters of each stream as a JSON array, in the configured order:
-/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
+/// `[{"resource":"v1/pods","events":12,"bytes":40960,"reconnects":0,"resyncs":0,"relists":0,"stale_drops":0,"skipped":0,"other_shard_drops":0,"resource_version":"1234","objects":10,"synced":true,"list_fallback":false,"failed":false,"last_error":null}]`
 /// (`last_error`: why the stream last retried or gave up, `null` once synced).
 ///
 /// `resource_version` is the last one seen, as the server sent it (a string:
@@ -587,9 +588,11 @@ unsafe fn copy_out(
 /// The series: `tattler_events_total`, `tattler_received_bytes_total`,
 /// `tattler_reconnects_total`, `tattler_resyncs_total`,
 /// `tattler_relists_total`, `tattler_stale_drops_total`,
-/// `tattler_skipped_total` (counters); `tattler_objects` (objects tracked),
-/// `tattler_synced`, `tattler_failed`, `tattler_list_fallback` (0 or 1),
-/// `tattler_seconds_since_sync` (absent until the first full state) per
+/// `tattler_skipped_total`, `tattler_other_shard_drops_total` (counters);
+/// `tattler_objects` (objects tracked),
+/// `tattler_synced`, `tattler_current`, `tattler_failed`, `tattler_list_fallback`
+/// (0 or 1), `tattler_seconds_since_heard` and `tattler_seconds_since_sync`
+/// (absent until the server answered, the first full state completed) per
 /// stream; `tattler_channel_entries` and `tattler_channel_bytes` (what waits
 /// for the consumer) for the reader. The text is the Rust
 /// `kube_tattler::Reader::metrics_text`.
@@ -701,6 +704,7 @@ fn stats_json(stats: &[StreamStats]) -> String {
                 "relists": s.relists,
                 "stale_drops": s.stale_drops,
                 "skipped": s.skipped,
+                "other_shard_drops": s.other_shard_drops,
                 "resource_version": s.resource_version,
                 "objects": s.objects,
                 "synced": s.synced,

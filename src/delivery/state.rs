@@ -35,6 +35,8 @@ pub(crate) struct Counters {
     pub relists: AtomicU64,
     pub stale_drops: AtomicU64,
     pub skipped: AtomicU64,
+    /// Objects outside the stream's shard, dropped (a server that does not shard).
+    pub other_shard_drops: AtomicU64,
     pub objects: AtomicU64,
     pub list_fallback: AtomicBool,
     pub failed: AtomicBool,

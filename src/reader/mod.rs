@@ -69,6 +69,8 @@ pub struct Reader {
     timer: Mutex<Option<JoinHandle<()>>>,
     /// The discovery thread, once there are wildcards (`"*"`).
     explorer: Mutex<Option<JoinHandle<()>>>,
+    /// [`Config::shard`], for resources set later without a shard.
+    shard: Option<crate::Shard>,
 }
 
 /// Where a reader streams from.
@@ -115,8 +117,9 @@ impl Reader {
     /// [`Error::Tls`] for a CA bundle or client certificate that cannot be
     /// used; [`Error::Spawn`] when a thread cannot be started. Nothing is
     /// left running then.
-    pub fn open(config: Config) -> Result<Reader, Error> {
+    pub fn open(mut config: Config) -> Result<Reader, Error> {
         let server = config.validate()?;
+        config.apply_shard();
         let transport = Arc::new(Transport::new(&config, &server)?);
         log::info!(
             "streaming {} resources from {} ({})",
@@ -172,6 +175,7 @@ impl Reader {
             }),
             timer: Mutex::new(None),
             explorer: Mutex::new(None),
+            shard: config.shard,
         };
         let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&config.resources)
             .into_iter()
@@ -427,7 +431,8 @@ impl Reader {
     /// selectors) hands what the consumer holds to its new streams, which
     /// re-sync against it. Returns whether anything changed; an unchanged set
     /// does nothing. Wildcards (`"*"`, `"*.apps"`) in the list replace the
-    /// reader's: the streams discovery finds for them follow at once.
+    /// reader's: the streams discovery finds for them follow at once. A
+    /// resource without a shard takes [`Config::shard`].
     ///
     /// # Errors
     ///
@@ -462,7 +467,11 @@ impl Reader {
         if on_tattler_thread() {
             return Err(Error::Reentrant("set_resources"));
         }
-        let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(resources)
+        let mut resources = resources.to_vec();
+        for spec in resources.iter_mut().filter(|s| s.shard.is_none()) {
+            spec.shard = self.shard;
+        }
+        let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&resources)
             .into_iter()
             .partition(ResourceSpec::is_wildcard);
         if named.is_empty() && wildcards.is_empty() {

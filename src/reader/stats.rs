@@ -34,6 +34,11 @@ pub struct StreamStats {
     /// Objects and frames skipped because they could not be delivered (each
     /// reported by an Error entry).
     pub skipped: u64,
+    /// Objects outside the resource's [`Shard`](crate::Shard) that the
+    /// server sent anyway and tattler dropped: more than 0 means the server
+    /// does not shard (`ShardedListAndWatch` off or unsupported) and the
+    /// filtering is tattler's.
+    pub other_shard_drops: u64,
     /// The last resourceVersion seen, as the server sent it.
     pub resource_version: String,
     /// Objects currently tracked.
@@ -70,7 +75,7 @@ pub(super) fn metrics_text(
     use std::fmt::Write;
     let now = std::time::SystemTime::now();
     type Get = fn(&StreamStats, std::time::SystemTime) -> Option<f64>;
-    let per_stream: [(&str, &str, &str, Get); 14] = [
+    let per_stream: [(&str, &str, &str, Get); 15] = [
         (
             "events_total",
             "counter",
@@ -112,6 +117,12 @@ pub(super) fn metrics_text(
             "counter",
             "Objects and frames skipped, each reported by an Error entry.",
             |s, _| Some(s.skipped as f64),
+        ),
+        (
+            "other_shard_drops_total",
+            "counter",
+            "Objects outside the stream's shard that the server sent anyway, dropped.",
+            |s, _| Some(s.other_shard_drops as f64),
         ),
         (
             "objects",
@@ -190,11 +201,13 @@ pub(super) fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
             .replace('\n', "\\n")
     };
     let mut l = format!("resource=\"{}\"", esc(resource));
+    let shard = spec.shard.map(|s| s.to_string());
     for (k, v) in [
         ("namespace", spec.namespace.as_deref()),
         ("label_selector", spec.label_selector.as_deref()),
         ("field_selector", spec.field_selector.as_deref()),
         ("metadata_only", spec.metadata_only.then_some("true")),
+        ("shard", shard.as_deref()),
     ] {
         if let Some(v) = v {
             l.push_str(&format!(",{k}=\"{}\"", esc(v)));
@@ -220,6 +233,7 @@ impl StreamHandle {
             relists: c.relists.load(Ordering::Relaxed),
             stale_drops: c.stale_drops.load(Ordering::Relaxed),
             skipped: c.skipped.load(Ordering::Relaxed),
+            other_shard_drops: c.other_shard_drops.load(Ordering::Relaxed),
             resource_version: resource_version.as_str().to_string(),
             objects: c.objects.load(Ordering::Relaxed),
             synced,
@@ -250,5 +264,8 @@ mod tests {
             metric_labels(&spec.gvr(), &spec),
             r#"resource="v1/pods",namespace="a",field_selector="x=\"q\\\n",metadata_only="true""#
         );
+        let sharded = spec.in_shard(crate::Shard::new(3, 2).unwrap());
+        assert!(metric_labels(&sharded.gvr(), &sharded)
+            .ends_with(r#",metadata_only="true",shard="2/3""#));
     }
 }

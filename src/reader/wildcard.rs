@@ -60,7 +60,7 @@ pub(super) fn explore(
 
 /// The specs the wildcards stand for: every served resource that can be
 /// listed and watched, in each group's preferred version, with the
-/// wildcard's scope (namespace, selectors, metadata-only).
+/// wildcard's scope (namespace, selectors, metadata-only, shard).
 fn expand(
     wildcards: &[ResourceSpec],
     served: &[crate::wire::discovery::Served],
@@ -81,6 +81,7 @@ fn expand(
             spec.label_selector.clone_from(&w.label_selector);
             spec.field_selector.clone_from(&w.field_selector);
             spec.metadata_only = w.metadata_only;
+            spec.shard = w.shard;
             if !out.contains(&spec) {
                 out.push(spec);
             }

@@ -186,6 +186,7 @@ impl Stream {
             resource,
             spec.metadata_only,
             promote,
+            spec.shard,
         );
         let client = Client::new(init.transport, init.slot, init.settings, init.stop.clone());
         Stream {

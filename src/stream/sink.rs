@@ -26,7 +26,7 @@ use crate::stream::course::{Bookmark, Course, End, Notice};
 use crate::stream::StreamSettings;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::wire::rv::Rv;
-use crate::{Change, Entry, ErrorInfo, Reason, Resource};
+use crate::{Change, Entry, ErrorInfo, Reason, Resource, Shard};
 
 /// At most this many object events, or this many bytes of objects, are
 /// decoded before they are judged and sent. Sending them together lets a
@@ -83,6 +83,12 @@ pub(crate) struct Sink {
     batch: Batch,
     /// A relist's replacement says here that it synced (to be swapped in).
     promote: Option<Sender<()>>,
+    /// The stream's shard, unless it is everything: no object outside it
+    /// is judged, tracked or delivered.
+    shard: Option<Shard>,
+    /// An object outside the shard came (the server does not shard), and
+    /// the log said so.
+    told_unsharded: bool,
 }
 
 impl Sink {
@@ -97,6 +103,7 @@ impl Sink {
         resource: Arc<Resource>,
         metadata_only: bool,
         promote: Option<Sender<()>>,
+        shard: Option<Shard>,
     ) -> Sink {
         let shaping = &settings.shaping;
         Sink {
@@ -112,6 +119,8 @@ impl Sink {
             metadata_only,
             batch: Batch::default(),
             promote,
+            shard: shard.filter(|s| !s.is_whole()),
+            told_unsharded: false,
         }
     }
 
@@ -197,6 +206,13 @@ impl Sink {
         let mut end = None;
         for d in items.by_ref() {
             let rv = d.meta.resource_version.clone();
+            // Every object passes here (LIST pages, initial and live watch
+            // events, skipped pieces): one outside the shard only moves the
+            // resume point.
+            if !self.in_shard(&d.meta) {
+                course.event_at(rv);
+                continue;
+            }
             if !self.judge(course, d) || course.is_retired() {
                 end = Some(End::Stopped);
                 break;
@@ -219,6 +235,30 @@ impl Sink {
             End::Stopped => End::Stopped,
             end => self.flush(course).unwrap_or(end),
         }
+    }
+
+    /// Whether an object is in the stream's shard. One outside it means the
+    /// server did not shard (it ignored `shardSelector`): counted, and the
+    /// first one logged.
+    fn in_shard(&mut self, meta: &ObjectMeta) -> bool {
+        let Some(shard) = self.shard else {
+            return true;
+        };
+        if shard.owns(&meta.uid) {
+            return true;
+        }
+        self.state
+            .counters
+            .other_shard_drops
+            .fetch_add(1, Ordering::Relaxed);
+        if !self.told_unsharded {
+            self.told_unsharded = true;
+            log::info!(
+                "{}: the server sent objects outside shard {shard}: it does not shard (ShardedListAndWatch off or unsupported); tattler filters them out here",
+                self.resource
+            );
+        }
+        false
     }
 
     /// Judges one event and sends what it calls for; false when stopping.
@@ -611,7 +651,9 @@ impl Sink {
         meta: &ObjectMeta,
         name: &str,
     ) -> Result<Option<Vec<u8>>, End> {
-        if !self.needs_value {
+        // Outside the shard: dropped by the flush, never shown to a transform.
+        let foreign = self.shard.is_some_and(|s| !s.owns(&meta.uid));
+        if !self.needs_value || foreign {
             return Ok(Some(bytes));
         }
         Ok(match self.settings.shaping.apply(&self.resource, &bytes) {

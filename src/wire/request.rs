@@ -101,6 +101,11 @@ fn selectors(q: &mut String, spec: &ResourceSpec) {
         q.push_str("&fieldSelector=");
         q.push_str(&encode(s));
     }
+    // A server without ShardedListAndWatch ignores it (the sink filters).
+    if let Some(s) = spec.shard.filter(|s| !s.is_whole()) {
+        q.push_str("&shardSelector=");
+        q.push_str(&encode(&s.selector()));
+    }
 }
 
 /// Everything but RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`).
@@ -246,6 +251,39 @@ mod tests {
             "/api/v1/pods?labelSelector=app%3Dweb"
         );
         assert_eq!(list_page(&nodes, 0, None, None), "/api/v1/nodes");
+    }
+
+    #[test]
+    fn a_shard_asks_for_its_range_on_watches_and_lists() {
+        let shard = |count, index| crate::Shard::new(count, index).unwrap();
+        let half = "shardSelector=shardRange%28object.metadata.uid%2C%20%270x8000000000000000%27%2C%20%270x10000000000000000%27%29";
+        let pods = spec("pods").in_shard(shard(2, 1));
+        assert_eq!(
+            watch_list(&pods, None, 300),
+            format!("/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&{half}&timeoutSeconds=300")
+        );
+        assert_eq!(
+            watch_from(&pods, "7", 290),
+            format!("/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=7&{half}&timeoutSeconds=290")
+        );
+        assert_eq!(
+            list_page(&pods, 500, Some("c"), None),
+            format!("/api/v1/pods?limit=500&continue=c&{half}")
+        );
+        assert_eq!(
+            list_page(&pods, 0, None, None),
+            format!("/api/v1/pods?{half}")
+        );
+        let labelled = spec("pods")
+            .with_label_selector("app=web")
+            .in_shard(shard(4, 0));
+        assert_eq!(
+            list_page(&labelled, 0, None, None),
+            "/api/v1/pods?labelSelector=app%3Dweb&shardSelector=shardRange%28object.metadata.uid%2C%20%270x0000000000000000%27%2C%20%270x4000000000000000%27%29"
+        );
+        // One shard of one is everything: nothing to ask.
+        let whole = spec("pods").in_shard(shard(1, 0));
+        assert_eq!(list_page(&whole, 0, None, None), "/api/v1/pods");
     }
 
     #[test]

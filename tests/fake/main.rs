@@ -2,7 +2,8 @@
 //! HTTP servers of our own, in one binary: the stream's behaviour
 //! (`stream`), the lifecycle of resources and readers (`lifecycle`), hostile
 //! objects and servers (`hostile`), and faults on the way with the security
-//! checks (`faults`, which installs the process's capturing logger).
+//! checks (`faults`, which installs the process's capturing logger), and shards
+//! (`shards`).
 //! `cargo test --test fake faults::` runs one topic.
 
 #[path = "../common/mod.rs"]
@@ -11,4 +12,5 @@ mod common;
 mod faults;
 mod hostile;
 mod lifecycle;
+mod shards;
 mod stream;

@@ -82,8 +82,8 @@ func full() Config {
 		Exec: &ExecConfig{Command: "plugin", Args: []string{"a"}, Env: map[string]string{"K": "env-s3cret"},
 			APIVersion: "client.authentication.k8s.io/v1", InstallHint: "install it", Timeout: 1500 * time.Millisecond},
 		ClientCertFile: "/cert", ClientKeyFile: "/key", Proxy: "none",
-		Resources: []string{"pods"}, Specs: []ResourceSpec{{Resource: "nodes", FieldSelector: "metadata.name=n"}},
-		Namespace: "ns", LabelSelector: "app=x", FieldSelector: "f=y",
+		Resources: []string{"pods"}, Specs: []ResourceSpec{{Resource: "nodes", FieldSelector: "metadata.name=n", Shard: &Shard{Count: 3, Index: 0}}},
+		Shard: &Shard{Count: 2, Index: 1}, Namespace: "ns", LabelSelector: "app=x", FieldSelector: "f=y",
 		Scrub: &no, ScrubSecretData: &no, DropManagedFields: &yes, EventKinds: []string{"Pod"},
 		ChannelCapacity: 8, PageSize: 50, MaxFrameBytes: 1 << 20, MaxBufferedBytes: 2 << 20, Gzip: true,
 		IdleTimeout: time.Minute, ConnectTimeout: 2 * time.Second, InitialEventsTimeout: 10 * time.Second,
@@ -112,8 +112,8 @@ func TestConfigJSONHasEveryKey(t *testing.T) {
 		`"field_selector":"f=y","gzip":true,"idle_timeout_secs":60,"in_cluster":true,"initial_events_timeout_secs":10,"insecure":true,` +
 		`"kubeconfig":"/kc","label_selector":"app=x","max_buffered_bytes":2097152,"max_frame_bytes":1048576,"namespace":"ns",` +
 		`"page_size":50,"password":"pw-s3cret","proxy":"none","relist_interval_secs":3600,` +
-		`"resources":["pods",{"resource":"nodes","field_selector":"metadata.name=n"}],"scrub":false,"scrub_secret_data":false,` +
-		`"server":"https://10.0.0.1:6443","tls_server_name":"kubernetes","token":"tok-s3cret","token_file":"/tok","username":"u"}`
+		`"resources":["pods",{"resource":"nodes","field_selector":"metadata.name=n","shard":{"count":3,"index":0}}],"scrub":false,"scrub_secret_data":false,` +
+		`"server":"https://10.0.0.1:6443","shard":{"count":2,"index":1},"tls_server_name":"kubernetes","token":"tok-s3cret","token_file":"/tok","username":"u"}`
 	var w map[string]any
 	if err := json.Unmarshal([]byte(want), &w); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestConfigPrintsNoSecret(t *testing.T) {
 		`Server:"https://10.0.0.1:6443"`, "Token:REDACTED", "Password:REDACTED",
 		`Exec:{Command:"plugin", Args:["a"], Env:{K:REDACTED}`, "Scrub:false", "DropManagedFields:true",
 		`Resources:["pods"]`, "IdleTimeout:1m0s", fmt.Sprintf("Resume:%d bytes", len(c.Resume)),
-		"Extra:map[other:1 password:REDACTED]",
+		"Extra:map[other:1 password:REDACTED]", "Shard:1/2", "Shard:0/3",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("String lacks %s: %s", want, s)

@@ -76,6 +76,10 @@ type Config struct {
 	Namespace     string
 	LabelSelector string
 	FieldSelector string
+	// Shard streams, of every resource without a shard of its own, only
+	// this shard's objects: run Count readers, each with its own Index.
+	// Nil: every object.
+	Shard *Shard
 	// MetadataOnly streams the Resources as PartialObjectMetadata: each
 	// Entry.Object is {"kind":"PartialObjectMetadata","apiVersion":
 	// "meta.k8s.io/v1","metadata":{...}}, without spec or status. It also
@@ -172,7 +176,22 @@ type ResourceSpec struct {
 	// metadata-only streams and the built-in kinds, JSON out either way) or
 	// "json".
 	Encoding string `json:"encoding,omitempty"`
+	// Shard streams only this shard's objects (nil: Config.Shard).
+	Shard *Shard `json:"shard,omitempty"`
 }
+
+// Shard is shard Index (from 0) of Count (1 to 1024): the objects whose
+// uid hashes (FNV-1a 64) into the Index-th of Count equal ranges of the
+// hash space, as the apiserver's shardSelector places them. The library
+// asks the server for the range (ShardedListAndWatch) and drops any other
+// object it is sent.
+type Shard struct {
+	Count int `json:"count"`
+	Index int `json:"index"`
+}
+
+// String is "Index/Count".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // nameScope is what names take when the Go side must spell it out: with
 // MetadataOnly, each name becomes an object carrying the top-level scope
@@ -276,6 +295,9 @@ func (c Config) document() (map[string]any, error) {
 	optional("drop_managed_fields", c.DropManagedFields)
 	if c.EventKinds != nil {
 		m["event_kinds"] = c.EventKinds
+	}
+	if c.Shard != nil {
+		m["shard"] = *c.Shard
 	}
 	count("channel_capacity", c.ChannelCapacity)
 	count("page_size", c.PageSize)
@@ -426,6 +448,9 @@ func (c Config) String() string {
 	text("Namespace", c.Namespace)
 	text("LabelSelector", c.LabelSelector)
 	text("FieldSelector", c.FieldSelector)
+	if c.Shard != nil {
+		field("Shard", c.Shard.String())
+	}
 	flag("MetadataOnly", c.MetadataOnly)
 	optional("Scrub", c.Scrub)
 	optional("ScrubSecretData", c.ScrubSecretData)

@@ -389,6 +389,9 @@ type StreamStats struct {
 	// Skipped counts objects and frames that could not be delivered, each
 	// reported by an Error entry whose StreamError.Ended is false.
 	Skipped uint64 `json:"skipped"`
+	// OtherShardDrops counts objects outside the stream's Shard that the
+	// server sent anyway (it does not shard) and the library dropped.
+	OtherShardDrops uint64 `json:"other_shard_drops"`
 	// ResourceVersion is the last one seen, as the server sent it.
 	ResourceVersion string `json:"resource_version"`
 	Objects         uint64 `json:"objects"`

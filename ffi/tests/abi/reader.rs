@@ -356,8 +356,9 @@ fn stats_are_json_and_never_cut() {
     assert_eq!(stats[0]["synced"], true);
     assert_eq!(stats[1]["resource"], "apps/v1/deployments");
     assert_eq!(stats.as_array().unwrap().len(), 2);
-    assert_eq!(stats[0].as_object().unwrap().len(), 14, "{stats}");
+    assert_eq!(stats[0].as_object().unwrap().len(), 15, "{stats}");
     assert_eq!(stats[0]["skipped"], 0);
+    assert_eq!(stats[0]["other_shard_drops"], 0);
     assert_eq!(stats[0]["last_error"], serde_json::Value::Null);
     close(r);
 }
@@ -438,8 +439,11 @@ fn metrics_are_prometheus_text_and_never_cut() {
             "tattler_relists_total counter",
             "tattler_stale_drops_total counter",
             "tattler_skipped_total counter",
+            "tattler_other_shard_drops_total counter",
             "tattler_objects gauge",
             "tattler_synced gauge",
+            "tattler_current gauge",
+            "tattler_seconds_since_heard gauge",
             "tattler_failed gauge",
             "tattler_list_fallback gauge",
             "tattler_seconds_since_sync gauge",
@@ -465,8 +469,8 @@ fn metrics_are_prometheus_text_and_never_cut() {
     assert!(samples[&format!("tattler_received_bytes_total{pods}")] > 0.0);
     let since = samples[&format!("tattler_seconds_since_sync{pods}")];
     assert!((0.0..60.0).contains(&since), "{since}");
-    // 14 series: 12 per stream for 2 streams, 2 for the reader.
-    assert_eq!(samples.len(), 12 * 2 + 2, "{text}");
+    // 32 series: 15 per stream for 2 streams, 2 for the reader.
+    assert_eq!(samples.len(), 15 * 2 + 2, "{text}");
 
     // An entry waiting in the channel shows.
     assert!(api.wait_open_watches(2, Duration::from_secs(10)));

@@ -341,6 +341,14 @@ impl FakeApi {
         self.shared.state.lock().watchlist = supported;
     }
 
+    /// `true`: behave like a server with the `ShardedListAndWatch` feature gate (KEP-5866):
+    /// lists and watches with `shardSelector=shardRange(object.metadata.uid, '0x…', '0x…')`
+    /// get only the objects whose uid's FNV-1a 64 hash is in range. Off by default, as in
+    /// Kubernetes 1.36: the parameter is ignored.
+    pub fn set_sharding(&self, on: bool) {
+        self.shared.state.lock().sharding = on;
+    }
+
     /// `true`: requests with `Accept-Encoding: gzip` get gzip bodies (`Content-Encoding: gzip`);
     /// watch streams are flushed after each event. Off by default.
     pub fn set_gzip(&self, on: bool) {

@@ -786,6 +786,7 @@ struct Opts {
     cont: String,
     label_selector: String,
     field_selector: String,
+    shard_selector: String,
 }
 
 fn parse_int(v: &str) -> Result<i64, String> {
@@ -827,6 +828,7 @@ impl Opts {
             cont: qget(q, "continue").unwrap_or("").to_string(),
             label_selector: qget(q, "labelSelector").unwrap_or("").to_string(),
             field_selector: qget(q, "fieldSelector").unwrap_or("").to_string(),
+            shard_selector: qget(q, "shardSelector").unwrap_or("").to_string(),
         })
     }
 }
@@ -1091,6 +1093,7 @@ fn serve_resource(
     };
     let fault = st.faults.get_mut(&idx).and_then(VecDeque::pop_front);
     let watchlist = st.watchlist;
+    let sharding = st.sharding;
     let ignored = st.initial_events == InitialEvents::Ignored;
     let opaque = st.opaque;
     let cur = st.rv;
@@ -1181,6 +1184,13 @@ fn serve_resource(
     match store::parse_field_selector(&o.field_selector) {
         Ok(f) => filter.fields = f,
         Err(m) => return bad_request(conn, resp, &m),
+    }
+    // Without the feature gate the server drops the parameter unread.
+    if sharding {
+        match store::parse_shard_selector(&o.shard_selector) {
+            Ok(s) => filter.shards = s,
+            Err(m) => return bad_request(conn, resp, &m),
+        }
     }
     if let Some(n) = name {
         filter.name = Some(n.to_string());

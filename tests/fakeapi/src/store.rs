@@ -287,6 +287,8 @@ pub(crate) struct State {
     pub(crate) token: Option<String>,
     pub(crate) forbidden: HashSet<usize>,
     pub(crate) watchlist: bool,
+    /// `shardSelector` is honoured (the `ShardedListAndWatch` feature gate).
+    pub(crate) sharding: bool,
     pub(crate) gzip: bool,
     pub(crate) faults: HashMap<usize, VecDeque<Fault>>,
     pub(crate) requests: Vec<String>,
@@ -362,6 +364,7 @@ impl State {
             token: None,
             forbidden: HashSet::new(),
             watchlist: true,
+            sharding: false,
             gzip: false,
             faults: HashMap::new(),
             requests: Vec::new(),
@@ -811,6 +814,44 @@ pub(crate) fn parse_label_selector(s: &str) -> Result<Vec<LabelReq>, String> {
 }
 
 /// Parses a field selector: `path=value`, `path==value`, `path!=value`, comma-separated.
+/// FNV-1a 64, the apiserver's shard hash (`k8s.io/apimachinery/pkg/sharding`).
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A `shardSelector` as the apiserver reads it (KEP-5866): `shardRange(object.metadata.uid,
+/// '0x…', '0x…')` requirements joined by ` || `, each start inclusive and end exclusive, in
+/// `0x`-prefixed lower-case hex up to `0x10000000000000000`.
+pub(crate) fn parse_shard_selector(s: &str) -> Result<Vec<(u128, u128)>, String> {
+    let bad = || format!("invalid shard selector: {s:?}");
+    let mut out = Vec::new();
+    for req in s.split("||").map(str::trim).filter(|r| !r.is_empty()) {
+        let args = req
+            .strip_prefix("shardRange(")
+            .and_then(|r| r.strip_suffix(')'))
+            .ok_or_else(bad)?;
+        let parts: Vec<&str> = args.split(',').map(str::trim).collect();
+        let [field, start, end] = parts.as_slice() else {
+            return Err(bad());
+        };
+        if *field != "object.metadata.uid" {
+            return Err(bad());
+        }
+        let hex = |v: &str| {
+            v.strip_prefix("'0x")
+                .and_then(|v| v.strip_suffix('\''))
+                .filter(|v| !v.is_empty() && v.len() <= 17)
+                .and_then(|v| u128::from_str_radix(v, 16).ok())
+                .filter(|v| *v <= 1 << 64)
+                .ok_or_else(bad)
+        };
+        out.push((hex(start)?, hex(end)?));
+    }
+    Ok(out)
+}
+
 pub(crate) fn parse_field_selector(s: &str) -> Result<Vec<FieldReq>, String> {
     let mut out = Vec::new();
     if s.trim().is_empty() {
@@ -847,14 +888,27 @@ pub(crate) struct Filter {
     pub(crate) name: Option<String>,
     pub(crate) labels: Vec<LabelReq>,
     pub(crate) fields: Vec<FieldReq>,
+    /// `shardSelector` ranges of the uid's FNV-1a 64 hash (start inclusive, end exclusive);
+    /// empty: every object.
+    pub(crate) shards: Vec<(u128, u128)>,
 }
 
 impl Filter {
     pub(crate) fn has_selectors(&self) -> bool {
-        !self.labels.is_empty() || !self.fields.is_empty()
+        !self.labels.is_empty() || !self.fields.is_empty() || !self.shards.is_empty()
     }
 
     pub(crate) fn matches(&self, obj: &Value) -> bool {
+        if !self.shards.is_empty() {
+            let h = u128::from(fnv1a64(meta_str(obj, "uid").unwrap_or("").as_bytes()));
+            if !self
+                .shards
+                .iter()
+                .any(|(start, end)| *start <= h && h < *end)
+            {
+                return false;
+            }
+        }
         if let Some(ns) = &self.namespace {
             if meta_str(obj, "namespace") != Some(ns.as_str()) {
                 return false;
@@ -928,6 +982,34 @@ mod tests {
         assert!(parse_label_selector("a b c").is_err());
         assert!(parse_label_selector("a in (b").is_err());
         assert!(parse_label_selector("=x").is_err());
+    }
+
+    #[test]
+    fn shard_selectors() {
+        let upper = "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')";
+        let f = Filter {
+            shards: parse_shard_selector(upper).unwrap(),
+            ..Filter::default()
+        };
+        // fnv1a64("a") = 0xaf63dc4c8601ec8c, fnv1a64("b") = 0xaf63df4c8601f1a5: both upper.
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert!(f.matches(&json!({"metadata":{"uid":"a"}})));
+        let lower = parse_shard_selector(
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
+        )
+        .unwrap();
+        assert_eq!(lower, [(0, 1 << 63)]);
+        let both =
+            format!("{upper} || shardRange(object.metadata.uid, '0x0', '0x8000000000000000')");
+        assert_eq!(parse_shard_selector(&both).unwrap().len(), 2);
+        for bad in [
+            "shardRange(object.metadata.name, '0x0', '0x1')",
+            "shardRange(object.metadata.uid, 0x0, '0x1')",
+            "shardRange(object.metadata.uid, '0x0', '0x20000000000000000')",
+            "range(x)",
+        ] {
+            assert!(parse_shard_selector(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
