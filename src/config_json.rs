@@ -45,13 +45,15 @@ struct JsonConfig {
     relist_interval_secs: Option<u64>,
     drop_managed_fields: Option<bool>,
     event_kinds: Option<Vec<String>>,
+    leader_election: Option<crate::LeaderElection>,
+    checkpoint_in_cluster: Option<crate::InClusterCheckpoint>,
 }
 
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
 scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
-max_buffered_bytes, discovery_interval_secs";
+max_buffered_bytes, discovery_interval_secs, leader_election, checkpoint_in_cluster";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -110,6 +112,10 @@ impl JsonConfig {
                 "relist_interval_secs" => j.relist_interval_secs = Some(number(k, v)?),
                 "drop_managed_fields" => j.drop_managed_fields = Some(boolean(k, v)?),
                 "event_kinds" => j.event_kinds = Some(strings(k, v)?),
+                "leader_election" => j.leader_election = Some(leader_election(v)?),
+                "checkpoint_in_cluster" => {
+                    j.checkpoint_in_cluster = Some(in_cluster_checkpoint(v)?)
+                }
                 _ => {
                     return Err(Error::Config(format!(
                         "JSON: unknown key `{k}` (known: {KEYS})"
@@ -155,6 +161,63 @@ fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
         return Err(Error::Config("JSON: missing key `exec.command`".into()));
     }
     Ok(e)
+}
+
+/// `{"namespace","lease","identity"?,"lease_duration_secs"?,"renew_deadline_secs"?,"retry_period_secs"?}`
+fn leader_election(v: &Value) -> Result<crate::LeaderElection, Error> {
+    const KEY: &str = "leader_election";
+    let o = v.as_object().ok_or_else(|| wrong(KEY, "an object"))?;
+    let (mut namespace, mut lease) = (None, None);
+    let mut e = crate::LeaderElection::new("", "");
+    let secs = |k: &str, v: &Value| {
+        let n = number(&format!("{KEY}.{k}"), v)?;
+        Ok::<_, Error>(Duration::from_secs(n.min(86_400)))
+    };
+    for (k, v) in o {
+        let key = format!("{KEY}.{k}");
+        match k.as_str() {
+            "namespace" => namespace = Some(string(&key, v)?),
+            "lease" => lease = Some(string(&key, v)?),
+            "identity" => e.identity = string(&key, v)?,
+            "lease_duration_secs" => e.lease_duration = secs(k, v)?,
+            "renew_deadline_secs" => e.renew_deadline = secs(k, v)?,
+            "retry_period_secs" => e.retry_period = secs(k, v)?,
+            other => {
+                return Err(Error::Config(format!(
+                    "JSON: unknown key `{KEY}.{other}` (known: namespace, lease, identity, lease_duration_secs, renew_deadline_secs, retry_period_secs)"
+                )))
+            }
+        }
+    }
+    let missing = |k: &str| Error::Config(format!("JSON: missing key `{KEY}.{k}`"));
+    e.namespace = namespace.ok_or_else(|| missing("namespace"))?;
+    e.lease = lease.ok_or_else(|| missing("lease"))?;
+    Ok(e)
+}
+
+/// `{"namespace","name","interval_secs"?}`
+fn in_cluster_checkpoint(v: &Value) -> Result<crate::InClusterCheckpoint, Error> {
+    const KEY: &str = "checkpoint_in_cluster";
+    let o = v.as_object().ok_or_else(|| wrong(KEY, "an object"))?;
+    let (mut namespace, mut name) = (None, None);
+    let mut c = crate::InClusterCheckpoint::new("", "");
+    for (k, v) in o {
+        let key = format!("{KEY}.{k}");
+        match k.as_str() {
+            "namespace" => namespace = Some(string(&key, v)?),
+            "name" => name = Some(string(&key, v)?),
+            "interval_secs" => c.interval = Duration::from_secs(number(&key, v)?.min(86_400)),
+            other => {
+                return Err(Error::Config(format!(
+                    "JSON: unknown key `{KEY}.{other}` (known: namespace, name, interval_secs)"
+                )))
+            }
+        }
+    }
+    let missing = |k: &str| Error::Config(format!("JSON: missing key `{KEY}.{k}`"));
+    c.namespace = namespace.ok_or_else(|| missing("namespace"))?;
+    c.name = name.ok_or_else(|| missing("name"))?;
+    Ok(c)
 }
 
 /// What names in a resource list take: the document's top-level scope.
@@ -441,6 +504,8 @@ impl Config {
             e.check().map_err(|m| Error::Config(format!("JSON: {m}")))?;
             c.access.auth = crate::Auth::Exec(e);
         }
+        c.leader_election = j.leader_election;
+        c.checkpoint_in_cluster = j.checkpoint_in_cluster;
         if let Some(v) = j.relist_interval_secs {
             c.relist_interval = (v > 0).then(|| Duration::from_secs(v));
         }
