@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod election;
 mod faults;
 mod hostile;
 mod lifecycle;
