@@ -104,8 +104,19 @@ pub struct Config {
 /// reader sends [`Change::Following`](crate::Change::Following) and waits;
 /// once it holds the Lease it sends
 /// [`Change::Leading`](crate::Change::Leading) and starts its streams
-/// (from [`Config::checkpoint_in_cluster`] when set). It needs get, create
-/// and update on `leases` in `namespace`.
+/// (from [`Config::checkpoint_in_cluster`] when set; [`Config::resume`] is
+/// refused with it). It needs get, create and update on `leases` in
+/// `namespace`. [`Reader::close`](crate::Reader::close) of a holder takes up
+/// to a few seconds more: the last checkpoint, then the Lease released.
+///
+/// What it guarantees, as client-go: a standby takes the Lease only once it
+/// has seen it unchanged for `lease_duration` by its own clock, and a holder
+/// stops delivering once `renew_deadline` has passed since its last
+/// successful renewal began. Two holders can overlap only if the clocks of
+/// their nodes run at rates apart by more than `lease_duration /
+/// renew_deadline` (1.5 by default), not by their offsets, or if stopping
+/// the streams takes longer than `lease_duration - renew_deadline` (5 s by
+/// default; it takes milliseconds).
 ///
 /// ```
 /// use kube_tattler::LeaderElection;
@@ -435,6 +446,12 @@ impl Config {
         }
         if let Some(e) = &self.leader_election {
             e.validate()?;
+            if self.resume.is_some() {
+                return Err(Error::Config(
+                    "resume: not with leader_election (a leader resumes from checkpoint_in_cluster)"
+                        .into(),
+                ));
+            }
         }
         if let Some(k) = &self.checkpoint_in_cluster {
             k.validate()?;
@@ -451,6 +468,53 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leader_election_timings_are_checked_as_client_go_does() {
+        let base = Config::new(Access::new("https://h"))
+            .watch(["pods"])
+            .unwrap();
+        let with = |f: &dyn Fn(&mut LeaderElection)| {
+            let mut c = base.clone();
+            let mut e = LeaderElection::new("ns", "lease");
+            e.identity = "me".into();
+            f(&mut e);
+            c.leader_election = Some(e);
+            c.validate().map(|_| ()).map_err(|e| e.to_string())
+        };
+        assert_eq!(with(&|_| {}), Ok(()));
+        let s = Duration::from_secs;
+        for (f, want) in [
+            (
+                &(|e: &mut LeaderElection| e.renew_deadline = s(15))
+                    as &dyn Fn(&mut LeaderElection),
+                "renew_deadline must be less",
+            ),
+            (
+                &|e: &mut LeaderElection| e.retry_period = s(10),
+                "retry_period must be",
+            ),
+            (
+                &|e: &mut LeaderElection| e.retry_period = Duration::ZERO,
+                "retry_period must be",
+            ),
+            (&|e: &mut LeaderElection| e.identity.clear(), "identity"),
+            (
+                &|e: &mut LeaderElection| e.lease = "Not/a name".into(),
+                "DNS names",
+            ),
+        ] {
+            let e = with(f).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+        let mut c = base.clone();
+        c.checkpoint_in_cluster = Some(InClusterCheckpoint::new("ns", "cp"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("needs leader_election"));
+    }
 
     #[test]
     fn validation_names_the_field() {

@@ -690,6 +690,58 @@ mod tests {
     }
 
     #[test]
+    fn leader_election_and_the_kept_checkpoint() {
+        let c = Config::from_json(
+            r#"{"server":"https://h","resources":["pods"],
+                "leader_election":{"namespace":"ns","lease":"l","identity":"me","lease_duration_secs":30,"renew_deadline_secs":20,"retry_period_secs":4},
+                "checkpoint_in_cluster":{"namespace":"ns","name":"cp","interval_secs":60}}"#,
+        )
+        .unwrap();
+        let e = c.leader_election.unwrap();
+        assert_eq!(
+            (e.namespace.as_str(), e.lease.as_str(), e.identity.as_str()),
+            ("ns", "l", "me")
+        );
+        assert_eq!(
+            (e.lease_duration, e.renew_deadline, e.retry_period),
+            (
+                Duration::from_secs(30),
+                Duration::from_secs(20),
+                Duration::from_secs(4)
+            )
+        );
+        let k = c.checkpoint_in_cluster.unwrap();
+        assert_eq!(
+            (k.namespace.as_str(), k.name.as_str(), k.interval),
+            ("ns", "cp", Duration::from_secs(60))
+        );
+        // Defaults: client-go's timings, 30 s between checkpoints.
+        let c = Config::from_json(
+            r#"{"server":"https://h","resources":["pods"],"leader_election":{"namespace":"ns","lease":"l"}}"#,
+        )
+        .unwrap();
+        let e = c.leader_election.unwrap();
+        assert_eq!(e.lease_duration, Duration::from_secs(15));
+        assert_eq!(e.renew_deadline, Duration::from_secs(10));
+        assert_eq!(e.retry_period, Duration::from_secs(2));
+        let e = |j: &str| Config::check_json_keys(j).unwrap_err().to_string();
+        assert!(e(r#"{"leader_election":{"lease":"l"}}"#).contains("`leader_election.namespace`"));
+        assert!(
+            e(r#"{"leader_election":{"namespace":"n","lease":"l","ttl":1}}"#)
+                .contains("`leader_election.ttl`")
+        );
+        assert!(e(r#"{"leader_election":{"namespace":"n","lease":1}}"#)
+            .contains("`leader_election.lease`"));
+        assert!(e(r#"{"leader_election":"l"}"#).contains("`leader_election`"));
+        assert!(e(r#"{"checkpoint_in_cluster":{"namespace":"n"}}"#)
+            .contains("`checkpoint_in_cluster.name`"));
+        assert!(
+            e(r#"{"checkpoint_in_cluster":{"namespace":"n","name":"c","interval_secs":"1"}}"#)
+                .contains("`checkpoint_in_cluster.interval_secs`")
+        );
+    }
+
+    #[test]
     fn errors_name_the_key() {
         let e = |j: &str| Config::from_json(j).unwrap_err().to_string();
         assert!(e(r#"{"server":"https://h","resources":["pods"],"tokn":"x"}"#).contains("`tokn`"));

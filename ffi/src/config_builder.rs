@@ -136,6 +136,11 @@ pub(crate) fn set_key(doc: &mut Doc, key: &str, value: Value) -> Result<(), Fail
         Kind::TextList => {
             return refuse("`event_kinds` is built with tattler_config_add_event_kind")
         }
+        Kind::Object => {
+            return refuse(&format!(
+                "`{key}` (an object) has no setter: use tattler_config_set_json"
+            ))
+        }
         Kind::Text | Kind::Integer | Kind::Boolean => {}
     }
     let mut one = Map::new();

@@ -23,6 +23,8 @@ pub(crate) enum Kind {
     Exec,
     /// `event_kinds`: an array of strings.
     TextList,
+    /// `leader_election`, `checkpoint_in_cluster`: an object of their own keys.
+    Object,
 }
 
 impl Kind {
@@ -32,7 +34,7 @@ impl Kind {
             Kind::Integer => "integer",
             Kind::Boolean => "boolean",
             Kind::Resources | Kind::TextList => "array",
-            Kind::Exec => "object",
+            Kind::Exec | Kind::Object => "object",
         }
     }
 }
@@ -97,6 +99,8 @@ pub(crate) const KEYS: &[Key] = &[
     key("initial_events_timeout_secs", Integer),
     key("max_buffered_bytes", Integer),
     key("discovery_interval_secs", Integer),
+    key("leader_election", Object),
+    key("checkpoint_in_cluster", Object),
 ];
 
 /// The library's default for a key, as the JSON value that means it; `None`
@@ -199,7 +203,8 @@ fn keys_json() -> String {
 /// library's default, as one JSON object:
 /// `{"server":{"type":"string"},...,"channel_capacity":{"type":"integer","default":64},...}`.
 /// `type` is `"string"`, `"integer"`, `"boolean"`, `"array"` (`resources`,
-/// `event_kinds`) or `"object"` (`exec`); `default` is there for the keys
+/// `event_kinds`) or `"object"` (`exec`, `leader_election`,
+/// `checkpoint_in_cluster`); `default` is there for the keys
 /// whose absence means a value (`channel_capacity`, `scrub`, ...), in the
 /// key's own unit (`idle_timeout_secs` in seconds); `alias_of` names the key
 /// another one stands for. For bindings that check keys or generate setters,
@@ -259,9 +264,10 @@ mod tests {
                 Resources => (json!(["pods"]), json!(1)),
                 Exec => (json!({"command": "x"}), json!("x")),
                 TextList => (json!(["Pod"]), json!("Pod")),
+                Object => (json!({}), json!("x")),
             };
             let doc = |v: &Value| json!({ k.name: v }).to_string();
-            if k.kind != Resources && k.kind != Exec {
+            if k.kind != Resources && k.kind != Exec && k.kind != Object {
                 Config::check_json_keys(&doc(&good)).unwrap_or_else(|e| panic!("{}: {e}", k.name));
                 assert!(
                     Config::check_json_keys(&doc(&bad)).is_err(),

@@ -86,6 +86,8 @@ pub(crate) struct Elector {
     said_too_large: bool,
     /// The server has been failing since this was set: logged once a spell.
     failing: bool,
+    /// On close: every request ends by then.
+    closing_until: Option<Instant>,
 }
 
 impl Elector {
@@ -107,6 +109,7 @@ impl Elector {
             said_forbidden_configmap: false,
             said_too_large: false,
             failing: false,
+            closing_until: None,
         }
     }
 
@@ -165,6 +168,10 @@ impl Elector {
         let left = self.held.as_ref().map_or(period, |h| {
             (h.renewed + self.election.renew_deadline).saturating_duration_since(Instant::now())
         });
+        let left = match self.closing_until {
+            Some(until) => left.min(until.saturating_duration_since(Instant::now())),
+            None => left,
+        };
         period.min(left).max(Duration::from_millis(50))
     }
 
@@ -184,7 +191,8 @@ impl Elector {
 
     /// Logs a failure: the first of a spell as a warning, the rest at debug.
     fn failed(&mut self, what: &str) {
-        if self.failing {
+        // A conflict is another replica's write: the election at work.
+        if self.failing || what.contains(": 409") {
             log::debug!("leader election: {what}");
         } else {
             log::warn!("leader election: {what} (retrying)");
@@ -495,7 +503,7 @@ impl Elector {
             return;
         };
         while let Some(e) = self.pending.pop_front() {
-            if let Err(e) = out.try_send(e) {
+            if let Some(e) = out.try_send(e) {
                 self.pending.push_front(e);
                 break;
             }
@@ -505,9 +513,7 @@ impl Elector {
     /// The checkpoint in the cluster, to resume from; `None` when there is
     /// none, or it cannot be read (then the streams start from nothing).
     fn load_checkpoint(&mut self) -> Option<Checkpoint> {
-        let Some(k) = self.kept.clone() else {
-            return None;
-        };
+        let k = self.kept.clone()?;
         let path = configmap_path(&k);
         let (code, body) = match self.call("GET", &path, None, self.request_timeout()) {
             Ok(answer) => answer,
@@ -692,6 +698,7 @@ impl Elector {
             return;
         }
         let until = Instant::now() + CLOSING_BUDGET;
+        self.closing_until = Some(until);
         if self.kept.is_some() {
             if let Some(cp) = self.streams.quiet_checkpoint() {
                 self.write_checkpoint(&cp);
@@ -706,8 +713,7 @@ impl Elector {
             let body =
                 lease::lease_body(&e.namespace, &e.lease, Some(&ours.resource_version), &gone);
             let path = self.lease_path();
-            let left = until.saturating_duration_since(Instant::now());
-            match self.call("PUT", &path, Some(&body), left.min(Duration::from_secs(1))) {
+            match self.call("PUT", &path, Some(&body), self.request_timeout()) {
                 Ok((200, _)) => {
                     log::info!(
                         "leader election: released the Lease {}/{}",

@@ -263,19 +263,19 @@ impl Out {
 
     /// Queues the entry if the channel has room now, never waiting (the
     /// elector's Error entries: its thread must go on renewing); gives it
-    /// back otherwise, and once the reader is stopped. The byte budget is
-    /// not asked: these entries carry no object.
-    pub(crate) fn try_send(&self, entry: Entry) -> Result<(), Entry> {
+    /// back otherwise (`Some`), and once the reader is stopped. The byte
+    /// budget is not asked: these entries carry no object.
+    pub(crate) fn try_send(&self, entry: Entry) -> Option<Entry> {
         let _delivering = self.control.delivering();
         if self.control.closed.load(Ordering::SeqCst) {
-            return Err(entry);
+            return Some(entry);
         }
         match self.tx.try_send(entry) {
             Ok(()) => {
                 self.control.ready();
-                Ok(())
+                None
             }
-            Err(e) => Err(e.into_inner()),
+            Err(e) => Some(e.into_inner()),
         }
     }
 

@@ -98,6 +98,11 @@ const SPINS: u32 = 64;
 impl Reader {
     /// Checks the configuration and starts one thread per resource.
     ///
+    /// With [`Config::leader_election`], it starts none: the elector thread
+    /// (`tattler-elector`) sends [`Change::Following`](crate::Change::Following),
+    /// and starts the streams once it holds the Lease, after
+    /// [`Change::Leading`](crate::Change::Leading).
+    ///
     /// Fails only on what can be judged without the network (a bad URL, an
     /// unreadable CA bundle, no resources). Server-side failures arrive later
     /// as retries, and as Error entries when retrying cannot help.
@@ -626,6 +631,14 @@ impl Reader {
     /// [`Closed`] (every entry taken). Taken while the reader runs, it may
     /// hold changes still waiting in the channel, which a resumed reader
     /// would then not deliver.
+    ///
+    /// A part whose resourceVersion is empty (taken during a re-sync, or
+    /// the checkpoint kept in the cluster, which a new leader resumes from
+    /// that way on purpose) has no resume point: its stream re-syncs
+    /// against the objects it holds (unchanged ones as `Snapshot`, changed
+    /// ones as `Update`, new ones as `Add`, gone ones as inferred `Delete`,
+    /// then `Synced`). With [`Config::leader_election`], it holds the
+    /// streams of this reader's leadership only (none while following).
     ///
     /// ```no_run
     /// use kube_tattler::{Access, Checkpoint, Config, Reader};

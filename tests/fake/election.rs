@@ -163,9 +163,9 @@ fn a_leader_cut_off_stops_before_its_lease_expires_and_the_standby_takes_over() 
     let last_renewal = api
         .request_log()
         .into_iter()
-        .filter(|r| r.line == lease_put && r.at <= cut)
+        .rev()
+        .find(|r| r.line == lease_put && r.at <= cut)
         .map(|r| r.at)
-        .last()
         .expect("a renewed its Lease");
     let e = next(&a);
     let stopped = Instant::now();
@@ -183,7 +183,10 @@ fn a_leader_cut_off_stops_before_its_lease_expires_and_the_standby_takes_over() 
     assert_eq!(said(&next(&b)), "Leading b");
     let took = last_renewal.elapsed();
     eprintln!("b took over {took:?} after a's last renewal began");
-    assert!(took >= LEASE_DURATION, "b took a Lease not expired: {took:?}");
+    assert!(
+        took >= LEASE_DURATION,
+        "b took a Lease not expired: {took:?}"
+    );
     assert!(
         took < LEASE_DURATION + RETRY + Duration::from_secs(10),
         "{took:?}"
@@ -205,15 +208,24 @@ fn leader_election_refuses_what_it_cannot_do() {
     let mut c = elected(&api, "a");
     c.leader_election.as_mut().unwrap().renew_deadline = LEASE_DURATION;
     let e = Reader::open(c).unwrap_err().to_string();
-    assert!(e.contains("renew_deadline must be less than lease_duration"), "{e}");
+    assert!(
+        e.contains("renew_deadline must be less than lease_duration"),
+        "{e}"
+    );
     let mut c = elected(&api, "a");
     c.leader_election = None;
     let e = Reader::open(c).unwrap_err().to_string();
-    assert!(e.contains("checkpoint_in_cluster needs leader_election"), "{e}");
+    assert!(
+        e.contains("checkpoint_in_cluster needs leader_election"),
+        "{e}"
+    );
     let c = elected(&api, "a");
     let r = Reader::open(c).unwrap();
     let e = r.set_resources(&[]).unwrap_err().to_string();
-    assert!(e.contains("resources") || e.contains("leader_election"), "{e}");
+    assert!(
+        e.contains("resources") || e.contains("leader_election"),
+        "{e}"
+    );
     let pods = kube_tattler::ResourceSpec::parse("pods").unwrap();
     let e = r.set_resources(&pods).unwrap_err().to_string();
     assert!(e.contains("not with leader_election"), "{e}");

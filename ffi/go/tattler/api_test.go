@@ -32,7 +32,8 @@ func TestConstantsAreTheHeaders(t *testing.T) {
 
 func TestChangeNames(t *testing.T) {
 	names := map[Change]string{ChangeAdd: "Add", ChangeUpdate: "Update", ChangeDelete: "Delete",
-		ChangeSnapshot: "Snapshot", ChangeSynced: "Synced", ChangeError: "Error", ChangeStale: "Stale", Change(9): "Change(9)"}
+		ChangeSnapshot: "Snapshot", ChangeSynced: "Synced", ChangeError: "Error", ChangeStale: "Stale",
+		ChangeLeading: "Leading", ChangeFollowing: "Following", Change(10): "Change(10)"}
 	for c, want := range names {
 		if c.String() != want {
 			t.Errorf("%d: %q, want %q", int(c), c.String(), want)
@@ -40,13 +41,13 @@ func TestChangeNames(t *testing.T) {
 	}
 	// The library's names are the same; a change newer than this package
 	// (the library may add one) prints as a number, not a panic.
-	for c := ChangeAdd; c <= ChangeStale; c++ {
+	for c := ChangeAdd; c <= ChangeFollowing; c++ {
 		if c.String() != changeName(c) {
 			t.Errorf("%d: %q, the library says %q", int(c), c, changeName(c))
 		}
 	}
-	if Change(8).String() != "Change(8)" || changeName(8) != "Unknown" {
-		t.Errorf("an unknown change: %q, the library %q", Change(8), changeName(8))
+	if Change(10).String() != "Change(10)" || changeName(10) != "Unknown" {
+		t.Errorf("an unknown change: %q, the library %q", Change(10), changeName(10))
 	}
 	if LogWarn.String() != "WARN" || LogLevel(9).String() != "LogLevel(9)" {
 		t.Errorf("log levels: %v %v", LogWarn, LogLevel(9))

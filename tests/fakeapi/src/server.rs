@@ -1213,7 +1213,11 @@ fn serve_write(
     ns: Option<&str>,
     name: Option<&str>,
 ) -> Flow {
-    let verb = if req.method == "PUT" { "update" } else { "create" };
+    let verb = if req.method == "PUT" {
+        "update"
+    } else {
+        "create"
+    };
     let mut st = sh.state.lock();
     if st.forbidden.contains(&idx) {
         drop(st);
@@ -1226,7 +1230,12 @@ fn serve_write(
         return send_status(conn, resp, 403, "Forbidden", &message, None, None);
     }
     if let Some(text) = st.refused_writes.get(&idx) {
-        if req.body.windows(text.len().max(1)).any(|w| w == text.as_bytes()) || text.is_empty() {
+        if req
+            .body
+            .windows(text.len().max(1))
+            .any(|w| w == text.as_bytes())
+            || text.is_empty()
+        {
             drop(st);
             return send_status(
                 conn,
@@ -1256,7 +1265,11 @@ fn serve_write(
         (Some(n), Some(g)) if n == g => n.to_string(),
         (Some(_), _) => {
             drop(st);
-            return bad_request(conn, resp, "the name of the object does not match the name on the URL");
+            return bad_request(
+                conn,
+                resp,
+                "the name of the object does not match the name on the URL",
+            );
         }
         (None, Some(g)) => g.clone(),
         (None, None) => {
@@ -1279,7 +1292,15 @@ fn serve_write(
             drop(st);
             let message = format!("{qualified} {} already exists", json::quote(&target));
             let details = json!({"name": target, "group": def.group, "kind": def.resource});
-            return send_status(conn, resp, 409, "AlreadyExists", &message, Some(details), None);
+            return send_status(
+                conn,
+                resp,
+                409,
+                "AlreadyExists",
+                &message,
+                Some(details),
+                None,
+            );
         }
         ("update", None) => {
             drop(st);
@@ -1314,7 +1335,14 @@ fn serve_write(
     sh.cond.notify_all();
     let code = if verb == "create" { 201 } else { 200 };
     match written {
-        Some(o) => send_body(conn, resp, code, JSON, json::body(&o, Ctx::Plain, resp.pretty), None),
+        Some(o) => send_body(
+            conn,
+            resp,
+            code,
+            JSON,
+            json::body(&o, Ctx::Plain, resp.pretty),
+            None,
+        ),
         None => not_found(conn, resp),
     }
 }
