@@ -230,3 +230,81 @@ fn leader_election_refuses_what_it_cannot_do() {
     let e = r.set_resources(&pods).unwrap_err().to_string();
     assert!(e.contains("not with leader_election"), "{e}");
 }
+
+#[test]
+fn the_kept_checkpoint_holds_only_what_the_consumer_took() {
+    let _w = Watchdog::new("election_kept_taken", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    for p in ["p0", "p1"] {
+        pod(&api, "a", p);
+    }
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    assert_eq!(said(&next(&a)), "Leading a");
+    assert_eq!(until_synced(&a), ["Add a/p0", "Add a/p1", "Synced pods"]);
+    wait_kept(&api, 2);
+    // In the channel, not taken: three intervals pass without it in the
+    // checkpoint.
+    pod(&api, "a", "p2");
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        assert_eq!(kept_objects(&api), Some(2), "an entry not taken was kept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(take(&a, 1), ["Add a/p2"]);
+    wait_kept(&api, 3);
+}
+
+#[test]
+fn a_damaged_kept_checkpoint_is_said_and_the_leader_starts_from_nothing() {
+    let _w = Watchdog::new("election_damaged", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    let mut cm = FakeApi::object(Some(NS), KEPT);
+    cm["data"] = serde_json::json!({"checkpoint": "{not a checkpoint"});
+    api.apply("configmaps", cm);
+    pod(&api, "a", "p0");
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    assert_eq!(said(&next(&a)), "Leading a");
+    let e = next(&a);
+    assert_eq!(show(&e), "Error configmaps 0 Checkpoint");
+    let err = e.error().unwrap();
+    assert!(!err.ended);
+    assert!(err.message.contains("is damaged"), "{}", err.message);
+    assert!(
+        !err.message.contains("not a checkpoint\""),
+        "quotes the value: {}",
+        err.message
+    );
+    assert_eq!(until_synced(&a), ["Add a/p0", "Synced pods"]);
+    // Written over with a good one.
+    wait_kept(&api, 1);
+}
+
+#[test]
+fn a_forbidden_lease_is_said_once_and_the_reader_stands_by() {
+    let _w = Watchdog::new("election_forbidden", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    pod(&api, "a", "p0");
+    api.forbid(LEASES, true);
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    let e = next(&a);
+    assert_eq!(show(&e), "Error leases 403 Forbidden");
+    let err = e.error().unwrap();
+    assert!(!err.ended);
+    assert!(
+        err.message
+            .contains("get, create and update on leases in the namespace kube-system"),
+        "{}",
+        err.message
+    );
+    // Retried every half second, said once.
+    assert_quiet(&a, Duration::from_secs(2));
+    api.forbid(LEASES, false);
+    assert_eq!(said(&next(&a)), "Leading a");
+    assert_eq!(until_synced(&a), ["Add a/p0", "Synced pods"]);
+}
