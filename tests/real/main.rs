@@ -1,8 +1,9 @@
 //! Against a real kube-apiserver and etcd on loopback (tests/k8s builds them
 //! from Go modules, cached, and brings a fresh cluster up per test; the tests
 //! run one at a time): the stream's scenarios (`cluster`) and cluster access
-//! where only the real server can produce the case (`access`), and the APF
-//! kit for a DaemonSet of agents (`apf`).
+//! where only the real server can produce the case (`access`), the APF
+//! kit for a DaemonSet of agents (`apf`), and leader election with the
+//! checkpoint kept in a ConfigMap (`election`).
 //! `cargo test --test real cluster::` runs one topic.
 
 #[path = "../common/mod.rs"]
@@ -13,3 +14,4 @@ mod fixture;
 mod access;
 mod apf;
 mod cluster;
+mod election;
