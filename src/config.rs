@@ -197,7 +197,9 @@ impl LeaderElection {
 /// annotations: annotations are limited to 256 KiB in all, a ConfigMap to
 /// 1 MiB (about 10,000 objects); a larger checkpoint is not written (an
 /// Error entry says so). It needs get, create and update on `configmaps`
-/// in `namespace`.
+/// in `namespace`. Keep it out of what the reader streams: a ConfigMap the
+/// reader watches changes with each write, and each change moves the next
+/// checkpoint, so it would be written every `interval` for nothing.
 ///
 /// ```
 /// let kept = kube_tattler::InClusterCheckpoint::new("collectors", "inventory-checkpoint");
