@@ -53,7 +53,7 @@ const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, names
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
 scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, relist_interval_secs, initial_events_timeout_secs, \
-max_buffered_bytes, discovery_interval_secs, leader_election, checkpoint_in_cluster";
+leader_election, checkpoint_in_cluster, max_buffered_bytes, discovery_interval_secs";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -369,7 +369,10 @@ impl Config {
     /// `insecure`, `namespace`, `label_selector`, `field_selector`,
     /// `resources` (names as [`ResourceSpec::parse`] reads them),
     /// `channel_capacity`, `idle_timeout_secs`, `connect_timeout_secs`, `gzip`,
-    /// `page_size`, `max_frame_bytes`. Files named are read now.
+    /// `page_size`, `max_frame_bytes`; `leader_election` and
+    /// `checkpoint_in_cluster` (objects: see [`LeaderElection`](crate::LeaderElection)
+    /// and [`InClusterCheckpoint`](crate::InClusterCheckpoint)). Files named
+    /// are read now.
     ///
     /// ```no_run
     /// let config = kube_tattler::Config::from_json(&std::fs::read_to_string("tattler.json")?)?;

@@ -386,7 +386,8 @@ impl Entry {
         &self.name
     }
 
-    /// The object's uid; empty for Synced and Error entries.
+    /// The object's uid; empty for Synced and Error entries; on Leading
+    /// and Following, this reader's identity (as [`identity`](Self::identity)).
     pub fn uid(&self) -> &str {
         &self.uid
     }
