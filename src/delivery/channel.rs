@@ -358,6 +358,30 @@ mod tests {
         assert!(rx.try_recv().is_err());
     }
 
+    /// The count a checkpoint taken while the reader runs compares: it
+    /// moves with each delivery, sent or given back, and a delivery under
+    /// way shows; `try_send` never waits and gives the entry back.
+    #[test]
+    fn deliveries_are_counted_and_try_send_never_waits() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let out = Out {
+            tx,
+            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
+        };
+        assert_eq!(out.control.deliveries(), (0, false));
+        {
+            let _d = out.control.delivering();
+            assert_eq!(out.control.deliveries(), (1, true));
+        }
+        assert!(out.try_send(entry()).is_none());
+        assert_eq!(out.control.deliveries(), (2, false));
+        assert!(out.try_send(entry()).is_some(), "full: given back");
+        assert!(rx.try_recv().is_ok());
+        out.control.close();
+        assert!(out.try_send(entry()).is_some(), "closed: given back");
+        assert!(rx.try_recv().is_err());
+    }
+
     /// A delivery under way (a change in the table, its entry not yet sent
     /// or taken back) holds settle until it is over.
     #[test]
