@@ -365,10 +365,24 @@ typedef enum tattler_change {
      * `tattler_entry_error_code` the HTTP status when the server answered,
      * `tattler_entry_namespace` which namespace's stream. The stream goes
      * on; `TATTLER_CHANGE_SYNCED` says when the view is current again.
-     * Values above this one may come in later versions: treat them as
-     * unknown, not as errors.
      */
     TATTLER_CHANGE_STALE = 7,
+    /**
+     * With leader election: this reader now holds its Lease and starts its
+     * streams. `tattler_entry_namespace` and `tattler_entry_name` are the
+     * Lease's, `tattler_entry_identity` this reader's.
+     */
+    TATTLER_CHANGE_LEADING = 8,
+    /**
+     * With leader election: this reader does not stream. Once at the start
+     * (`tattler_entry_error_reason` `Standby`), and when it held the Lease
+     * and stopped its streams (`LeaseLost`: another holder took it;
+     * `RenewFailed`: it could not renew in time); every entry of the
+     * streams came before it. Namespace, name and identity as on
+     * `TATTLER_CHANGE_LEADING`. Values above this one may come in later
+     * versions: treat them as unknown, not as errors.
+     */
+    TATTLER_CHANGE_FOLLOWING = 9,
 } tattler_change;
 
 /**
@@ -1232,7 +1246,8 @@ enum tattler_status tattler_config_set_drop_managed_fields(struct tattler_config
  * library's default, as one JSON object:
  * `{"server":{"type":"string"},...,"channel_capacity":{"type":"integer","default":64},...}`.
  * `type` is `"string"`, `"integer"`, `"boolean"`, `"array"` (`resources`,
- * `event_kinds`) or `"object"` (`exec`, `shard`); `default` is there for the keys
+ * `event_kinds`) or `"object"` (`exec`, `shard`, `leader_election`,
+ * `checkpoint_in_cluster`); `default` is there for the keys
  * whose absence means a value (`channel_capacity`, `scrub`, ...), in the
  * key's own unit (`idle_timeout_secs` in seconds); `alias_of` names the key
  * another one stands for. For bindings that check keys or generate setters,
@@ -1596,7 +1611,8 @@ enum tattler_status tattler_checkpoint(struct tattler_reader *r, uint8_t *buf, s
 
 /**
  * The name of a change, as the examples print it: `"Add"`, `"Update"`,
- * `"Delete"`, `"Snapshot"`, `"Synced"`, `"Error"`, `"Stale"`, `"None"` for
+ * `"Delete"`, `"Snapshot"`, `"Synced"`, `"Error"`, `"Stale"`, `"Leading"`,
+ * `"Following"`, `"None"` for
  * `TATTLER_CHANGE_NONE`.
  *
  * Parameters: `change`, a `tattler_change` value (any int is accepted).
@@ -1726,6 +1742,21 @@ const char *tattler_entry_name(const struct tattler_entry *e);
  * Thread safety: as `tattler_entry_change`.
  */
 const char *tattler_entry_uid(const struct tattler_entry *e);
+
+/**
+ * On `TATTLER_CHANGE_LEADING` and `TATTLER_CHANGE_FOLLOWING`, this reader's
+ * identity in its Lease; `""` on every other entry.
+ *
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
+ *
+ * Returns: a NUL-terminated string, never NULL (`""` for no entry).
+ *
+ * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
+ *
+ * Thread safety: as `tattler_entry_change`.
+ */
+const char *tattler_entry_identity(const struct tattler_entry *e);
 
 /**
  * `tattler_entry_resource_version_str` as an integer: 0 when it is not one

@@ -129,6 +129,8 @@ enum class Change : int {
     Synced = TATTLER_CHANGE_SYNCED,
     Error = TATTLER_CHANGE_ERROR,
     Stale = TATTLER_CHANGE_STALE,
+    Leading = TATTLER_CHANGE_LEADING,
+    Following = TATTLER_CHANGE_FOLLOWING,
 };
 
 // "Add", "Update", ... as watch.c prints them (tattler_change_str's names);
@@ -143,6 +145,8 @@ constexpr std::string_view to_string(Change c) noexcept {
     case Change::Synced: return "Synced";
     case Change::Error: return "Error";
     case Change::Stale: return "Stale";
+    case Change::Leading: return "Leading";
+    case Change::Following: return "Following";
     }
     return "Unknown";
 }
@@ -254,6 +258,9 @@ public:
     std::string_view name() const && = delete;
     std::string_view uid() const & noexcept { return detail::view(tattler_entry_uid(e_)); }
     std::string_view uid() const && = delete;
+    // On Leading and Following, this reader's identity in its Lease; "" otherwise.
+    std::string_view identity() const & noexcept { return detail::view(tattler_entry_identity(e_)); }
+    std::string_view identity() const && = delete;
     // The resourceVersion as the server sent it (opaque: compare for equality).
     std::string_view resource_version() const & noexcept { return detail::view(tattler_entry_resource_version_str(e_)); }
     std::string_view resource_version() const && = delete;

@@ -90,6 +90,192 @@ pub struct Config {
     pub shard: Option<crate::Shard>,
     /// Timeouts, sizes, bounds and retry pacing.
     pub tuning: Tuning,
+    /// Stream only while holding a `coordination.k8s.io/v1` Lease (off by
+    /// default): replicas of one collector share the Lease and one streams.
+    /// See [`LeaderElection`].
+    pub leader_election: Option<LeaderElection>,
+    /// Keep the checkpoint in a ConfigMap of the cluster (off by default),
+    /// written by the leader and resumed from by the next one. See
+    /// [`InClusterCheckpoint`].
+    pub checkpoint_in_cluster: Option<InClusterCheckpoint>,
+}
+
+/// Leader election through a `coordination.k8s.io/v1` Lease, as client-go's
+/// `tools/leaderelection` does it: the holder renews the Lease every
+/// `retry_period`; a standby takes it once it has seen no renewal for
+/// `lease_duration` (by its own clock); a holder that could not renew for
+/// `renew_deadline` stops delivering before its Lease can expire.
+///
+/// With it, [`Reader::open`](crate::Reader::open) starts no stream: the
+/// reader sends [`Change::Following`](crate::Change::Following) and waits;
+/// once it holds the Lease it sends
+/// [`Change::Leading`](crate::Change::Leading) and starts its streams
+/// (from [`Config::checkpoint_in_cluster`] when set; [`Config::resume`] is
+/// refused with it). It needs get, create and update on `leases` in
+/// `namespace`. [`Reader::close`](crate::Reader::close) of a holder takes up
+/// to a few seconds more: the last checkpoint, then the Lease released.
+///
+/// What it guarantees, as client-go: a standby takes the Lease only once it
+/// has seen it unchanged for `lease_duration` by its own clock, and a holder
+/// stops delivering once `renew_deadline` has passed since its last
+/// successful renewal began. Two holders can overlap only if the clocks of
+/// their nodes run at rates apart by more than `lease_duration /
+/// renew_deadline` (1.5 by default), not by their offsets, or if stopping
+/// the streams takes longer than `lease_duration - renew_deadline` (5 s by
+/// default; it takes milliseconds).
+///
+/// ```
+/// use kube_tattler::LeaderElection;
+/// let mut election = LeaderElection::new("collectors", "inventory");
+/// election.identity = "replica-1".into(); // default: $POD_NAME, else the host name
+/// assert_eq!(election.lease_duration.as_secs(), 15);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaderElection {
+    /// The Lease's namespace.
+    pub namespace: String,
+    /// The Lease's name.
+    pub lease: String,
+    /// This replica's name in the Lease's `holderIdentity`: unique per
+    /// replica. Default: the environment's `POD_NAME` (the downward API),
+    /// else the host name.
+    pub identity: String,
+    /// How long a standby waits, after it last saw the Lease change, before
+    /// taking it. Default 15 s (client-go's).
+    pub lease_duration: Duration,
+    /// A holder that has not renewed for this long (counted from the start
+    /// of its last successful renewal) stops delivering. Default 10 s;
+    /// less than `lease_duration`.
+    pub renew_deadline: Duration,
+    /// How often the holder renews and a standby looks. Default 2 s; less
+    /// than `renew_deadline`.
+    pub retry_period: Duration,
+}
+
+impl LeaderElection {
+    /// An election on the Lease `namespace`/`lease`, with the default
+    /// identity and client-go's default timings (15 s, 10 s, 2 s).
+    #[must_use]
+    pub fn new(namespace: &str, lease: &str) -> LeaderElection {
+        LeaderElection {
+            namespace: namespace.to_string(),
+            lease: lease.to_string(),
+            identity: default_identity(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let bad = |why: &str| Err(Error::Config(format!("leader_election: {why}")));
+        if !is_dns_name(&self.namespace) || !is_dns_name(&self.lease) {
+            return bad(
+                "namespace and lease must be DNS names (lowercase letters, digits, '-', '.')",
+            );
+        }
+        if self.identity.is_empty() || self.identity.len() > 253 {
+            return bad("identity must be 1 to 253 bytes (no POD_NAME and no host name?)");
+        }
+        if self.lease_duration < Duration::from_secs(1) {
+            return bad("lease_duration must be at least 1 s");
+        }
+        if self.renew_deadline >= self.lease_duration {
+            return bad("renew_deadline must be less than lease_duration");
+        }
+        if self.retry_period.is_zero() || self.retry_period >= self.renew_deadline {
+            return bad("retry_period must be more than 0 and less than renew_deadline");
+        }
+        Ok(())
+    }
+}
+
+/// The checkpoint kept in the cluster: a ConfigMap `name` in `namespace`,
+/// its data key `checkpoint` holding [`Checkpoint::to_bytes`](crate::Checkpoint::to_bytes).
+///
+/// The leader writes it every `interval` and when it stops cleanly; a new
+/// leader resumes from it, re-syncing against what it says the consumer
+/// holds: changes made meanwhile come as Update, Delete and Add before
+/// Synced, unchanged objects as Snapshot, and nothing held is added twice.
+/// It holds names, uids and resourceVersions only, never an object's
+/// content, so no Secret's value can enter it. A ConfigMap, not the Lease's
+/// annotations: annotations are limited to 256 KiB in all, a ConfigMap to
+/// 1 MiB (about 10,000 objects); a larger checkpoint is not written (an
+/// Error entry says so). It needs get, create and update on `configmaps`
+/// in `namespace`. Keep it out of what the reader streams: a ConfigMap the
+/// reader watches changes with each write, and each change moves the next
+/// checkpoint, so it would be written every `interval` for nothing.
+///
+/// ```
+/// let kept = kube_tattler::InClusterCheckpoint::new("collectors", "inventory-checkpoint");
+/// assert_eq!(kept.interval.as_secs(), 30);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InClusterCheckpoint {
+    /// The ConfigMap's namespace.
+    pub namespace: String,
+    /// The ConfigMap's name.
+    pub name: String,
+    /// How often the leader writes it. Default 30 s; at least 1 s.
+    pub interval: Duration,
+}
+
+impl InClusterCheckpoint {
+    /// The ConfigMap `namespace`/`name`, written every 30 s.
+    #[must_use]
+    pub fn new(namespace: &str, name: &str) -> InClusterCheckpoint {
+        InClusterCheckpoint {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            interval: Duration::from_secs(30),
+        }
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        if !is_dns_name(&self.namespace) || !is_dns_name(&self.name) {
+            return Err(Error::Config(
+                "checkpoint_in_cluster: namespace and name must be DNS names (lowercase letters, digits, '-', '.')".into(),
+            ));
+        }
+        if self.interval < Duration::from_secs(1) {
+            return Err(Error::Config(
+                "checkpoint_in_cluster: interval must be at least 1 s".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A DNS subdomain name, as Kubernetes names Leases, ConfigMaps and
+/// namespaces: it goes into a URL path as it is.
+fn is_dns_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && !s.starts_with(['-', '.'])
+        && !s.ends_with(['-', '.'])
+}
+
+/// The downward API's `POD_NAME`, else the host name (`/proc/sys/kernel/hostname`,
+/// else `$HOSTNAME`), else empty.
+pub(crate) fn default_identity() -> String {
+    if let Ok(pod) = std::env::var("POD_NAME") {
+        if !pod.trim().is_empty() {
+            return pod.trim().to_string();
+        }
+    }
+    if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        if !host.trim().is_empty() {
+            return host.trim().to_string();
+        }
+    }
+    // Not Linux: the shell's own (exported by some).
+    std::env::var("HOSTNAME")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// How hard tattler tries and how much it holds: the part of a
@@ -221,6 +407,8 @@ impl Config {
             resume: None,
             shard: None,
             tuning: Tuning::default(),
+            leader_election: None,
+            checkpoint_in_cluster: None,
         }
     }
 
@@ -274,6 +462,23 @@ impl Config {
                 ));
             }
         }
+        if let Some(e) = &self.leader_election {
+            e.validate()?;
+            if self.resume.is_some() {
+                return Err(Error::Config(
+                    "resume: not with leader_election (a leader resumes from checkpoint_in_cluster)"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(k) = &self.checkpoint_in_cluster {
+            k.validate()?;
+            if self.leader_election.is_none() {
+                return Err(Error::Config(
+                    "checkpoint_in_cluster needs leader_election: one writer".into(),
+                ));
+            }
+        }
         self.access.validate()
     }
 }
@@ -281,6 +486,53 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leader_election_timings_are_checked_as_client_go_does() {
+        let base = Config::new(Access::new("https://h"))
+            .watch(["pods"])
+            .unwrap();
+        let with = |f: &dyn Fn(&mut LeaderElection)| {
+            let mut c = base.clone();
+            let mut e = LeaderElection::new("ns", "lease");
+            e.identity = "me".into();
+            f(&mut e);
+            c.leader_election = Some(e);
+            c.validate().map(|_| ()).map_err(|e| e.to_string())
+        };
+        assert_eq!(with(&|_| {}), Ok(()));
+        let s = Duration::from_secs;
+        for (f, want) in [
+            (
+                &(|e: &mut LeaderElection| e.renew_deadline = s(15))
+                    as &dyn Fn(&mut LeaderElection),
+                "renew_deadline must be less",
+            ),
+            (
+                &|e: &mut LeaderElection| e.retry_period = s(10),
+                "retry_period must be",
+            ),
+            (
+                &|e: &mut LeaderElection| e.retry_period = Duration::ZERO,
+                "retry_period must be",
+            ),
+            (&|e: &mut LeaderElection| e.identity.clear(), "identity"),
+            (
+                &|e: &mut LeaderElection| e.lease = "Not/a name".into(),
+                "DNS names",
+            ),
+        ] {
+            let e = with(f).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+        let mut c = base.clone();
+        c.checkpoint_in_cluster = Some(InClusterCheckpoint::new("ns", "cp"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("needs leader_election"));
+    }
 
     #[test]
     fn validation_names_the_field() {

@@ -46,13 +46,15 @@ struct JsonConfig {
     drop_managed_fields: Option<bool>,
     event_kinds: Option<Vec<String>>,
     shard: Option<crate::Shard>,
+    leader_election: Option<crate::LeaderElection>,
+    checkpoint_in_cluster: Option<crate::InClusterCheckpoint>,
 }
 
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
 field_selector, resources, channel_capacity, idle_timeout_secs, connect_timeout_secs, gzip, page_size, max_frame_bytes, \
 kubeconfig, context, in_cluster, tls_server_name, proxy, client_cert_file, client_key_file, username, password, exec, \
 scrub, scrub_secret_data, metadata_only, drop_managed_fields, event_kinds, shard, relist_interval_secs, \
-initial_events_timeout_secs, max_buffered_bytes, discovery_interval_secs";
+initial_events_timeout_secs, leader_election, checkpoint_in_cluster, max_buffered_bytes, discovery_interval_secs";
 
 impl JsonConfig {
     fn parse(json: &str) -> Result<JsonConfig, Error> {
@@ -112,6 +114,10 @@ impl JsonConfig {
                 "drop_managed_fields" => j.drop_managed_fields = Some(boolean(k, v)?),
                 "event_kinds" => j.event_kinds = Some(strings(k, v)?),
                 "shard" => j.shard = Some(shard(k, v)?),
+                "leader_election" => j.leader_election = Some(leader_election(v)?),
+                "checkpoint_in_cluster" => {
+                    j.checkpoint_in_cluster = Some(in_cluster_checkpoint(v)?)
+                }
                 _ => {
                     return Err(Error::Config(format!(
                         "JSON: unknown key `{k}` (known: {KEYS})"
@@ -186,6 +192,63 @@ fn shard(key: &str, v: &Value) -> Result<crate::Shard, Error> {
         )),
         e => e,
     })
+}
+
+/// `{"namespace","lease","identity"?,"lease_duration_secs"?,"renew_deadline_secs"?,"retry_period_secs"?}`
+fn leader_election(v: &Value) -> Result<crate::LeaderElection, Error> {
+    const KEY: &str = "leader_election";
+    let o = v.as_object().ok_or_else(|| wrong(KEY, "an object"))?;
+    let (mut namespace, mut lease) = (None, None);
+    let mut e = crate::LeaderElection::new("", "");
+    let secs = |k: &str, v: &Value| {
+        let n = number(&format!("{KEY}.{k}"), v)?;
+        Ok::<_, Error>(Duration::from_secs(n.min(86_400)))
+    };
+    for (k, v) in o {
+        let key = format!("{KEY}.{k}");
+        match k.as_str() {
+            "namespace" => namespace = Some(string(&key, v)?),
+            "lease" => lease = Some(string(&key, v)?),
+            "identity" => e.identity = string(&key, v)?,
+            "lease_duration_secs" => e.lease_duration = secs(k, v)?,
+            "renew_deadline_secs" => e.renew_deadline = secs(k, v)?,
+            "retry_period_secs" => e.retry_period = secs(k, v)?,
+            other => {
+                return Err(Error::Config(format!(
+                    "JSON: unknown key `{KEY}.{other}` (known: namespace, lease, identity, lease_duration_secs, renew_deadline_secs, retry_period_secs)"
+                )))
+            }
+        }
+    }
+    let missing = |k: &str| Error::Config(format!("JSON: missing key `{KEY}.{k}`"));
+    e.namespace = namespace.ok_or_else(|| missing("namespace"))?;
+    e.lease = lease.ok_or_else(|| missing("lease"))?;
+    Ok(e)
+}
+
+/// `{"namespace","name","interval_secs"?}`
+fn in_cluster_checkpoint(v: &Value) -> Result<crate::InClusterCheckpoint, Error> {
+    const KEY: &str = "checkpoint_in_cluster";
+    let o = v.as_object().ok_or_else(|| wrong(KEY, "an object"))?;
+    let (mut namespace, mut name) = (None, None);
+    let mut c = crate::InClusterCheckpoint::new("", "");
+    for (k, v) in o {
+        let key = format!("{KEY}.{k}");
+        match k.as_str() {
+            "namespace" => namespace = Some(string(&key, v)?),
+            "name" => name = Some(string(&key, v)?),
+            "interval_secs" => c.interval = Duration::from_secs(number(&key, v)?.min(86_400)),
+            other => {
+                return Err(Error::Config(format!(
+                    "JSON: unknown key `{KEY}.{other}` (known: namespace, name, interval_secs)"
+                )))
+            }
+        }
+    }
+    let missing = |k: &str| Error::Config(format!("JSON: missing key `{KEY}.{k}`"));
+    c.namespace = namespace.ok_or_else(|| missing("namespace"))?;
+    c.name = name.ok_or_else(|| missing("name"))?;
+    Ok(c)
 }
 
 /// What names in a resource list take: the document's top-level scope.
@@ -341,7 +404,10 @@ impl Config {
     /// `resources` (names as [`ResourceSpec::parse`] reads them),
     /// `channel_capacity`, `idle_timeout_secs`, `connect_timeout_secs`, `gzip`,
     /// `page_size`, `max_frame_bytes`, `shard` (`{"count": N, "index": i}`,
-    /// also on a resource object). Files named are read now.
+    /// also on a resource object); `leader_election` and
+    /// `checkpoint_in_cluster` (objects: see [`LeaderElection`](crate::LeaderElection)
+    /// and [`InClusterCheckpoint`](crate::InClusterCheckpoint)). Files named
+    /// are read now.
     ///
     /// ```no_run
     /// let config = kube_tattler::Config::from_json(&std::fs::read_to_string("tattler.json")?)?;
@@ -476,6 +542,8 @@ impl Config {
             e.check().map_err(|m| Error::Config(format!("JSON: {m}")))?;
             c.access.auth = crate::Auth::Exec(e);
         }
+        c.leader_election = j.leader_election;
+        c.checkpoint_in_cluster = j.checkpoint_in_cluster;
         if let Some(v) = j.relist_interval_secs {
             c.relist_interval = (v > 0).then(|| Duration::from_secs(v));
         }
@@ -658,6 +726,58 @@ mod tests {
         .contains("`resources[0].metadata_only`"));
         assert!(e(r#"{"server":"https://h","resources":[1]}"#).contains("`resources`"));
         assert!(e(r#"{"server":"https://h","resources":[{"resource":"pods","namespace":"a","namespaces":["b"]}]}"#).contains("not both"));
+    }
+
+    #[test]
+    fn leader_election_and_the_kept_checkpoint() {
+        let c = Config::from_json(
+            r#"{"server":"https://h","resources":["pods"],
+                "leader_election":{"namespace":"ns","lease":"l","identity":"me","lease_duration_secs":30,"renew_deadline_secs":20,"retry_period_secs":4},
+                "checkpoint_in_cluster":{"namespace":"ns","name":"cp","interval_secs":60}}"#,
+        )
+        .unwrap();
+        let e = c.leader_election.unwrap();
+        assert_eq!(
+            (e.namespace.as_str(), e.lease.as_str(), e.identity.as_str()),
+            ("ns", "l", "me")
+        );
+        assert_eq!(
+            (e.lease_duration, e.renew_deadline, e.retry_period),
+            (
+                Duration::from_secs(30),
+                Duration::from_secs(20),
+                Duration::from_secs(4)
+            )
+        );
+        let k = c.checkpoint_in_cluster.unwrap();
+        assert_eq!(
+            (k.namespace.as_str(), k.name.as_str(), k.interval),
+            ("ns", "cp", Duration::from_secs(60))
+        );
+        // Defaults: client-go's timings, 30 s between checkpoints.
+        let c = Config::from_json(
+            r#"{"server":"https://h","resources":["pods"],"leader_election":{"namespace":"ns","lease":"l"}}"#,
+        )
+        .unwrap();
+        let e = c.leader_election.unwrap();
+        assert_eq!(e.lease_duration, Duration::from_secs(15));
+        assert_eq!(e.renew_deadline, Duration::from_secs(10));
+        assert_eq!(e.retry_period, Duration::from_secs(2));
+        let e = |j: &str| Config::check_json_keys(j).unwrap_err().to_string();
+        assert!(e(r#"{"leader_election":{"lease":"l"}}"#).contains("`leader_election.namespace`"));
+        assert!(
+            e(r#"{"leader_election":{"namespace":"n","lease":"l","ttl":1}}"#)
+                .contains("`leader_election.ttl`")
+        );
+        assert!(e(r#"{"leader_election":{"namespace":"n","lease":1}}"#)
+            .contains("`leader_election.lease`"));
+        assert!(e(r#"{"leader_election":"l"}"#).contains("`leader_election`"));
+        assert!(e(r#"{"checkpoint_in_cluster":{"namespace":"n"}}"#)
+            .contains("`checkpoint_in_cluster.name`"));
+        assert!(
+            e(r#"{"checkpoint_in_cluster":{"namespace":"n","name":"c","interval_secs":"1"}}"#)
+                .contains("`checkpoint_in_cluster.interval_secs`")
+        );
     }
 
     #[test]

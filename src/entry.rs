@@ -52,6 +52,21 @@ pub enum Change {
     /// again. Sent once per spell, never for a healthy server that is merely
     /// quiet.
     Stale = 7,
+    /// This reader now holds its leader-election Lease
+    /// ([`Config::leader_election`](crate::Config::leader_election)) and
+    /// starts its streams. [`Entry::namespace`] and [`Entry::name`] are the
+    /// Lease's, [`Entry::identity`] this reader's; the resource is
+    /// `coordination.k8s.io/v1/leases`.
+    Leading = 8,
+    /// This reader does not stream: it waits for its leader-election Lease
+    /// (once at the start, [`Reason::Standby`]), or it held the Lease and
+    /// has stopped its streams ([`Reason::LeaseLost`]: another holder took
+    /// it; [`Reason::RenewFailed`]: it could not renew within the renew
+    /// deadline). Every entry of the streams came before it; the consumer's
+    /// view stays as it was, and a later [`Change::Leading`] resumes from
+    /// the checkpoint in the cluster. [`Entry::error`] says why (`ended` is
+    /// false); namespace, name and identity as on `Leading`.
+    Following = 9,
 }
 
 impl Change {
@@ -65,6 +80,8 @@ impl Change {
             Change::Synced => "Synced",
             Change::Error => "Error",
             Change::Stale => "Stale",
+            Change::Leading => "Leading",
+            Change::Following => "Following",
         }
     }
 }
@@ -165,6 +182,16 @@ pub enum Reason {
     /// Stale: a new full state is under way (the history expired, the
     /// resourceVersion is ahead of the server, a relist by re-sync).
     Resyncing,
+    /// Following: this reader waits for the Lease another replica holds.
+    Standby,
+    /// Following: another replica took the Lease.
+    LeaseLost,
+    /// Following: the Lease could not be renewed within the renew deadline.
+    RenewFailed,
+    /// The checkpoint kept in the cluster could not be read (damaged,
+    /// unreadable: the streams start from nothing) or written (larger than
+    /// a ConfigMap holds); the streams go on.
+    Checkpoint,
 }
 
 impl Reason {
@@ -188,6 +215,10 @@ impl Reason {
             Reason::Throttled => "Throttled",
             Reason::Silent => "Silent",
             Reason::Resyncing => "Resyncing",
+            Reason::Standby => "Standby",
+            Reason::LeaseLost => "LeaseLost",
+            Reason::RenewFailed => "RenewFailed",
+            Reason::Checkpoint => "Checkpoint",
         }
     }
 }
@@ -355,7 +386,8 @@ impl Entry {
         &self.name
     }
 
-    /// The object's uid; empty for Synced and Error entries.
+    /// The object's uid; empty for Synced and Error entries; on Leading
+    /// and Following, this reader's identity (as [`identity`](Self::identity)).
     pub fn uid(&self) -> &str {
         &self.uid
     }
@@ -446,7 +478,13 @@ impl Entry {
         self.inferred
     }
 
-    /// The failure, on an Error entry.
+    /// On [`Change::Leading`] and [`Change::Following`], this reader's
+    /// identity in the Lease; `None` on every other entry.
+    pub fn identity(&self) -> Option<&str> {
+        matches!(self.change, Change::Leading | Change::Following).then_some(&*self.uid)
+    }
+
+    /// The failure, on an Error entry; why, on Stale and Following.
     pub fn error(&self) -> Option<&ErrorInfo> {
         self.error.as_deref()
     }

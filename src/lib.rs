@@ -66,7 +66,10 @@
 //! the cluster ([`Access`]: from a kubeconfig, the pod's service account, or
 //! by hand) and [`Tuning`] (timeouts, bounds, retry pacing) apart. C and Go
 //! users give the same settings as one flat JSON document
-//! ([`Config::from_json`]).
+//! ([`Config::from_json`]). Replicas of one collector share the work
+//! through the cluster: one streams while it holds a Lease
+//! ([`LeaderElection`]), and keeps its checkpoint in a ConfigMap
+//! ([`InClusterCheckpoint`]) for the next.
 //!
 //! # Errors
 //!
@@ -138,7 +141,7 @@ pub use access::cluster::Access;
 pub use access::proxy::ProxyConfig;
 pub use access::secret::{ClientIdentity, Token};
 pub use checkpoint::Checkpoint;
-pub use config::{Backoff, Config, Tuning};
+pub use config::{Backoff, Config, InClusterCheckpoint, LeaderElection, Tuning};
 pub use coordination::shard::Shard;
 pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};

@@ -64,9 +64,13 @@ impl<'a> View<'a> {
         }
     }
 
-    /// Whether it reports an object (not a resource's Synced, Stale or Error).
+    /// Whether it reports an object (not a resource's Synced, Stale or
+    /// Error, nor leader election's Leading or Following).
     fn is_object(&self) -> bool {
-        !matches!(self.change, Change::Synced | Change::Error | Change::Stale)
+        !matches!(
+            self.change,
+            Change::Synced | Change::Error | Change::Stale | Change::Leading | Change::Following
+        )
     }
 
     /// `pod`, `deployment.apps`: the type as kubectl's `-o name` writes it.
@@ -178,7 +182,12 @@ impl Printer {
             Output::Yaml => writeln!(out, "{}", yaml_document(v, self.objects))?,
             Output::Name if v.is_object() => writeln!(out, "{}/{}", v.kind_ref(), v.name)?,
             Output::Name => return Ok(false),
-            Output::Table | Output::Wide if matches!(v.change, Change::Error | Change::Stale) => {
+            Output::Table | Output::Wide
+                if matches!(
+                    v.change,
+                    Change::Error | Change::Stale | Change::Leading | Change::Following
+                ) =>
+            {
                 return Ok(false)
             }
             Output::Table | Output::Wide => {
@@ -290,6 +299,11 @@ fn fields(v: &View) -> Vec<(&'static str, Value)> {
     } else if v.change == Change::Stale && !v.namespace.is_empty() {
         // Which namespace's stream is not current.
         f.push(("namespace", v.namespace.into()));
+    } else if matches!(v.change, Change::Leading | Change::Following) {
+        // The Lease, and this replica's identity in it.
+        f.push(("namespace", v.namespace.into()));
+        f.push(("name", v.name.into()));
+        f.push(("identity", v.uid.into()));
     }
     if v.change != Change::Error {
         f.push(("resourceVersion", v.resource_version.into()));

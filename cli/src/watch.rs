@@ -240,6 +240,20 @@ impl<W: Write> Watch<W> {
                 ));
             }
             (Change::Stale, _) => {}
+            // Leader election: whether this replica streams, on stderr for
+            // people; JSON and YAML carry it as a line of their own.
+            (Change::Leading | Change::Following, err) if !self.json_like => {
+                let lease = format!("{}/{}", entry.namespace().unwrap_or_default(), entry.name());
+                let me = entry.identity().unwrap_or_default();
+                match err {
+                    None => self.note(&format!("leading: {me} holds the Lease {lease}")),
+                    Some(err) => self.note(&format!(
+                        "following: {me} does not hold the Lease {lease} ({}): {}",
+                        err.reason, err.message
+                    )),
+                }
+            }
+            (Change::Leading | Change::Following, _) => {}
             _ if !self.synced_all => self.objects += 1,
             _ => {}
         }

@@ -141,6 +141,11 @@ pub(crate) fn set_key(doc: &mut Doc, key: &str, value: Value) -> Result<(), Fail
                 "`shard` (an object, {\"count\": N, \"index\": i}) has no setter: use tattler_config_set_json",
             )
         }
+        Kind::Object => {
+            return refuse(&format!(
+                "`{key}` (an object) has no setter: use tattler_config_set_json"
+            ))
+        }
         Kind::Text | Kind::Integer | Kind::Boolean => {}
     }
     let mut one = Map::new();

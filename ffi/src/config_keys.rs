@@ -25,6 +25,8 @@ pub(crate) enum Kind {
     Shard,
     /// `event_kinds`: an array of strings.
     TextList,
+    /// `leader_election`, `checkpoint_in_cluster`: an object of their own keys.
+    Object,
 }
 
 impl Kind {
@@ -34,7 +36,7 @@ impl Kind {
             Kind::Integer => "integer",
             Kind::Boolean => "boolean",
             Kind::Resources | Kind::TextList => "array",
-            Kind::Exec | Kind::Shard => "object",
+            Kind::Exec | Kind::Shard | Kind::Object => "object",
         }
     }
 }
@@ -100,6 +102,8 @@ pub(crate) const KEYS: &[Key] = &[
     key("max_buffered_bytes", Integer),
     key("discovery_interval_secs", Integer),
     key("shard", Shard),
+    key("leader_election", Object),
+    key("checkpoint_in_cluster", Object),
 ];
 
 /// The library's default for a key, as the JSON value that means it; `None`
@@ -202,7 +206,8 @@ fn keys_json() -> String {
 /// library's default, as one JSON object:
 /// `{"server":{"type":"string"},...,"channel_capacity":{"type":"integer","default":64},...}`.
 /// `type` is `"string"`, `"integer"`, `"boolean"`, `"array"` (`resources`,
-/// `event_kinds`) or `"object"` (`exec`, `shard`); `default` is there for the keys
+/// `event_kinds`) or `"object"` (`exec`, `shard`, `leader_election`,
+/// `checkpoint_in_cluster`); `default` is there for the keys
 /// whose absence means a value (`channel_capacity`, `scrub`, ...), in the
 /// key's own unit (`idle_timeout_secs` in seconds); `alias_of` names the key
 /// another one stands for. For bindings that check keys or generate setters,
@@ -266,9 +271,10 @@ mod tests {
                     json!({"count": 2, "index": 2}),
                 ),
                 TextList => (json!(["Pod"]), json!("Pod")),
+                Object => (json!({}), json!("x")),
             };
             let doc = |v: &Value| json!({ k.name: v }).to_string();
-            if k.kind != Resources && k.kind != Exec {
+            if k.kind != Resources && k.kind != Exec && k.kind != Object {
                 Config::check_json_keys(&doc(&good)).unwrap_or_else(|e| panic!("{}: {e}", k.name));
                 assert!(
                     Config::check_json_keys(&doc(&bad)).is_err(),

@@ -42,15 +42,25 @@ pub enum tattler_change {
     /// `tattler_entry_error_code` the HTTP status when the server answered,
     /// `tattler_entry_namespace` which namespace's stream. The stream goes
     /// on; `TATTLER_CHANGE_SYNCED` says when the view is current again.
-    /// Values above this one may come in later versions: treat them as
-    /// unknown, not as errors.
     TATTLER_CHANGE_STALE = 7,
+    /// With leader election: this reader now holds its Lease and starts its
+    /// streams. `tattler_entry_namespace` and `tattler_entry_name` are the
+    /// Lease's, `tattler_entry_identity` this reader's.
+    TATTLER_CHANGE_LEADING = 8,
+    /// With leader election: this reader does not stream. Once at the start
+    /// (`tattler_entry_error_reason` `Standby`), and when it held the Lease
+    /// and stopped its streams (`LeaseLost`: another holder took it;
+    /// `RenewFailed`: it could not renew in time); every entry of the
+    /// streams came before it. Namespace, name and identity as on
+    /// `TATTLER_CHANGE_LEADING`. Values above this one may come in later
+    /// versions: treat them as unknown, not as errors.
+    TATTLER_CHANGE_FOLLOWING = 9,
 }
 
 /// The name of a change, e.g. `"Add"`: what `tattler_change_str` returns.
 fn change_name(change: c_int) -> &'static CStr {
     use tattler_change::*;
-    const NAMES: [(tattler_change, &CStr); 8] = [
+    const NAMES: [(tattler_change, &CStr); 10] = [
         (TATTLER_CHANGE_NONE, c"None"),
         (TATTLER_CHANGE_ADD, c"Add"),
         (TATTLER_CHANGE_UPDATE, c"Update"),
@@ -59,6 +69,8 @@ fn change_name(change: c_int) -> &'static CStr {
         (TATTLER_CHANGE_SYNCED, c"Synced"),
         (TATTLER_CHANGE_ERROR, c"Error"),
         (TATTLER_CHANGE_STALE, c"Stale"),
+        (TATTLER_CHANGE_LEADING, c"Leading"),
+        (TATTLER_CHANGE_FOLLOWING, c"Following"),
     ];
     NAMES
         .iter()
@@ -67,7 +79,8 @@ fn change_name(change: c_int) -> &'static CStr {
 }
 
 /// The name of a change, as the examples print it: `"Add"`, `"Update"`,
-/// `"Delete"`, `"Snapshot"`, `"Synced"`, `"Error"`, `"Stale"`, `"None"` for
+/// `"Delete"`, `"Snapshot"`, `"Synced"`, `"Error"`, `"Stale"`, `"Leading"`,
+/// `"Following"`, `"None"` for
 /// `TATTLER_CHANGE_NONE`.
 ///
 /// Parameters: `change`, a `tattler_change` value (any int is accepted).
@@ -94,6 +107,8 @@ impl From<Change> for tattler_change {
             Change::Synced => tattler_change::TATTLER_CHANGE_SYNCED,
             Change::Error => tattler_change::TATTLER_CHANGE_ERROR,
             Change::Stale => tattler_change::TATTLER_CHANGE_STALE,
+            Change::Leading => tattler_change::TATTLER_CHANGE_LEADING,
+            Change::Following => tattler_change::TATTLER_CHANGE_FOLLOWING,
             // The core's kinds are the header's; a newer core would add one to both.
             _ => tattler_change::TATTLER_CHANGE_NONE,
         }
@@ -343,6 +358,25 @@ pub extern "C" fn tattler_entry_uid(e: *const tattler_entry) -> *const c_char {
     string_field(e, Field::Uid)
 }
 
+/// On `TATTLER_CHANGE_LEADING` and `TATTLER_CHANGE_FOLLOWING`, this reader's
+/// identity in its Lease; `""` on every other entry.
+///
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
+///
+/// Returns: a NUL-terminated string, never NULL (`""` for no entry).
+///
+/// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
+///
+/// Thread safety: as `tattler_entry_change`.
+#[no_mangle]
+pub extern "C" fn tattler_entry_identity(e: *const tattler_entry) -> *const c_char {
+    with_entry(e, c"".as_ptr(), |d| match d.entry.identity() {
+        Some(_) => d.text(Field::Uid).as_ptr(),
+        None => c"".as_ptr(),
+    })
+}
+
 /// `tattler_entry_resource_version_str` as an integer: 0 when it is not one
 /// (aggregated and non-etcd servers may send any string), on Error, and
 /// for no entry.
@@ -548,12 +582,23 @@ mod change_tests {
     #[test]
     fn each_change_has_its_name_and_others_are_unknown() {
         let name = |n: c_int| change_name(n).to_str().unwrap();
-        let names: Vec<&str> = (0..8).map(name).collect();
+        let names: Vec<&str> = (0..10).map(name).collect();
         assert_eq!(
             names,
-            ["None", "Add", "Update", "Delete", "Snapshot", "Synced", "Error", "Stale"]
+            [
+                "None",
+                "Add",
+                "Update",
+                "Delete",
+                "Snapshot",
+                "Synced",
+                "Error",
+                "Stale",
+                "Leading",
+                "Following"
+            ]
         );
-        for n in [-1, 8, 99, c_int::MAX, c_int::MIN] {
+        for n in [-1, 10, 99, c_int::MAX, c_int::MIN] {
             assert_eq!(name(n), "Unknown", "{n}");
         }
     }

@@ -25,6 +25,10 @@ class Change(enum.IntEnum):
     """A failure (``Entry.error``): with ``ended`` the resource stopped, without it one object was skipped."""
     STALE = 7
     """The resource's view is not current (``Entry.error.reason``: Unreachable, Refused, Throttled, Silent, Resyncing, Credentials); SYNCED says when it is again."""
+    LEADING = 8
+    """With ``leader_election``: this reader holds its Lease and starts its streams (``namespace``/``name``: the Lease; ``identity``: this reader)."""
+    FOLLOWING = 9
+    """With ``leader_election``: this reader does not stream (``Entry.error.reason``: Standby at the start, LeaseLost or RenewFailed after it led)."""
 
     def __str__(self) -> str:
         # "Add", as the Rust library, the C++ wrapper and the example print it.
@@ -114,6 +118,11 @@ class Entry:
         self.raw_object = raw_object
         self.error = error
 
+    @property
+    def identity(self) -> str:
+        """On LEADING and FOLLOWING, this reader's identity in its Lease; ``""`` otherwise."""
+        return self.uid if self.change in (Change.LEADING, Change.FOLLOWING) else ""
+
     def object(self) -> Any:
         """The object parsed with ``json`` (a dict), or ``None`` when the entry has none."""
         return None if self.raw_object is None else json.loads(self.raw_object)
@@ -142,7 +151,7 @@ def copy_entry(lib: ctypes.CDLL, e: int) -> Entry:
     p = lib.tattler_entry_object(e, ctypes.byref(n))
     raw = ctypes.string_at(p, n.value) if p else None
     error = None
-    if change == Change.ERROR:
+    if change in (Change.ERROR, Change.FOLLOWING):
         error = ErrorInfo(
             bool(lib.tattler_entry_error_ended(e)),
             int(lib.tattler_entry_error_code(e)),

@@ -130,10 +130,11 @@ def test_the_finalizer_closes_an_unreachable_reader(fake: Fake) -> None:
 
 def test_an_unknown_change_number_is_kept_as_an_int() -> None:
     # A newer library may send a change this package has no member for.
-    assert kube_tattler.entry.change_of(8) == 8 and not isinstance(kube_tattler.entry.change_of(8), Change)
+    assert kube_tattler.entry.change_of(10) == 10 and not isinstance(kube_tattler.entry.change_of(10), Change)
     assert kube_tattler.entry.change_of(5) is Change.SYNCED
     assert kube_tattler.entry.change_of(7) is Change.STALE
-    assert [int(c) for c in Change] == [1, 2, 3, 4, 5, 6, 7]
+    assert kube_tattler.entry.change_of(9) is Change.FOLLOWING and str(Change.LEADING) == "Leading"
+    assert [int(c) for c in Change] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     assert str(Change.ADD) == "Add" and "%s" % Change.SNAPSHOT == "Snapshot" and f"{Change.SYNCED}" == "Synced"
 
 

@@ -1,4 +1,5 @@
-//! tattler's HTTP client: one stream's exchanges, each a GET in and a
+//! tattler's HTTP client: one stream's exchanges, each a request in (a GET;
+//! the elector's PUT and POST of a Lease or a ConfigMap) and a
 //! status, headers and a body reader out ([`Client::get`], [`Response`]).
 //! The stream sees no socket. The bytes go through tattler's code only: the
 //! request head (credentials included) is written by `wire::http` straight
@@ -184,12 +185,31 @@ impl Client {
     /// more on a new connection (a GET can be repeated). Errors are the
     /// connection's (timeouts as `TimedOut`) or HTTP's, and never quote the
     /// request head.
+    #[cfg(test)]
     pub(crate) fn get(&self, req: &Request<'_>) -> io::Result<Response> {
-        let head = self.transport.get_head(
+        self.send(req, "GET", None)
+    }
+
+    /// As [`get`](Self::get), with another `method` and a JSON `body` (the
+    /// elector's PUT and POST of a Lease or a ConfigMap). Repeated once on
+    /// a connection the server had closed, as a GET: a write carries the
+    /// resourceVersion it expects (a repeat of one that went through gets
+    /// 409 Conflict) or creates (409 AlreadyExists), and the elector reads
+    /// the object again after either.
+    pub(crate) fn send(
+        &self,
+        req: &Request<'_>,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> io::Result<Response> {
+        let mut head = self.transport.request_head(
+            method,
             req.path,
             req.accept,
             self.authorization.as_ref().map(Token::expose),
+            body.map(<[u8]>::len),
         )?;
+        head.extend_from_slice(body.unwrap_or_default());
         let epoch = self.slot.epoch();
         if let Some(conn) = self.slot.take_idle(self.generation) {
             let ticket = self.slot.register(conn.socket(), epoch)?;

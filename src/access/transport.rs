@@ -26,7 +26,7 @@ use crate::access::pem::{parse_identity, provider, roots, Identity};
 use crate::access::proxy::Proxy;
 use crate::access::secret::ClientIdentity;
 use crate::access::url::Url;
-use crate::wire::http::{connect_head, get_head, Get, HttpError};
+use crate::wire::http::{connect_head, request_head, Get, HttpError};
 use crate::wire::http_read::Input;
 use crate::{Config, Error};
 
@@ -142,21 +142,28 @@ impl Transport {
         self.idle_timeout
     }
 
-    /// The head of a GET of `path` (from the server URL's path on), with
-    /// the credentials' `authorization` when there is one.
-    pub(crate) fn get_head(
+    /// The head of a request of `path` (from the server URL's path on)
+    /// with `method`, the credentials' `authorization` when there is one,
+    /// and for a JSON body of `content` bytes its type and length.
+    pub(crate) fn request_head(
         &self,
+        method: &str,
         path: &str,
         accept: &str,
         authorization: Option<&str>,
+        content: Option<usize>,
     ) -> Result<Vec<u8>, HttpError> {
-        get_head(&Get {
-            target: &format!("{}{path}", self.prefix),
-            authority: &self.authority,
-            accept,
-            accept_encoding: self.accept_encoding,
-            authorization,
-        })
+        request_head(
+            method,
+            &Get {
+                target: &format!("{}{path}", self.prefix),
+                authority: &self.authority,
+                accept,
+                accept_encoding: self.accept_encoding,
+                authorization,
+            },
+            content,
+        )
     }
 
     /// A new connection to the server, through its proxy when it has one,

@@ -1,4 +1,29 @@
-//! Running as one of several replicas: shards (and leader election, added
-//! separately).
+//! Replicas of one collector, coordinated through the cluster: leader
+//! election on a Lease (`lease`: what to do, pure; `elector`: the thread
+//! that does it), the checkpoint kept in a ConfigMap (`kept`), and shards
+//! of a collection by the uid's hash, as the apiserver's `shardRange`
+//! places objects (`shard`, pure).
 
+pub(crate) mod elector;
+pub(crate) mod kept;
+pub(crate) mod lease;
 pub(crate) mod shard;
+
+use crate::{Checkpoint, Error};
+
+/// What the elector asks of the reader's streams: the reader owns them,
+/// the elector says when they run.
+pub(crate) trait Streams: Send + Sync {
+    /// Starts the named streams, each from its part of `resume` with its
+    /// resourceVersion cleared: it re-syncs against the objects the
+    /// checkpoint says the consumer holds.
+    fn start(&self, resume: Option<&Checkpoint>) -> Result<(), Error>;
+
+    /// Stops and joins the streams: once it returns, none sends again.
+    fn stop(&self);
+
+    /// A checkpoint holding exactly what the consumer has taken out of the
+    /// channel, or `None` when entries wait in it or a delivery is under
+    /// way (try again shortly).
+    fn quiet_checkpoint(&self) -> Option<Checkpoint>;
+}

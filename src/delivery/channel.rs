@@ -3,7 +3,7 @@
 //! of objects. A full channel blocks the streams; nothing is dropped. Every
 //! wait honours stop.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -56,6 +56,10 @@ pub(crate) struct ChannelControl {
     /// Sends between their look at `closed` and their end: once none is,
     /// after a stop, the channel holds every entry there will ever be.
     inflight: AtomicUsize,
+    /// Deliveries begun so far: a checkpoint taken while the reader runs
+    /// is exact when none began while the ledgers were read (the elector's
+    /// periodic checkpoint kept in the cluster).
+    begun: AtomicU64,
     /// Called after each entry enters the channel and once at the stop
     /// ([`crate::Reader::set_ready_hook`]: the C library's readiness fd).
     ready: OnceLock<ReadyHook>,
@@ -106,6 +110,7 @@ impl ChannelControl {
             bursts: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
+            begun: AtomicU64::new(0),
             ready: OnceLock::new(),
         }
     }
@@ -146,8 +151,19 @@ impl ChannelControl {
     /// that a checkpoint taken once a stopped reader is drained never holds
     /// a change whose entry was not sent (nor misses one taken back late).
     pub(crate) fn delivering(&self) -> Delivering<'_> {
+        // Under way before counted: whoever sees the count moved sees it
+        // under way too, or over.
         self.inflight.fetch_add(1, Ordering::SeqCst);
+        self.begun.fetch_add(1, Ordering::SeqCst);
         Delivering(self)
+    }
+
+    /// Deliveries begun so far, and whether one is under way now: equal
+    /// counts before and after reading the ledgers, with none under way,
+    /// mean no delivery touched them meanwhile.
+    pub(crate) fn deliveries(&self) -> (u64, bool) {
+        let begun = self.begun.load(Ordering::SeqCst);
+        (begun, self.inflight.load(Ordering::SeqCst) > 0)
     }
 
     /// A stream starts sending a batch: until the guard is dropped, a reader
@@ -245,6 +261,24 @@ impl Out {
         !self.control.closed.load(Ordering::SeqCst) && self.send_open(entry, stop)
     }
 
+    /// Queues the entry if the channel has room now, never waiting (the
+    /// elector's Error entries: its thread must go on renewing); gives it
+    /// back otherwise (`Some`), and once the reader is stopped. The byte
+    /// budget is not asked: these entries carry no object.
+    pub(crate) fn try_send(&self, entry: Entry) -> Option<Entry> {
+        let _delivering = self.control.delivering();
+        if self.control.closed.load(Ordering::SeqCst) {
+            return Some(entry);
+        }
+        match self.tx.try_send(entry) {
+            Ok(()) => {
+                self.control.ready();
+                None
+            }
+            Err(e) => Some(e.into_inner()),
+        }
+    }
+
     fn send_open(&self, entry: Entry, stop: &Stop) -> bool {
         let n = charge(&entry);
         if !self.control.take(n, stop) {
@@ -321,6 +355,30 @@ mod tests {
         // Room again, yet a closed channel takes nothing new.
         assert!(rx.try_recv().is_ok());
         assert!(!out.send(entry(), &stop));
+        assert!(rx.try_recv().is_err());
+    }
+
+    /// The count a checkpoint taken while the reader runs compares: it
+    /// moves with each delivery, sent or given back, and a delivery under
+    /// way shows; `try_send` never waits and gives the entry back.
+    #[test]
+    fn deliveries_are_counted_and_try_send_never_waits() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let out = Out {
+            tx,
+            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
+        };
+        assert_eq!(out.control.deliveries(), (0, false));
+        {
+            let _d = out.control.delivering();
+            assert_eq!(out.control.deliveries(), (1, true));
+        }
+        assert!(out.try_send(entry()).is_none());
+        assert_eq!(out.control.deliveries(), (2, false));
+        assert!(out.try_send(entry()).is_some(), "full: given back");
+        assert!(rx.try_recv().is_ok());
+        out.control.close();
+        assert!(out.try_send(entry()).is_some(), "closed: given back");
         assert!(rx.try_recv().is_err());
     }
 

@@ -4,6 +4,7 @@
 //! follows the wildcards (`wildcard`), reports (`stats`) and stops and joins
 //! every thread (`threads`: each started one way).
 
+mod leader;
 mod registry;
 mod relist;
 mod stats;
@@ -71,6 +72,9 @@ pub struct Reader {
     explorer: Mutex<Option<JoinHandle<()>>>,
     /// [`Config::shard`], for resources set later without a shard.
     shard: Option<crate::Shard>,
+    /// With leader election: the elector thread, and what tells it that
+    /// close has joined the streams (dropped then).
+    elector: Mutex<Option<(JoinHandle<()>, Sender<()>)>>,
 }
 
 /// Where a reader streams from.
@@ -95,6 +99,11 @@ const SPINS: u32 = 64;
 
 impl Reader {
     /// Checks the configuration and starts one thread per resource.
+    ///
+    /// With [`Config::leader_election`], it starts none: the elector thread
+    /// (`tattler-elector`) sends [`Change::Following`](crate::Change::Following),
+    /// and starts the streams once it holds the Lease, after
+    /// [`Change::Leading`](crate::Change::Leading).
     ///
     /// Fails only on what can be judged without the network (a bad URL, an
     /// unreadable CA bundle, no resources). Server-side failures arrive later
@@ -176,16 +185,29 @@ impl Reader {
             timer: Mutex::new(None),
             explorer: Mutex::new(None),
             shard: config.shard,
+            elector: Mutex::new(None),
         };
         let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&config.resources)
             .into_iter()
             .partition(ResourceSpec::is_wildcard);
-        let gates = sync_gates(&named);
-        for (spec, gate) in named.iter().zip(gates) {
-            // On failure, dropping `reader` stops and joins what was started.
-            let part = config.resume.as_ref().and_then(|c| c.part(spec));
-            let handle = start.start_from(spec, part, gate)?;
-            reader.registry.roster.lock().handles.push(handle);
+        if let Some(election) = &config.leader_election {
+            if !wildcards.is_empty() {
+                return Err(Error::Config(
+                    "leader_election: wildcard resources (\"*\") are not supported with it yet"
+                        .into(),
+                ));
+            }
+            // No stream starts now: the elector starts them once it holds the Lease.
+            let elector = reader.start_elector(&config, &server, election, &start, named)?;
+            *reader.elector.lock() = Some(elector);
+        } else {
+            let gates = sync_gates(&named);
+            for (spec, gate) in named.iter().zip(gates) {
+                // On failure, dropping `reader` stops and joins what was started.
+                let part = config.resume.as_ref().and_then(|c| c.part(spec));
+                let handle = start.start_from(spec, part, gate)?;
+                reader.registry.roster.lock().handles.push(handle);
+            }
         }
         reader.registry.roster.lock().start = Some(start);
         reader.set_wildcards(wildcards)?;
@@ -206,6 +228,58 @@ impl Reader {
             *reader.timer.lock() = Some(t);
         }
         Ok(reader)
+    }
+
+    /// Starts the elector thread, with a client of its own whose connect
+    /// waits at most half of `lease_duration - renew_deadline` (a holder
+    /// must notice in time that it cannot renew), and the sender whose
+    /// drop tells it that close has joined the streams.
+    fn start_elector(
+        &self,
+        config: &Config,
+        server: &crate::access::cluster::ServerUrl,
+        election: &crate::LeaderElection,
+        start: &Starter,
+        named: Vec<ResourceSpec>,
+    ) -> Result<(JoinHandle<()>, Sender<()>), Error> {
+        let mut own = config.clone();
+        let margin = (election.lease_duration - election.renew_deadline) / 2;
+        own.tuning.connect_timeout = own
+            .tuning
+            .connect_timeout
+            .min(margin.max(Duration::from_millis(100)));
+        let transport = Arc::new(Transport::new(&own, server)?);
+        let client = crate::stream::client::Client::new(
+            transport,
+            Arc::new(crate::access::client::AgentSlot::default()),
+            start.settings.clone(),
+            crate::delivery::channel::Stop {
+                all: crossbeam_channel::never(),
+                own: crossbeam_channel::never(),
+            },
+        );
+        let streams = Arc::new(leader::LeaderStreams {
+            registry: self.registry.clone(),
+            named,
+            rx: self.rx.clone(),
+            control: self.control.clone(),
+        });
+        let (finish_tx, finish) = bounded(0);
+        let elector =
+            crate::coordination::elector::Elector::new(crate::coordination::elector::ElectorInit {
+                election: election.clone(),
+                kept: config.checkpoint_in_cluster.clone(),
+                client,
+                out: start.out.clone(),
+                closing: self.closing.clone(),
+                finish,
+                streams,
+            });
+        let t = threads::spawn("tattler-elector".into(), start.report(), move || {
+            elector.run()
+        })
+        .map_err(Error::Spawn)?;
+        Ok((t, finish_tx))
     }
 
     /// Blocks until the next entry.
@@ -467,6 +541,12 @@ impl Reader {
         if on_tattler_thread() {
             return Err(Error::Reentrant("set_resources"));
         }
+        if self.elector.lock().is_some() {
+            return Err(Error::Config(
+                "set_resources: not with leader_election (the elector starts and stops the streams)"
+                    .into(),
+            ));
+        }
         let mut resources = resources.to_vec();
         for spec in resources.iter_mut().filter(|s| s.shard.is_none()) {
             spec.shard = self.shard;
@@ -561,6 +641,14 @@ impl Reader {
     /// hold changes still waiting in the channel, which a resumed reader
     /// would then not deliver.
     ///
+    /// A part whose resourceVersion is empty (taken during a re-sync, or
+    /// the checkpoint kept in the cluster, which a new leader resumes from
+    /// that way on purpose) has no resume point: its stream re-syncs
+    /// against the objects it holds (unchanged ones as `Snapshot`, changed
+    /// ones as `Update`, new ones as `Add`, gone ones as inferred `Delete`,
+    /// then `Synced`). With [`Config::leader_election`], it holds the
+    /// streams of this reader's leadership only (none while following).
+    ///
     /// ```no_run
     /// use kube_tattler::{Access, Checkpoint, Config, Reader};
     /// fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -577,29 +665,7 @@ impl Reader {
     /// }
     /// ```
     pub fn checkpoint(&self) -> crate::Checkpoint {
-        let streams: Vec<(ResourceSpec, Arc<crate::delivery::state::ResourceState>)> = {
-            let roster = self.registry.roster.lock();
-            roster
-                .handles
-                .iter()
-                .map(|h| (h.spec.clone(), h.state.clone()))
-                .collect()
-        };
-        let mut resources = Vec::new();
-        for (spec, state) in streams {
-            let ledger = state.ledger();
-            // Not synced now (a re-sync, a first sync under way): no resume
-            // point; a reader resumed from it re-syncs against the objects.
-            let resource_version = ledger.resume_point().cloned().unwrap_or_default();
-            let objects = ledger.export();
-            drop(ledger);
-            resources.push(crate::checkpoint::ResourceState {
-                spec,
-                resource_version,
-                objects,
-            });
-        }
-        crate::Checkpoint { resources }
+        checkpoint_of(&self.registry)
     }
 
     /// The counters in the Prometheus text exposition format (version
@@ -638,6 +704,33 @@ impl Reader {
     }
 }
 
+/// What the consumer has been sent, per resource (see [`Reader::checkpoint`]).
+fn checkpoint_of(registry: &Registry) -> crate::Checkpoint {
+    let streams: Vec<(ResourceSpec, Arc<crate::delivery::state::ResourceState>)> = {
+        let roster = registry.roster.lock();
+        roster
+            .handles
+            .iter()
+            .map(|h| (h.spec.clone(), h.state.clone()))
+            .collect()
+    };
+    let mut resources = Vec::new();
+    for (spec, state) in streams {
+        let ledger = state.ledger();
+        // Not synced now (a re-sync, a first sync under way): no resume
+        // point; a reader resumed from it re-syncs against the objects.
+        let resource_version = ledger.resume_point().cloned().unwrap_or_default();
+        let objects = ledger.export();
+        drop(ledger);
+        resources.push(crate::checkpoint::ResourceState {
+            spec,
+            resource_version,
+            objects,
+        });
+    }
+    crate::Checkpoint { resources }
+}
+
 impl Drop for Reader {
     fn drop(&mut self) {
         self.stop();
@@ -659,6 +752,17 @@ impl Drop for Reader {
         }
         for t in helpers {
             let _ = t.join();
+        }
+        let elector = self.elector.lock().take();
+        if let Some((t, finish)) = elector {
+            // Joined, and back for the elector's last checkpoint, which
+            // reads their ledgers; then it releases the Lease.
+            self.registry.roster.lock().handles = streams;
+            drop(finish);
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+            self.registry.roster.lock().handles.clear();
         }
     }
 }

@@ -93,6 +93,51 @@ impl Client {
         protobuf_ok: bool,
         read_timeout: Option<Duration>,
     ) -> Result<Response, End> {
+        let resp = self.exchange(path, accept, read_timeout, "GET", None)?;
+        let code = resp.status();
+        if code == 200 {
+            // A proxy's error page, say: not an answer of the apiserver's.
+            let content_type = resp.header("Content-Type").unwrap_or("application/json");
+            let readable = content_type.to_ascii_lowercase().contains("json")
+                || (protobuf_ok && is_protobuf(&resp));
+            if !readable {
+                let shown: String = content_type.chars().take(64).collect();
+                return Err(End::Retry(
+                    format!("the server answered 200 with Content-Type {shown:?}, not JSON"),
+                    None,
+                ));
+            }
+            self.answered = true;
+            return Ok(resp);
+        }
+        let hint = answer::retry_after(resp.header("Retry-After"), SystemTime::now());
+        let mut body = Vec::new();
+        let protobuf = is_protobuf(&resp);
+        let _ = resp.into_body().take(64 << 10).read_to_end(&mut body);
+        // Asked protobuf first, the server sends its Status that way too.
+        if protobuf {
+            body = crate::wire::envelope::status_doc(&body).unwrap_or_default();
+        }
+        let status = decode::status(&body);
+        Err(answer::classify(
+            code,
+            status,
+            hint,
+            self.transport.credentials.reloadable(),
+        ))
+    }
+
+    /// One request with its credentials current: the response, whatever
+    /// its status, or how the attempt ended (no credentials, a stop, a
+    /// failed connection).
+    fn exchange(
+        &mut self,
+        path: &str,
+        accept: &str,
+        read_timeout: Option<Duration>,
+        method: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Response, End> {
         let creds = &self.transport.credentials;
         let current = match creds.current(&[&self.stop.all, &self.stop.own]) {
             Ok(c) => c,
@@ -119,43 +164,41 @@ impl Client {
                 return Err(End::Fatal(ErrorInfo::ours(Reason::TlsIdentity, 0, e, true)))
             }
         };
-        log::debug!("GET {path}");
+        log::debug!("{method} {path}");
         let req = Request {
             path,
             accept,
             read_timeout,
         };
-        let resp = match client.get(&req) {
-            Ok(r) => r,
-            Err(_) if self.stop.is_set() => return Err(End::Stopped),
-            Err(e) => return Err(End::Retry(format!("request failed: {e}"), None)),
-        };
+        match client.send(&req, method, body) {
+            Ok(r) => Ok(r),
+            Err(_) if self.stop.is_set() => Err(End::Stopped),
+            Err(e) => Err(End::Retry(format!("request failed: {e}"), None)),
+        }
+    }
+
+    /// A request of the elector's (GET, PUT or POST of a Lease or a
+    /// ConfigMap, JSON both ways): the status and up to 4 MiB of the
+    /// decoded body, whatever the status. A 401 reloads the credentials
+    /// for the next request.
+    pub(crate) fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        read_timeout: Duration,
+    ) -> Result<(u16, Vec<u8>), End> {
+        let resp = self.exchange(path, "application/json", Some(read_timeout), method, body)?;
         let code = resp.status();
-        if code == 200 {
-            // A proxy's error page, say: not an answer of the apiserver's.
-            let content_type = resp.header("Content-Type").unwrap_or("application/json");
-            let readable = content_type.to_ascii_lowercase().contains("json")
-                || (protobuf_ok && is_protobuf(&resp));
-            if !readable {
-                let shown: String = content_type.chars().take(64).collect();
-                return Err(End::Retry(
-                    format!("the server answered 200 with Content-Type {shown:?}, not JSON"),
-                    None,
-                ));
-            }
-            self.answered = true;
-            return Ok(resp);
+        if code == 401 && self.transport.credentials.reloadable() {
+            self.reload_credentials();
         }
-        let hint = answer::retry_after(resp.header("Retry-After"), SystemTime::now());
-        let mut body = Vec::new();
-        let protobuf = is_protobuf(&resp);
-        let _ = resp.into_body().take(64 << 10).read_to_end(&mut body);
-        // Asked protobuf first, the server sends its Status that way too.
-        if protobuf {
-            body = crate::wire::envelope::status_doc(&body).unwrap_or_default();
-        }
-        let status = decode::status(&body);
-        Err(answer::classify(code, status, hint, creds.reloadable()))
+        let mut out = Vec::new();
+        self.body(resp)?
+            .take(4 << 20)
+            .read_to_end(&mut out)
+            .map_err(|e| End::Broke(format!("{method} {path}: {e}")))?;
+        Ok((code, out))
     }
 
     /// A response body, decoded: gzip only when tattler asked for it.

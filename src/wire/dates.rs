@@ -116,6 +116,22 @@ fn from_civil(year: i64, month: i64, day: i64, secs_of_day: i64) -> Option<Syste
     Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
+/// `t` as a `metav1.MicroTime` (a Lease's renewTime): RFC 3339 in UTC with
+/// six fractional digits, `2026-12-02T11:00:00.000000Z`.
+pub(crate) fn micro_time(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs() as i64;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let sod = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
+        sod / 3600,
+        sod / 60 % 60,
+        sod % 60,
+        since.subsec_micros()
+    )
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's
 /// civil-from-days, the inverse of the days-from-civil in `from_civil`).
 pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
@@ -134,6 +150,16 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn micro_time_is_what_the_apiserver_writes() {
+        let t = UNIX_EPOCH + Duration::from_micros(1_796_209_200_000_042);
+        assert_eq!(micro_time(t), "2026-12-02T11:00:00.000042Z");
+        assert_eq!(
+            parse_rfc3339(&micro_time(t)),
+            Some(UNIX_EPOCH + Duration::from_secs(1_796_209_200))
+        );
+    }
 
     #[test]
     fn rfc3339() {

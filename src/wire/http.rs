@@ -153,7 +153,19 @@ fn field(out: &mut Vec<u8>, name: &str, value: &str, what: &'static str) -> Resu
 /// `Accept-Encoding`, `Authorization` when given, and `Connection:
 /// keep-alive`. The target must be visible ASCII (the URL builders
 /// percent-encode everything else).
+#[cfg(test)]
 pub(crate) fn get_head(req: &Get<'_>) -> Result<Vec<u8>, HttpError> {
+    request_head("GET", req, None)
+}
+
+/// The head of a request with `method`, as [`get_head`]'s, and for a body
+/// of `content` bytes its `Content-Type: application/json` and
+/// `Content-Length` (a Lease or a ConfigMap written by the elector).
+pub(crate) fn request_head(
+    method: &str,
+    req: &Get<'_>,
+    content: Option<usize>,
+) -> Result<Vec<u8>, HttpError> {
     if req.target.is_empty() || !req.target.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(HttpError::RequestField("the request target"));
     }
@@ -163,7 +175,8 @@ pub(crate) fn get_head(req: &Get<'_>) -> Result<Vec<u8>, HttpError> {
     let mut out = Vec::with_capacity(
         200 + req.target.len() + req.accept.len() + req.authorization.map_or(0, str::len),
     );
-    out.extend_from_slice(b"GET ");
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
     out.extend_from_slice(req.target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
     field(&mut out, "Host", req.authority, "the Host header")?;
@@ -177,6 +190,10 @@ pub(crate) fn get_head(req: &Get<'_>) -> Result<Vec<u8>, HttpError> {
     )?;
     if let Some(value) = req.authorization {
         field(&mut out, "Authorization", value, "the credentials' header")?;
+    }
+    if let Some(n) = content {
+        field(&mut out, "Content-Type", "application/json", "Content-Type")?;
+        field(&mut out, "Content-Length", &n.to_string(), "Content-Length")?;
     }
     out.extend_from_slice(b"Connection: keep-alive\r\n\r\n");
     Ok(out)

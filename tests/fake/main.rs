@@ -9,6 +9,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod election;
 mod faults;
 mod hostile;
 mod lifecycle;

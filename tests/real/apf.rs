@@ -340,7 +340,11 @@ fn a_429_from_the_agents_priority_level_is_honoured() {
             ),
         }
     }
-    assert_eq!(told, [Some((Reason::Throttled, 429))], "told once: throttled");
+    assert_eq!(
+        told,
+        [Some((Reason::Throttled, 429))],
+        "told once: throttled"
+    );
     let held = t0.elapsed();
     let refused = rejected(&c) - r0;
     let stats = r.stats();

@@ -1,9 +1,10 @@
 //! Against a real kube-apiserver and etcd on loopback (tests/k8s builds them
 //! from Go modules, cached, and brings a fresh cluster up per test; the tests
 //! run one at a time): the stream's scenarios (`cluster`) and cluster access
-//! where only the real server can produce the case (`access`), and the APF
-//! kit for a DaemonSet of agents (`apf`), and collectors of several
-//! replicas: leader election, shards, checkpoints in the cluster (`replicas`).
+//! where only the real server can produce the case (`access`), the APF
+//! kit for a DaemonSet of agents (`apf`), leader election with the
+//! checkpoint kept in a ConfigMap (`election`), and collectors of several
+//! replicas, elected and sharded, killed one after the other (`replicas`).
 //! `cargo test --test real cluster::` runs one topic.
 
 #[path = "../common/mod.rs"]
@@ -14,3 +15,4 @@ mod fixture;
 mod access;
 mod apf;
 mod cluster;
+mod election;

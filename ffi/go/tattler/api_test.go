@@ -32,7 +32,8 @@ func TestConstantsAreTheHeaders(t *testing.T) {
 
 func TestChangeNames(t *testing.T) {
 	names := map[Change]string{ChangeAdd: "Add", ChangeUpdate: "Update", ChangeDelete: "Delete",
-		ChangeSnapshot: "Snapshot", ChangeSynced: "Synced", ChangeError: "Error", ChangeStale: "Stale", Change(9): "Change(9)"}
+		ChangeSnapshot: "Snapshot", ChangeSynced: "Synced", ChangeError: "Error", ChangeStale: "Stale",
+		ChangeLeading: "Leading", ChangeFollowing: "Following", Change(10): "Change(10)"}
 	for c, want := range names {
 		if c.String() != want {
 			t.Errorf("%d: %q, want %q", int(c), c.String(), want)
@@ -40,13 +41,13 @@ func TestChangeNames(t *testing.T) {
 	}
 	// The library's names are the same; a change newer than this package
 	// (the library may add one) prints as a number, not a panic.
-	for c := ChangeAdd; c <= ChangeStale; c++ {
+	for c := ChangeAdd; c <= ChangeFollowing; c++ {
 		if c.String() != changeName(c) {
 			t.Errorf("%d: %q, the library says %q", int(c), c, changeName(c))
 		}
 	}
-	if Change(8).String() != "Change(8)" || changeName(8) != "Unknown" {
-		t.Errorf("an unknown change: %q, the library %q", Change(8), changeName(8))
+	if Change(10).String() != "Change(10)" || changeName(10) != "Unknown" {
+		t.Errorf("an unknown change: %q, the library %q", Change(10), changeName(10))
 	}
 	if LogWarn.String() != "WARN" || LogLevel(9).String() != "LogLevel(9)" {
 		t.Errorf("log levels: %v %v", LogWarn, LogLevel(9))
@@ -88,6 +89,9 @@ func full() Config {
 		ChannelCapacity: 8, PageSize: 50, MaxFrameBytes: 1 << 20, MaxBufferedBytes: 2 << 20, Gzip: true,
 		IdleTimeout: time.Minute, ConnectTimeout: 2 * time.Second, InitialEventsTimeout: 10 * time.Second,
 		RelistInterval: time.Hour, DiscoveryInterval: 30 * time.Second,
+		LeaderElection: &LeaderElection{Namespace: "ns", Lease: "l", Identity: "me", LeaseDuration: 30 * time.Second,
+			RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second},
+		CheckpointInCluster: &InClusterCheckpoint{Namespace: "ns", Name: "cp", Interval: time.Minute},
 	}
 }
 
@@ -110,7 +114,10 @@ func TestConfigJSONHasEveryKey(t *testing.T) {
 		`"connect_timeout_secs":2,"context":"ctx","discovery_interval_secs":30,"drop_managed_fields":true,"event_kinds":["Pod"],` +
 		`"exec":{"api_version":"client.authentication.k8s.io/v1","args":["a"],"command":"plugin","env":{"K":"env-s3cret"},"install_hint":"install it","timeout_secs":2},` +
 		`"field_selector":"f=y","gzip":true,"idle_timeout_secs":60,"in_cluster":true,"initial_events_timeout_secs":10,"insecure":true,` +
-		`"kubeconfig":"/kc","label_selector":"app=x","max_buffered_bytes":2097152,"max_frame_bytes":1048576,"namespace":"ns",` +
+		`"kubeconfig":"/kc","label_selector":"app=x",` +
+		`"leader_election":{"namespace":"ns","lease":"l","identity":"me","lease_duration_secs":30,"renew_deadline_secs":20,"retry_period_secs":4},` +
+		`"checkpoint_in_cluster":{"namespace":"ns","name":"cp","interval_secs":60},` +
+		`"max_buffered_bytes":2097152,"max_frame_bytes":1048576,"namespace":"ns",` +
 		`"page_size":50,"password":"pw-s3cret","proxy":"none","relist_interval_secs":3600,` +
 		`"resources":["pods",{"resource":"nodes","field_selector":"metadata.name=n","shard":{"count":3,"index":0}}],"scrub":false,"scrub_secret_data":false,` +
 		`"server":"https://10.0.0.1:6443","shard":{"count":2,"index":1},"tls_server_name":"kubernetes","token":"tok-s3cret","token_file":"/tok","username":"u"}`
@@ -390,7 +397,12 @@ func TestEntryStringSummarises(t *testing.T) {
 			Message: "no", Ended: true}}, "Error v1/nodes 403 Forbidden: no"},
 		{Entry{Change: ChangeStale, Version: "v1", Resource: "pods", Namespace: "a", Err: &StreamError{Code: 503, Reason: "Refused",
 			Message: "busy"}}, "Stale v1/pods a 503 Refused: busy"},
-		{Entry{Change: Change(8), Version: "v1", Resource: "pods", Name: "n", ResourceVersion: "1"}, "Change(8) v1/pods n 1"},
+		{Entry{Change: ChangeLeading, Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespace: "ns",
+			Name: "l", Identity: "pod-1"}, "Leading coordination.k8s.io/v1/leases ns/l pod-1"},
+		{Entry{Change: ChangeFollowing, Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespace: "ns",
+			Name: "l", Identity: "pod-1", Err: &StreamError{Reason: "Standby", Message: "waiting for the Lease"}},
+			"Following coordination.k8s.io/v1/leases ns/l pod-1 0 Standby: waiting for the Lease"},
+		{Entry{Change: Change(10), Version: "v1", Resource: "pods", Name: "n", ResourceVersion: "1"}, "Change(10) v1/pods n 1"},
 	} {
 		if got := fmt.Sprint(c.e); got != c.want {
 			t.Errorf("%q, want %q", got, c.want)

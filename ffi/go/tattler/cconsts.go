@@ -41,6 +41,8 @@ func cConstants() []cConstant {
 		{"ChangeSynced", int(ChangeSynced), C.TATTLER_CHANGE_SYNCED},
 		{"ChangeError", int(ChangeError), C.TATTLER_CHANGE_ERROR},
 		{"ChangeStale", int(ChangeStale), C.TATTLER_CHANGE_STALE},
+		{"ChangeLeading", int(ChangeLeading), C.TATTLER_CHANGE_LEADING},
+		{"ChangeFollowing", int(ChangeFollowing), C.TATTLER_CHANGE_FOLLOWING},
 		{"LogOff", int(LogOff), C.TATTLER_LOG_OFF},
 		{"LogError", int(LogError), C.TATTLER_LOG_ERROR},
 		{"LogWarn", int(LogWarn), C.TATTLER_LOG_WARN},

@@ -134,11 +134,47 @@ type Config struct {
 	// in as they are: an escape hatch for keys newer than this package. A
 	// key a field above also sets is refused (ErrInvalidConfig).
 	Extra map[string]any
+	// LeaderElection, when set, streams only while this Reader holds a
+	// coordination.k8s.io/v1 Lease shared with the other replicas: the
+	// Reader sends ChangeFollowing, and ChangeLeading once it holds the
+	// Lease and starts its streams (see the README, "Collectors").
+	LeaderElection *LeaderElection
+	// CheckpointInCluster, with LeaderElection, keeps the leader's
+	// checkpoint in a ConfigMap; a new leader resumes from it.
+	CheckpointInCluster *InClusterCheckpoint
+
 	// Resume is a checkpoint of an earlier Reader (Reader.Checkpoint, kept
 	// across a restart): each resource it holds with the same scope starts
 	// from it, with Synced at once and then only what changed meanwhile
 	// (see tattler_open_config). Nil: a full sync.
 	Resume []byte
+}
+
+// LeaderElection is a Lease in Namespace named Lease, shared by the
+// replicas as client-go's leaderelection shares it. Zero durations are the
+// library's defaults (client-go's): 15s, 10s, 2s.
+type LeaderElection struct {
+	Namespace string
+	Lease     string
+	// Identity is this replica's name in the Lease; "": $POD_NAME, else
+	// the host name.
+	Identity string
+	// LeaseDuration: how long a standby waits, after it last saw the
+	// Lease change, before taking it.
+	LeaseDuration time.Duration
+	// RenewDeadline: a holder that has not renewed for this long stops
+	// delivering (less than LeaseDuration).
+	RenewDeadline time.Duration
+	// RetryPeriod: how often the holder renews and a standby looks.
+	RetryPeriod time.Duration
+}
+
+// InClusterCheckpoint is the ConfigMap Namespace/Name holding the leader's
+// checkpoint, written every Interval (0: 30s) and on Close.
+type InClusterCheckpoint struct {
+	Namespace string
+	Name      string
+	Interval  time.Duration
 }
 
 // ExecConfig runs a credential plugin for the token, as a kubeconfig's
@@ -309,6 +345,36 @@ func (c Config) document() (map[string]any, error) {
 	duration("InitialEventsTimeout", "initial_events_timeout_secs", c.InitialEventsTimeout)
 	duration("DiscoveryInterval", "discovery_interval_secs", c.DiscoveryInterval)
 	duration("RelistInterval", "relist_interval_secs", c.RelistInterval)
+	if e := c.LeaderElection; e != nil {
+		doc := map[string]any{"namespace": e.Namespace, "lease": e.Lease}
+		if e.Identity != "" {
+			doc["identity"] = e.Identity
+		}
+		for _, d := range []struct {
+			field, key string
+			v          time.Duration
+		}{
+			{"LeaderElection.LeaseDuration", "lease_duration_secs", e.LeaseDuration},
+			{"LeaderElection.RenewDeadline", "renew_deadline_secs", e.RenewDeadline},
+			{"LeaderElection.RetryPeriod", "retry_period_secs", e.RetryPeriod},
+		} {
+			if s, e := seconds(d.field, d.v); e != nil {
+				err = e
+			} else if s != 0 {
+				doc[d.key] = s
+			}
+		}
+		m["leader_election"] = doc
+	}
+	if k := c.CheckpointInCluster; k != nil {
+		doc := map[string]any{"namespace": k.Namespace, "name": k.Name}
+		if s, e := seconds("CheckpointInCluster.Interval", k.Interval); e != nil {
+			err = e
+		} else if s != 0 {
+			doc["interval_secs"] = s
+		}
+		m["checkpoint_in_cluster"] = doc
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -468,6 +534,12 @@ func (c Config) String() string {
 	duration("InitialEventsTimeout", c.InitialEventsTimeout)
 	duration("RelistInterval", c.RelistInterval)
 	duration("DiscoveryInterval", c.DiscoveryInterval)
+	if e := c.LeaderElection; e != nil {
+		field("LeaderElection", fmt.Sprintf("%+v", *e))
+	}
+	if k := c.CheckpointInCluster; k != nil {
+		field("CheckpointInCluster", fmt.Sprintf("%+v", *k))
+	}
 	if c.Extra != nil {
 		keys := slices.Sorted(maps.Keys(c.Extra))
 		extra := make([]string, len(keys))

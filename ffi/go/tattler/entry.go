@@ -75,6 +75,14 @@ const (
 	// "Silent", "Resyncing" or "Credentials"; Ended false). The stream goes
 	// on; ChangeSynced says when the view is current again.
 	ChangeStale Change = 7
+	// ChangeLeading says this reader (with leader election) holds its Lease
+	// and starts its streams: Namespace and Name are the Lease's, Identity
+	// this reader's.
+	ChangeLeading Change = 8
+	// ChangeFollowing says this reader does not stream (Entry.Err, a
+	// *StreamError, says why: Reason "Standby" at the start, "LeaseLost" or
+	// "RenewFailed" after it led; every entry of its streams came before).
+	ChangeFollowing Change = 9
 )
 
 // String is the change's name without its prefix: "Add", "Synced", ...
@@ -96,6 +104,10 @@ func (c Change) String() string {
 		return "Error"
 	case ChangeStale:
 		return "Stale"
+	case ChangeLeading:
+		return "Leading"
+	case ChangeFollowing:
+		return "Following"
 	}
 	return fmt.Sprintf("Change(%d)", int(c))
 }
@@ -123,7 +135,10 @@ type Entry struct {
 	// deletes, Synced and Error.
 	Object   []byte
 	Inferred bool
-	// Err is a *StreamError on Error and Stale entries, nil otherwise.
+	// Identity is, on Leading and Following, this reader's identity in its
+	// Lease; "" otherwise.
+	Identity string
+	// Err is a *StreamError on Error, Stale and Following entries, nil otherwise.
 	Err error
 }
 
@@ -136,6 +151,7 @@ type Entry struct {
 //	Synced v1/pods 1240
 //	Error v1/nodes 403 Forbidden: nodes is forbidden
 //	Stale v1/pods shop 0 Unreachable: connection refused
+//	Following coordination.k8s.io/v1/leases ns/collector pod-1 0 Standby: waiting for the Lease
 func (e Entry) String() string {
 	gvr := e.Version + "/" + e.Resource
 	if e.Group != "" {
@@ -152,6 +168,10 @@ func (e Entry) String() string {
 			ns = " " + e.Namespace
 		}
 		return fmt.Sprintf("Stale %s%s %v", gvr, ns, e.Err)
+	case ChangeLeading:
+		return fmt.Sprintf("Leading %s %s/%s %s", gvr, e.Namespace, e.Name, e.Identity)
+	case ChangeFollowing:
+		return fmt.Sprintf("Following %s %s/%s %s %v", gvr, e.Namespace, e.Name, e.Identity, e.Err)
 	}
 	name := e.Name
 	if e.Namespace != "" {
@@ -215,7 +235,10 @@ func copyEntry(e *C.tattler_entry, v *C.tattler_go_view) Entry {
 	if v.object != nil {
 		out.Object = C.GoBytes(unsafe.Pointer(v.object), C.int(v.object_len))
 	}
-	if out.Change == ChangeError || out.Change == ChangeStale {
+	if out.Change == ChangeLeading || out.Change == ChangeFollowing {
+		out.Identity = out.UID
+	}
+	if out.Change == ChangeError || out.Change == ChangeStale || out.Change == ChangeFollowing {
 		out.Err = &StreamError{
 			Code:    int(C.tattler_entry_error_code(e)),
 			Reason:  C.GoString(C.tattler_entry_error_reason(e)),

@@ -85,7 +85,7 @@ int main(int argc, char **argv) {
     /* Change names; a change newer than this header is "Unknown". */
     check(strcmp(tattler_change_str(TATTLER_CHANGE_ADD), "Add") == 0 &&
               strcmp(tattler_change_str(TATTLER_CHANGE_SYNCED), "Synced") == 0 &&
-              strcmp(tattler_change_str(TATTLER_CHANGE_NONE), "None") == 0 && strcmp(tattler_change_str(TATTLER_CHANGE_STALE), "Stale") == 0 && strcmp(tattler_change_str(8), "Unknown") == 0 &&
+              strcmp(tattler_change_str(TATTLER_CHANGE_NONE), "None") == 0 && strcmp(tattler_change_str(TATTLER_CHANGE_STALE), "Stale") == 0 && strcmp(tattler_change_str(TATTLER_CHANGE_FOLLOWING), "Following") == 0 && strcmp(tattler_change_str(10), "Unknown") == 0 &&
               strcmp(tattler_change_str(-1), "Unknown") == 0,
           "tattler_change_str");
     check(tattler_config_set_bool(cfg, "insecure", 1, err, sizeof err, NULL) == TATTLER_OK,

@@ -74,7 +74,7 @@ static_assert(noexcept(std::declval<tattler::reader &>().next(std::declval<std::
               "the error_code next is noexcept");
 static_assert(tattler::to_string(tattler::Change::Snapshot) == "Snapshot" &&
                   tattler::to_string(tattler::Change::None) == "None" &&
-                  tattler::to_string(tattler::Change::Stale) == "Stale" && tattler::to_string(static_cast<tattler::Change>(8)) == "Unknown" &&
+                  tattler::to_string(tattler::Change::Stale) == "Stale" && tattler::to_string(tattler::Change::Following) == "Following" && tattler::to_string(static_cast<tattler::Change>(10)) == "Unknown" &&
                   tattler::to_string(static_cast<tattler::Change>(99)) == "Unknown",
               "to_string(Change): Unknown for a change newer than the header");
 static_assert(static_cast<int>(tattler::Change::Error) == TATTLER_CHANGE_ERROR, "Change has tattler_change's numbers");

@@ -20,6 +20,8 @@ pub(crate) struct Request {
     pub(crate) http11: bool,
     /// Header names in lowercase.
     pub(crate) headers: Vec<(String, String)>,
+    /// The Content-Length body (a PUT's or POST's object); empty for none.
+    pub(crate) body: Vec<u8>,
 }
 
 impl Request {
@@ -112,7 +114,7 @@ fn read_line<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, used: &mut usize) -> Resu
     }
 }
 
-/// Reads one request (head and any Content-Length body, which is discarded).
+/// Reads one request (head and any Content-Length body).
 pub(crate) fn read_request<R: BufRead>(r: &mut R) -> ReadResult {
     let mut used = 0;
     let mut line = Vec::new();
@@ -143,6 +145,7 @@ pub(crate) fn read_request<R: BufRead>(r: &mut R) -> ReadResult {
         target: parts[1].to_string(),
         http11: version != "HTTP/1.0",
         headers: Vec::new(),
+        body: Vec::new(),
     };
     loop {
         match read_line(r, &mut line, &mut used) {
@@ -176,7 +179,7 @@ pub(crate) fn read_request<R: BufRead>(r: &mut R) -> ReadResult {
         if n > MAX_BODY {
             return ReadResult::Bad("request body too large".into());
         }
-        match io::copy(&mut r.take(n), &mut io::sink()) {
+        match io::copy(&mut r.take(n), &mut req.body) {
             Ok(got) if got == n => {}
             _ => return ReadResult::Closed,
         }

@@ -10,6 +10,10 @@
 //! objects, and `/api` and `/apis` with aggregated discovery when asked for it
 //! (`as=APIGroupDiscoveryList`), as the real server does.
 //!
+//! Single objects can be created (POST to the collection: 201, or 409 AlreadyExists) and
+//! replaced (PUT: 200, 404 when absent, 409 Conflict when the body's `metadata.resourceVersion`
+//! is not the stored one), as Leases and ConfigMaps are by a leader-elected client.
+//!
 //! The test drives the cluster ([`FakeApi::apply`], [`FakeApi::delete`]), scripts failures
 //! ([`FakeApi::push_fault`], [`FakeApi::require_token`], [`FakeApi::forbid`]...) and waits for
 //! the client without sleeping ([`FakeApi::wait_requests`], [`FakeApi::wait_open_watches`]).
@@ -398,6 +402,21 @@ impl FakeApi {
     pub fn restore(&self, backup: &Backup) {
         self.shared.state.lock().restore(backup);
         self.shared.cond.notify_all();
+    }
+
+    /// `Some(text)`: every PUT and POST to `res` whose body contains `text` (`""` for all)
+    /// gets 503 ServiceUnavailable and changes nothing, as from a server that a replica can no
+    /// longer reach; `None`: writes are served again. Reads are not affected.
+    ///
+    /// # Panics
+    /// If `res` is unknown.
+    pub fn refuse_writes(&self, res: &str, containing: Option<&str>) {
+        let mut st = self.shared.state.lock();
+        let idx = resolve_or_panic(&st, res);
+        match containing {
+            Some(t) => st.refused_writes.insert(idx, t.to_string()),
+            None => st.refused_writes.remove(&idx),
+        };
     }
 
     /// Queues a fault for `res`; each request (list, watch or get) for it takes the oldest.

@@ -492,7 +492,7 @@ fn handle(sh: &Shared, conn: &mut Conn, req: &Request) -> Flow {
             return send_status(conn, &resp, 401, "Unauthorized", "Unauthorized", None, None);
         }
     }
-    if req.method != "GET" {
+    if !matches!(req.method.as_str(), "GET" | "PUT" | "POST") {
         return send_status(
             conn,
             &resp,
@@ -1006,6 +1006,10 @@ fn serve_resource(
         drop(st);
         return not_found(conn, resp);
     }
+    if req.method != "GET" {
+        drop(st);
+        return serve_write(sh, conn, resp, req, idx, &def, ns, name);
+    }
     if st.forbidden.contains(&idx) {
         drop(st);
         let verb = if watch {
@@ -1202,6 +1206,154 @@ fn serve_resource(
         serve_watch(sh, conn, resp, idx, &def, &o, &filter, meta, twist)
     } else {
         serve_list(sh, conn, resp, idx, &def, &o, &filter, meta, twist)
+    }
+}
+
+/// A PUT (replace `name`) or POST (create in the collection) of one object, with the
+/// apiserver's optimistic concurrency: a PUT whose `metadata.resourceVersion` is not the stored
+/// one gets 409 Conflict, a POST of an existing name 409 AlreadyExists.
+#[allow(clippy::too_many_arguments)]
+fn serve_write(
+    sh: &Shared,
+    conn: &Conn,
+    resp: &Resp,
+    req: &Request,
+    idx: usize,
+    def: &ResourceDef,
+    ns: Option<&str>,
+    name: Option<&str>,
+) -> Flow {
+    let verb = if req.method == "PUT" {
+        "update"
+    } else {
+        "create"
+    };
+    let mut st = sh.state.lock();
+    if st.forbidden.contains(&idx) {
+        drop(st);
+        let message = format!(
+            "{} is forbidden: User \"nobody\" cannot {verb} resource {} in API group {}",
+            def.resource,
+            json::quote(&def.resource),
+            json::quote(&def.group)
+        );
+        return send_status(conn, resp, 403, "Forbidden", &message, None, None);
+    }
+    if let Some(text) = st.refused_writes.get(&idx) {
+        if req
+            .body
+            .windows(text.len().max(1))
+            .any(|w| w == text.as_bytes())
+            || text.is_empty()
+        {
+            drop(st);
+            return send_status(
+                conn,
+                resp,
+                503,
+                "ServiceUnavailable",
+                "the server is refusing writes (the test said so)",
+                None,
+                None,
+            );
+        }
+    }
+    let Ok(Value::Object(mut obj)) = serde_json::from_slice::<Value>(&req.body) else {
+        drop(st);
+        return bad_request(conn, resp, "the request body is not a JSON object");
+    };
+    let meta = obj.entry("metadata").or_insert_with(|| json!({}));
+    let given_name = meta.get("name").and_then(Value::as_str).map(str::to_string);
+    let given_rv = meta
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let (Some(ns), Value::Object(m)) = (ns, &mut *meta) {
+        m.insert("namespace".into(), json!(ns));
+    }
+    let target = match (name, &given_name) {
+        (Some(n), Some(g)) if n == g => n.to_string(),
+        (Some(_), _) => {
+            drop(st);
+            return bad_request(
+                conn,
+                resp,
+                "the name of the object does not match the name on the URL",
+            );
+        }
+        (None, Some(g)) => g.clone(),
+        (None, None) => {
+            drop(st);
+            return bad_request(conn, resp, "metadata.name is required");
+        }
+    };
+    let key = match ns {
+        Some(ns) => format!("{ns}/{target}"),
+        None => target.clone(),
+    };
+    let stored = st.resources[idx].objects.get(&key).cloned();
+    let qualified = if def.group.is_empty() {
+        def.resource.clone()
+    } else {
+        format!("{}.{}", def.resource, def.group)
+    };
+    match (verb, &stored) {
+        ("create", Some(_)) => {
+            drop(st);
+            let message = format!("{qualified} {} already exists", json::quote(&target));
+            let details = json!({"name": target, "group": def.group, "kind": def.resource});
+            return send_status(
+                conn,
+                resp,
+                409,
+                "AlreadyExists",
+                &message,
+                Some(details),
+                None,
+            );
+        }
+        ("update", None) => {
+            drop(st);
+            let message = format!("{qualified} {} not found", json::quote(&target));
+            let details = json!({"name": target, "group": def.group, "kind": def.resource});
+            return send_status(conn, resp, 404, "NotFound", &message, Some(details), None);
+        }
+        ("update", Some(o)) => {
+            let current = o
+                .get("metadata")
+                .and_then(|m| m.get("resourceVersion"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if given_rv.as_deref().is_some_and(|rv| rv != current) {
+                drop(st);
+                let message = format!(
+                    "Operation cannot be fulfilled on {qualified} {}: the object has been modified; please apply your changes to the latest version and try again",
+                    json::quote(&target)
+                );
+                let details = json!({"name": target, "group": def.group, "kind": def.resource});
+                return send_status(conn, resp, 409, "Conflict", &message, Some(details), None);
+            }
+        }
+        _ => {}
+    }
+    if let Err(m) = st.apply(idx, Value::Object(obj)) {
+        drop(st);
+        return bad_request(conn, resp, &m);
+    }
+    let written = st.resources[idx].objects.get(&key).cloned();
+    drop(st);
+    sh.cond.notify_all();
+    let code = if verb == "create" { 201 } else { 200 };
+    match written {
+        Some(o) => send_body(
+            conn,
+            resp,
+            code,
+            JSON,
+            json::body(&o, Ctx::Plain, resp.pretty),
+            None,
+        ),
+        None => not_found(conn, resp),
     }
 }
 

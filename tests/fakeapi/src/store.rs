@@ -303,6 +303,9 @@ pub(crate) struct State {
     pub(crate) gzip_members: bool,
     /// Whether `/api` and `/apis` answer the aggregated discovery media type (Kubernetes 1.27+).
     pub(crate) aggregated: bool,
+    /// PUTs and POSTs to a resource whose body contains the text get 503 (see
+    /// `FakeApi::refuse_writes`).
+    pub(crate) refused_writes: HashMap<usize, String>,
 }
 
 const BUILTIN: &[(&str, &str, &str, &str, bool)] = &[
@@ -374,6 +377,7 @@ impl State {
             initial_events: InitialEvents::Normal,
             gzip_members: false,
             aggregated: true,
+            refused_writes: HashMap::new(),
         };
         for (g, v, r, k, n) in BUILTIN {
             st.add_resource(ResourceDef::new(g, v, r, k, *n));

@@ -1,0 +1,783 @@
+//! The elector: one thread (`tattler-elector`) per reader with
+//! [`Config::leader_election`](crate::Config::leader_election). It reads
+//! and writes the Lease (`lease` decides what to write), starts the
+//! reader's streams once it holds the Lease and stops them before the Lease
+//! can expire when it cannot renew, keeps the checkpoint in the cluster
+//! (`kept`), and gives the Lease up when the reader closes.
+//!
+//! Every wait honours the reader's stop; no lock is held here at all (the
+//! reader's own, taken inside [`Streams`], never across an HTTP call). Each
+//! request's reads wait at most the time left before the renew deadline,
+//! and its connect at most half of `lease_duration - renew_deadline` (the
+//! reader gives it a transport of its own), so that a holder stops
+//! delivering before its Lease can expire, however the server fails.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crossbeam_channel::{select, Receiver};
+
+use super::kept;
+use super::lease::{self, Lease, Observed, Verdict};
+use super::Streams;
+use crate::delivery::channel::{Out, Stop};
+use crate::stream::client::Client;
+use crate::stream::course::End;
+use crate::wire::rv::Rv;
+use crate::{
+    Change, Checkpoint, Entry, ErrorInfo, InClusterCheckpoint, LeaderElection, Reason, Resource,
+};
+
+/// How soon a periodic checkpoint is tried again when entries were waiting
+/// in the channel or a delivery was under way.
+const QUIET_RETRY: Duration = Duration::from_millis(100);
+
+/// How long the last checkpoint and the release may take on close.
+const CLOSING_BUDGET: Duration = Duration::from_secs(3);
+
+/// What the elector is given by the reader.
+pub(crate) struct ElectorInit {
+    pub election: LeaderElection,
+    pub kept: Option<InClusterCheckpoint>,
+    /// Its own client (a transport with a short connect timeout); never
+    /// stopped by the reader's stop, so that the last checkpoint and the
+    /// release can go out on close.
+    pub client: Client,
+    pub out: Out,
+    /// Disconnects when the reader stops.
+    pub closing: Receiver<()>,
+    /// Disconnects once the reader's close has joined the stream threads.
+    pub finish: Receiver<()>,
+    pub streams: Arc<dyn Streams>,
+}
+
+/// The Lease while we hold it.
+struct Held {
+    /// As we last wrote it (its resourceVersion the next renewal's precondition).
+    lease: Lease,
+    /// When our last successful write of it began.
+    renewed: Instant,
+    next_renewal: Instant,
+    next_checkpoint: Instant,
+}
+
+/// The elector's state; see the module's header.
+pub(crate) struct Elector {
+    election: LeaderElection,
+    kept: Option<InClusterCheckpoint>,
+    client: Client,
+    out: Option<Out>,
+    closing: Receiver<()>,
+    finish: Receiver<()>,
+    streams: Arc<dyn Streams>,
+    observed: Option<Observed>,
+    held: Option<Held>,
+    /// The ConfigMap: `None` not known, `Some(None)` absent, else its resourceVersion.
+    configmap: Option<Option<String>>,
+    /// The checkpoint last written (or read): an unchanged one is not written again.
+    written: Option<Vec<u8>>,
+    /// Error entries waiting for room in the channel: the elector never
+    /// blocks on a full channel while it holds the Lease.
+    pending: std::collections::VecDeque<Entry>,
+    /// Already said, until the next success: a 403 on the Lease, on the
+    /// ConfigMap; a checkpoint too large.
+    said_forbidden_lease: bool,
+    said_forbidden_configmap: bool,
+    said_too_large: bool,
+    /// The server has been failing since this was set: logged once a spell.
+    failing: bool,
+    /// On close: every request ends by then.
+    closing_until: Option<Instant>,
+}
+
+impl Elector {
+    pub(crate) fn new(init: ElectorInit) -> Elector {
+        Elector {
+            election: init.election,
+            kept: init.kept,
+            client: init.client,
+            out: Some(init.out),
+            closing: init.closing,
+            finish: init.finish,
+            streams: init.streams,
+            observed: None,
+            held: None,
+            configmap: None,
+            written: None,
+            pending: std::collections::VecDeque::new(),
+            said_forbidden_lease: false,
+            said_forbidden_configmap: false,
+            said_too_large: false,
+            failing: false,
+            closing_until: None,
+        }
+    }
+
+    /// The thread's body: stand by, lead, follow again, until the reader
+    /// stops; then the last checkpoint and the release.
+    pub(crate) fn run(mut self) {
+        self.follow(Reason::Standby, "waiting for the Lease".into());
+        loop {
+            self.flush_pending();
+            let wake = match self.held.is_some() {
+                true => self.hold(),
+                false => self.try_acquire(),
+            };
+            if self.sleep_until(wake) {
+                break;
+            }
+        }
+        self.close();
+    }
+
+    fn lease_path(&self) -> String {
+        format!(
+            "/apis/coordination.k8s.io/v1/namespaces/{}/leases/{}",
+            self.election.namespace, self.election.lease
+        )
+    }
+
+    fn leases_path(&self) -> String {
+        format!(
+            "/apis/coordination.k8s.io/v1/namespaces/{}/leases",
+            self.election.namespace
+        )
+    }
+
+    /// Sleeps until `when`; true when the reader stopped.
+    fn sleep_until(&self, when: Instant) -> bool {
+        let d = when.saturating_duration_since(Instant::now());
+        select! {
+            recv(self.closing) -> _ => true,
+            default(d) => false,
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        Stop {
+            all: self.closing.clone(),
+            own: crossbeam_channel::never(),
+        }
+        .is_set()
+    }
+
+    /// How long a request may wait for the server: while holding, no later
+    /// than the renew deadline.
+    fn request_timeout(&self) -> Duration {
+        let period = self.election.retry_period;
+        let left = self.held.as_ref().map_or(period, |h| {
+            (h.renewed + self.election.renew_deadline).saturating_duration_since(Instant::now())
+        });
+        let left = match self.closing_until {
+            Some(until) => left.min(until.saturating_duration_since(Instant::now())),
+            None => left,
+        };
+        period.min(left).max(Duration::from_millis(50))
+    }
+
+    /// One request; `Err` for no answer (the reason, free of secrets).
+    fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<(u16, Vec<u8>), String> {
+        match self.client.call(method, path, body, timeout) {
+            Ok(answer) => Ok(answer),
+            Err(e) => Err(describe(e)),
+        }
+    }
+
+    /// Logs a failure: the first of a spell as a warning, the rest at debug.
+    fn failed(&mut self, what: &str) {
+        // A conflict is another replica's write: the election at work.
+        if self.failing || what.contains(": 409") {
+            log::debug!("leader election: {what}");
+        } else {
+            log::warn!("leader election: {what} (retrying)");
+            self.failing = true;
+        }
+    }
+
+    /// The Lease now: `Ok(None)` when there is none.
+    fn read_lease(&mut self) -> Result<Option<Lease>, String> {
+        let path = self.lease_path();
+        let (code, body) = self.call("GET", &path, None, self.request_timeout())?;
+        match code {
+            200 => lease::parse_lease(&body)
+                .map(Some)
+                .ok_or_else(|| "the server's Lease could not be read".to_string()),
+            404 => Ok(None),
+            _ => Err(self.refused("leases", code, &body)),
+        }
+    }
+
+    /// Writes the record `verdict` calls for; the Lease as written.
+    fn write_lease(&mut self, verdict: &Verdict, read: Option<&Lease>) -> Result<Lease, String> {
+        let e = &self.election;
+        let record = lease::record_for(
+            verdict,
+            read,
+            &e.identity,
+            e.lease_duration,
+            SystemTime::now(),
+        );
+        let rv = read.map(|l| l.resource_version.as_str());
+        let body = lease::lease_body(&e.namespace, &e.lease, rv, &record);
+        let (method, path) = match read {
+            None => ("POST", self.leases_path()),
+            Some(_) => ("PUT", self.lease_path()),
+        };
+        let (code, answer) = self.call(method, &path, Some(&body), self.request_timeout())?;
+        match code {
+            200 | 201 => {
+                self.said_forbidden_lease = false;
+                lease::parse_lease(&answer)
+                    .ok_or_else(|| "the server's Lease could not be read".to_string())
+            }
+            409 => Err("409: the Lease changed meanwhile".into()),
+            _ => Err(self.refused("leases", code, &answer)),
+        }
+    }
+
+    /// A failure status as text; a 403 also said once in an Error entry
+    /// (the RBAC the elector needs).
+    fn refused(&mut self, what: &str, code: u16, body: &[u8]) -> String {
+        let status = crate::wire::decode::status(body);
+        let reason = match status.reason {
+            r if r.is_empty() => format!("HTTP {code}"),
+            r => r,
+        };
+        if code == 403 {
+            let ns = match what {
+                "leases" => &self.election.namespace,
+                _ => self.kept.as_ref().map_or("", |k| k.namespace.as_str()),
+            };
+            let said = match what {
+                "leases" => &mut self.said_forbidden_lease,
+                _ => &mut self.said_forbidden_configmap,
+            };
+            if !*said {
+                *said = true;
+                let message = format!(
+                    "leader election needs get, create and update on {what} in the namespace {ns}: {}",
+                    status.message
+                );
+                let resource = if what == "leases" {
+                    lease_resource()
+                } else {
+                    configmap_resource()
+                };
+                let info = ErrorInfo {
+                    code,
+                    kind: Reason::Server,
+                    reason: reason.clone(),
+                    message,
+                    ended: false,
+                };
+                self.error(resource, info);
+            }
+        }
+        format!("{what}: {reason} ({code})")
+    }
+
+    /// A follower's turn: read the Lease, take it when it is free or
+    /// expired. When to look again.
+    fn try_acquire(&mut self) -> Instant {
+        let began = Instant::now();
+        let next = began + self.election.retry_period;
+        let read = match self.read_lease() {
+            Ok(read) => read,
+            Err(e) => {
+                self.failed(&format!("reading the Lease: {e}"));
+                return next;
+            }
+        };
+        if let Some(l) = &read {
+            self.observed = Some(Observed::note(
+                self.observed.take(),
+                &l.record,
+                Instant::now(),
+            ));
+        }
+        let verdict = lease::decide(
+            read.as_ref(),
+            self.observed.as_ref(),
+            &self.election.identity,
+            Instant::now(),
+        );
+        if verdict == Verdict::Wait {
+            self.failing = false;
+            return next;
+        }
+        match self.write_lease(&verdict, read.as_ref()) {
+            Ok(written) => {
+                self.failing = false;
+                self.lead(written, began);
+            }
+            Err(e) => self.failed(&format!("taking the Lease: {e}")),
+        }
+        next
+    }
+
+    /// We hold the Lease since our write that began at `began`: say so,
+    /// then start the streams from the checkpoint in the cluster.
+    fn lead(&mut self, written: Lease, began: Instant) {
+        log::info!(
+            "leader election: holding the Lease {}/{} as {}",
+            self.election.namespace,
+            self.election.lease,
+            self.election.identity
+        );
+        self.observed = Some(Observed::note(
+            self.observed.take(),
+            &written.record,
+            Instant::now(),
+        ));
+        self.held = Some(Held {
+            lease: written,
+            renewed: began,
+            next_renewal: began + self.election.retry_period,
+            next_checkpoint: Instant::now()
+                + self.kept.as_ref().map_or(Duration::MAX / 4, |k| k.interval),
+        });
+        self.send(self.marker(Change::Leading, None));
+        // The send may have waited for the consumer: no stream starts on a
+        // Lease that may have expired meanwhile.
+        if lease::must_stop(began, self.election.renew_deadline, Instant::now()) {
+            self.step_down(
+                Reason::RenewFailed,
+                "the renew deadline passed before the streams started".into(),
+            );
+            return;
+        }
+        let resume = match self.kept.is_some() {
+            true => self.load_checkpoint(),
+            false => None,
+        };
+        if let Err(e) = self.streams.start(resume.as_ref()) {
+            if !self.stopped() {
+                log::error!("leader election: the streams could not start: {e}");
+                let why = format!("the streams could not start: {e}");
+                self.error(
+                    lease_resource(),
+                    ErrorInfo::ours(Reason::InternalError, 0, why, false),
+                );
+            }
+        }
+    }
+
+    /// A holder's turn: renew when due, stop at the deadline, write the
+    /// checkpoint when due. When to wake next.
+    fn hold(&mut self) -> Instant {
+        let deadline = self.election.renew_deadline;
+        let now = Instant::now();
+        if self.held.as_ref().is_some_and(|h| now >= h.next_renewal) {
+            let began = now;
+            match self.renew() {
+                Ok(written) => {
+                    self.failing = false;
+                    if let Some(h) = &mut self.held {
+                        h.lease = written;
+                        h.renewed = began;
+                    }
+                }
+                Err(Renewal::Lost(holder)) => {
+                    self.step_down(
+                        Reason::LeaseLost,
+                        format!("the Lease is held by {holder:?} now"),
+                    );
+                    return Instant::now() + self.election.retry_period;
+                }
+                Err(Renewal::Failed(e)) => self.failed(&format!("renewing the Lease: {e}")),
+            }
+            if let Some(h) = &mut self.held {
+                h.next_renewal = began + self.election.retry_period;
+            }
+        }
+        let renewed = self.held.as_ref().map_or(now, |h| h.renewed);
+        if lease::must_stop(renewed, deadline, Instant::now()) {
+            self.step_down(
+                Reason::RenewFailed,
+                format!("the Lease was not renewed for {deadline:?}"),
+            );
+            return Instant::now() + self.election.retry_period;
+        }
+        if self
+            .held
+            .as_ref()
+            .is_some_and(|h| Instant::now() >= h.next_checkpoint)
+        {
+            let wait = self.periodic_checkpoint();
+            if let Some(h) = &mut self.held {
+                h.next_checkpoint = Instant::now() + wait;
+            }
+        }
+        match &self.held {
+            Some(h) => h
+                .next_renewal
+                .min(h.renewed + deadline)
+                .min(h.next_checkpoint),
+            None => Instant::now() + self.election.retry_period,
+        }
+    }
+
+    /// client-go's renewal: a PUT over the Lease as we last wrote it; on a
+    /// conflict, read it and renew only if it is still ours.
+    fn renew(&mut self) -> Result<Lease, Renewal> {
+        let Some(ours) = self.held.as_ref().map(|h| h.lease.clone()) else {
+            return Err(Renewal::Failed("not held".into()));
+        };
+        match self.write_lease(&Verdict::Renew, Some(&ours)) {
+            Ok(written) => return Ok(written),
+            Err(e) if e.starts_with("409") => {}
+            Err(e) => return Err(Renewal::Failed(e)),
+        }
+        let read = self.read_lease().map_err(Renewal::Failed)?;
+        let Some(read) = read else {
+            return Err(Renewal::Lost(String::new()));
+        };
+        self.observed = Some(Observed::note(
+            self.observed.take(),
+            &read.record,
+            Instant::now(),
+        ));
+        if read.record.holder != self.election.identity {
+            return Err(Renewal::Lost(read.record.holder));
+        }
+        self.write_lease(&Verdict::Renew, Some(&read))
+            .map_err(Renewal::Failed)
+    }
+
+    /// Stops the streams, waits for every delivery under way, then says
+    /// why in a Following entry.
+    fn step_down(&mut self, reason: Reason, why: String) {
+        self.held = None;
+        self.streams.stop();
+        log::warn!(
+            "leader election: stopped streaming ({}): {why}",
+            reason.as_str()
+        );
+        self.follow(reason, why);
+    }
+
+    /// Sends a Following entry.
+    fn follow(&mut self, reason: Reason, why: String) {
+        let info = ErrorInfo::ours(reason, 0, why, false);
+        self.send(self.marker(Change::Following, Some(info)));
+    }
+
+    /// A Leading or Following entry: the Lease's namespace and name, our identity.
+    fn marker(&self, change: Change, info: Option<ErrorInfo>) -> Entry {
+        let mut e = Entry::marker(change, Arc::new(lease_resource()), Rv::empty());
+        e.namespace = Some(Arc::from(self.election.namespace.as_str()));
+        e.name = Box::from(self.election.lease.as_str());
+        e.uid = Box::from(self.election.identity.as_str());
+        e.error = info.map(Box::new);
+        e
+    }
+
+    /// Sends `entry`, waiting for room, unless the reader stops.
+    fn send(&self, entry: Entry) {
+        if let Some(out) = &self.out {
+            let stop = Stop {
+                all: self.closing.clone(),
+                own: crossbeam_channel::never(),
+            };
+            out.send(entry, &stop);
+        }
+    }
+
+    /// Queues an Error entry (not ended: the elector goes on); it goes
+    /// when there is room, never holding the elector up.
+    fn error(&mut self, resource: Resource, info: ErrorInfo) {
+        self.pending
+            .push_back(Entry::failure(Arc::new(resource), info));
+        self.flush_pending();
+    }
+
+    fn flush_pending(&mut self) {
+        let Some(out) = &self.out else {
+            self.pending.clear();
+            return;
+        };
+        while let Some(e) = self.pending.pop_front() {
+            if let Some(e) = out.try_send(e) {
+                self.pending.push_front(e);
+                break;
+            }
+        }
+    }
+
+    /// The checkpoint in the cluster, to resume from; `None` when there is
+    /// none, or it cannot be read (then the streams start from nothing).
+    fn load_checkpoint(&mut self) -> Option<Checkpoint> {
+        let k = self.kept.clone()?;
+        let path = configmap_path(&k);
+        let (code, body) = match self.call("GET", &path, None, self.request_timeout()) {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.failed(&format!("reading the checkpoint: {e}"));
+                let why = format!(
+                    "the checkpoint {}/{} could not be read ({e}): starting from nothing",
+                    k.namespace, k.name
+                );
+                self.error(
+                    configmap_resource(),
+                    ErrorInfo::ours(Reason::Checkpoint, 0, why, false),
+                );
+                return None;
+            }
+        };
+        match code {
+            200 => {}
+            404 => {
+                self.configmap = Some(None);
+                return None;
+            }
+            _ => {
+                let e = self.refused("configmaps", code, &body);
+                self.failed(&format!("reading the checkpoint: {e}"));
+                return None;
+            }
+        }
+        self.said_forbidden_configmap = false;
+        let Some((rv, data)) = kept::parse_configmap(&body) else {
+            self.damaged(&k, "not a ConfigMap".into());
+            return None;
+        };
+        self.configmap = Some(Some(rv));
+        let data = data?;
+        match Checkpoint::from_bytes(&data) {
+            Ok(cp) => {
+                log::info!(
+                    "leader election: resuming from the checkpoint {}/{} ({} resources, {} objects)",
+                    k.namespace,
+                    k.name,
+                    cp.resources(),
+                    cp.objects()
+                );
+                self.written = Some(data);
+                Some(cp)
+            }
+            Err(e) => {
+                self.damaged(&k, e.to_string());
+                None
+            }
+        }
+    }
+
+    fn damaged(&mut self, k: &InClusterCheckpoint, why: String) {
+        log::error!(
+            "leader election: the checkpoint {}/{} is damaged ({why}): starting from nothing",
+            k.namespace,
+            k.name
+        );
+        let why = format!(
+            "the checkpoint {}/{} is damaged ({why}): starting from nothing",
+            k.namespace, k.name
+        );
+        self.error(
+            configmap_resource(),
+            ErrorInfo::ours(Reason::Checkpoint, 0, why, false),
+        );
+    }
+
+    /// Writes the checkpoint when the consumer has taken everything; how
+    /// long until the next try.
+    fn periodic_checkpoint(&mut self) -> Duration {
+        let Some(interval) = self.kept.as_ref().map(|k| k.interval) else {
+            return Duration::MAX / 4;
+        };
+        match self.streams.quiet_checkpoint() {
+            Some(cp) => {
+                self.write_checkpoint(&cp);
+                interval
+            }
+            None => QUIET_RETRY,
+        }
+    }
+
+    /// Writes `cp` to the ConfigMap (unless unchanged, or too large);
+    /// whether it is there now.
+    fn write_checkpoint(&mut self, cp: &Checkpoint) -> bool {
+        let Some(k) = self.kept.clone() else {
+            return false;
+        };
+        let bytes = cp.to_bytes();
+        if self.written.as_ref() == Some(&bytes) {
+            return true;
+        }
+        if bytes.len() > kept::MAX_BYTES {
+            if !self.said_too_large {
+                self.said_too_large = true;
+                let message = format!(
+                    "the checkpoint ({} bytes, {} objects) is larger than a ConfigMap may hold ({} bytes): not written",
+                    bytes.len(),
+                    cp.objects(),
+                    kept::MAX_BYTES
+                );
+                log::error!("leader election: {message}");
+                self.error(
+                    configmap_resource(),
+                    ErrorInfo::ours(Reason::Checkpoint, 0, message, false),
+                );
+            }
+            return false;
+        }
+        self.said_too_large = false;
+        for _ in 0..2 {
+            if self.configmap.is_none() {
+                match self.call("GET", &configmap_path(&k), None, self.request_timeout()) {
+                    Ok((200, body)) => {
+                        self.configmap = kept::parse_configmap(&body).map(|(rv, _)| Some(rv));
+                    }
+                    Ok((404, _)) => self.configmap = Some(None),
+                    Ok((code, body)) => {
+                        let e = self.refused("configmaps", code, &body);
+                        self.failed(&format!("writing the checkpoint: {e}"));
+                        return false;
+                    }
+                    Err(e) => {
+                        self.failed(&format!("writing the checkpoint: {e}"));
+                        return false;
+                    }
+                }
+            }
+            let rv = self.configmap.clone().flatten();
+            let Some(body) = kept::configmap_body(&k.namespace, &k.name, rv.as_deref(), &bytes)
+            else {
+                return false;
+            };
+            let (method, path) = match rv {
+                Some(_) => ("PUT", configmap_path(&k)),
+                None => (
+                    "POST",
+                    format!("/api/v1/namespaces/{}/configmaps", k.namespace),
+                ),
+            };
+            match self.call(method, &path, Some(&body), self.request_timeout()) {
+                Ok((200 | 201, answer)) => {
+                    self.said_forbidden_configmap = false;
+                    self.configmap = kept::parse_configmap(&answer).map(|(rv, _)| Some(rv));
+                    self.written = Some(bytes);
+                    log::debug!(
+                        "leader election: checkpoint written ({} objects)",
+                        cp.objects()
+                    );
+                    return true;
+                }
+                // Changed or created meanwhile: read it again, once.
+                Ok((409, _)) => self.configmap = None,
+                Ok((code, answer)) => {
+                    let e = self.refused("configmaps", code, &answer);
+                    self.failed(&format!("writing the checkpoint: {e}"));
+                    return false;
+                }
+                Err(e) => {
+                    self.failed(&format!("writing the checkpoint: {e}"));
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// The reader stopped: once its close has joined the streams, the last
+    /// checkpoint (when the consumer took every entry) and the release
+    /// (client-go's ReleaseOnCancel), within a few seconds, best effort.
+    fn close(mut self) {
+        self.out = None;
+        self.pending.clear();
+        let _ = self.finish.recv();
+        let Some(renewed) = self.held.as_ref().map(|h| h.renewed) else {
+            return;
+        };
+        if lease::must_stop(renewed, self.election.renew_deadline, Instant::now()) {
+            return;
+        }
+        let until = Instant::now() + CLOSING_BUDGET;
+        self.closing_until = Some(until);
+        if self.kept.is_some() {
+            if let Some(cp) = self.streams.quiet_checkpoint() {
+                self.write_checkpoint(&cp);
+            }
+        }
+        let Some(mut ours) = self.held.as_ref().map(|h| h.lease.clone()) else {
+            return;
+        };
+        while Instant::now() < until {
+            let gone = lease::released(&ours, SystemTime::now());
+            let e = &self.election;
+            let body =
+                lease::lease_body(&e.namespace, &e.lease, Some(&ours.resource_version), &gone);
+            let path = self.lease_path();
+            match self.call("PUT", &path, Some(&body), self.request_timeout()) {
+                Ok((200, _)) => {
+                    log::info!(
+                        "leader election: released the Lease {}/{}",
+                        self.election.namespace,
+                        self.election.lease
+                    );
+                    return;
+                }
+                Ok((409, _)) => match self.read_lease() {
+                    Ok(Some(read)) if read.record.holder == self.election.identity => ours = read,
+                    _ => return,
+                },
+                Ok((code, _)) => {
+                    log::warn!("leader election: the Lease could not be released ({code})");
+                    return;
+                }
+                Err(e) => {
+                    log::warn!("leader election: the Lease could not be released: {e}");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// How a renewal failed.
+enum Renewal {
+    /// Another holder has the Lease (empty: nobody, or it is gone).
+    Lost(String),
+    /// No answer, or a failure: tried again until the deadline.
+    Failed(String),
+}
+
+fn configmap_path(k: &InClusterCheckpoint) -> String {
+    format!("/api/v1/namespaces/{}/configmaps/{}", k.namespace, k.name)
+}
+
+/// The resource of the elector's entries.
+fn lease_resource() -> Resource {
+    Resource {
+        group: "coordination.k8s.io".into(),
+        version: "v1".into(),
+        resource: "leases".into(),
+        kind: "Lease".into(),
+    }
+}
+
+fn configmap_resource() -> Resource {
+    Resource {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        kind: "ConfigMap".into(),
+    }
+}
+
+/// How a request ended without an answer, as text (never a credential).
+fn describe(e: End) -> String {
+    match e {
+        End::Retry(why, _) | End::Broke(why) | End::NoCredentials(why) | End::Silent(why) => why,
+        End::Fatal(info) | End::Rejected(info) => info.to_string(),
+        End::Unauthorized { info, .. } => info.to_string(),
+        End::Refused { code, why, .. } => format!("{code}: {why}"),
+        End::Stopped => "stopped".into(),
+        _ => "no answer".into(),
+    }
+}

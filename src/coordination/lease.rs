@@ -1,0 +1,355 @@
+//! What a replica does with the Lease it shares with the others: pure, no
+//! I/O, as client-go's `tools/leaderelection` decides it
+//! (`leaderelection.go`: `tryAcquireOrRenew`, `isLeaseValid`, `renew`,
+//! `release`; `resourcelock/leaselock.go` for the Lease's fields).
+//!
+//! Expiry is judged by *our* clock: a Lease is held until `leaseDurationSeconds`
+//! after we last saw its record change (client-go's `observedTime`), never by
+//! the holder's `renewTime`, so the clocks' offsets between nodes do not
+//! matter, only how fast they run. A holder stops delivering once it has not
+//! renewed for `renew_deadline`, counted from the *start* of its last
+//! successful renewal: the server wrote that renewal after the start, and
+//! every other replica saw it later still, so each of them waits until at
+//! least `start + lease_duration` before taking the Lease. Two holders can
+//! overlap only when clocks run at different rates by more than
+//! `lease_duration / renew_deadline` (client-go's own bound), or when
+//! stopping the streams takes longer than `lease_duration - renew_deadline`.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{json, Value};
+
+use crate::wire::dates::micro_time;
+
+/// A Lease's `spec`, the leader-election record of client-go's
+/// `LeaderElectionRecord`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Record {
+    /// Empty: nobody holds it (released).
+    pub holder: String,
+    pub lease_duration_secs: u64,
+    pub acquire_time: String,
+    pub renew_time: String,
+    pub transitions: u64,
+}
+
+/// A Lease as read: its record and its resourceVersion (the next write's
+/// precondition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub record: Record,
+    pub resource_version: String,
+}
+
+/// What to do with the Lease now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// There is none: create it, held by us (POST).
+    Create,
+    /// Take it (PUT with the resourceVersion read): it is free, released, or
+    /// its holder has not renewed for its duration by our clock.
+    Acquire,
+    /// It is ours: renew it (PUT), keeping its acquireTime and transitions.
+    Renew,
+    /// Another holder's, not expired by our clock.
+    Wait,
+}
+
+/// When we last saw the Lease's record change, by our clock (client-go's
+/// `observedRecord` and `observedTime`).
+#[derive(Debug, Clone)]
+pub(crate) struct Observed {
+    record: Record,
+    at: Instant,
+}
+
+impl Observed {
+    /// Notes the record read at `now`; the time moves only when it changed.
+    pub(crate) fn note(seen: Option<Observed>, record: &Record, now: Instant) -> Observed {
+        match seen {
+            Some(o) if &o.record == record => o,
+            _ => Observed {
+                record: record.clone(),
+                at: now,
+            },
+        }
+    }
+
+    /// Whether the record seen is still held at `now`: its holder's duration
+    /// has not passed since we saw it change (`isLeaseValid`).
+    fn valid(&self, now: Instant) -> bool {
+        now < self.at + Duration::from_secs(self.record.lease_duration_secs)
+    }
+}
+
+/// What to do with `read` (`None`: there is no Lease), as `me`, at `now`
+/// (`tryAcquireOrRenew`): ours → renew; free, released or expired → take;
+/// someone else's and valid → wait. `observed` is the record as noted
+/// ([`Observed::note`]) with this read.
+pub(crate) fn decide(
+    read: Option<&Lease>,
+    observed: Option<&Observed>,
+    me: &str,
+    now: Instant,
+) -> Verdict {
+    let Some(lease) = read else {
+        return Verdict::Create;
+    };
+    let holder = &lease.record.holder;
+    if holder == me {
+        return Verdict::Renew;
+    }
+    // A record not noted yet is one just seen: valid for its whole duration.
+    let valid = observed.is_none_or(|o| o.record != lease.record || o.valid(now));
+    if !holder.is_empty() && valid {
+        Verdict::Wait
+    } else {
+        Verdict::Acquire
+    }
+}
+
+/// Whether a holder must stop delivering: its last successful renewal
+/// started `renew_deadline` or more ago.
+pub(crate) fn must_stop(
+    last_renewal_start: Instant,
+    renew_deadline: Duration,
+    now: Instant,
+) -> bool {
+    now >= last_renewal_start + renew_deadline
+}
+
+/// The record to write for `verdict` (not [`Verdict::Wait`]) as `me` at `now`.
+pub(crate) fn record_for(
+    verdict: &Verdict,
+    read: Option<&Lease>,
+    me: &str,
+    lease_duration: Duration,
+    now: SystemTime,
+) -> Record {
+    let stamp = micro_time(now);
+    let old = read.map(|l| &l.record);
+    let (acquire_time, transitions) = match (verdict, old) {
+        (Verdict::Renew, Some(o)) => (o.acquire_time.clone(), o.transitions),
+        (_, Some(o)) => (stamp.clone(), o.transitions + 1),
+        (_, None) => (stamp.clone(), 0),
+    };
+    Record {
+        holder: me.to_string(),
+        lease_duration_secs: lease_duration.as_secs().max(1),
+        acquire_time,
+        renew_time: stamp,
+        transitions,
+    }
+}
+
+/// The record that gives the Lease up (`release`): no holder, a duration of
+/// one second, so that a standby takes it at its next look.
+pub(crate) fn released(read: &Lease, now: SystemTime) -> Record {
+    let stamp = micro_time(now);
+    Record {
+        holder: String::new(),
+        lease_duration_secs: 1,
+        acquire_time: stamp.clone(),
+        renew_time: stamp,
+        transitions: read.record.transitions,
+    }
+}
+
+/// The Lease document to PUT (with `resource_version`) or POST (without).
+pub(crate) fn lease_body(
+    namespace: &str,
+    name: &str,
+    resource_version: Option<&str>,
+    r: &Record,
+) -> Vec<u8> {
+    let mut metadata = json!({"name": name, "namespace": namespace});
+    if let Some(rv) = resource_version {
+        metadata["resourceVersion"] = json!(rv);
+    }
+    let doc = json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": metadata,
+        "spec": {
+            "holderIdentity": r.holder,
+            "leaseDurationSeconds": r.lease_duration_secs,
+            "acquireTime": r.acquire_time,
+            "renewTime": r.renew_time,
+            "leaseTransitions": r.transitions,
+        },
+    });
+    serde_json::to_vec(&doc).unwrap_or_default()
+}
+
+/// A Lease as the server sends it; `None` when it is not one.
+pub(crate) fn parse_lease(body: &[u8]) -> Option<Lease> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let resource_version = v
+        .get("metadata")?
+        .get("resourceVersion")?
+        .as_str()?
+        .to_string();
+    let spec = v.get("spec");
+    let text = |k: &str| {
+        spec.and_then(|s| s.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let number = |k: &str| {
+        spec.and_then(|s| s.get(k))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    Some(Lease {
+        record: Record {
+            holder: text("holderIdentity"),
+            lease_duration_secs: number("leaseDurationSeconds"),
+            acquire_time: text("acquireTime"),
+            renew_time: text("renewTime"),
+            transitions: number("leaseTransitions"),
+        },
+        resource_version,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(holder: &str, secs: u64) -> Lease {
+        Lease {
+            record: Record {
+                holder: holder.into(),
+                lease_duration_secs: secs,
+                acquire_time: "2026-12-02T11:00:00.000000Z".into(),
+                renew_time: "2026-12-02T11:00:05.000000Z".into(),
+                transitions: 3,
+            },
+            resource_version: "42".into(),
+        }
+    }
+
+    #[test]
+    fn the_verdicts_follow_client_go() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let other = lease("b", 15);
+        let (ours, free) = (lease("a", 15), lease("", 1));
+        let seen_at = |l: &Lease, at| Observed::note(None, &l.record, at);
+        // (what was read, when we saw it change, now) → verdict, for "a".
+        let cases: Vec<(Option<&Lease>, Option<Observed>, Instant, Verdict)> = vec![
+            (None, None, t0, Verdict::Create),
+            // Ours, even expired by our clock: renew (client-go's IsLeader path).
+            (Some(&ours), None, t0, Verdict::Renew),
+            (
+                Some(&ours),
+                Some(seen_at(&ours, t0)),
+                t0 + s(60),
+                Verdict::Renew,
+            ),
+            // Released: no holder, taken at once.
+            (Some(&free), Some(seen_at(&free, t0)), t0, Verdict::Acquire),
+            // Another's, seen changing just now or 14 s ago: wait.
+            (Some(&other), Some(seen_at(&other, t0)), t0, Verdict::Wait),
+            (
+                Some(&other),
+                Some(seen_at(&other, t0)),
+                t0 + s(14),
+                Verdict::Wait,
+            ),
+            // Unchanged for its 15 s by our clock: take it.
+            (
+                Some(&other),
+                Some(seen_at(&other, t0)),
+                t0 + s(15),
+                Verdict::Acquire,
+            ),
+            // Never noted: the read itself is the observation, as a new
+            // client-go elector's first read.
+            (Some(&other), None, t0, Verdict::Wait),
+        ];
+        for (i, (read, observed, now, want)) in cases.into_iter().enumerate() {
+            assert_eq!(decide(read, observed.as_ref(), "a", now), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn expiry_counts_from_when_we_saw_a_change_not_from_renew_time() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let first = lease("b", 15);
+        let seen = Observed::note(None, &first.record, t0);
+        // The same record read again later: the observation keeps its time.
+        let again = Observed::note(Some(seen), &first.record, t0 + s(10));
+        assert_eq!(
+            decide(Some(&first), Some(&again), "a", t0 + s(16)),
+            Verdict::Acquire
+        );
+        // A renewal (renewTime moved, whatever the holder's clock says): the
+        // clock starts again.
+        let mut renewed = first.clone();
+        renewed.record.renew_time = "1999-01-01T00:00:00.000000Z".into();
+        let moved = Observed::note(Some(again), &renewed.record, t0 + s(12));
+        assert_eq!(
+            decide(Some(&renewed), Some(&moved), "a", t0 + s(16)),
+            Verdict::Wait
+        );
+        assert_eq!(
+            decide(Some(&renewed), Some(&moved), "a", t0 + s(27)),
+            Verdict::Acquire
+        );
+    }
+
+    #[test]
+    fn a_holder_stops_at_the_renew_deadline_from_its_last_renewals_start() {
+        let t0 = Instant::now();
+        let d = Duration::from_secs(10);
+        assert!(!must_stop(t0, d, t0 + Duration::from_millis(9_999)));
+        assert!(must_stop(t0, d, t0 + d));
+    }
+
+    #[test]
+    fn records_keep_or_move_acquire_time_and_transitions() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_796_209_200);
+        let d = Duration::from_secs(15);
+        let ours = lease("a", 15);
+        let r = record_for(&Verdict::Renew, Some(&ours), "a", d, now);
+        assert_eq!(
+            (r.acquire_time.as_str(), r.transitions),
+            ("2026-12-02T11:00:00.000000Z", 3)
+        );
+        assert_eq!(r.renew_time, "2026-12-02T11:00:00.000000Z");
+        let r = record_for(&Verdict::Acquire, Some(&lease("b", 15)), "a", d, now);
+        assert_eq!((r.holder.as_str(), r.transitions), ("a", 4));
+        let r = record_for(&Verdict::Create, None, "a", d, now);
+        assert_eq!((r.lease_duration_secs, r.transitions), (15, 0));
+        let gone = released(&ours, now);
+        assert_eq!(
+            (
+                gone.holder.as_str(),
+                gone.lease_duration_secs,
+                gone.transitions
+            ),
+            ("", 1, 3)
+        );
+    }
+
+    #[test]
+    fn a_lease_round_trips_through_its_document() {
+        let r = lease("a", 15).record;
+        let body = lease_body("ns", "l", Some("42"), &r);
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            v["metadata"],
+            json!({"name": "l", "namespace": "ns", "resourceVersion": "42"})
+        );
+        assert_eq!(parse_lease(&body), Some(lease("a", 15)));
+        let fresh: Value = serde_json::from_slice(&lease_body("ns", "l", None, &r)).unwrap();
+        assert!(fresh["metadata"].get("resourceVersion").is_none());
+        // A Lease with no spec yet: nobody holds it.
+        let bare = parse_lease(br#"{"metadata":{"resourceVersion":"7"}}"#).unwrap();
+        assert_eq!(bare.record, Record::default());
+        assert_eq!(parse_lease(b"[]"), None);
+    }
+}

@@ -1,0 +1,78 @@
+//! The reader's streams as the elector sees them (leader election): started
+//! once it holds the Lease, stopped and joined when it loses it, and the
+//! checkpoint it keeps in the cluster.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Receiver;
+
+use super::registry::Registry;
+use super::watchset::sync_gates;
+use crate::coordination::Streams;
+use crate::delivery::channel::ChannelControl;
+use crate::wire::rv::Rv;
+use crate::{Checkpoint, Entry, Error, ResourceSpec};
+
+/// The named streams of a reader with leader election.
+pub(super) struct LeaderStreams {
+    pub(super) registry: Arc<Registry>,
+    pub(super) named: Vec<ResourceSpec>,
+    /// The reader's channel, looked at (never taken from) for entries the
+    /// consumer has not taken yet.
+    pub(super) rx: Receiver<Entry>,
+    pub(super) control: Arc<ChannelControl>,
+}
+
+impl Streams for LeaderStreams {
+    fn start(&self, resume: Option<&Checkpoint>) -> Result<(), Error> {
+        let _control = self.registry.control.lock();
+        let mut guard = self.registry.roster.lock();
+        let roster = &mut *guard;
+        let Some(start) = roster.start.as_ref() else {
+            return Err(Error::Stopped);
+        };
+        for (spec, gate) in self.named.iter().zip(sync_gates(&self.named)) {
+            // No resume point: a resumed stream re-syncs against the objects
+            // the checkpoint holds (Snapshot, Update, Add, inferred Delete,
+            // then Synced), so what changed during the handover comes before
+            // Synced, and nothing the consumer holds is added again.
+            let part = resume.and_then(|c| c.part(spec)).map(|p| {
+                let mut p = p.clone();
+                p.resource_version = Rv::empty();
+                p
+            });
+            let handle = start.start_from(spec, part.as_ref(), gate)?;
+            roster.handles.push(handle);
+        }
+        Ok(())
+    }
+
+    fn stop(&self) {
+        let _control = self.registry.control.lock();
+        let mut gone = {
+            let mut roster = self.registry.roster.lock();
+            let mut gone = std::mem::take(&mut roster.handles);
+            for h in &mut gone {
+                h.signal();
+            }
+            gone
+        };
+        // Streams blocked on a full channel look at their stop now.
+        self.control.wake();
+        for h in &mut gone {
+            h.join();
+        }
+        // A Synced helper's send, the last one possible.
+        self.control.settle();
+    }
+
+    fn quiet_checkpoint(&self) -> Option<Checkpoint> {
+        let (begun, busy) = self.control.deliveries();
+        if busy || !self.rx.is_empty() {
+            return None;
+        }
+        let cp = super::checkpoint_of(&self.registry);
+        let (after, busy) = self.control.deliveries();
+        (after == begun && !busy && self.rx.is_empty()).then_some(cp)
+    }
+}

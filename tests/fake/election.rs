@@ -1,0 +1,310 @@
+//! Leader election on a Lease and the checkpoint kept in a ConfigMap,
+//! against the fake apiserver: two readers of one Lease, a handover on
+//! close, and a leader cut off from the server (its Lease writes refused).
+//! Timings are short (lease 3 s, renew deadline 2 s, retry 0.5 s); the
+//! limits asserted are the guarantees, every other wait is generous.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use kube_tattler::{
+    Change, Checkpoint, Config, Entry, InClusterCheckpoint, LeaderElection, Reader, Reason,
+};
+use tattler_fakeapi::FakeApi;
+
+const NS: &str = "kube-system";
+const LEASE: &str = "collector";
+const LEASES: &str = "coordination.k8s.io/v1/leases";
+const KEPT: &str = "collector-checkpoint";
+const LEASE_DURATION: Duration = Duration::from_secs(3);
+const RETRY: Duration = Duration::from_millis(500);
+
+fn serve_leases(api: &FakeApi) {
+    api.add_resource("coordination.k8s.io", "v1", "leases", "Lease", true);
+}
+
+/// A config for pods under the Lease, as `identity`, keeping its checkpoint
+/// in the cluster every second.
+fn elected(api: &FakeApi, identity: &str) -> Config {
+    let mut c = config(api, &["pods"]);
+    let mut e = LeaderElection::new(NS, LEASE);
+    e.identity = identity.into();
+    e.lease_duration = LEASE_DURATION;
+    e.renew_deadline = Duration::from_secs(2);
+    e.retry_period = RETRY;
+    c.leader_election = Some(e);
+    let mut k = InClusterCheckpoint::new(NS, KEPT);
+    k.interval = Duration::from_secs(1);
+    c.checkpoint_in_cluster = Some(k);
+    c
+}
+
+/// `Leading a`, `Following b Standby`, or `show`'s words for the rest.
+fn said(e: &Entry) -> String {
+    match e.change() {
+        Change::Leading => {
+            assert_eq!((e.namespace(), e.name()), (Some(NS), LEASE));
+            assert_eq!(e.resource().to_string(), "coordination.k8s.io/v1/leases");
+            format!("Leading {}", e.identity().unwrap())
+        }
+        Change::Following => format!(
+            "Following {} {}",
+            e.identity().unwrap(),
+            e.error().unwrap().reason
+        ),
+        _ => show(e),
+    }
+}
+
+/// The objects of the checkpoint kept in the cluster, once it is there.
+fn kept_objects(api: &FakeApi) -> Option<usize> {
+    let cm = api.get("configmaps", Some(NS), KEPT)?;
+    let text = cm["data"]["checkpoint"].as_str()?;
+    Checkpoint::from_bytes(text.as_bytes())
+        .ok()
+        .map(|c| c.objects())
+}
+
+/// Waits until the checkpoint kept in the cluster holds `n` objects.
+fn wait_kept(api: &FakeApi, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while kept_objects(api) != Some(n) {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint of {n} objects within 30 s: {:?}",
+            kept_objects(api)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn one_of_two_readers_leads_and_the_standby_resumes_from_the_kept_checkpoint_on_close() {
+    let _w = Watchdog::new("election_close", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    for p in ["p0", "p1", "p2"] {
+        pod(&api, "a", p);
+    }
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    assert_eq!(said(&next(&a)), "Leading a");
+    assert_eq!(
+        until_synced(&a),
+        ["Add a/p0", "Add a/p1", "Add a/p2", "Synced pods"]
+    );
+    let b = Reader::open(elected(&api, "b")).unwrap();
+    assert_eq!(said(&next(&b)), "Following b Standby");
+    // The holder renews: the standby waits, longer than a Lease's duration.
+    assert_quiet(&b, LEASE_DURATION + Duration::from_secs(1));
+    let lease = api.get(LEASES, Some(NS), LEASE).unwrap();
+    assert_eq!(lease["spec"]["holderIdentity"], "a");
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 3);
+    // The periodic checkpoint holds what a's consumer took.
+    wait_kept(&api, 3);
+    a.stop();
+    assert!(a.next_timeout(Duration::from_secs(30)).is_err(), "drained");
+    // Changes during the handover: a streams no more, b not yet.
+    pod(&api, "a", "p1");
+    api.delete("pods", Some("a"), "p2").unwrap();
+    pod(&api, "a", "p3");
+    let closed = Instant::now();
+    drop(a); // the last checkpoint, then the Lease released
+    let released = api.get(LEASES, Some(NS), LEASE).unwrap();
+    assert!(
+        matches!(released["spec"]["holderIdentity"].as_str(), Some("" | "b")),
+        "{released}"
+    );
+    assert_eq!(said(&next(&b)), "Leading b");
+    let took = closed.elapsed();
+    eprintln!("takeover after a released the Lease: {took:?}");
+    assert!(
+        took < LEASE_DURATION + RETRY + Duration::from_secs(5),
+        "{took:?}"
+    );
+    // Re-synced against what a's consumer holds: the handover's changes
+    // before Synced, the unchanged pod as a Snapshot, no second Add.
+    assert_eq!(
+        until_synced(&b),
+        [
+            "Add a/p3",
+            "Delete(inferred) a/p2",
+            "Snapshot a/p0",
+            "Update a/p1",
+            "Synced pods"
+        ]
+    );
+    pod(&api, "a", "p4");
+    assert_eq!(take(&b, 1), ["Add a/p4"]);
+    let lease = api.get(LEASES, Some(NS), LEASE).unwrap();
+    assert_eq!(lease["spec"]["holderIdentity"], "b");
+    assert_eq!(lease["spec"]["leaseTransitions"], 1);
+}
+
+#[test]
+fn a_leader_cut_off_stops_before_its_lease_expires_and_the_standby_takes_over() {
+    let _w = Watchdog::new("election_cut_off", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    for p in ["p0", "p1"] {
+        pod(&api, "a", p);
+    }
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    assert_eq!(said(&next(&a)), "Leading a");
+    assert_eq!(until_synced(&a), ["Add a/p0", "Add a/p1", "Synced pods"]);
+    let b = Reader::open(elected(&api, "b")).unwrap();
+    assert_eq!(said(&next(&b)), "Following b Standby");
+    wait_kept(&api, 2);
+    // a can read but no longer write its Lease.
+    api.refuse_writes(LEASES, Some(r#""holderIdentity":"a""#));
+    let cut = Instant::now();
+    let lease_put = format!("PUT /apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}");
+    let last_renewal = api
+        .request_log()
+        .into_iter()
+        .rev()
+        .find(|r| r.line == lease_put && r.at <= cut)
+        .map(|r| r.at)
+        .expect("a renewed its Lease");
+    let e = next(&a);
+    let stopped = Instant::now();
+    assert_eq!(said(&e), "Following a RenewFailed");
+    assert_eq!(e.error().unwrap().kind, Reason::RenewFailed);
+    let held = stopped - last_renewal;
+    eprintln!("a stopped {held:?} after its last renewal began");
+    assert!(
+        held < LEASE_DURATION,
+        "a delivered {held:?} after its last renewal, past the Lease's duration"
+    );
+    // Changed while nobody streams.
+    pod(&api, "a", "p1");
+    pod(&api, "a", "p2");
+    assert_eq!(said(&next(&b)), "Leading b");
+    let took = last_renewal.elapsed();
+    eprintln!("b took over {took:?} after a's last renewal began");
+    assert!(
+        took >= LEASE_DURATION,
+        "b took a Lease not expired: {took:?}"
+    );
+    assert!(
+        took < LEASE_DURATION + RETRY + Duration::from_secs(10),
+        "{took:?}"
+    );
+    assert_eq!(
+        until_synced(&b),
+        ["Add a/p2", "Snapshot a/p0", "Update a/p1", "Synced pods"]
+    );
+    // a stands by; b holds.
+    assert_quiet(&a, Duration::from_secs(1));
+    api.refuse_writes(LEASES, None);
+    drop(a);
+    drop(b);
+}
+
+#[test]
+fn leader_election_refuses_what_it_cannot_do() {
+    let api = FakeApi::start();
+    let mut c = elected(&api, "a");
+    c.leader_election.as_mut().unwrap().renew_deadline = LEASE_DURATION;
+    let e = Reader::open(c).unwrap_err().to_string();
+    assert!(
+        e.contains("renew_deadline must be less than lease_duration"),
+        "{e}"
+    );
+    let mut c = elected(&api, "a");
+    c.leader_election = None;
+    let e = Reader::open(c).unwrap_err().to_string();
+    assert!(
+        e.contains("checkpoint_in_cluster needs leader_election"),
+        "{e}"
+    );
+    let c = elected(&api, "a");
+    let r = Reader::open(c).unwrap();
+    let e = r.set_resources(&[]).unwrap_err().to_string();
+    assert!(
+        e.contains("resources") || e.contains("leader_election"),
+        "{e}"
+    );
+    let pods = kube_tattler::ResourceSpec::parse("pods").unwrap();
+    let e = r.set_resources(&pods).unwrap_err().to_string();
+    assert!(e.contains("not with leader_election"), "{e}");
+}
+
+#[test]
+fn the_kept_checkpoint_holds_only_what_the_consumer_took() {
+    let _w = Watchdog::new("election_kept_taken", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    for p in ["p0", "p1"] {
+        pod(&api, "a", p);
+    }
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    assert_eq!(said(&next(&a)), "Leading a");
+    assert_eq!(until_synced(&a), ["Add a/p0", "Add a/p1", "Synced pods"]);
+    wait_kept(&api, 2);
+    // In the channel, not taken: three intervals pass without it in the
+    // checkpoint.
+    pod(&api, "a", "p2");
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        assert_eq!(kept_objects(&api), Some(2), "an entry not taken was kept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(take(&a, 1), ["Add a/p2"]);
+    wait_kept(&api, 3);
+}
+
+#[test]
+fn a_damaged_kept_checkpoint_is_said_and_the_leader_starts_from_nothing() {
+    let _w = Watchdog::new("election_damaged", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    let mut cm = FakeApi::object(Some(NS), KEPT);
+    cm["data"] = serde_json::json!({"checkpoint": "{not a checkpoint"});
+    api.apply("configmaps", cm);
+    pod(&api, "a", "p0");
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    assert_eq!(said(&next(&a)), "Leading a");
+    let e = next(&a);
+    assert_eq!(show(&e), "Error configmaps 0 Checkpoint");
+    let err = e.error().unwrap();
+    assert!(!err.ended);
+    assert!(err.message.contains("is damaged"), "{}", err.message);
+    assert!(
+        !err.message.contains("not a checkpoint\""),
+        "quotes the value: {}",
+        err.message
+    );
+    assert_eq!(until_synced(&a), ["Add a/p0", "Synced pods"]);
+    // Written over with a good one.
+    wait_kept(&api, 1);
+}
+
+#[test]
+fn a_forbidden_lease_is_said_once_and_the_reader_stands_by() {
+    let _w = Watchdog::new("election_forbidden", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    pod(&api, "a", "p0");
+    api.forbid(LEASES, true);
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    assert_eq!(said(&next(&a)), "Following a Standby");
+    let e = next(&a);
+    assert_eq!(show(&e), "Error leases 403 Forbidden");
+    let err = e.error().unwrap();
+    assert!(!err.ended);
+    assert!(
+        err.message
+            .contains("get, create and update on leases in the namespace kube-system"),
+        "{}",
+        err.message
+    );
+    // Retried every half second, said once.
+    assert_quiet(&a, Duration::from_secs(2));
+    api.forbid(LEASES, false);
+    assert_eq!(said(&next(&a)), "Leading a");
+    assert_eq!(until_synced(&a), ["Add a/p0", "Synced pods"]);
+}
