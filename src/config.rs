@@ -151,6 +151,16 @@ pub struct LeaderElection {
     /// How often the holder renews and a standby looks. Default 2 s; less
     /// than `renew_deadline`.
     pub retry_period: Duration,
+    /// 1 (the default): one Lease, `lease`, and its holder streams every
+    /// resource. N (2 to 1024): the resources split into N shards by their
+    /// uid's hash ([`Shard`](crate::Shard)), shard `i` a Lease of its own,
+    /// `lease-i` (and with [`checkpoint_in_cluster`](crate::Config::checkpoint_in_cluster),
+    /// a ConfigMap `name-i`); each replica takes the shards it finds free, a
+    /// replica that already leads `k` shards waiting `k` retry periods
+    /// before it takes another, so that shards spread over the replicas
+    /// that start together. A replica's death hands its shards to the others
+    /// within the lease duration. Resources then have no shard of their own.
+    pub shards: u32,
 }
 
 impl LeaderElection {
@@ -165,6 +175,7 @@ impl LeaderElection {
             lease_duration: Duration::from_secs(15),
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
+            shards: 1,
         }
     }
 
@@ -186,6 +197,9 @@ impl LeaderElection {
         }
         if self.retry_period.is_zero() || self.retry_period >= self.renew_deadline {
             return bad("retry_period must be more than 0 and less than renew_deadline");
+        }
+        if !(1..=crate::coordination::shard::MAX_SHARDS).contains(&self.shards) {
+            return bad("shards must be 1 to 1024");
         }
         Ok(())
     }

@@ -194,7 +194,7 @@ fn shard(key: &str, v: &Value) -> Result<crate::Shard, Error> {
     })
 }
 
-/// `{"namespace","lease","identity"?,"lease_duration_secs"?,"renew_deadline_secs"?,"retry_period_secs"?}`
+/// `{"namespace","lease","identity"?,"lease_duration_secs"?,"renew_deadline_secs"?,"retry_period_secs"?,"shards"?}`
 fn leader_election(v: &Value) -> Result<crate::LeaderElection, Error> {
     const KEY: &str = "leader_election";
     let o = v.as_object().ok_or_else(|| wrong(KEY, "an object"))?;
@@ -213,9 +213,10 @@ fn leader_election(v: &Value) -> Result<crate::LeaderElection, Error> {
             "lease_duration_secs" => e.lease_duration = secs(k, v)?,
             "renew_deadline_secs" => e.renew_deadline = secs(k, v)?,
             "retry_period_secs" => e.retry_period = secs(k, v)?,
+            "shards" => e.shards = u32::try_from(number(&key, v)?).unwrap_or(u32::MAX),
             other => {
                 return Err(Error::Config(format!(
-                    "JSON: unknown key `{KEY}.{other}` (known: namespace, lease, identity, lease_duration_secs, renew_deadline_secs, retry_period_secs)"
+                    "JSON: unknown key `{KEY}.{other}` (known: namespace, lease, identity, lease_duration_secs, renew_deadline_secs, retry_period_secs, shards)"
                 )))
             }
         }

@@ -12,6 +12,7 @@
 //! reader gives it a transport of its own), so that a holder stops
 //! delivering before its Lease can expire, however the server fails.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -39,6 +40,9 @@ const CLOSING_BUDGET: Duration = Duration::from_secs(3);
 pub(crate) struct ElectorInit {
     pub election: LeaderElection,
     pub kept: Option<InClusterCheckpoint>,
+    /// How many of the reader's Leases (one per shard) it holds now, this
+    /// one's included: shared by its electors.
+    pub leading: Arc<AtomicUsize>,
     /// Its own client (a transport with a short connect timeout); never
     /// stopped by the reader's stop, so that the last checkpoint and the
     /// release can go out on close.
@@ -70,6 +74,10 @@ pub(crate) struct Elector {
     closing: Receiver<()>,
     finish: Receiver<()>,
     streams: Arc<dyn Streams>,
+    leading: Arc<AtomicUsize>,
+    /// Since when the Lease has been seen free while the reader leads
+    /// others ([`lease::patience`]).
+    free_since: Option<Instant>,
     observed: Option<Observed>,
     held: Option<Held>,
     /// The ConfigMap: `None` not known, `Some(None)` absent, else its resourceVersion.
@@ -100,6 +108,8 @@ impl Elector {
             closing: init.closing,
             finish: init.finish,
             streams: init.streams,
+            leading: init.leading,
+            free_since: None,
             observed: None,
             held: None,
             configmap: None,
@@ -309,14 +319,29 @@ impl Elector {
         );
         if verdict == Verdict::Wait {
             self.failing = false;
+            self.free_since = None;
             return next;
         }
+        // Free: a replica leading fewer of the reader's Leases takes it
+        // first. Counted as led while we try, so that the reader's other
+        // electors, looking at the same moment, wait their turn.
+        let now = Instant::now();
+        let since = *self.free_since.get_or_insert(now);
+        let others = self.leading.fetch_add(1, Ordering::SeqCst);
+        if now < since + lease::patience(others, self.election.retry_period) {
+            self.leading.fetch_sub(1, Ordering::SeqCst);
+            return next;
+        }
+        self.free_since = None;
         match self.write_lease(&verdict, read.as_ref()) {
             Ok(written) => {
                 self.failing = false;
                 self.lead(written, began);
             }
-            Err(e) => self.failed(&format!("taking the Lease: {e}")),
+            Err(e) => {
+                self.leading.fetch_sub(1, Ordering::SeqCst);
+                self.failed(&format!("taking the Lease: {e}"));
+            }
         }
         next
     }
@@ -335,6 +360,7 @@ impl Elector {
             &written.record,
             Instant::now(),
         ));
+        // Counted in `leading` since try_acquire.
         self.held = Some(Held {
             lease: written,
             renewed: began,
@@ -453,7 +479,9 @@ impl Elector {
     /// Stops the streams, waits for every delivery under way, then says
     /// why in a Following entry.
     fn step_down(&mut self, reason: Reason, why: String) {
-        self.held = None;
+        if self.held.take().is_some() {
+            self.leading.fetch_sub(1, Ordering::SeqCst);
+        }
         self.streams.stop();
         log::warn!(
             "leader election: stopped streaming ({}): {why}",

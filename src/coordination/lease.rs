@@ -108,6 +108,14 @@ pub(crate) fn decide(
     }
 }
 
+/// How long a free Lease must have been seen free before a replica that
+/// already leads `leading` other Leases (shards) takes it: a retry period
+/// per Lease it leads, so that replicas leading fewer take it first and
+/// shards spread over the replicas. One leading none takes it at once.
+pub(crate) fn patience(leading: usize, retry_period: Duration) -> Duration {
+    retry_period.saturating_mul(u32::try_from(leading).unwrap_or(u32::MAX))
+}
+
 /// Whether a holder must stop delivering: its last successful renewal
 /// started `renew_deadline` or more ago.
 pub(crate) fn must_stop(
@@ -351,5 +359,14 @@ mod tests {
         let bare = parse_lease(br#"{"metadata":{"resourceVersion":"7"}}"#).unwrap();
         assert_eq!(bare.record, Record::default());
         assert_eq!(parse_lease(b"[]"), None);
+    }
+
+    #[test]
+    fn patience_grows_with_the_leases_led() {
+        let r = Duration::from_secs(2);
+        for (leading, want) in [(0, 0), (1, 2), (2, 4), (5, 10)] {
+            assert_eq!(patience(leading, r), Duration::from_secs(want), "{leading}");
+        }
+        assert_eq!(patience(usize::MAX, r), r.saturating_mul(u32::MAX));
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
-use super::registry::Registry;
+use super::registry::{Registry, StreamHandle};
 use super::watchset::sync_gates;
 use crate::coordination::Streams;
 use crate::delivery::channel::ChannelControl;
@@ -49,9 +49,14 @@ impl Streams for LeaderStreams {
 
     fn stop(&self) {
         let _control = self.registry.control.lock();
+        // Only this Lease's streams: with shards, the others' run on.
         let mut gone = {
             let mut roster = self.registry.roster.lock();
-            let mut gone = std::mem::take(&mut roster.handles);
+            let (mut gone, kept): (Vec<StreamHandle>, Vec<StreamHandle>) =
+                std::mem::take(&mut roster.handles)
+                    .into_iter()
+                    .partition(|h| self.named.contains(&h.spec));
+            roster.handles = kept;
             for h in &mut gone {
                 h.signal();
             }
@@ -71,7 +76,8 @@ impl Streams for LeaderStreams {
         if busy || !self.rx.is_empty() {
             return None;
         }
-        let cp = super::checkpoint_of(&self.registry);
+        let mut cp = super::checkpoint_of(&self.registry);
+        cp.resources.retain(|r| self.named.contains(&r.spec));
         let (after, busy) = self.control.deliveries();
         (after == begun && !busy && self.rx.is_empty()).then_some(cp)
     }

@@ -72,9 +72,9 @@ pub struct Reader {
     explorer: Mutex<Option<JoinHandle<()>>>,
     /// [`Config::shard`], for resources set later without a shard.
     shard: Option<crate::Shard>,
-    /// With leader election: the elector thread, and what tells it that
-    /// close has joined the streams (dropped then).
-    elector: Mutex<Option<(JoinHandle<()>, Sender<()>)>>,
+    /// With leader election: the elector threads (one per Lease), and what
+    /// tells each that close has joined the streams (dropped then).
+    electors: Mutex<Vec<(JoinHandle<()>, Sender<()>)>>,
 }
 
 /// Where a reader streams from.
@@ -185,11 +185,12 @@ impl Reader {
             timer: Mutex::new(None),
             explorer: Mutex::new(None),
             shard: config.shard,
-            elector: Mutex::new(None),
+            electors: Mutex::new(Vec::new()),
         };
         let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&config.resources)
             .into_iter()
             .partition(ResourceSpec::is_wildcard);
+        let mut electing = Vec::new();
         if let Some(election) = &config.leader_election {
             if !wildcards.is_empty() {
                 return Err(Error::Config(
@@ -197,9 +198,14 @@ impl Reader {
                         .into(),
                 ));
             }
-            // No stream starts now: the elector starts them once it holds the Lease.
-            let elector = reader.start_elector(&config, &server, election, &start, named)?;
-            *reader.elector.lock() = Some(elector);
+            // No stream starts now: an elector starts them once it holds its
+            // Lease (with shards, one Lease and one elector per shard).
+            let terms = crate::coordination::terms::terms(
+                election,
+                config.checkpoint_in_cluster.as_ref(),
+                &named,
+            )?;
+            electing = terms;
         } else {
             let gates = sync_gates(&named);
             for (spec, gate) in named.iter().zip(gates) {
@@ -209,7 +215,16 @@ impl Reader {
                 reader.registry.roster.lock().handles.push(handle);
             }
         }
+        // The electors start their streams through the roster's starter:
+        // it is there before any of them runs.
+        let starter = start.clone();
         reader.registry.roster.lock().start = Some(start);
+        let leading = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for term in electing {
+            let elector = reader.start_elector(&config, &server, term, &starter, &leading)?;
+            reader.electors.lock().push(elector);
+        }
+        drop(starter);
         reader.set_wildcards(wildcards)?;
         if let Some(interval) = config.relist_interval {
             let registry = reader.registry.clone();
@@ -238,10 +253,11 @@ impl Reader {
         &self,
         config: &Config,
         server: &crate::access::cluster::ServerUrl,
-        election: &crate::LeaderElection,
+        term: crate::coordination::terms::Term,
         start: &Starter,
-        named: Vec<ResourceSpec>,
+        leading: &Arc<std::sync::atomic::AtomicUsize>,
     ) -> Result<(JoinHandle<()>, Sender<()>), Error> {
+        let election = &term.election;
         let mut own = config.clone();
         let margin = (election.lease_duration - election.renew_deadline) / 2;
         own.tuning.connect_timeout = own
@@ -260,15 +276,16 @@ impl Reader {
         );
         let streams = Arc::new(leader::LeaderStreams {
             registry: self.registry.clone(),
-            named,
+            named: term.named,
             rx: self.rx.clone(),
             control: self.control.clone(),
         });
         let (finish_tx, finish) = bounded(0);
         let elector =
             crate::coordination::elector::Elector::new(crate::coordination::elector::ElectorInit {
-                election: election.clone(),
-                kept: config.checkpoint_in_cluster.clone(),
+                election: term.election,
+                kept: term.kept,
+                leading: leading.clone(),
                 client,
                 out: start.out.clone(),
                 closing: self.closing.clone(),
@@ -541,7 +558,7 @@ impl Reader {
         if on_tattler_thread() {
             return Err(Error::Reentrant("set_resources"));
         }
-        if self.elector.lock().is_some() {
+        if !self.electors.lock().is_empty() {
             return Err(Error::Config(
                 "set_resources: not with leader_election (the elector starts and stops the streams)"
                     .into(),
@@ -753,14 +770,17 @@ impl Drop for Reader {
         for t in helpers {
             let _ = t.join();
         }
-        let elector = self.elector.lock().take();
-        if let Some((t, finish)) = elector {
-            // Joined, and back for the elector's last checkpoint, which
-            // reads their ledgers; then it releases the Lease.
+        let electors = std::mem::take(&mut *self.electors.lock());
+        if !electors.is_empty() {
+            // Joined, and back for the electors' last checkpoints, which
+            // read their ledgers; then each releases its Lease.
             self.registry.roster.lock().handles = streams;
-            drop(finish);
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+            let (threads, finishes): (Vec<_>, Vec<_>) = electors.into_iter().unzip();
+            drop(finishes);
+            for t in threads {
+                if t.thread().id() != std::thread::current().id() {
+                    let _ = t.join();
+                }
             }
             self.registry.roster.lock().handles.clear();
         }

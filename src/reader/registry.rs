@@ -60,6 +60,7 @@ pub(super) enum Scope {
 }
 
 /// Everything needed to start one more stream thread.
+#[derive(Clone)]
 pub(super) struct Starter {
     pub(super) transport: Arc<Transport>,
     pub(super) settings: Arc<StreamSettings>,

@@ -308,3 +308,110 @@ fn a_forbidden_lease_is_said_once_and_the_reader_stands_by() {
     assert_eq!(said(&next(&a)), "Leading a");
     assert_eq!(until_synced(&a), ["Add a/p0", "Synced pods"]);
 }
+
+/// Consumes `r`'s entries for `within`: per Lease, who leads it (from this
+/// reader's Leading and Following), and the pods it holds by uid.
+fn drain_into(
+    r: &Reader,
+    within: Duration,
+    leads: &mut std::collections::BTreeSet<String>,
+    held: &mut std::collections::BTreeMap<String, String>,
+) {
+    let deadline = Instant::now() + within;
+    while let Ok(e) = r.next_timeout(deadline.saturating_duration_since(Instant::now())) {
+        match e.change() {
+            Change::Leading => {
+                leads.insert(e.name().to_string());
+            }
+            Change::Following => {
+                leads.remove(e.name());
+                // A standby holds nothing of the shard it stopped leading.
+                let i: u32 = e.name().rsplit('-').next().unwrap().parse().unwrap();
+                let shard = kube_tattler::Shard::new(2, i).unwrap();
+                held.retain(|uid, _| !shard.owns(uid));
+            }
+            Change::Add | Change::Update | Change::Snapshot => {
+                held.insert(e.uid().to_string(), e.name().to_string());
+            }
+            Change::Delete => {
+                held.remove(e.uid());
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn sharded_leases_spread_over_two_readers_and_a_closed_ones_shards_move() {
+    let _w = Watchdog::new("election_shards", Duration::from_secs(120));
+    let api = FakeApi::start();
+    serve_leases(&api);
+    for i in 0..20 {
+        pod(&api, "a", &format!("p{i}"));
+    }
+    let sharded = |who: &str| {
+        let mut c = elected(&api, who);
+        let e = c.leader_election.as_mut().unwrap();
+        e.shards = 2;
+        // a's second shard waits a retry period: time enough for b to open
+        // and take it, on a loaded machine too.
+        e.retry_period = Duration::from_millis(1500);
+        c
+    };
+    let a = Reader::open(sharded("a")).unwrap();
+    let b = Reader::open(sharded("b")).unwrap();
+    let (mut a_leads, mut b_leads) = (Default::default(), Default::default());
+    let (mut a_held, mut b_held) = (Default::default(), Default::default());
+    // a leads a shard at once, then waits a retry period before a second
+    // (its other elector counts the first as led): b, leading none, takes
+    // the other first.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        drain_into(&a, Duration::from_millis(200), &mut a_leads, &mut a_held);
+        drain_into(&b, Duration::from_millis(200), &mut b_leads, &mut b_held);
+        if a_leads.len() + b_leads.len() == 2 && a_held.len() + b_held.len() == 20 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{a_leads:?} {b_leads:?}");
+    }
+    assert_eq!((a_leads.len(), b_leads.len()), (1, 1), "one shard each");
+    assert!(a_held.keys().all(|u| !b_held.contains_key(u)), "disjoint");
+    let lease = |i: u32| api.get(LEASES, Some(NS), &format!("{LEASE}-{i}")).unwrap();
+    let holders: Vec<String> = (0..2)
+        .map(|i| {
+            lease(i)["spec"]["holderIdentity"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(holders.contains(&"a".to_string()) && holders.contains(&"b".to_string()));
+    // a closes: b leads both, re-syncing a's shard against a's checkpoint
+    // (nothing a's consumer holds is added again; b's own shard goes on).
+    a.stop();
+    drain_into(&a, Duration::from_secs(1), &mut a_leads, &mut a_held);
+    drop(a);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut b_entries = Vec::new();
+    while b_leads.len() < 2 {
+        let e = b.next_timeout(deadline.saturating_duration_since(Instant::now()));
+        let e = e.unwrap_or_else(|_| panic!("b leads {b_leads:?} after a closed"));
+        if e.change() == Change::Leading {
+            b_leads.insert(e.name().to_string());
+        }
+        b_entries.push(format!("{} {}", e.change(), e.name()));
+    }
+    let mut rest = Vec::new();
+    while !rest.iter().any(|s: &String| s == "Synced pods") {
+        rest.push(show(&next(&b)));
+    }
+    assert!(
+        rest.iter()
+            .all(|s| s.starts_with("Snapshot ") || s == "Synced pods"),
+        "a's shard re-synced against a's checkpoint: {rest:?}"
+    );
+    assert_eq!(rest.len(), a_held.len() + 1, "{rest:?}");
+    for i in 0..2 {
+        assert_eq!(lease(i)["spec"]["holderIdentity"], "b");
+    }
+}

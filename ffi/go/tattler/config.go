@@ -167,6 +167,10 @@ type LeaderElection struct {
 	RenewDeadline time.Duration
 	// RetryPeriod: how often the holder renews and a standby looks.
 	RetryPeriod time.Duration
+	// Shards: 0 or 1, one Lease for all resources; N, the resources split
+	// into N shards by uid, each a Lease of its own ("Lease-i") that the
+	// replicas share out.
+	Shards uint32
 }
 
 // InClusterCheckpoint is the ConfigMap Namespace/Name holding the leader's
@@ -349,6 +353,9 @@ func (c Config) document() (map[string]any, error) {
 		doc := map[string]any{"namespace": e.Namespace, "lease": e.Lease}
 		if e.Identity != "" {
 			doc["identity"] = e.Identity
+		}
+		if e.Shards > 1 {
+			doc["shards"] = e.Shards
 		}
 		for _, d := range []struct {
 			field, key string
