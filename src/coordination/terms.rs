@@ -114,7 +114,9 @@ mod tests {
         let mut e = LeaderElection::new("coll", "feed");
         e.shards = 2;
         let own = spec("pods").in_shard(Shard::new(2, 1).unwrap());
-        let err = terms(&e, None, &[own.clone()]).unwrap_err().to_string();
+        let err = terms(&e, None, std::slice::from_ref(&own))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("leader_election.shards") && err.contains("pods"),
             "{err}"
