@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# wire/ and objects/ decide, they do not act: no network, files, threads,
+# wire/, objects/ and the coordination decisions (lease.rs, terms.rs) decide, they do not act: no network, files, threads,
 # clock or log outside their tests. A grep is enough to keep it so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bad=0
-for f in src/wire/*.rs src/objects/*.rs; do
+for f in src/wire/*.rs src/objects/*.rs src/coordination/lease.rs src/coordination/terms.rs; do
   # Only the code before the file's tests.
   hits=$(awk '/^#\[cfg\(test\)\]/{exit} {print FILENAME":"FNR": "$0}' "$f" |
     grep -E 'std::(net|fs|thread|process)|ureq::|Instant::now|SystemTime::now|log::(trace|debug|info|warn|error)!' || true)

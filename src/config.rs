@@ -198,7 +198,7 @@ impl LeaderElection {
         if self.retry_period.is_zero() || self.retry_period >= self.renew_deadline {
             return bad("retry_period must be more than 0 and less than renew_deadline");
         }
-        if !(1..=crate::coordination::shard::MAX_SHARDS).contains(&self.shards) {
+        if !(1..=crate::wire::shard::MAX_SHARDS).contains(&self.shards) {
             return bad("shards must be 1 to 1024");
         }
         Ok(())

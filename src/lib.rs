@@ -142,12 +142,12 @@ pub use access::proxy::ProxyConfig;
 pub use access::secret::{ClientIdentity, Token};
 pub use checkpoint::Checkpoint;
 pub use config::{Backoff, Config, InClusterCheckpoint, LeaderElection, Tuning};
-pub use coordination::shard::Shard;
 pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use objects::shape::{Shaping, Transform, REDACTED};
 pub use reader::{Iter, Reader, ReaderInfo, StreamStats};
 pub use resource::{Encoding, ResourceSpec};
+pub use wire::shard::Shard;
 
 /// The crossbeam-channel whose `Receiver` [`Reader::receiver_without_byte_budget`]
 /// returns: `select!` over it and the host's own channels, with the very

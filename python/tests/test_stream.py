@@ -105,7 +105,10 @@ def test_a_resume_past_compaction_resyncs_and_infers_the_delete(fake: Fake) -> N
     fake.do("compact")
     with kube_tattler.open(fake.config("pods"), checkpoint=cp) as r:
         got = until_synced(r)
-        assert sorted(line(e) for e in got) == [
+        # The re-sync a compacted resume point calls for is told first.
+        stale = [e.error.reason for e in got if e.change == Change.STALE and e.error]
+        assert stale == ["Resyncing"]
+        assert sorted(line(e) for e in got if e.change != Change.STALE) == [
             "Add shop/new %d" % add,
             "Delete default/pod-2 %d inferred" % fake.seeded["default/pod-2"],
             "Snapshot default/pod-3 %d" % fake.seeded["default/pod-3"],

@@ -1,14 +1,12 @@
 //! Replicas of one collector, coordinated through the cluster: leader
 //! election on a Lease (`lease`: what to do, pure; `elector`: the thread
-//! that does it), the checkpoint kept in a ConfigMap (`kept`), and shards
-//! of a collection by the uid's hash, as the apiserver's `shardRange`
-//! places objects (`shard`, pure); with shards under election, one Lease
-//! per shard (`terms`, pure).
+//! that does it), the checkpoint kept in a ConfigMap (`kept`), and with
+//! shards (`wire::shard`) under election, one Lease per shard (`terms`,
+//! pure).
 
 pub(crate) mod elector;
 pub(crate) mod kept;
 pub(crate) mod lease;
-pub(crate) mod shard;
 pub(crate) mod terms;
 
 use crate::{Checkpoint, Error};

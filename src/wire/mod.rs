@@ -5,7 +5,8 @@
 //! objects by `proto_json` from `schema`, all written with Go's JSON rules
 //! from `go_json`, the leaf), frames and objects decoded into events and
 //! metadata, Status bodies (`decode`), discovery documents (`discovery`),
-//! resourceVersions (`rv`), dates (`dates`), and HTTP/1.1 itself: the heads
+//! resourceVersions (`rv`), dates (`dates`), the shards of a collection as the
+//! apiserver's `shardRange` places objects (`shard`), and HTTP/1.1 itself: the heads
 //! tattler writes and reads and how bodies are framed (`http`), one response
 //! read by those rules from any `Read` (`http_read`). Pure: no I/O beyond
 //! reading from a given `Read`, no clock, no log (`.ci/pure.sh` checks).
@@ -25,3 +26,4 @@ pub(crate) mod protobuf;
 pub(crate) mod request;
 pub(crate) mod rv;
 pub(crate) mod schema;
+pub(crate) mod shard;

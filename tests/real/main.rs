@@ -16,3 +16,4 @@ mod access;
 mod apf;
 mod cluster;
 mod election;
+mod replicas;
