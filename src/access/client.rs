@@ -1,6 +1,6 @@
 //! tattler's HTTP client: one stream's exchanges, each a request in (a GET;
 //! the elector's PUT and POST of a Lease or a ConfigMap) and a
-//! status, headers and a body reader out ([`Client::get`], [`Response`]).
+//! status, headers and a body reader out ([`Client::send`], [`Response`]).
 //! The stream sees no socket. The bytes go through tattler's code only: the
 //! request head (credentials included) is written by `wire::http` straight
 //! to the connection, and responses are read by `wire::http_read`; no
@@ -190,7 +190,7 @@ impl Client {
         self.send(req, "GET", None)
     }
 
-    /// As [`get`](Self::get), with another `method` and a JSON `body` (the
+    /// One request with `method` and, for a write, a JSON `body` (the
     /// elector's PUT and POST of a Lease or a ConfigMap). Repeated once on
     /// a connection the server had closed, as a GET: a write carries the
     /// resourceVersion it expects (a repeat of one that went through gets

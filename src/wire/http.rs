@@ -158,7 +158,7 @@ pub(crate) fn get_head(req: &Get<'_>) -> Result<Vec<u8>, HttpError> {
     request_head("GET", req, None)
 }
 
-/// The head of a request with `method`, as [`get_head`]'s, and for a body
+/// The head of a request with `method`, as a GET's, and for a body
 /// of `content` bytes its `Content-Type: application/json` and
 /// `Content-Length` (a Lease or a ConfigMap written by the elector).
 pub(crate) fn request_head(

@@ -225,7 +225,7 @@ fn replicas_survive_kill_9(extra: &[&str], shards: u64) {
     } else {
         vec!["collector".to_string()]
     };
-    // Every lease led by someone, each leader synced.
+    // Who leads each Lease now.
     let leaders = |ls: &[Line]| -> BTreeMap<String, usize> {
         let mut now = BTreeMap::new();
         for l in ls {
@@ -233,10 +233,8 @@ fn replicas_survive_kill_9(extra: &[&str], shards: u64) {
                 "Leading" => {
                     now.insert(lease_of(l), l.replica);
                 }
-                "Following" => {
-                    if now.get(&lease_of(l)) == Some(&l.replica) {
-                        now.remove(&lease_of(l));
-                    }
+                "Following" if now.get(&lease_of(l)) == Some(&l.replica) => {
+                    now.remove(&lease_of(l));
                 }
                 _ => {}
             }
