@@ -151,7 +151,7 @@ def copy_entry(lib: ctypes.CDLL, e: int) -> Entry:
     p = lib.tattler_entry_object(e, ctypes.byref(n))
     raw = ctypes.string_at(p, n.value) if p else None
     error = None
-    if change in (Change.ERROR, Change.FOLLOWING):
+    if change in (Change.ERROR, Change.STALE, Change.FOLLOWING):
         error = ErrorInfo(
             bool(lib.tattler_entry_error_ended(e)),
             int(lib.tattler_entry_error_code(e)),
