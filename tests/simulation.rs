@@ -171,6 +171,10 @@ struct View {
     /// Stale, and when its last Stale came.
     current: BTreeMap<String, bool>,
     last_stale: BTreeMap<String, Instant>,
+    /// Per resource: the streams (their namespace, "" cluster-wide) that
+    /// said Stale since its last Synced. One whose namespace the consumer
+    /// then removed from the watch set owes no Synced.
+    stale_ns: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Error entries, described; `ended` ones fail the seed.
     errors: Vec<String>,
     violations: Vec<String>,
@@ -250,6 +254,7 @@ fn consume(r: Arc<Reader>, sh: Arc<Shared>, ctl: Receiver<Ctl>) {
                 }
                 v.since_synced.insert(res.clone(), (0, gen));
                 v.current.insert(res.clone(), true);
+                v.stale_ns.remove(&res);
                 let s = v.synced.entry(res.clone()).or_default();
                 s.0 += 1;
                 s.1 = Some(Instant::now());
@@ -262,6 +267,10 @@ fn consume(r: Arc<Reader>, sh: Arc<Shared>, ctl: Receiver<Ctl>) {
                 }
                 v.current.insert(res.clone(), false);
                 v.last_stale.insert(res.clone(), Instant::now());
+                v.stale_ns
+                    .entry(res.clone())
+                    .or_default()
+                    .insert(e.namespace().unwrap_or("").to_string());
             }
             Change::Error => {
                 let err = e.error().expect("an Error entry carries its error");
@@ -703,6 +712,15 @@ fn drive(run: &mut Run, rng: &mut Rng) -> Result<(), String> {
     }
     outage(run);
     quiet(run)
+}
+
+/// Whether a stream of `res` still in the watch set (`scope`) said Stale
+/// since the resource's last Synced: a namespace the consumer removed from
+/// the set says nothing more, and owes nothing.
+fn stale_in_scope(v: &View, res: &str, scope: &Scope) -> bool {
+    v.stale_ns
+        .get(res)
+        .is_some_and(|ns| ns.iter().any(|n| n.is_empty() || scope.covers(n)))
 }
 
 /// How long a resource that was current may take to say it is not once the
@@ -1206,7 +1224,7 @@ fn quiet(run: &mut Run) -> Result<(), String> {
             let v = run.shared.view.lock();
             set.keys().any(|res| {
                 let last = v.synced.get(*res).and_then(|s| s.1);
-                v.current.get(*res) == Some(&false)
+                stale_in_scope(&v, res, &set[*res])
                     || match (last, run.causes.get(res).copied()) {
                         (None, _) => true,
                         (Some(l), Some(c)) => l < c,
@@ -1233,7 +1251,7 @@ fn quiet(run: &mut Run) -> Result<(), String> {
             )),
             _ => {}
         }
-        if v.current.get(*res) == Some(&false) {
+        if stale_in_scope(&v, res, &set[*res]) {
             run.violations.push(format!(
                 "{res} said it was not current (Stale) and, the server healthy, never said it was current again"
             ));
