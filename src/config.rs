@@ -157,9 +157,10 @@ pub struct LeaderElection {
     /// `lease-i` (and with [`checkpoint_in_cluster`](crate::Config::checkpoint_in_cluster),
     /// a ConfigMap `name-i`); each replica takes the shards it finds free, a
     /// replica that already leads `k` shards waiting `k` retry periods
-    /// before it takes another, so that shards spread over the replicas
-    /// that start together. A replica's death hands its shards to the others
-    /// within the lease duration. Resources then have no shard of their own.
+    /// before it takes one nobody holds, so that shards spread over the
+    /// replicas that start (or roll out) together. A dead replica's shards
+    /// go, at once once their Leases expire, to whichever replicas see it
+    /// first. Resources then have no shard of their own.
     pub shards: u32,
 }
 

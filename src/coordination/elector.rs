@@ -322,13 +322,17 @@ impl Elector {
             self.free_since = None;
             return next;
         }
-        // Free: a replica leading fewer of the reader's Leases takes it
-        // first. Counted as led while we try, so that the reader's other
-        // electors, looking at the same moment, wait their turn.
+        // Counted as led while we try, so that the reader's other electors,
+        // looking at the same moment, wait their turn. A Lease nobody holds
+        // (none yet, or released) goes first to a replica leading fewer of
+        // the reader's Leases: shards spread at a start or a rollout. One
+        // whose holder stopped renewing is taken at once: a takeover is not
+        // delayed past the lease duration.
         let now = Instant::now();
         let since = *self.free_since.get_or_insert(now);
         let others = self.leading.fetch_add(1, Ordering::SeqCst);
-        if now < since + lease::patience(others, self.election.retry_period) {
+        let unheld = read.as_ref().is_none_or(|l| l.record.holder.is_empty());
+        if unheld && now < since + lease::patience(others, self.election.retry_period) {
             self.leading.fetch_sub(1, Ordering::SeqCst);
             return next;
         }

@@ -108,10 +108,12 @@ pub(crate) fn decide(
     }
 }
 
-/// How long a free Lease must have been seen free before a replica that
-/// already leads `leading` other Leases (shards) takes it: a retry period
-/// per Lease it leads, so that replicas leading fewer take it first and
-/// shards spread over the replicas. One leading none takes it at once.
+/// How long a Lease nobody holds (none yet, or released) must have been
+/// seen so before a replica that already leads `leading` other Leases
+/// (shards) takes it: a retry period per Lease it leads, so that replicas
+/// leading fewer take it first and shards spread over the replicas at a
+/// start or a rollout. One leading none takes it at once; an expired Lease
+/// (its holder stopped renewing) is taken at once by whoever sees it.
 pub(crate) fn patience(leading: usize, retry_period: Duration) -> Duration {
     retry_period.saturating_mul(u32::try_from(leading).unwrap_or(u32::MAX))
 }
