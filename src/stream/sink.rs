@@ -634,6 +634,10 @@ impl Sink {
         entry.change = Change::Stale;
         entry.namespace = namespace.map(Arc::from);
         entry.resource_version = course.cursor().clone();
+        // One namespace of several not current: the resource's Synced waits
+        // for it as for a full state, so that another namespace catching up
+        // does not say the whole resource is current.
+        self.gate_begin();
         let _turn = self.state.turn();
         self.out.send(entry, &self.stop)
     }
