@@ -98,7 +98,7 @@ if ! go mod download >&2; then
   die "go mod download failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"
 fi
 start=$(date +%s)
-log "compiling (once; the first build takes 14 min on a fresh 2-core machine, 15-25 min seen)"
+log "compiling (once; 9 to 17 min on a fresh 2-core machine, 2026-12-02)"
 # A line every 30 s, so that a first `cargo test` does not look hung.
 # (Not on stdout, whose end the caller waits for, nor holding the build lock.)
 ( exec 9>&- 1>&2; while sleep 30; do log "still compiling kube-apiserver, kubectl and etcd: $(( $(date +%s) - start )) s"; done ) &
