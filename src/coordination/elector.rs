@@ -631,6 +631,18 @@ impl Elector {
         }
     }
 
+    /// A read or write of the checkpoint's ConfigMap that did not go
+    /// through (an answer other than the ones the caller handles, or no
+    /// answer): said, and the write given up until its next turn. False.
+    fn checkpoint_refused(&mut self, answer: Result<(u16, Vec<u8>), String>) -> bool {
+        let e = match answer {
+            Ok((code, body)) => self.refused("configmaps", code, &body),
+            Err(e) => e,
+        };
+        self.failed(&format!("writing the checkpoint: {e}"));
+        false
+    }
+
     /// Writes `cp` to the ConfigMap (unless unchanged, or too large);
     /// whether it is there now.
     fn write_checkpoint(&mut self, cp: &Checkpoint) -> bool {
@@ -666,15 +678,7 @@ impl Elector {
                         self.configmap = kept::parse_configmap(&body).map(|(rv, _)| Some(rv));
                     }
                     Ok((404, _)) => self.configmap = Some(None),
-                    Ok((code, body)) => {
-                        let e = self.refused("configmaps", code, &body);
-                        self.failed(&format!("writing the checkpoint: {e}"));
-                        return false;
-                    }
-                    Err(e) => {
-                        self.failed(&format!("writing the checkpoint: {e}"));
-                        return false;
-                    }
+                    other => return self.checkpoint_refused(other),
                 }
             }
             let rv = self.configmap.clone().flatten();
@@ -702,15 +706,7 @@ impl Elector {
                 }
                 // Changed or created meanwhile: read it again, once.
                 Ok((409, _)) => self.configmap = None,
-                Ok((code, answer)) => {
-                    let e = self.refused("configmaps", code, &answer);
-                    self.failed(&format!("writing the checkpoint: {e}"));
-                    return false;
-                }
-                Err(e) => {
-                    self.failed(&format!("writing the checkpoint: {e}"));
-                    return false;
-                }
+                other => return self.checkpoint_refused(other),
             }
         }
         false

@@ -25,10 +25,7 @@ pub(crate) fn configmap_body(
     checkpoint: &[u8],
 ) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(checkpoint).ok()?;
-    let mut metadata = json!({"name": name, "namespace": namespace});
-    if let Some(rv) = resource_version {
-        metadata["resourceVersion"] = json!(rv);
-    }
+    let metadata = super::write_metadata(namespace, name, resource_version);
     let doc = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",

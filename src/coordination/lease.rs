@@ -172,10 +172,7 @@ pub(crate) fn lease_body(
     resource_version: Option<&str>,
     r: &Record,
 ) -> Vec<u8> {
-    let mut metadata = json!({"name": name, "namespace": namespace});
-    if let Some(rv) = resource_version {
-        metadata["resourceVersion"] = json!(rv);
-    }
+    let metadata = super::write_metadata(namespace, name, resource_version);
     let doc = json!({
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",

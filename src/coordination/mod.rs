@@ -9,7 +9,19 @@ pub(crate) mod kept;
 pub(crate) mod lease;
 pub(crate) mod terms;
 
+use serde_json::{json, Value};
+
 use crate::{Checkpoint, Error};
+
+/// The `metadata` of an object the elector writes: its name and namespace,
+/// and the resourceVersion a replacement (PUT) is conditional on.
+pub(crate) fn write_metadata(namespace: &str, name: &str, resource_version: Option<&str>) -> Value {
+    let mut metadata = json!({"name": name, "namespace": namespace});
+    if let Some(rv) = resource_version {
+        metadata["resourceVersion"] = json!(rv);
+    }
+    metadata
+}
 
 /// What the elector asks of the reader's streams: the reader owns them,
 /// the elector says when they run.
