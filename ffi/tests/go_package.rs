@@ -1,6 +1,7 @@
 //! The Go package (ffi/go): `go vet` and `go test -race` against the fake
-//! apiserver, linking the libtattler.a this `cargo test` built (build tag
-//! `tattler_dev`). Go is required: a missing toolchain fails the test, it is
+//! apiserver, linking the libtattler.a this `cargo test` built, wherever
+//! `CARGO_TARGET_DIR` put it (build tag `tattler_static`, through a
+//! pkg-config file the test writes: see `common::go_env`). Go is required: a missing toolchain fails the test, it is
 //! not skipped. ffi/ci-consumers.sh builds the package copied out of the
 //! repository against an installed tattler.
 
@@ -9,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{go_env, target_dir};
+use common::{go_env, target_dir, GO_TAG};
 
 fn go(args: &[&str], dir: &Path, envs: &[(&str, String)]) {
     let out = Command::new("go")
@@ -46,14 +47,14 @@ fn go_vet_and_go_test_race() {
     let mut envs = go_env();
     envs.push(("TATTLER_FAKEAPI", fake.display().to_string()));
     let dir = root.join("go");
-    // tattler_dev: the in-repository build, linking target/debug/libtattler.a
-    // (without a tag the package links the installed library via pkg-config).
-    go(&["vet", "-tags", "tattler_dev", "./..."], &dir, &envs);
+    // tattler_static with this build's pkg-config file: the archive cargo
+    // built here (without a tag the package links an installed shared library).
+    go(&["vet", "-tags", GO_TAG, "./..."], &dir, &envs);
     go(
         &[
             "test",
             "-tags",
-            "tattler_dev",
+            GO_TAG,
             "-race",
             "-count=1",
             "-timeout",

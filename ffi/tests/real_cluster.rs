@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{go_env, target_dir};
+use common::{go_env, target_dir, GO_TAG};
 use fixture::{Cluster, SERIAL};
 
 const SEED: &str = r#"
@@ -88,7 +88,7 @@ fn the_c_example_and_the_go_package_stream_from_a_real_apiserver() {
     assert!(st.success(), "gcc failed");
     let go_exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("watch-real-go");
     let out = Command::new("go")
-        .args(["build", "-tags", "tattler_dev", "-o"])
+        .args(["build", "-tags", GO_TAG, "-o"])
         .arg(&go_exe)
         .arg("./example")
         .current_dir(root.join("ffi/go"))

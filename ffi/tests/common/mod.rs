@@ -26,18 +26,38 @@ pub fn target_dir() -> PathBuf {
     dir
 }
 
-/// The environment for `go` commands that link target/debug/libtattler.a.
-/// Go does not notice a changed header or archive: their hash in CGO_CFLAGS
-/// forces a rebuild and relink (as ffi/test.sh does).
+/// The build tag the Go package is built with here: `tattler_static`, which
+/// links the archive pkg-config names (see [`go_env`]). `tattler_dev` would
+/// link `../../../target/debug/libtattler.a`, a path that is wrong whenever
+/// `CARGO_TARGET_DIR` moves the target directory.
+pub const GO_TAG: &str = "tattler_static";
+
+/// The environment for `go` commands that link this build's libtattler.a
+/// (wherever `CARGO_TARGET_DIR` put it): a pkg-config file written into the
+/// target directory names the archive and the repository's header. Go does
+/// not notice a changed header or archive: their hash in CGO_CFLAGS forces a
+/// rebuild and relink (as ffi/test.sh does).
 pub fn go_env() -> Vec<(&'static str, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = target_dir();
     let header = std::fs::read(root.join("../include/tattler.h")).unwrap();
-    let archive = std::fs::read(target_dir().join("libtattler.a")).unwrap();
+    let archive = std::fs::read(target.join("libtattler.a")).unwrap();
     let mut h = std::collections::hash_map::DefaultHasher::new();
     std::hash::Hash::hash(&(header, archive), &mut h);
     let inputs = std::hash::Hasher::finish(&h);
+    let pc_dir = target.join("go-pkgconfig");
+    std::fs::create_dir_all(&pc_dir).unwrap();
+    let include = root.join("../include").canonicalize().unwrap();
+    let pc = format!(
+        "Name: tattler\nDescription: this build of tattler, for the Go tests\nVersion: 0\n\
+         Cflags: -I{}\nLibs: -L{} -ltattler\nLibs.private: -lpthread -ldl -lm -lrt\n",
+        include.display(),
+        target.display()
+    );
+    std::fs::write(pc_dir.join("tattler.pc"), pc).unwrap();
     vec![
         ("CGO_ENABLED", "1".to_string()),
         ("CGO_CFLAGS", format!("-O2 -g -DTATTLER_INPUTS={inputs:x}")),
+        ("PKG_CONFIG_PATH", pc_dir.display().to_string()),
     ]
 }
