@@ -122,6 +122,7 @@
 #![deny(clippy::missing_errors_doc, clippy::missing_panics_doc)]
 
 mod access;
+mod api;
 mod checkpoint;
 mod config;
 mod config_json;

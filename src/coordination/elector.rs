@@ -21,9 +21,9 @@ use crossbeam_channel::{select, Receiver};
 use super::kept;
 use super::lease::{self, Lease, Observed, Verdict};
 use super::Streams;
+use crate::api::client::Client;
+use crate::api::end::End;
 use crate::delivery::channel::{Out, Stop};
-use crate::stream::client::Client;
-use crate::stream::course::End;
 use crate::wire::rv::Rv;
 use crate::{
     Change, Checkpoint, Entry, ErrorInfo, InClusterCheckpoint, LeaderElection, Reason, Resource,

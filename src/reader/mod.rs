@@ -27,8 +27,8 @@ use self::threads::on_tattler_thread;
 use self::watchset::{dedup, reconcile, sync_gates};
 use self::wildcard::explore;
 use crate::access::transport::Transport;
+use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{ChannelControl, Out};
-use crate::stream::StreamSettings;
 use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
 
 /// Streams the chosen resources: their full state, then every change.
@@ -265,7 +265,7 @@ impl Reader {
             .connect_timeout
             .min(margin.max(Duration::from_millis(100)));
         let transport = Arc::new(Transport::new(&own, server)?);
-        let client = crate::stream::client::Client::new(
+        let client = crate::api::client::Client::new(
             transport,
             Arc::new(crate::access::client::AgentSlot::default()),
             start.settings.clone(),

@@ -14,9 +14,10 @@ use parking_lot::Mutex;
 use super::threads;
 use crate::access::client::AgentSlot;
 use crate::access::transport::Transport;
+use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
-use crate::stream::{Role, Stream, StreamInit, StreamSettings};
+use crate::stream::{Role, Stream, StreamInit};
 use crate::wire::rv::Rv;
 use crate::{Error, ResourceSpec};
 
@@ -125,10 +126,10 @@ impl Starter {
 
     /// What the discovery thread asks with: a client of its own, the slot
     /// that stop shuts down, and its own stop's sender (held by the thread).
-    pub(super) fn probe(&self) -> (crate::stream::client::Client, Arc<AgentSlot>, Sender<()>) {
+    pub(super) fn probe(&self) -> (crate::api::client::Client, Arc<AgentSlot>, Sender<()>) {
         let (own_tx, own) = bounded::<()>(0);
         let slot = Arc::new(AgentSlot::default());
-        let client = crate::stream::client::Client::new(
+        let client = crate::api::client::Client::new(
             self.transport.clone(),
             slot.clone(),
             self.settings.clone(),

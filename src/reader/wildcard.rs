@@ -5,7 +5,7 @@ use crossbeam_channel::{select, Receiver};
 
 use super::registry::{Registry, Scope};
 use super::watchset::reconcile;
-use crate::stream::client::Client;
+use crate::api::client::Client;
 use crate::stream::pacing::Pacing;
 use crate::ResourceSpec;
 
@@ -41,7 +41,7 @@ pub(super) fn explore(
                     }
                     registry.discovery_interval
                 }
-                Err(crate::stream::course::End::Stopped) => return,
+                Err(crate::api::end::End::Stopped) => return,
                 Err(end) => {
                     failures = failures.saturating_add(1);
                     let wait = pacing.backoff(failures);

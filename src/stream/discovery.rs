@@ -4,7 +4,7 @@
 //! the stream, which asks for it from then on; the user's spec stays as
 //! given.
 
-use crate::stream::course::End;
+use crate::api::end::End;
 use crate::stream::Parts;
 use crate::wire::decode::DecodeError;
 use crate::wire::discovery::{parse_resource_list, resolve};

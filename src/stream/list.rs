@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::stream::course::End;
+use crate::api::end::End;
 use crate::stream::sink::Decoded;
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, EventType};

@@ -9,8 +9,6 @@
 //! keeps only the loop. Who owns the resource is its lifecycle's to say,
 //! never the stream's.
 
-pub(crate) mod answer;
-pub(crate) mod client;
 pub(crate) mod course;
 mod discovery;
 mod list;
@@ -24,31 +22,20 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use self::client::{Client, Response};
-use self::course::{Course, End, Next, Phase, Step};
+use self::course::{Course, Next, Phase, Step};
 use self::discovery::Found;
 use self::pacing::Pacing;
 use self::sink::Sink;
 use crate::access::client::AgentSlot;
 use crate::access::transport::Transport;
-use crate::config::Backoff;
+use crate::api::client::{Client, Response};
+use crate::api::end::End;
+use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
 use crate::wire::request::{self, Asking};
 use crate::wire::rv::Rv;
 use crate::{Resource, ResourceSpec};
-
-/// Settings a stream needs, shared by all streams of a reader.
-pub(crate) struct StreamSettings {
-    pub page_size: u32,
-    pub max_frame_bytes: usize,
-    pub backoff: Backoff,
-    pub shaping: crate::Shaping,
-    pub idle_timeout: Duration,
-    pub initial_events_timeout: Duration,
-    pub gzip: bool,
-    pub short_watch: Duration,
-}
 
 /// What a stream is for.
 pub(crate) enum Role {

@@ -16,14 +16,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::Sender;
 
+use crate::api::end::End;
+use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::lifecycle::{Claim, Completed, StreamId};
 use crate::delivery::state::{ResourceState, SyncGate};
 use crate::delivery::table::{Vanished, Verdict};
 use crate::objects::scrub::Edits;
 use crate::objects::shape::Shaped;
-use crate::stream::course::{Bookmark, Course, End, Notice};
-use crate::stream::StreamSettings;
+use crate::stream::course::{Bookmark, Course, Notice};
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::wire::rv::Rv;
 use crate::{Change, Entry, ErrorInfo, Reason, Resource, Shard};

@@ -6,9 +6,10 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::stream::answer;
-use crate::stream::client::is_timeout;
-use crate::stream::course::{End, Phase, Silence};
+use crate::api::answer;
+use crate::api::client::is_timeout;
+use crate::api::end::End;
+use crate::stream::course::{Phase, Silence};
 use crate::stream::sink::{ignored_initial_events, Decoded};
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, Event};

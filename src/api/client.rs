@@ -13,10 +13,10 @@ use std::time::{Duration, SystemTime};
 use crate::access::client::{AgentSlot, ReadTimeout, Request};
 use crate::access::credentials::CredentialError;
 use crate::access::transport::Transport;
+use crate::api::answer;
+use crate::api::end::End;
+use crate::api::settings::StreamSettings;
 use crate::delivery::channel::Stop;
-use crate::stream::answer;
-use crate::stream::course::End;
-use crate::stream::StreamSettings;
 use crate::wire::decode;
 use crate::wire::discovery::{
     checked, group_path_ok, parse_aggregated, parse_resource_list, GroupList, Served, AGGREGATED,

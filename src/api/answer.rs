@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::stream::course::End;
+use crate::api::end::End;
 use crate::wire::decode::Status;
 use crate::ErrorInfo;
 
