@@ -53,4 +53,7 @@ pub(crate) enum End {
     Fatal(ErrorInfo),
     /// The reader is stopping.
     Stopped,
+    /// The reader asked for a relist by a new full state (a resource whose
+    /// resourceVersions are opaque): the stream ended its request for it.
+    Relist,
 }

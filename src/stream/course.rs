@@ -88,6 +88,9 @@ pub(crate) struct Step {
     pub reload: bool,
     /// Why the stream retries or changed course, for the log and stats.
     pub why: Option<String>,
+    /// The consumer is owed a notice that the resource is not current (see
+    /// [`Course::finish`]).
+    pub notice: Option<Notice>,
 }
 
 /// Watch-lists in a row that cannot complete before tattler falls back to LIST.
@@ -210,6 +213,58 @@ pub(crate) struct Notice {
     pub message: String,
 }
 
+/// What happened in a stream, as its requests, its sink and its loop
+/// report it: the course changes only by [`Course::on`] and
+/// [`Course::finish`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fact {
+    /// A request begins: nothing seen in it yet.
+    Began,
+    /// Events were judged (delivered or dropped) up to the one at this
+    /// resourceVersion: the resume point moves there once the stream is
+    /// synced (a full state's items do not move it).
+    Judged(Rv),
+    /// An entry was delivered: progress (a bookmark is not).
+    Delivered,
+    /// A LIST's last page: the full state ends at this resourceVersion.
+    Listed(Rv),
+    /// A bookmark at this resourceVersion, and what it meant
+    /// ([`Course::bookmark_meaning`]).
+    Bookmark(Rv, Bookmark),
+    /// The lifecycle granted a full state: the next attempt continues it.
+    SyncGranted,
+    /// The stream's full state is complete at the resume point (its
+    /// inferred deletes and Synced sent).
+    SyncComplete,
+    /// The server's resourceVersion when a resume started (empty: unknown).
+    CatchUpTarget(Rv),
+    /// A resume has replayed what changed while stopped (its Synced sent).
+    CaughtUp,
+    /// Another stream owns the resource: this one ends.
+    Retired,
+    /// A relist's replacement became the resource's stream.
+    Promoted,
+    /// Protobuf gave a field tattler's schema does not have: JSON from now on.
+    SchemaMissed,
+    /// Another stream's request budget count of the same resource (a
+    /// relist's replacement goes on from its primary's, a primary from a
+    /// replacement that gave up): the budget counts the resource's full
+    /// states, not one stream's.
+    InheritedStreak(u32),
+}
+
+/// What the sink reads of a course: the few values it needs, never a way
+/// to write it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct View<'a> {
+    /// The stream's full state is complete: events are live.
+    pub synced: bool,
+    /// The resume point.
+    pub cursor: &'a Rv,
+    /// A relist's replacement (not yet promoted).
+    pub replacement: bool,
+}
+
 /// What a bookmark means to the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Bookmark {
@@ -308,6 +363,15 @@ impl Course {
     }
 
     // --- what the stream asks ---
+
+    /// What the sink reads of this course.
+    pub(crate) fn view(&self) -> View<'_> {
+        View {
+            synced: self.synced,
+            cursor: &self.cursor,
+            replacement: self.replacement,
+        }
+    }
 
     /// What the stream is doing.
     pub(crate) fn phase(&self) -> Phase {
@@ -410,136 +474,39 @@ impl Course {
         }
     }
 
-    // --- what the stream reports ---
-
-    /// A request begins: nothing seen in it yet.
-    pub(crate) fn begin(&mut self) {
-        self.attempt = Seen::default();
-    }
-
-    /// An event at `rv` was judged (delivered or dropped): it moves the
-    /// resume point once the stream is synced (a full state's items do not).
-    pub(crate) fn event_at(&mut self, rv: Rv) {
-        if self.synced {
-            self.cursor = rv;
-        }
-    }
-
-    /// An entry was delivered: progress (a bookmark is not).
-    pub(crate) fn progress(&mut self) {
-        self.attempt.progressed = true;
-    }
-
-    /// A full state's end at `rv` (a LIST's last page) moves the resume
-    /// point before the full state completes.
-    pub(crate) fn listed_at(&mut self, rv: Rv) {
-        self.cursor = rv;
-    }
-
-    /// A bookmark at `rv`: what it means (see [`Bookmark`]).
-    pub(crate) fn bookmark(&mut self, rv: Rv, initial_events_end: bool) -> Bookmark {
+    /// What a bookmark at `rv` means now (see [`Bookmark`]); applying it is
+    /// [`Fact::Bookmark`].
+    pub(crate) fn bookmark_meaning(&self, rv: &Rv, initial_events_end: bool) -> Bookmark {
         if self.synced {
             let unordered = |t: &Rv| t.as_str().is_empty() || rv.key().order(t.key()).is_none();
-            let caught_up = matches!(&self.catch_up, Some(Some(t)) if unordered(t));
-            self.cursor = rv;
-            if caught_up {
+            if matches!(&self.catch_up, Some(Some(t)) if unordered(t)) {
                 Bookmark::CaughtUp
             } else {
                 Bookmark::Moved
             }
         } else if initial_events_end {
-            self.cursor = rv;
             Bookmark::EndsSync
+        } else if self.attempt.plain_bookmarks >= PLAIN_BOOKMARKS {
+            Bookmark::IgnoresInitialEvents
         } else {
-            self.attempt.plain_bookmarks += 1;
-            if self.attempt.plain_bookmarks > PLAIN_BOOKMARKS {
-                Bookmark::IgnoresInitialEvents
-            } else {
-                Bookmark::Plain
-            }
+            Bookmark::Plain
         }
     }
 
-    /// The stream's full state is complete (its inferred deletes and Synced
-    /// sent) at the resume point.
-    pub(crate) fn synced_now(&mut self) {
-        self.synced = true;
-        self.attempt.synced = true;
-        self.attempt.progressed = true;
-        self.told_stale = false;
-        self.throttled = 0;
-        self.cache_read = false;
-        self.unpaged = false;
-    }
-
-    /// The server's resourceVersion when a resume started (empty: unknown).
-    pub(crate) fn catch_up_target(&mut self, target: Rv) {
-        if let Some(t) = &mut self.catch_up {
-            *t = Some(target);
-        }
-    }
-
-    /// A resume has replayed what changed while stopped; false when it was
-    /// not catching up.
-    pub(crate) fn caught_up(&mut self) -> bool {
-        let was = self.catch_up.take().is_some();
-        if was {
-            self.told_stale = false;
-        }
-        was
-    }
-
-    /// Another stream owns the resource: this one ends.
-    pub(crate) fn retired(&mut self) {
-        self.retired = true;
-    }
-
-    /// A relist's replacement became the resource's stream.
-    pub(crate) fn promoted(&mut self) {
-        self.replacement = false;
-    }
-
-    /// A protobuf piece the schema does not know (a newer server's field or
-    /// kind): unless metadata-only (whose schema is fixed), the stream asks
-    /// for JSON from now on and resumes where it was; `None` leaves the
-    /// piece to be skipped as invalid.
-    pub(crate) fn schema_miss(&mut self, metadata_only: bool, message: &str) -> Option<End> {
-        if metadata_only {
-            return None;
-        }
-        self.schema_missed = true;
-        Some(End::Retry(
-            format!("{message}: asking for JSON from now on"),
-            None,
-        ))
-    }
-
-    /// A new full state the reader asked for (a relist by this stream
-    /// itself): at once; the relist interval paces it.
-    pub(crate) fn force_resync(&mut self) {
-        self.phase = self.sync_phase();
-        self.fresh_sync = true;
-        self.lose_sync();
-    }
-
-    /// A full state was granted: the next attempt continues it, unless
-    /// another resync decides otherwise.
-    pub(crate) fn sync_granted(&mut self) {
-        self.fresh_sync = false;
+    /// What a protobuf piece the schema does not know (a newer server's
+    /// field or kind) ends the request with: unless metadata-only (whose
+    /// schema is fixed), a retry that asks for JSON from now on (applying it
+    /// is [`Fact::SchemaMissed`]); `None` leaves the piece to be skipped as
+    /// invalid.
+    pub(crate) fn schema_miss_end(&self, metadata_only: bool, message: &str) -> Option<End> {
+        (!metadata_only)
+            .then(|| End::Retry(format!("{message}: asking for JSON from now on"), None))
     }
 
     /// Full states the server answered since the last healthy watching
     /// (what the request budget counts).
     pub(crate) fn streak(&self) -> u32 {
         self.streak
-    }
-
-    /// Goes on from another stream's count of the same resource (a relist's
-    /// replacement from its primary's, a primary from a replacement that
-    /// gave up): the budget counts the resource's full states, not one
-    /// stream's.
-    pub(crate) fn inherit_streak(&mut self, streak: u32) {
-        self.streak = self.streak.max(streak);
     }
 
     /// Whether the current full state's LIST comes in one answer (a
@@ -558,19 +525,97 @@ impl Course {
         })
     }
 
+    // --- the one door: what happened ---
+
+    /// Applies what happened (see [`Fact`]): with [`finish`](Self::finish),
+    /// the only way the course changes.
+    pub(crate) fn on(&mut self, fact: Fact) {
+        match fact {
+            Fact::Began => self.attempt = Seen::default(),
+            // A full state's items do not move the resume point.
+            Fact::Judged(rv) if self.synced => self.cursor = rv,
+            Fact::Judged(_) => {}
+            Fact::Delivered => self.attempt.progressed = true,
+            Fact::Listed(rv) => self.cursor = rv,
+            Fact::Bookmark(rv, meaning) => match meaning {
+                Bookmark::Moved | Bookmark::CaughtUp | Bookmark::EndsSync => self.cursor = rv,
+                Bookmark::Plain | Bookmark::IgnoresInitialEvents => {
+                    self.attempt.plain_bookmarks += 1
+                }
+            },
+            Fact::SyncGranted => self.fresh_sync = false,
+            Fact::SyncComplete => {
+                self.synced = true;
+                self.attempt.synced = true;
+                self.attempt.progressed = true;
+                self.told_stale = false;
+                self.throttled = 0;
+                self.cache_read = false;
+                self.unpaged = false;
+            }
+            Fact::CatchUpTarget(target) => {
+                if let Some(t) = &mut self.catch_up {
+                    *t = Some(target);
+                }
+            }
+            Fact::CaughtUp => {
+                if self.catch_up.take().is_some() {
+                    self.told_stale = false;
+                }
+            }
+            Fact::Retired => self.retired = true,
+            Fact::Promoted => self.replacement = false,
+            Fact::SchemaMissed => self.schema_missed = true,
+            Fact::InheritedStreak(streak) => self.streak = self.streak.max(streak),
+        }
+    }
+
+    /// Decides what follows the request under way, which ended with `end`
+    /// after `lasted`, the server having answered 200 (`answered`) or not,
+    /// and whether the consumer is owed a notice that the resource is not
+    /// current ([`Step::notice`]). A re-sync it decides makes the stream's
+    /// state incomplete at once.
+    pub(crate) fn finish(&mut self, end: End, lasted: Duration, answered: bool) -> Step {
+        let relist = end == End::Relist;
+        let mut step = if relist {
+            // At once: the relist interval paces it.
+            self.phase = self.sync_phase();
+            self.fresh_sync = true;
+            Step {
+                next: Next::Go,
+                resync: true,
+                reload: false,
+                why: Some("a relist by a new full state (opaque resourceVersions)".into()),
+                notice: None,
+            }
+        } else {
+            let seen = Seen {
+                lasted,
+                answered: answered || self.attempt.answered,
+                ..self.attempt
+            };
+            self.next(end, seen)
+        };
+        if step.resync {
+            self.lose_sync();
+        }
+        step.notice = self.notice(answered || relist, &step);
+        step
+    }
+
     /// Whether the request [`finish`](Self::finish) decided on (its cause
-    /// kept from there), and the `step` decided, owe the consumer a notice that the resource is not current;
-    /// once told, not again until it is current. A relist's replacement
-    /// tells nothing (the primary's view stays current). A re-sync is told
-    /// at once; a failure that pauses the stream is told when the server did
-    /// not answer 200 (refused, unreachable, an error status) or was silent
-    /// past the idle timeout. A connection that broke after an answer (a
-    /// load balancer's cut) is no outage: its reconnect tells, if it fails;
-    /// watches that keep ending at once re-sync, which tells. A resource that
-    /// was current catches up
+    /// kept from there), and the `step` decided, owe the consumer a notice
+    /// that the resource is not current; once told, not again until it is
+    /// current. A relist's replacement tells nothing (the primary's view
+    /// stays current). A re-sync is told at once; a failure that pauses the
+    /// stream is told when the server did not answer 200 (refused,
+    /// unreachable, an error status) or was silent past the idle timeout. A
+    /// connection that broke after an answer (a load balancer's cut) is no
+    /// outage: its reconnect tells, if it fails; watches that keep ending at
+    /// once re-sync, which tells. A resource that was current catches up
     /// before its next Synced: its watch resumes, and the Synced comes once
     /// it has replayed what it missed.
-    pub(crate) fn notice(&mut self, answered: bool, step: &Step) -> Option<Notice> {
+    fn notice(&mut self, answered: bool, step: &Step) -> Option<Notice> {
         let cause = std::mem::replace(&mut self.cause, Cause::None);
         if self.replacement || self.told_stale {
             return None;
@@ -608,22 +653,6 @@ impl Course {
         self.catch_up = None;
     }
 
-    /// Decides what follows the request under way, which ended with `end`
-    /// after `lasted`, the server having answered 200 (`answered`) or not.
-    /// A re-sync it decides makes the stream's state incomplete at once.
-    pub(crate) fn finish(&mut self, end: End, lasted: Duration, answered: bool) -> Step {
-        let seen = Seen {
-            lasted,
-            answered: answered || self.attempt.answered,
-            ..self.attempt
-        };
-        let step = self.next(end, seen);
-        if step.resync {
-            self.lose_sync();
-        }
-        step
-    }
-
     fn sync_phase(&self) -> Phase {
         if self.list_mode || self.list_once {
             Phase::List
@@ -653,6 +682,7 @@ impl Course {
             resync: false,
             reload: false,
             why: Some(why),
+            notice: None,
         }
     }
 
@@ -662,6 +692,7 @@ impl Course {
             resync: false,
             reload: false,
             why,
+            notice: None,
         }
     }
 
@@ -775,11 +806,13 @@ impl Course {
             }
         }
         let mut step = match end {
-            End::Stopped => Step {
+            // Handled by `finish`.
+            End::Stopped | End::Relist => Step {
                 next: Next::End(None),
                 resync: false,
                 reload: false,
                 why: None,
+                notice: None,
             },
             End::Discovered => {
                 self.phase = if self.resumed {
@@ -889,6 +922,7 @@ impl Course {
                 resync: false,
                 reload: false,
                 why: None,
+                notice: None,
             },
             End::Unauthorized { info, reloadable } => {
                 if reloadable && !self.reauthed {
@@ -899,6 +933,7 @@ impl Course {
                         resync: false,
                         reload: true,
                         why: Some("401 Unauthorized; reloading credentials".into()),
+                        notice: None,
                     }
                 } else {
                     Step {
@@ -906,6 +941,7 @@ impl Course {
                         resync: false,
                         reload: false,
                         why: None,
+                        notice: None,
                     }
                 }
             }
@@ -943,6 +979,27 @@ mod tests {
     use super::*;
 
     const S: Duration = Duration::from_secs(1);
+
+    /// A bookmark through the door: what it means, then applied.
+    fn bookmark(c: &mut Course, rv: Rv, initial_events_end: bool) -> Bookmark {
+        let meaning = c.bookmark_meaning(&rv, initial_events_end);
+        c.on(Fact::Bookmark(rv, meaning));
+        meaning
+    }
+
+    /// A catch-up through the door: whether the course was catching up.
+    fn caught_up(c: &mut Course) -> bool {
+        let was = c.catch_up().is_some();
+        c.on(Fact::CaughtUp);
+        was
+    }
+
+    /// A schema miss through the door (as `Parts::schema_miss` does it).
+    fn schema_miss(c: &mut Course, metadata_only: bool, message: &str) -> Option<End> {
+        let end = c.schema_miss_end(metadata_only, message)?;
+        c.on(Fact::SchemaMissed);
+        Some(end)
+    }
 
     fn machine(phase: Phase) -> Course {
         let mut m = Course::new(
@@ -1042,7 +1099,7 @@ mod tests {
             run(&mut m, vec![(End::Listed, synced)]),
             [(Phase::Watch, Next::Go, false)]
         );
-        m.synced_now();
+        m.on(Fact::SyncComplete);
         assert!(!m.unpaged(), "the next full state pages again");
     }
 
@@ -1402,20 +1459,20 @@ mod tests {
         // (synced, initial_events_end, plain bookmarks before) -> meaning, cursor after
         // Catching up with no known target: any bookmark ends the replay.
         let mut c = machine(Phase::Watch).resumed_at(rv(1));
-        c.catch_up_target(Rv::empty());
-        assert_eq!(c.bookmark(rv(9), false), Bookmark::CaughtUp);
-        c.catch_up_target(rv(20));
+        c.on(Fact::CatchUpTarget(Rv::empty()));
+        assert_eq!(bookmark(&mut c, rv(9), false), Bookmark::CaughtUp);
+        c.on(Fact::CatchUpTarget(rv(20)));
         let mut c = machine(Phase::Watch).resumed_at(rv(1));
-        c.catch_up_target(rv(20));
+        c.on(Fact::CatchUpTarget(rv(20)));
         assert_eq!(
-            c.bookmark(rv(9), false),
+            bookmark(&mut c, rv(9), false),
             Bookmark::Moved,
             "a known target is reached by order"
         );
         let mut c = machine(Phase::Watch).resumed_at(Rv::new("x-1"));
-        c.catch_up_target(Rv::new("x-7"));
+        c.on(Fact::CatchUpTarget(Rv::new("x-7")));
         assert_eq!(
-            c.bookmark(Rv::new("x-9"), false),
+            bookmark(&mut c, Rv::new("x-9"), false),
             Bookmark::CaughtUp,
             "opaque: no order"
         );
@@ -1432,7 +1489,11 @@ mod tests {
             c.cursor = rv(1);
             c.synced = synced;
             c.attempt.plain_bookmarks = before;
-            assert_eq!(c.bookmark(rv(9), end), want, "{synced} {end} {before}");
+            assert_eq!(
+                bookmark(&mut c, rv(9), end),
+                want,
+                "{synced} {end} {before}"
+            );
             assert_eq!(c.cursor().as_str(), cursor);
             assert!(!c.attempt.progressed, "a bookmark is not progress");
         }
@@ -1508,20 +1569,20 @@ mod tests {
         for (cursor, target, want) in rows {
             let mut c = machine(Phase::Watch).resumed_at(rv(cursor));
             if let Some(t) = target {
-                c.catch_up_target(rv(t));
+                c.on(Fact::CatchUpTarget(rv(t)));
             }
             assert_eq!(c.reached_target(), want, "{cursor} {target:?}");
         }
         let mut c = machine(Phase::Watch).resumed_at(rv("3"));
         assert!(c.synced() && c.catch_up().is_some());
-        assert!(c.caught_up());
-        assert!(!c.caught_up(), "once");
+        assert!(caught_up(&mut c));
+        assert!(!caught_up(&mut c), "once");
     }
 
     #[test]
     fn a_resync_makes_the_state_incomplete_and_ends_a_catch_up() {
         let mut c = machine(Phase::Watch).resumed_at(Rv::from_u64(4));
-        c.begin();
+        c.on(Fact::Began);
         let step = c.finish(End::Expired, Duration::from_millis(5), true);
         assert!(step.resync);
         assert!(!c.synced() && c.catch_up().is_none());
@@ -1529,7 +1590,7 @@ mod tests {
         // A relist by re-sync does the same, at once.
         let mut c = machine(Phase::Watch);
         c.synced = true;
-        c.force_resync();
+        c.finish(End::Relist, Duration::ZERO, true);
         assert!(!c.synced() && c.fresh_sync());
         assert_eq!(c.phase(), Phase::WatchList);
     }
@@ -1538,23 +1599,23 @@ mod tests {
     fn entries_are_progress_and_events_move_the_resume_point_only_once_synced() {
         let mut c = machine(Phase::WatchList);
         c.cursor = Rv::from_u64(1);
-        c.begin();
-        c.event_at(Rv::from_u64(5));
+        c.on(Fact::Began);
+        c.on(Fact::Judged(Rv::from_u64(5)));
         assert_eq!(
             c.cursor().as_str(),
             "1",
             "an initial object is no resume point"
         );
         assert!(!c.attempt.progressed, "judged is not delivered");
-        c.progress();
+        c.on(Fact::Delivered);
         assert!(c.attempt.progressed);
-        c.synced_now();
-        c.event_at(Rv::from_u64(6));
+        c.on(Fact::SyncComplete);
+        c.on(Fact::Judged(Rv::from_u64(6)));
         assert_eq!(c.cursor().as_str(), "6");
         // Initial events are ADDED; anything else before the bookmark is a plain watch.
         let mut c = machine(Phase::WatchList);
         assert!(c.initial_event_ok(true) && !c.initial_event_ok(false));
-        c.synced_now();
+        c.on(Fact::SyncComplete);
         assert!(c.initial_event_ok(false));
         assert!(machine(Phase::List).initial_event_ok(false));
     }
@@ -1602,10 +1663,10 @@ mod tests {
     fn a_schema_miss_turns_to_json_except_for_metadata() {
         let mut c = machine(Phase::Watch);
         assert!(c.asks_protobuf(true));
-        assert_eq!(c.schema_miss(true, "m"), None);
+        assert_eq!(schema_miss(&mut c, true, "m"), None);
         assert!(c.asks_protobuf(true));
         assert_eq!(
-            c.schema_miss(false, "m"),
+            schema_miss(&mut c, false, "m"),
             Some(End::Retry("m: asking for JSON from now on".into(), None))
         );
         assert!(!c.asks_protobuf(true) && !c.asks_protobuf(false));

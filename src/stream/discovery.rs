@@ -42,7 +42,7 @@ fn discover_name(p: &mut Parts, name: &str) -> Result<Found, End> {
             name: None,
             meta: None,
         };
-        p.sink.skip(p.course, e, &[], p.name)?;
+        p.skip(e, &[])?;
         return Err(End::Retry(
             format!("the server has no resource named {name:?}"),
             None,

@@ -23,14 +23,14 @@ pub(crate) fn list(p: &mut Parts) -> End {
     let max = settings.max_frame_bytes;
     loop {
         // One answer, not pages, once a continue token expired.
-        let limit = if p.course.unpaged() {
+        let limit = if p.course().unpaged() {
             0
         } else {
             settings.page_size
         };
         let path = match token.as_deref() {
             Some(t) => request::list_page(p.target, limit, Some(t), None),
-            None => request::list_page(p.target, limit, None, p.course.cache_read()),
+            None => request::list_page(p.target, limit, None, p.course().cache_read()),
         };
         let resp = match p.get(&path, Asking::List, None) {
             Ok(r) => r,
@@ -45,11 +45,11 @@ pub(crate) fn list(p: &mut Parts) -> End {
         };
         let mut counted = 0;
         loop {
-            p.sink.received(items.bytes() - counted);
+            p.received(items.bytes() - counted);
             counted = items.bytes();
             let item = match items.next_item() {
                 Ok(Some(ListItem::Item(b))) => {
-                    list_item(p.target, p.sink.edits(), &p.sink.resource().kind, b)
+                    list_item(p.target, p.edits(), &p.resource().kind, b)
                 }
                 Ok(Some(ListItem::TooLarge(n))) => Err(DecodeError {
                     reason: Reason::FrameTooLarge,
@@ -60,58 +60,55 @@ pub(crate) fn list(p: &mut Parts) -> End {
                     name: None,
                     meta: None,
                 }),
-                Ok(Some(ListItem::Unknown(message))) => {
-                    match p.course.schema_miss(p.target.metadata_only, &message) {
-                        Some(end) => return p.sink.end(p.course, end),
-                        None => Err(invalid_protobuf(message)),
-                    }
-                }
+                Ok(Some(ListItem::Unknown(message))) => match p.schema_miss(&message) {
+                    Some(end) => return p.end(end),
+                    None => Err(invalid_protobuf(message)),
+                },
                 Ok(Some(ListItem::Invalid(message))) => Err(invalid_protobuf(message)),
                 Ok(None) => break,
                 Err(_) if p.client.stop().is_set() => return End::Stopped,
                 Err(ListError::Io(e)) => {
                     let end = End::Broke(format!("reading a list page failed: {e}"));
-                    return p.sink.end(p.course, end);
+                    return p.end(end);
                 }
                 Err(ListError::Unknown(m)) => {
                     let end = p
-                        .course
-                        .schema_miss(p.target.metadata_only, &m)
+                        .schema_miss(&m)
                         .unwrap_or_else(|| End::Retry(format!("bad list page: {m}"), None));
-                    return p.sink.end(p.course, end);
+                    return p.end(end);
                 }
                 Err(ListError::Invalid(m)) => {
                     let end = End::Retry(format!("bad list page: {m}"), None);
-                    return p.sink.end(p.course, end);
+                    return p.end(end);
                 }
             };
-            p.sink.counters().events.fetch_add(1, Ordering::Relaxed);
+            p.counters().events.fetch_add(1, Ordering::Relaxed);
             match item {
                 Ok((meta, bytes)) => {
-                    let object = match p.sink.shaped(p.course, bytes, &meta, p.name) {
+                    let object = match p.shaped(bytes, &meta) {
                         Ok(o) => o,
                         Err(end) => return end,
                     };
-                    p.sink.push(Decoded {
+                    p.push(Decoded {
                         kind: EventType::Added,
                         meta,
                         object,
                     });
-                    if p.sink.due(false, true) {
-                        if let Some(end) = p.sink.flush(p.course) {
+                    if p.due(true) {
+                        if let Some(end) = p.flush() {
                             return end;
                         }
                     }
                 }
                 Err(e) => {
-                    if let Err(end) = p.sink.skip(p.course, e, &[], p.name) {
+                    if let Err(end) = p.skip(e, &[]) {
                         return end;
                     }
                 }
             }
         }
-        p.sink.received(items.bytes() - counted);
-        if let Some(end) = p.sink.flush(p.course) {
+        p.received(items.bytes() - counted);
+        if let Some(end) = p.flush() {
             return end;
         }
         let Some(meta) = items.meta().cloned() else {
@@ -123,8 +120,7 @@ pub(crate) fn list(p: &mut Parts) -> End {
                 if let Err(m) = decode::checked_rv(meta.resource_version.as_str()) {
                     return End::Retry(format!("bad list page: {m}"), None);
                 }
-                p.course.listed_at(meta.resource_version);
-                if !p.sink.finish_sync(p.course, p.name) {
+                if !p.listed(meta.resource_version) {
                     return End::Stopped;
                 }
                 return End::Listed;

@@ -1,18 +1,21 @@
 //! One resource stream on one OS thread, in three parts and a loop: the
 //! [`Course`] (`course`) decides and remembers — what to request next and
 //! after how long, where to resume, whether this stream's full state is
-//! complete; the [`Client`] (`client`) makes one GET at a time and reads
-//! its body; the [`Sink`] (`sink`) judges and sends what comes, against the
-//! resource's ledger (`crate::delivery`). `watch`, `list` and `discovery`
-//! are functions over the three ([`Parts`]); `answer` turns what the server
-//! said into how a request ended; `pacing` draws the waits. The [`Stream`]
-//! keeps only the loop. Who owns the resource is its lifecycle's to say,
-//! never the stream's.
+//! complete; the apiserver [`Client`] (`crate::api`) makes one GET at a
+//! time and reads its body; the [`Sink`] (`sink`) judges and sends what
+//! comes, against the resource's ledger, through the stream's [`Place`]
+//! in the resource's lifecycle (`place`, `crate::delivery`). `watch`,
+//! `list` and `discovery` are functions over [`Parts`] (`parts`), the one
+//! door into the course: they read it, and what happens is applied there as
+//! facts. `pacing` draws the waits. The [`Stream`] keeps only the loop. Who
+//! owns the resource is its lifecycle's to say, never the stream's.
 
 pub(crate) mod course;
 mod discovery;
 mod list;
 pub(crate) mod pacing;
+mod parts;
+mod place;
 mod sink;
 mod watch;
 
@@ -22,18 +25,19 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use self::course::{Course, Next, Phase, Step};
+use self::course::{Course, Next, Phase};
 use self::discovery::Found;
 use self::pacing::Pacing;
+use self::parts::Parts;
+use self::place::Place;
 use self::sink::Sink;
 use crate::access::client::AgentSlot;
 use crate::access::transport::Transport;
-use crate::api::client::{Client, Response};
+use crate::api::client::Client;
 use crate::api::end::End;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
-use crate::wire::request::{self, Asking};
 use crate::wire::rv::Rv;
 use crate::{Resource, ResourceSpec};
 
@@ -61,59 +65,6 @@ pub(crate) struct StreamInit {
     pub resume: Option<Rv>,
     /// The resource's other namespaces, when there are several.
     pub gate: Option<Arc<SyncGate>>,
-}
-
-/// One request's view of its stream: the three parts, the resource as the
-/// server is asked for it, the pacing, and the stream's name for logs.
-pub(crate) struct Parts<'a> {
-    pub client: &'a mut Client,
-    pub sink: &'a mut Sink,
-    pub course: &'a mut Course,
-    pub target: &'a ResourceSpec,
-    pub pacing: &'a mut Pacing,
-    pub name: &'a str,
-}
-
-impl Parts<'_> {
-    /// One GET for `what`, with the `Accept` header the course and the
-    /// target call for.
-    pub(crate) fn get(
-        &mut self,
-        path: &str,
-        what: Asking,
-        read_timeout: Option<Duration>,
-    ) -> Result<Response, End> {
-        let protobuf = self.course.asks_protobuf(self.target.protobuf());
-        let accept = request::accept(
-            what,
-            protobuf,
-            self.target.metadata_only,
-            self.sink.edits().drop_managed_fields,
-        );
-        let resp = self.client.get(path, &accept, protobuf, read_timeout)?;
-        self.sink.heard();
-        Ok(resp)
-    }
-
-    /// Claims the full state about to be asked for (see
-    /// [`Sink::claim_sync`]); false when stopping or retired. A primary that
-    /// waited for a relist's replacement, which then gave up, goes on from
-    /// the replacement's budget count and waits it out first: the two
-    /// streams' full states are paced as one stream's would be.
-    pub(crate) fn claim_sync(&mut self) -> bool {
-        let Some(handed) = self.sink.claim_sync(self.course, self.name) else {
-            return false;
-        };
-        if handed > 0 {
-            self.course.inherit_streak(handed);
-            let wait = self.pacing.budget(self.course.streak());
-            log::info!("{}: the relist gave up; re-syncing in {wait:?}", self.name);
-            if self.sink.sleep(wait) {
-                return false;
-            }
-        }
-        true
-    }
 }
 
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
@@ -149,30 +100,25 @@ impl Stream {
             init.settings.backoff.reset_after,
             init.settings.short_watch,
         );
-        let (replacement, promote) = match init.role {
-            Role::Primary => (false, None),
-            Role::Replacement(done) => (true, Some(done)),
+        let promote = match init.role {
+            Role::Primary => None,
+            Role::Replacement(done) => {
+                course = course.replacement();
+                Some(done)
+            }
         };
-        if replacement {
-            course = course.replacement();
-        }
         if let Some(rv) = init.resume {
             course = course.resumed_at(rv);
         }
         let id = NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed);
-        // Known to the lifecycle before its thread runs: a relist started
-        // right after cannot overtake it.
-        init.state.ledger().join(id, replacement);
+        let place = Place::join(id, init.state, init.gate, promote);
         let sink = Sink::new(
-            id,
-            init.state,
-            init.gate,
+            place,
             init.out,
             init.stop.clone(),
             init.settings.clone(),
             resource,
             spec.metadata_only,
-            promote,
             spec.shard,
         );
         let client = Client::new(init.transport, init.slot, init.settings, init.stop.clone());
@@ -200,9 +146,21 @@ impl Stream {
     /// Runs until stopped, retired or failed for good.
     pub(crate) fn run(mut self) {
         if self.paced_start() {
-            self.run_loop();
+            while self.step() {}
         }
-        self.sink.leave();
+        self.sink.place().leave();
+    }
+
+    /// One request's parts.
+    fn parts<'a>(&'a mut self, name: &'a str) -> Parts<'a> {
+        Parts::new(
+            &mut self.client,
+            &mut self.sink,
+            &mut self.course,
+            &self.target,
+            &mut self.pacing,
+            name,
+        )
     }
 
     /// A relist's replacement goes on from its primary's request budget
@@ -213,117 +171,119 @@ impl Stream {
         if !self.course.is_replacement() {
             return true;
         }
-        self.course.inherit_streak(self.sink.handed_streak());
-        let wait = self.pacing.budget(self.course.streak());
+        let handed = self.sink.place().handed_streak();
+        let name = self.target.gvr();
+        let wait = self.parts(&name).inherit_streak(handed);
         if wait > Duration::ZERO {
-            log::info!("{}: relisting in {wait:?}", self.target.gvr());
+            log::info!("{name}: relisting in {wait:?}");
         }
         wait.is_zero() || !self.stop.sleep(wait)
     }
 
-    fn run_loop(&mut self) {
-        loop {
-            if self.stop.is_set() {
-                return;
-            }
-            self.relist_by_resync();
-            let started = Instant::now();
-            self.course.begin();
-            let name = self.target.gvr();
-            let mut parts = Parts {
-                client: &mut self.client,
-                sink: &mut self.sink,
-                course: &mut self.course,
-                target: &self.target,
-                pacing: &mut self.pacing,
-                name: &name,
-            };
-            let end = match parts.course.phase() {
+    /// One request and what follows it; false when the stream ends.
+    fn step(&mut self) -> bool {
+        if self.stop.is_set() {
+            return false;
+        }
+        let started = Instant::now();
+        let name = self.target.gvr();
+        let end = if self.sink.place().take_resync() {
+            // A relist the reader asked this stream for (opaque
+            // resourceVersions): the next request is a new full state.
+            log::info!("{name}: relisting by a re-sync of its own (opaque resourceVersions)");
+            End::Relist
+        } else {
+            let mut parts = self.parts(&name);
+            parts.begin();
+            let end = match parts.course().phase() {
                 Phase::Discover => match discovery::discover(&mut parts) {
-                    Ok(found) => {
-                        self.resolved(found);
-                        End::Discovered
-                    }
-                    Err(end) => end,
+                    Ok(found) => Err(found),
+                    Err(end) => Ok(end),
                 },
-                Phase::WatchList => watch::watch_list(&mut parts),
-                Phase::List => list::list(&mut parts),
-                Phase::Watch => watch::watch_live(&mut parts),
+                Phase::WatchList => Ok(watch::watch_list(&mut parts)),
+                Phase::List => Ok(list::list(&mut parts)),
+                Phase::Watch => Ok(watch::watch_live(&mut parts)),
             };
-            if self.course.is_retired() {
-                return;
-            }
-            if self.relist_by_resync() {
-                // The connection was ended for it: no failure of the server's.
-                continue;
-            }
-            let was_list_mode = self.course.list_mode();
-            let answered = self.client.take_answered();
-            let step = self.course.finish(end, started.elapsed(), answered);
-            self.sink.publish_streak(self.course.streak());
-            if let Some(notice) = self.course.notice(answered, &step) {
-                let name = self.target.gvr();
-                let ns = self.target.namespace.clone();
-                if !self
-                    .sink
-                    .stale(&mut self.course, notice, ns.as_deref(), &name)
-                {
-                    return;
+            match end {
+                Ok(end) => end,
+                Err(found) => {
+                    self.resolved(found);
+                    End::Discovered
                 }
             }
-            let counters = self.sink.counters();
-            if self.course.list_mode() != was_list_mode {
-                counters.list_fallback.store(true, Ordering::Relaxed);
+        };
+        if self.course.is_retired() {
+            return false;
+        }
+        // A relist asked for while the request ran ended its connection: no
+        // failure of the server's.
+        let end = if end != End::Relist && self.sink.place().take_resync() {
+            log::info!("{name}: relisting by a re-sync of its own (opaque resourceVersions)");
+            End::Relist
+        } else {
+            end
+        };
+        // A relist is no re-sync of the server's making: neither counted nor
+        // logged as one, and the resource's state stays as it is until the
+        // full state is claimed.
+        let relist = end == End::Relist;
+        let was_list_mode = self.course.list_mode();
+        let answered = self.client.take_answered();
+        let mut parts = self.parts(&name);
+        let mut step = parts.finish(end, started.elapsed(), answered);
+        if !parts.tell(&mut step) {
+            return false;
+        }
+        let counters = self.sink.counters();
+        if self.course.list_mode() != was_list_mode {
+            counters.list_fallback.store(true, Ordering::Relaxed);
+        }
+        if step.reload {
+            self.client.reload_credentials();
+            counters.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        if step.resync && !relist {
+            counters.resyncs.fetch_add(1, Ordering::Relaxed);
+            self.sink.place().lose_sync();
+        }
+        match step.next {
+            Next::Go => {
+                if let Some(why) = step.why.filter(|_| !relist) {
+                    log::info!("{name}: {why}");
+                }
+                true
             }
-            if step.reload {
-                self.client.reload_credentials();
+            Next::Pause {
+                failures,
+                at_least,
+                syncs,
+            } => {
+                let delay = self
+                    .pacing
+                    .backoff(failures)
+                    .max(at_least)
+                    .max(self.pacing.budget(syncs));
+                let why = step.why.unwrap_or_default();
+                let counters = self.sink.counters();
+                // The stats first: whoever sees the log line sees them too.
+                *counters.last_error.lock() = Some(why.clone());
+                log::warn!("{name}: {why}; retrying in {delay:?}");
                 counters.reconnects.fetch_add(1, Ordering::Relaxed);
+                !self.stop.sleep(delay)
             }
-            if step.resync {
-                counters.resyncs.fetch_add(1, Ordering::Relaxed);
-                self.sink.lose_sync();
+            Next::End(Some(info)) => {
+                self.parts(&name).fail(info);
+                false
             }
-            let name = self.target.gvr();
-            match step.next {
-                Next::Go => {
-                    if let Some(why) = step.why {
-                        log::info!("{name}: {why}");
-                    }
+            Next::End(None) => {
+                if self.course.is_replacement() && !self.stop.is_set() {
+                    // The running stream goes on; the next relist tries again.
+                    log::warn!(
+                        "{name}: the relist failed ({}); giving up on it",
+                        step.why.unwrap_or_default()
+                    );
                 }
-                Next::Pause {
-                    failures,
-                    at_least,
-                    syncs,
-                } => {
-                    let delay = self
-                        .pacing
-                        .backoff(failures)
-                        .max(at_least)
-                        .max(self.pacing.budget(syncs));
-                    let why = step.why.unwrap_or_default();
-                    let counters = self.sink.counters();
-                    // The stats first: whoever sees the log line sees them too.
-                    *counters.last_error.lock() = Some(why.clone());
-                    log::warn!("{name}: {why}; retrying in {delay:?}");
-                    counters.reconnects.fetch_add(1, Ordering::Relaxed);
-                    if self.stop.sleep(delay) {
-                        return;
-                    }
-                }
-                Next::End(Some(info)) => {
-                    self.sink.fail(&self.course, info, &name);
-                    return;
-                }
-                Next::End(None) => {
-                    if self.course.is_replacement() && !self.stop.is_set() {
-                        // The running stream goes on; the next relist tries again.
-                        log::warn!(
-                            "{name}: the relist failed ({}); giving up on it",
-                            step.why.unwrap_or_default()
-                        );
-                    }
-                    return;
-                }
+                false
             }
         }
     }
@@ -358,28 +318,5 @@ impl Stream {
         };
         self.sink.resolved(resource, target.gvr());
         self.target = target;
-    }
-
-    /// A relist the reader asked this stream for (opaque resourceVersions):
-    /// the next request is a new full state. Whether one was asked for.
-    fn relist_by_resync(&mut self) -> bool {
-        if !self.sink.take_resync() {
-            return false;
-        }
-        let name = self.target.gvr();
-        log::info!("{name}: relisting by a re-sync of its own (opaque resourceVersions)");
-        self.course.force_resync();
-        let step = Step {
-            next: Next::Go,
-            resync: true,
-            reload: false,
-            why: Some("a relist by a new full state (opaque resourceVersions)".into()),
-        };
-        if let Some(notice) = self.course.notice(true, &step) {
-            let ns = self.target.namespace.clone();
-            self.sink
-                .stale(&mut self.course, notice, ns.as_deref(), &name);
-        }
-        true
     }
 }

@@ -1,30 +1,31 @@
 //! A stream's sink: decoded events batched, judged against the resource's
 //! ledger and sent, in order, in the resource's turn; the end of a full
-//! state (inferred deletes, then Synced); a resume's catch-up; and the Error
-//! entries of pieces that are skipped or of a resource that failed.
+//! state (inferred deletes, then Synced); a resume's Synced; and the Stale
+//! and Error entries of a resource not current, of pieces that are skipped
+//! or of a resource that failed.
 //!
 //! The sink flushes its batch itself before anything that follows the
-//! batched events (a skipped piece's Error entry, a bookmark, a full state's
-//! end, the request's end): no call site writes the flush. What it learns
-//! (an entry delivered, the resume point moved, a full state completed, the
-//! stream retired) it reports to the stream's [`Course`].
+//! batched events (a skipped piece's Error entry, a full state's end, a
+//! notice, the request's end): no call site writes the flush. It reads the
+//! stream's course through a [`View`] and never writes it: what happened (an
+//! entry delivered, events judged up to a resourceVersion, a full state
+//! completed, the stream retired or promoted) it records as [`Fact`]s, which
+//! the stream applies to its course (`Parts::settle`).
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crossbeam_channel::Sender;
-
 use crate::api::end::End;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
-use crate::delivery::lifecycle::{Claim, Completed, StreamId};
-use crate::delivery::state::{ResourceState, SyncGate};
+use crate::delivery::lifecycle::Completed;
 use crate::delivery::table::{Vanished, Verdict};
 use crate::objects::scrub::Edits;
 use crate::objects::shape::Shaped;
-use crate::stream::course::{Bookmark, Course, Notice};
+use crate::stream::course::{Fact, Notice, View};
+use crate::stream::place::Place;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::wire::rv::Rv;
 use crate::{Change, Entry, ErrorInfo, Reason, Resource, Shard};
@@ -63,12 +64,20 @@ struct Batch {
     since: Option<Instant>,
 }
 
+/// How judging one event went.
+enum Judged {
+    Delivered,
+    /// Not delivered (a duplicate, an older version): nothing to send.
+    Dropped,
+    /// A relist replaced this stream: its stream delivers from now on.
+    Retired,
+    Stopped,
+}
+
 /// A stream's sink.
 pub(crate) struct Sink {
-    /// This stream's name in the resource's lifecycle.
-    id: StreamId,
-    state: Arc<ResourceState>,
-    gate: Option<Arc<SyncGate>>,
+    /// This stream's place in the resource's lifecycle.
+    place: Place,
     out: Out,
     stop: Stop,
     settings: Arc<StreamSettings>,
@@ -82,47 +91,53 @@ pub(crate) struct Sink {
     edits: Edits,
     needs_value: bool,
     batch: Batch,
-    /// A relist's replacement says here that it synced (to be swapped in).
-    promote: Option<Sender<()>>,
     /// The stream's shard, unless it is everything: no object outside it
     /// is judged, tracked or delivered.
     shard: Option<Shard>,
     /// An object outside the shard came (the server does not shard), and
     /// the log said so.
     told_unsharded: bool,
+    /// What happened since the stream last applied it to its course.
+    facts: Vec<Fact>,
 }
 
 impl Sink {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        id: StreamId,
-        state: Arc<ResourceState>,
-        gate: Option<Arc<SyncGate>>,
+        place: Place,
         out: Out,
         stop: Stop,
         settings: Arc<StreamSettings>,
         resource: Arc<Resource>,
         metadata_only: bool,
-        promote: Option<Sender<()>>,
         shard: Option<Shard>,
     ) -> Sink {
         let shaping = &settings.shaping;
         Sink {
             edits: shaping.edits(&resource),
             needs_value: shaping.needs_value(&resource),
-            id,
-            state,
-            gate,
+            place,
             out,
             stop,
             settings,
             resource,
             metadata_only,
             batch: Batch::default(),
-            promote,
             shard: shard.filter(|s| !s.is_whole()),
             told_unsharded: false,
+            facts: Vec::new(),
         }
+    }
+
+    /// Hands each fact recorded since the last call to `apply`, in order.
+    pub(crate) fn drain_facts(&mut self, mut apply: impl FnMut(Fact)) {
+        for f in self.facts.drain(..) {
+            apply(f);
+        }
+    }
+
+    /// This stream's place in the resource's lifecycle.
+    pub(crate) fn place(&self) -> &Place {
+        &self.place
     }
 
     /// What entries carry.
@@ -136,7 +151,7 @@ impl Sink {
         self.resource = Arc::new(resource);
         self.edits = self.settings.shaping.edits(&self.resource);
         self.needs_value = self.settings.shaping.needs_value(&self.resource);
-        *self.state.counters.resolved.lock() = Some(gvr);
+        *self.counters().resolved.lock() = Some(gvr);
     }
 
     /// The edits the decoder makes to this resource's objects.
@@ -146,20 +161,25 @@ impl Sink {
 
     /// The resource's live counters.
     pub(crate) fn counters(&self) -> &crate::delivery::state::Counters {
-        &self.state.counters
+        &self.place.state().counters
     }
 
     /// The server answered.
     pub(crate) fn heard(&self) {
-        self.state.heard();
+        self.place.state().heard();
     }
 
     /// `n` more body bytes came from the server.
     pub(crate) fn received(&self, n: u64) {
         if n > 0 {
-            self.state.counters.bytes.fetch_add(n, Ordering::Relaxed);
-            self.state.heard();
+            self.counters().bytes.fetch_add(n, Ordering::Relaxed);
+            self.place.state().heard();
         }
+    }
+
+    /// Waits `d` unless stopped first (true when stopped).
+    pub(crate) fn sleep(&self, d: Duration) -> bool {
+        self.stop.sleep(d)
     }
 
     // --- the batch ---
@@ -191,56 +211,86 @@ impl Sink {
     /// Judges and sends the batch, in order; `Some` ends the connection.
     /// The stream holds the resource's turn over the batch (another stream
     /// of the resource cannot slip in between) and its ledger only while
-    /// judging, never across a send.
-    pub(crate) fn flush(&mut self, course: &mut Course) -> Option<End> {
+    /// judging, never across a send. Records the events judged, whether one
+    /// was delivered, and a retirement.
+    pub(crate) fn flush(&mut self, v: View<'_>) -> Option<End> {
         if self.batch.items.is_empty() {
             return None;
         }
         self.batch.bytes = 0;
-        let state = self.state.clone();
+        let state = self.place.state().clone();
         // The reader keeps looking for the next entry rather than parking
         // between this batch's entries.
         let control = self.out.control.clone();
         let _burst = control.sending();
         let turn = state.turn();
         let mut items = std::mem::take(&mut self.batch.items).into_iter();
-        let mut end = None;
+        let (mut end, mut last, mut delivered, mut foreign) = (None, None, false, false);
         for d in items.by_ref() {
             let rv = d.meta.resource_version.clone();
             // Every object passes here (LIST pages, initial and live watch
             // events, skipped pieces): one outside the shard only moves the
             // resume point.
             if !self.in_shard(&d.meta) {
-                course.event_at(rv);
+                foreign = true;
+                last = Some(rv);
                 continue;
             }
-            if !self.judge(course, d) || course.is_retired() {
-                end = Some(End::Stopped);
-                break;
+            match self.judge(v.synced, d) {
+                Judged::Delivered => delivered = true,
+                Judged::Dropped => {}
+                Judged::Retired => {
+                    self.facts.push(Fact::Retired);
+                    end = Some(End::Stopped);
+                    break;
+                }
+                Judged::Stopped => {
+                    end = Some(End::Stopped);
+                    break;
+                }
             }
-            course.event_at(rv);
+            last = Some(rv);
         }
         // Keep the allocation for the next batch.
-        let mut v: Vec<Decoded> = items.collect();
-        v.clear();
-        self.batch.items = v;
+        let mut rest: Vec<Decoded> = items.collect();
+        rest.clear();
+        self.batch.items = rest;
         drop(turn);
-        self.publish(course);
+        if foreign && !self.told_unsharded {
+            self.told_unsharded = true;
+            log::info!(
+                "{}: the server sent objects outside shard {}: it does not shard (ShardedListAndWatch off or unsupported); tattler filters them out here",
+                self.resource,
+                self.shard.map(|s| s.to_string()).unwrap_or_default()
+            );
+        }
+        if delivered {
+            self.facts.push(Fact::Delivered);
+        }
+        // Synced, the resume point moves to the last event judged.
+        let cursor = match &last {
+            Some(rv) if v.synced => rv,
+            _ => v.cursor,
+        };
+        self.place.advance(cursor);
+        if let Some(rv) = last {
+            self.facts.push(Fact::Judged(rv));
+        }
         end
     }
 
     /// How a request ends with `end`: what was batched before it goes
     /// first (unless stopping).
-    pub(crate) fn end(&mut self, course: &mut Course, end: End) -> End {
+    pub(crate) fn end(&mut self, v: View<'_>, end: End) -> End {
         match end {
             End::Stopped => End::Stopped,
-            end => self.flush(course).unwrap_or(end),
+            end => self.flush(v).unwrap_or(end),
         }
     }
 
     /// Whether an object is in the stream's shard. One outside it means the
-    /// server did not shard (it ignored `shardSelector`): counted, and the
-    /// first one logged.
+    /// server did not shard (it ignored `shardSelector`): counted (and
+    /// logged once by the flush, after the turn).
     fn in_shard(&mut self, meta: &ObjectMeta) -> bool {
         let Some(shard) = self.shard else {
             return true;
@@ -248,22 +298,15 @@ impl Sink {
         if shard.owns(&meta.uid) {
             return true;
         }
-        self.state
-            .counters
+        self.counters()
             .other_shard_drops
             .fetch_add(1, Ordering::Relaxed);
-        if !self.told_unsharded {
-            self.told_unsharded = true;
-            log::info!(
-                "{}: the server sent objects outside shard {shard}: it does not shard (ShardedListAndWatch off or unsupported); tattler filters them out here",
-                self.resource
-            );
-        }
         false
     }
 
-    /// Judges one event and sends what it calls for; false when stopping.
-    fn judge(&mut self, course: &mut Course, d: Decoded) -> bool {
+    /// Judges one event (`synced`: the stream's full state is complete) and
+    /// sends what it calls for.
+    fn judge(&mut self, synced: bool, d: Decoded) -> Judged {
         if self.resource.kind.is_empty() && !self.metadata_only {
             if let Some(k) = &d.meta.kind {
                 let mut r = (*self.resource).clone();
@@ -271,7 +314,6 @@ impl Sink {
                 self.resource = Arc::new(r);
             }
         }
-        let initial = !course.synced();
         // From the verdict to the send (or its undo), for a checkpoint taken
         // after a stop.
         let control = self.out.control.clone();
@@ -282,27 +324,27 @@ impl Sink {
         } else {
             EventType::Deleted
         };
-        let state = self.state.clone();
+        let state = self.place.state().clone();
+        let id = self.place.id();
         loop {
             let mut ledger = state.ledger();
-            if !ledger.may_deliver(self.id, course.synced()) {
+            if !ledger.may_deliver(id, synced) {
                 // Replaced by a relist: its stream delivers these changes.
-                course.retired();
-                return true;
+                return Judged::Retired;
             }
-            let change = match ledger.observe(kind, &d.meta, initial) {
+            let change = match ledger.observe(kind, &d.meta, !synced) {
                 Verdict::Deliver(c) => c,
                 Verdict::Stale => {
                     state.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
-                    return true;
+                    return Judged::Dropped;
                 }
-                Verdict::Duplicate => return true,
+                Verdict::Duplicate => return Judged::Dropped,
                 Verdict::Displaced(v) => {
                     // Another object held the name: its Delete comes first.
                     drop(ledger);
                     if !self.out.send(self.inferred_delete(v), &self.stop) {
                         state.ledger().undo_last();
-                        return false;
+                        return Judged::Stopped;
                     }
                     continue;
                 }
@@ -333,10 +375,9 @@ impl Sink {
             drop(ledger);
             if !self.out.send(entry, &self.stop) {
                 state.ledger().undo_last();
-                return false;
+                return Judged::Stopped;
             }
-            course.progress();
-            return true;
+            return Judged::Delivered;
         }
     }
 
@@ -354,172 +395,49 @@ impl Sink {
         }
     }
 
-    /// Tells the lifecycle where this stream is (once a batch, not per
-    /// event): the resource's resume point when it is the primary.
-    pub(crate) fn publish(&self, course: &Course) {
-        self.state.ledger().advance(self.id, course.cursor());
-    }
+    // --- Synced ---
 
-    // --- full states ---
-
-    /// Starts (or, after a failed attempt, retries) a full state, as the
-    /// lifecycle allows: while a relist's replacement delivers one, a
-    /// primary waits (once the replacement has synced, this stream is retired
-    /// and ends; if it gives up, this one syncs); a replacement never waits
-    /// for a primary. `None` when stopping or retired; else the request
-    /// budget's count to go on from when it waited for a replacement that
-    /// gave up (0 when it did not wait).
-    pub(crate) fn claim_sync(&mut self, course: &mut Course, name: &str) -> Option<u32> {
-        let mut waited = false;
-        loop {
-            let (claim, lost) = self.state.ledger().claim_sync(self.id, course.fresh_sync());
-            if lost {
-                // The primary re-syncs: its namespace's state is incomplete.
-                self.gate_begin();
-            }
-            match claim {
-                Claim::Granted { .. } => {
-                    course.sync_granted();
-                    let handed = if waited {
-                        self.state.ledger().handed_streak(self.id)
-                    } else {
-                        0
-                    };
-                    return Some(handed);
-                }
-                Claim::Retire => {
-                    log::info!("{name}: another stream is syncing this resource; this one ends");
-                    course.retired();
-                    return None;
-                }
-                Claim::Wait if !waited => {
-                    log::info!("{name}: a relist is syncing this resource; waiting for it");
-                    waited = true;
-                }
-                Claim::Wait => {}
-            }
-            // The relist ends within its own bounds (it gives up after a few
-            // failures); a stop wakes this wait at once.
-            if self.stop.sleep(Duration::from_millis(100)) {
-                return None;
-            }
+    /// The resource's Synced at `rv`, unless it waits for another of its
+    /// namespaces (`gate`: a Synced this stream owes itself) or for a
+    /// namespace that failed (not `gate`: the last to finish owes the
+    /// others'). The one place a Synced leaves a stream. False when stopping.
+    fn send_synced(&self, rv: Rv, gate: bool) -> bool {
+        if gate && !self.place.pass_gate() {
+            return true;
         }
+        let entry = Entry::marker(Change::Synced, self.resource.clone(), rv);
+        self.out.send(entry, &self.stop)
     }
 
-    /// Waits `d` unless stopped first (true when stopped).
-    pub(crate) fn sleep(&self, d: Duration) -> bool {
-        self.stop.sleep(d)
-    }
-
-    /// Publishes this stream's request budget count (see
-    /// `Ledger::publish_streak`).
-    pub(crate) fn publish_streak(&self, streak: u32) {
-        self.state.ledger().publish_streak(self.id, streak);
-    }
-
-    /// The budget count this stream goes on from when it starts (a relist's
-    /// replacement: its primary's).
-    pub(crate) fn handed_streak(&self) -> u32 {
-        self.state.ledger().handed_streak(self.id)
-    }
-
-    /// The stream decided to re-sync: the resource's state is incomplete
-    /// from now on, before the full state is even asked for.
-    pub(crate) fn lose_sync(&self) {
-        if self.state.ledger().lose_sync(self.id) {
-            self.gate_begin();
-        }
-    }
-
-    /// Whether a relist asked this stream to re-sync by itself.
-    pub(crate) fn take_resync(&self) -> bool {
-        self.state.ledger().take_resync(self.id)
-    }
-
-    fn gate_begin(&self) {
-        if let Some(g) = &self.gate {
-            g.begin(self.state.member());
-        }
-    }
-
-    /// Whether the resource's Synced goes out now that this stream has
-    /// completed a full state: always, unless the resource is watched in
-    /// several namespaces and another of them is still syncing (the last
-    /// to finish sends it).
-    fn pass_gate(&self) -> bool {
-        self.gate
-            .as_ref()
-            .is_none_or(|g| g.finish(self.state.member()))
-    }
-
-    /// A bookmark at `rv`: what was batched goes first; then the bookmark
-    /// moves the resume point, ends the full state, or is counted. `Err`
-    /// ends the connection.
-    pub(crate) fn bookmark(
-        &mut self,
-        course: &mut Course,
-        rv: Rv,
-        initial_events_end: bool,
-        name: &str,
-    ) -> Result<(), End> {
-        if let Some(end) = self.flush(course) {
-            return Err(end);
-        }
-        match course.bookmark(rv, initial_events_end) {
-            Bookmark::Moved => {
-                self.publish(course);
-                if !self.check_caught_up(course, name) {
-                    return Err(End::Stopped);
-                }
-            }
-            Bookmark::CaughtUp => {
-                self.publish(course);
-                if !self.caught_up(course, name) {
-                    return Err(End::Stopped);
-                }
-            }
-            Bookmark::EndsSync => {
-                if !self.finish_sync(course, name) {
-                    return Err(End::Stopped);
-                }
-            }
-            Bookmark::Plain => {}
-            Bookmark::IgnoresInitialEvents => {
-                return Err(ignored_initial_events(
-                    name,
-                    "bookmarks without the initial-events-end one",
-                ))
-            }
-        }
-        Ok(())
-    }
-
-    /// Completes a (re-)sync at the resume point: what was batched, inferred
-    /// deletes, then the lifecycle's verdict, then Synced. False when
-    /// stopping or retired.
-    pub(crate) fn finish_sync(&mut self, course: &mut Course, name: &str) -> bool {
-        if self.flush(course).is_some() || self.stop.is_set() {
+    /// Completes a (re-)sync at the resume point `v.cursor`: what was
+    /// batched, inferred deletes, then the lifecycle's verdict, then
+    /// Synced; records the full state completed (or the stream retired, or
+    /// promoted). False when stopping or retired.
+    pub(crate) fn finish_sync(&mut self, v: View<'_>, name: &str) -> bool {
+        if self.flush(v).is_some() || self.stop.is_set() {
             return false;
         }
-        let state = self.state.clone();
+        let state = self.place.state().clone();
+        let id = self.place.id();
         let turn = state.turn();
         // From the inferred deletes to their restore, for a checkpoint.
         let control = self.out.control.clone();
         let delivering = control.delivering();
         let ended = {
             let mut ledger = state.ledger();
-            if !ledger.current(self.id) {
-                course.retired();
+            if !ledger.current(id) {
+                drop(ledger);
+                self.facts.push(Fact::Retired);
                 return false;
             }
-            ledger.end_sync(course.cursor())
+            ledger.end_sync(v.cursor)
         };
         let gone = ended.gone;
         let vanished = gone.len();
         let mut gone = gone.into_iter();
-        while let Some(v) = gone.next() {
-            let back = v.clone();
-            if !self.out.send(self.inferred_delete(v), &self.stop) {
+        while let Some(vanished) = gone.next() {
+            let back = vanished.clone();
+            if !self.out.send(self.inferred_delete(vanished), &self.stop) {
                 // Not delivered: the state must still hold these objects.
                 let mut ledger = state.ledger();
                 for v in std::iter::once(back).chain(gone) {
@@ -532,26 +450,23 @@ impl Sink {
         // checkpoint cannot export it before.
         let (completed, objects) = {
             let mut ledger = state.ledger();
-            let completed = ledger.complete(self.id, course.cursor());
+            let completed = ledger.complete(id, v.cursor);
             (completed, ledger.len())
         };
         drop(delivering);
         if completed == Completed::Retired {
-            course.retired();
+            self.facts.push(Fact::Retired);
             return false;
         }
-        course.synced_now();
+        self.facts.push(Fact::SyncComplete);
         // The stats say so before the consumer can see Synced.
-        *state.counters.last_error.lock() = None;
-        state.counters.stale.store(false, Ordering::Relaxed);
-        *state.counters.synced_at.lock() = Some(SystemTime::now());
-        state
-            .counters
-            .objects
-            .store(objects as u64, Ordering::Relaxed);
-        let rv = course.cursor().clone();
-        let entry = Entry::marker(Change::Synced, self.resource.clone(), rv.clone());
-        if self.pass_gate() && !self.out.send(entry, &self.stop) {
+        let counters = &state.counters;
+        *counters.last_error.lock() = None;
+        counters.stale.store(false, Ordering::Relaxed);
+        *counters.synced_at.lock() = Some(SystemTime::now());
+        counters.objects.store(objects as u64, Ordering::Relaxed);
+        let rv = v.cursor.clone();
+        if !self.send_synced(rv.clone(), true) {
             return false;
         }
         drop(turn);
@@ -565,64 +480,44 @@ impl Sink {
         }
         log::info!("{name}: synced {objects} objects at resourceVersion {rv}");
         if completed == Completed::Promoted {
-            if let Some(done) = self.promote.take() {
-                // The reader swaps this stream in (it may already have gone
-                // away); from now on this is the resource's stream.
-                let _ = done.try_send(());
-            }
-            course.promoted();
+            // From now on this is the resource's stream.
+            self.place.promote();
+            self.facts.push(Fact::Promoted);
         }
         true
     }
 
-    /// Sends a resumed resource's Synced once its watch has reached the
-    /// catch-up target; false when stopping.
-    pub(crate) fn check_caught_up(&mut self, course: &mut Course, name: &str) -> bool {
-        !course.reached_target() || self.caught_up(course, name)
-    }
-
-    /// A resumed resource has replayed what changed while it was stopped:
-    /// what was batched goes first, then its state is the server's as of
-    /// now and its Synced goes out. False when stopping.
-    pub(crate) fn caught_up(&mut self, course: &mut Course, name: &str) -> bool {
-        if self.flush(course).is_some() {
-            return false;
-        }
-        if !course.caught_up() {
-            return true;
-        }
-        *self.state.counters.last_error.lock() = None;
-        *self.state.counters.synced_at.lock() = Some(SystemTime::now());
-        self.state.counters.stale.store(false, Ordering::Relaxed);
-        self.state.ledger().caught_up(self.id, course.cursor());
-        log::info!(
-            "{name}: resumed and caught up at resourceVersion {}",
-            course.cursor()
-        );
-        let entry = Entry::marker(
-            Change::Synced,
-            self.resource.clone(),
-            course.cursor().clone(),
-        );
-        let _turn = self.state.turn();
-        !self.pass_gate() || self.out.send(entry, &self.stop)
+    /// A resumed resource has replayed what changed while it was stopped
+    /// (the course's catch-up is over at `cursor`, and what was batched went
+    /// first): its state is the server's as of now, and its Synced goes
+    /// out. False when stopping.
+    pub(crate) fn caught_up(&mut self, cursor: &Rv, name: &str) -> bool {
+        let state = self.place.state().clone();
+        *state.counters.last_error.lock() = None;
+        *state.counters.synced_at.lock() = Some(SystemTime::now());
+        state.counters.stale.store(false, Ordering::Relaxed);
+        state.ledger().caught_up(self.place.id(), cursor);
+        log::info!("{name}: resumed and caught up at resourceVersion {cursor}");
+        let _turn = state.turn();
+        self.send_synced(cursor.clone(), true)
     }
 
     // --- notices ---
 
     /// Tells the consumer the resource is not current (`notice`), for the
-    /// stream of `namespace`; false when stopping.
+    /// stream of `namespace`; what was batched goes first. False when
+    /// stopping.
     pub(crate) fn stale(
         &mut self,
-        course: &mut Course,
+        v: View<'_>,
         notice: Notice,
         namespace: Option<&str>,
         name: &str,
     ) -> bool {
-        if self.flush(course).is_some() {
+        if self.flush(v).is_some() {
             return false;
         }
-        self.state.counters.stale.store(true, Ordering::Relaxed);
+        self.counters().stale.store(true, Ordering::Relaxed);
         log::warn!(
             "{name}: not current ({}): {}",
             notice.reason,
@@ -634,12 +529,12 @@ impl Sink {
         );
         entry.change = Change::Stale;
         entry.namespace = namespace.map(Arc::from);
-        entry.resource_version = course.cursor().clone();
+        entry.resource_version = v.cursor.clone();
         // One namespace of several not current: the resource's Synced waits
         // for it as for a full state, so that another namespace catching up
         // does not say the whole resource is current.
-        self.gate_begin();
-        let _turn = self.state.turn();
+        self.place.gate_begin();
+        let _turn = self.place.state().turn();
         self.out.send(entry, &self.stop)
     }
 
@@ -651,7 +546,7 @@ impl Sink {
     /// connection.
     pub(crate) fn shaped(
         &mut self,
-        course: &mut Course,
+        v: View<'_>,
         bytes: Vec<u8>,
         meta: &ObjectMeta,
         name: &str,
@@ -673,7 +568,7 @@ impl Sink {
                     name: Some(meta.name.to_string()),
                     meta: None,
                 };
-                self.skip(course, e, &[], name)?;
+                self.skip(v, e, &[], name)?;
                 None
             }
         })
@@ -686,12 +581,12 @@ impl Sink {
     /// connection.
     pub(crate) fn skip(
         &mut self,
-        course: &mut Course,
+        v: View<'_>,
         e: DecodeError,
         piece: &[u8],
         name: &str,
     ) -> Result<(), End> {
-        if let Some(end) = self.flush(course) {
+        if let Some(end) = self.flush(v) {
             return Err(end);
         }
         let what = match (&e.namespace, &e.name) {
@@ -699,13 +594,13 @@ impl Sink {
             (None, Some(n)) => format!("{n}: "),
             _ => String::new(),
         };
-        self.state.counters.skipped.fetch_add(1, Ordering::Relaxed);
+        self.counters().skipped.fetch_add(1, Ordering::Relaxed);
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (e.reason, &e.namespace, &e.name, &e.message, piece).hash(&mut h);
         if let Some(m) = &e.meta {
             m.resource_version.as_str().hash(&mut h);
         }
-        if self.state.first_report(h.finish()) {
+        if self.place.state().first_report(h.finish()) {
             log::warn!("{name}: {what}{}", e.message);
             let mut entry = Entry::failure(
                 self.resource.clone(),
@@ -723,7 +618,7 @@ impl Sink {
                 meta: *meta,
                 object: None,
             });
-            if let Some(end) = self.flush(course) {
+            if let Some(end) = self.flush(v) {
                 return Err(end);
             }
         }
@@ -733,8 +628,8 @@ impl Sink {
     /// The resource failed for good: its Error entry (and, when the other
     /// namespaces of the resource waited only for this one, their Synced).
     /// A relist's replacement only logs it: the primary runs on.
-    pub(crate) fn fail(&mut self, course: &Course, info: ErrorInfo, name: &str) {
-        if course.is_replacement() {
+    pub(crate) fn fail(&mut self, v: View<'_>, info: ErrorInfo, name: &str) {
+        if v.replacement {
             // The primary runs on; the next relist tries again.
             log::warn!(
                 "{name}: relist failed ({} {} {}); keeping the running stream",
@@ -750,30 +645,17 @@ impl Sink {
             info.reason,
             info.message
         );
-        let counters = &self.state.counters;
+        let counters = self.counters();
         counters.failed.store(true, Ordering::Relaxed);
         *counters.last_error.lock() =
             Some(format!("{} {}: {}", info.code, info.reason, info.message));
         let entry = Entry::failure(self.resource.clone(), info);
-        let owed = self
-            .gate
-            .as_ref()
-            .is_some_and(|g| g.leave(self.state.member()));
+        let owed = self.place.leave_gate();
         if self.out.send(entry, &self.stop) && owed {
             // The last of the resource's namespaces to finish: the others are
             // synced, and the resource's Synced was theirs to wait for.
-            let synced = Entry::marker(
-                Change::Synced,
-                self.resource.clone(),
-                course.cursor().clone(),
-            );
-            self.out.send(synced, &self.stop);
+            self.send_synced(v.cursor.clone(), false);
         }
-    }
-
-    /// The stream thread ends: a full state it left open is abandoned.
-    pub(crate) fn leave(&self) {
-        self.state.ledger().leave(self.id);
     }
 }
 

@@ -31,7 +31,7 @@ pub(crate) fn watch_list(p: &mut Parts) -> End {
         return End::Stopped;
     }
     let timeout = p.pacing.timeout_secs();
-    let path = request::watch_list(p.target, p.course.cache_read(), timeout);
+    let path = request::watch_list(p.target, p.course().cache_read(), timeout);
     let settings = p.client.settings();
     let quiet = settings.initial_events_timeout.min(settings.idle_timeout);
     read_watch(p, &path, Some(quiet))
@@ -45,7 +45,7 @@ pub(crate) fn watch_list(p: &mut Parts) -> End {
 /// its history at once).
 pub(crate) fn watch_live(p: &mut Parts) -> End {
     let mut short_reads = None;
-    if let Some(target) = p.course.catch_up() {
+    if let Some(target) = p.course().catch_up() {
         if target.is_none() {
             let target = match probe_version(p) {
                 Ok(target) => target,
@@ -60,17 +60,17 @@ pub(crate) fn watch_live(p: &mut Parts) -> End {
                     Rv::empty()
                 }
             };
-            p.course.catch_up_target(target);
+            p.catch_up_target(target);
         }
-        if !p.sink.check_caught_up(p.course, p.name) {
+        if !p.check_caught_up() {
             return End::Stopped;
         }
-        if p.course.catch_up().is_some() {
+        if p.course().catch_up().is_some() {
             short_reads = Some(CATCH_UP_QUIET);
         }
     }
     let timeout = p.pacing.timeout_secs();
-    let path = request::watch_from(p.target, p.course.cursor().as_str(), timeout);
+    let path = request::watch_from(p.target, p.course().cursor().as_str(), timeout);
     read_watch(p, &path, short_reads)
 }
 
@@ -108,7 +108,7 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
     // A watch-list's initial events have a total limit too: a server that
     // ignores sendInitialEvents but keeps sending never goes quiet.
     let settings = p.client.settings().clone();
-    let deadline = (!p.course.synced() && p.course.phase() == Phase::WatchList)
+    let deadline = (!p.course().synced() && p.course().phase() == Phase::WatchList)
         .then(|| Instant::now() + settings.initial_events_timeout * INITIAL_EVENTS_TOTAL);
     let resp = match p.get(path, Asking::Objects, short_reads) {
         Ok(r) => r,
@@ -122,20 +122,20 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
     let mut counted = 0;
     let mut objects = 0u64;
     let end = loop {
-        p.sink.received(frames.bytes() - counted);
+        p.received(frames.bytes() - counted);
         counted = frames.bytes();
-        if p.sink.due(p.course.synced(), frames.buffered()) {
-            if let Some(end) = p.sink.flush(p.course) {
+        if p.due(frames.buffered()) {
+            if let Some(end) = p.flush() {
                 break end;
             }
-            if !p.sink.check_caught_up(p.course, p.name) {
+            if !p.check_caught_up() {
                 break End::Stopped;
             }
         }
-        if deadline.is_some_and(|d| !p.course.synced() && Instant::now() >= d) {
+        if deadline.is_some_and(|d| !p.course().synced() && Instant::now() >= d) {
             break ignored_initial_events(p.name, "no initial-events-end bookmark in time");
         }
-        if short_reads.is_some() && p.course.synced() && p.course.catch_up().is_none() {
+        if short_reads.is_some() && p.course().synced() && p.course().catch_up().is_none() {
             short_reads = None;
             read_timeout.set(settings.idle_timeout);
         }
@@ -144,7 +144,7 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
             Ok(None) => break End::Ended,
             Err(_) if p.client.stop().is_set() => break End::Stopped,
             Err(FrameError::Io(e)) if is_timeout(&e) => {
-                match p.course.silence(
+                match p.course().silence(
                     short_reads,
                     settings.idle_timeout,
                     frames.partial(),
@@ -152,7 +152,7 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
                 ) {
                     // The replay after a resume is over.
                     Silence::CaughtUp => {
-                        break if p.sink.caught_up(p.course, p.name) {
+                        break if p.caught_up() {
                             End::Ended
                         } else {
                             End::Stopped
@@ -173,12 +173,10 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
             Err(FrameError::Truncated(n)) => {
                 break End::Broke(format!("stream ended in the middle of a frame ({n} bytes)"))
             }
-            Err(FrameError::Unknown(message)) => {
-                match p.course.schema_miss(p.target.metadata_only, &message) {
-                    Some(end) => break end,
-                    None => invalid_protobuf(message),
-                }
-            }
+            Err(FrameError::Unknown(message)) => match p.schema_miss(&message) {
+                Some(end) => break end,
+                None => invalid_protobuf(message),
+            },
             Err(FrameError::Invalid(message)) => invalid_protobuf(message),
             Err(FrameError::TooLarge(n)) => {
                 let limit = settings.max_frame_bytes;
@@ -196,22 +194,22 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
         let frame = match piece {
             Piece::Frame(f) => f,
             Piece::Skip(e) => {
-                if let Err(end) = p.sink.skip(p.course, e, &[], p.name) {
+                if let Err(end) = p.skip(e, &[]) {
                     break end;
                 }
                 continue;
             }
         };
-        p.sink.counters().events.fetch_add(1, Ordering::Relaxed);
+        p.counters().events.fetch_add(1, Ordering::Relaxed);
         match on_frame(p, frame) {
             Ok(true) => objects += 1,
             Ok(false) => {}
             Err(end) => break end,
         }
     };
-    p.sink.received(frames.bytes() - counted);
+    p.received(frames.bytes() - counted);
     // What came before the end is delivered first.
-    p.sink.end(p.course, end)
+    p.end(end)
 }
 
 /// A frame to decode, or a piece to report and skip.
@@ -233,10 +231,10 @@ fn invalid_protobuf<'a>(message: String) -> Piece<'a> {
 /// Handles one frame: an object event joins the sink's batch (true). `Err`
 /// ends the connection.
 fn on_frame(p: &mut Parts, frame: &[u8]) -> Result<bool, End> {
-    let event = match decode::event(frame, p.sink.edits()) {
+    let event = match decode::event(frame, p.edits()) {
         Ok(e) => e,
         Err(e) => {
-            p.sink.skip(p.course, e, frame, p.name)?;
+            p.skip(e, frame)?;
             return Ok(false);
         }
     };
@@ -247,32 +245,34 @@ fn on_frame(p: &mut Parts, frame: &[u8]) -> Result<bool, End> {
             object,
             edited,
         } => {
-            if !p.course.initial_event_ok(kind == decode::EventType::Added) {
+            if !p
+                .course()
+                .initial_event_ok(kind == decode::EventType::Added)
+            {
                 // A watch-list's initial events are all ADDED: this is a
                 // plain watch. What was batched before it goes first.
                 let end = ignored_initial_events(
                     p.name,
                     "a change before the initial-events-end bookmark",
                 );
-                return Err(p.sink.end(p.course, end));
+                return Err(p.end(end));
             }
             let bytes = edited.unwrap_or_else(|| frame[object.0..object.1].to_vec());
-            let object = p.sink.shaped(p.course, bytes, &meta, p.name)?;
+            let object = p.shaped(bytes, &meta)?;
             let mut meta = meta.into_owned();
-            if !p.sink.resource().kind.is_empty() {
+            if !p.resource().kind.is_empty() {
                 meta.kind = None; // only read to learn the kind
             }
-            p.sink.push(Decoded { kind, meta, object });
+            p.push(Decoded { kind, meta, object });
             Ok(true)
         }
         Event::Bookmark {
             resource_version,
             initial_events_end,
         } => {
-            p.sink
-                .bookmark(p.course, resource_version, initial_events_end, p.name)?;
+            p.bookmark(resource_version, initial_events_end)?;
             Ok(false)
         }
-        Event::Error(s) => Err(answer::error_event(&s, !p.course.synced())),
+        Event::Error(s) => Err(answer::error_event(&s, !p.course().synced())),
     }
 }
