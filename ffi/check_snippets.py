@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Builds every C, C++ and Go code block of the READMEs against an installed
-tattler, so that no snippet a user copies can rot.
+"""Builds every C, C++ and Go code block of the READMEs and guides against an
+installed tattler, so that no snippet a user copies can rot.
 
-    ffi/check_snippets.py PREFIX [FILE.md ...]   (default: README.md ffi/README.md)
+    ffi/check_snippets.py PREFIX [FILE.md ...]   (default: README.md ffi/README.md docs/*.md)
 
 A block that is a whole program (it has `main`) is built as it stands. Any
 other block is the body of `main` (C, C++) or of `func run() error` (Go):
@@ -19,6 +19,7 @@ pkg-config; Go as a module that requires the package with a `replace` to a
 copy of ffi/go, through pkg-config too (`go vet`, `go build`).
 """
 
+import glob
 import os
 import re
 import shutil
@@ -87,7 +88,8 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     prefix = os.path.abspath(sys.argv[1])
-    files = sys.argv[2:] or [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "ffi", "README.md")]
+    files = sys.argv[2:] or ([os.path.join(ROOT, "README.md"), os.path.join(ROOT, "ffi", "README.md")]
+                             + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))))
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "tattler"], env=env,
                            capture_output=True, text=True, check=True).stdout.split()

@@ -168,3 +168,14 @@ pub mod __fuzz;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust guide's blocks (`docs/rust.md`), compiled as the README's are.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/rust.md")]
+pub struct RustGuideDoctests;
+
+/// The agents guide's Rust blocks (`docs/agents.md`: metadata-only, `"*"`),
+/// compiled as the README's are.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/agents.md")]
+pub struct AgentsGuideDoctests;

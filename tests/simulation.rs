@@ -724,8 +724,8 @@ fn stale_in_scope(v: &View, res: &str, scope: &Scope) -> bool {
 }
 
 /// How long a resource that was current may take to say it is not once the
-/// server refuses every connection (README, "Never silently stale": at once
-/// on the first refused request, which follows a cut within the backoff of
+/// server refuses every connection (docs/agents.md, "Knowing the view is
+/// current": at once on the first refused request, which follows a cut within the backoff of
 /// one or two failures; slow reads and a small channel add their queue).
 const NOTICE_BOUND: Duration = Duration::from_secs(10);
 

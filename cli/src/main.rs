@@ -1,6 +1,6 @@
 //! `kubectl-tattler`: stream the full state of Kubernetes objects, then
 //! every change, from the command line (and, on the PATH, as the kubectl
-//! plugin `kubectl tattler`). `--help` says how; README, "The command".
+//! plugin `kubectl tattler`). `--help` says how; so does docs/command.md.
 
 #![forbid(unsafe_code)]
 

@@ -1,4 +1,5 @@
-"""Every Python block of the READMEs runs, against the fake apiserver found through $KUBECONFIG.
+"""Every Python block of the READMEs and the guides (docs/python.md) runs, against the fake
+apiserver found through $KUBECONFIG.
 
 A block that streams would run forever: the runner makes each reader stop
 itself once every resource it streams has reached SYNCED (or ended with an
@@ -7,6 +8,7 @@ block whose info string says `fragment` (```python fragment) is not run; the
 text around it must say why.
 """
 
+import glob
 import os
 import re
 import subprocess
@@ -16,7 +18,8 @@ import pytest
 
 from conftest import REPO, Fake
 
-FILES = [os.path.join(REPO, "README.md"), os.path.join(REPO, "python", "README.md")]
+FILES = ([os.path.join(REPO, "README.md"), os.path.join(REPO, "python", "README.md")]
+         + sorted(glob.glob(os.path.join(REPO, "docs", "*.md"))))
 BLOCK = re.compile(r"^```python(?P<info>[^\n]*)\n(?P<code>.*?)^```", re.S | re.M)
 
 RUNNER = """

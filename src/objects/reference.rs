@@ -180,7 +180,7 @@ enum At {
 }
 
 /// What the walker must make of `j`, at `at`, `copies` copies deep (the
-/// README's rules, stated over a tree).
+/// rules of docs/security.md, stated over a tree).
 fn expect(j: &J, at: At, e: Edits, copies: usize) -> J {
     let redacted = |v: &J| match v {
         J::Other(n) if n == "null" => v.clone(),

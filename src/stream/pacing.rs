@@ -46,7 +46,7 @@ impl Pacing {
     /// The request budget's wait before a full state that follows `syncs`
     /// others without healthy watching: equal jitter, uniform in
     /// cap/2..=cap of the backoff of `syncs` failures, so that the bound
-    /// holds whatever the draw (README: "Requests").
+    /// holds whatever the draw (docs/limits.md: "Requests").
     pub(crate) fn budget(&mut self, syncs: u32) -> Duration {
         if syncs == 0 {
             return Duration::ZERO;
@@ -83,7 +83,7 @@ mod tests {
             assert!((290..=600).contains(&j.timeout_secs()));
         }
         assert_eq!(j.budget(0), Duration::ZERO);
-        // The bound the README states: at most 4 full states in any 3 s.
+        // The bound docs/limits.md states: at most 4 full states in any 3 s.
         let mut at = Duration::ZERO;
         let mut n = 1;
         loop {

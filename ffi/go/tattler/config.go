@@ -137,7 +137,7 @@ type Config struct {
 	// LeaderElection, when set, streams only while this Reader holds a
 	// coordination.k8s.io/v1 Lease shared with the other replicas: the
 	// Reader sends ChangeFollowing, and ChangeLeading once it holds the
-	// Lease and starts its streams (see the README, "Collectors").
+	// Lease and starts its streams (see docs/agents.md, "Collectors").
 	LeaderElection *LeaderElection
 	// CheckpointInCluster, with LeaderElection, keeps the leader's
 	// checkpoint in a ConfigMap; a new leader resumes from it.

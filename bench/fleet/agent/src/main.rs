@@ -1,5 +1,5 @@
-//! One agent of the fleet benchmark: a tattler reader with the README's
-//! node-agent recipe (bench/fleet/run.sh writes its configuration).
+//! One agent of the fleet benchmark: a tattler reader with the node-agent
+//! recipe of docs/agents.md (bench/fleet/run.sh writes its configuration).
 //!
 //! usage: tattler-fleet-agent CONFIG.json NAME [--reopen-ended]
 //!
