@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use self::course::{Course, Next, Phase};
+use self::course::vocabulary::{Next, Phase};
+use self::course::Course;
 use self::discovery::Found;
 use self::pacing::Pacing;
 use self::parts::Parts;

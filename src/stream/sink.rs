@@ -24,7 +24,7 @@ use crate::delivery::lifecycle::Completed;
 use crate::delivery::table::{Vanished, Verdict};
 use crate::objects::scrub::Edits;
 use crate::objects::shape::Shaped;
-use crate::stream::course::{Fact, Notice, View};
+use crate::stream::course::vocabulary::{Fact, Notice, View};
 use crate::stream::place::Place;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::wire::rv::Rv;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::api::answer;
 use crate::api::client::is_timeout;
 use crate::api::end::End;
-use crate::stream::course::{Phase, Silence};
+use crate::stream::course::vocabulary::{Phase, Silence};
 use crate::stream::sink::{ignored_initial_events, Decoded};
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, Event};
