@@ -2,7 +2,7 @@
 //! the crate-private decoders, driven as a stream drives them. Not part of
 //! the API.
 
-use crate::objects::scrub::Edits;
+use crate::objects::edits::Edits;
 
 const ALL: Edits = Edits {
     scrub: true,
@@ -112,7 +112,7 @@ pub fn scrub(obj: &[u8]) {
 /// says), with `tail` inside: the walk must neither recurse nor accept
 /// more than its limit, whatever the shape.
 pub fn depth(shape: &[u8], depth: usize, tail: &[u8]) {
-    let depth = depth % (2 * crate::objects::scrub::MAX_DEPTH);
+    let depth = depth % (2 * crate::objects::edits::MAX_DEPTH);
     let mut obj = b"{\"spec\":".to_vec();
     let mut close = Vec::with_capacity(depth);
     for i in 0..depth {
@@ -135,11 +135,11 @@ pub fn depth(shape: &[u8], depth: usize, tail: &[u8]) {
         .expect("a thread")
         .join()
         .expect("no stack overflow");
-    if depth + 1 > crate::objects::scrub::MAX_DEPTH
+    if depth + 1 > crate::objects::edits::MAX_DEPTH
         && tail.iter().all(|b| b.is_ascii_digit())
         && !tail.is_empty()
     {
-        assert_eq!(result.err(), Some(crate::objects::scrub::Bad::TooDeep));
+        assert_eq!(result.err(), Some(crate::objects::edits::Bad::TooDeep));
     }
 }
 

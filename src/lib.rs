@@ -134,7 +134,6 @@ mod objects;
 mod reader;
 mod resource;
 mod stream;
-mod util;
 mod wire;
 
 pub use access::auth::{Auth, ExecConfig};

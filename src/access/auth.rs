@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::util::base64_decode;
+use crate::access::go_base64::base64_decode;
 use crate::Token;
 
 /// How requests authenticate.

@@ -18,8 +18,8 @@ use parking_lot::Mutex;
 
 use crate::access::auth::{Auth, ExecConfig};
 use crate::access::exec::{ExecOutput, RunError};
+use crate::access::go_base64::base64_encode;
 use crate::access::secret::ClientIdentity;
-use crate::util::base64_encode;
 use crate::Token;
 
 /// Token files are re-read at least this often, as client-go does.

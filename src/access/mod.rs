@@ -22,6 +22,7 @@ pub(crate) mod cluster;
 pub(crate) mod credentials;
 pub(crate) mod exec;
 pub(crate) mod files;
+mod go_base64;
 pub(crate) mod in_cluster;
 pub(crate) mod keepalive;
 pub(crate) mod kubeconfig;

@@ -76,7 +76,7 @@ impl Proxy {
         let pair = format!("{name}:{}", password.as_deref().unwrap_or_default());
         Some(Token::new(format!(
             "Basic {}",
-            crate::util::base64_encode(pair.as_bytes())
+            crate::access::go_base64::base64_encode(pair.as_bytes())
         )))
     }
 }

@@ -4,7 +4,7 @@
 //! text of an annotation holding a copy of the object) and the escaping of a
 //! replacement written back into such a text.
 
-use super::pass::Bad;
+use super::edits::Bad;
 
 /// What a string holds besides plain text (keys are unescaped only when
 /// their text can matter).
@@ -77,8 +77,9 @@ impl<const ESC: bool> Lexer<'_, ESC> {
         // Eight bytes at a time, going from one special byte of a word to
         // the next without reading the word again.
         while let Some(word) = src.get(i..i + 8) {
-            let mut m =
-                crate::util::string_specials(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+            let mut m = super::string_specials::string_specials(u64::from_le_bytes(
+                word.try_into().expect("8 bytes"),
+            ));
             let mut next = i + 8;
             while m != 0 {
                 let p = i + (m.trailing_zeros() / 8) as usize;
@@ -129,7 +130,7 @@ impl<const ESC: bool> Lexer<'_, ESC> {
         loop {
             let (mut m, width) = match src.get(i..i + 8) {
                 Some(word) => (
-                    crate::util::string_specials(u64::from_le_bytes(
+                    super::string_specials::string_specials(u64::from_le_bytes(
                         word.try_into().expect("8 bytes"),
                     )),
                     8,

@@ -1,16 +1,18 @@
 //! What tattler does to an object, pure: the one iterative pass that checks
 //! it is JSON, finds its metadata and redacts secrets (`scrub`, the entry
-//! points; `pass`, what it takes and gives; `walk`, the pass; `lexer`, its tokens; `copies`, the annotations
+//! points; `edits`, what it takes and gives; `walk`, the pass; `lexer`, its tokens;
+//! `annotation_copies`, the annotations
 //! holding a copy of the object) as the redaction policy says (`policy`,
 //! one short file), and the consumer's shaping options, event filter and
 //! transform (`shape`). No I/O, no clock, no log (`.ci/pure.sh` checks).
 
-mod copies;
+mod annotation_copies;
+pub(crate) mod edits;
 mod lexer;
-mod pass;
 mod policy;
 pub(crate) mod scrub;
 pub(crate) mod shape;
+mod string_specials;
 mod walk;
 
 #[cfg(test)]

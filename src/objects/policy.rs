@@ -25,7 +25,7 @@
 //! A redacted value becomes `"REDACTED"` whatever its JSON type; `null`
 //! stays. `metadata.managedFields` is removed when asked.
 
-use super::pass::Edits;
+use super::edits::Edits;
 
 pub(crate) const LAST_APPLIED: &[u8] = b"kubectl.kubernetes.io/last-applied-configuration";
 pub(crate) const KAPP_ORIGINAL: &[u8] = b"kapp.k14s.io/original";

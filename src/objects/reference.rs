@@ -3,7 +3,7 @@
 //! parser into a tree that keeps duplicate keys and each string's spelling,
 //! the policy applied to that tree — compared as trees.
 
-use super::pass::{Edits, MAX_DEPTH};
+use super::edits::{Edits, MAX_DEPTH};
 use super::policy::{KAPP_ORIGINAL, LAST_APPLIED, MAX_COPY_DEPTH};
 
 /// JSON as the reference reads it: members in order, duplicates kept;
@@ -293,7 +293,7 @@ fn same(want: &J, got: &J) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::copies::tests::both_ways_agree;
+    use crate::objects::annotation_copies::tests::both_ways_agree;
     use crate::objects::scrub::edit;
 
     /// What the cases exercised, counted in the expectation.

@@ -6,13 +6,13 @@
 //! a transform, metadata-only objects) goes through it. What is redacted is
 //! the policy's (`super::policy`, one short file); the pass is `super::walk`,
 //! its tokens `super::lexer`, the annotations holding a copy of the object
-//! `super::copies`. It is iterative: nesting costs a little heap, bounded by
+//! `super::annotation_copies`. It is iterative: nesting costs a little heap, bounded by
 //! [`MAX_DEPTH`], never stack, so no object can overflow a thread's stack
 //! however deep it is.
 //!
 //! Keys are compared after unescaping (`"\u0065nv"` is `env`).
 
-pub(crate) use super::pass::{Bad, Edits, Found, Span, MAX_DEPTH};
+use super::edits::{Bad, Edits, Found, Span};
 use super::policy::State;
 use super::walk::Walker;
 

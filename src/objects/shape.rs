@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::objects::scrub::Edits;
+use crate::objects::edits::Edits;
 use crate::Resource;
 
 /// What replaces a scrubbed value.

@@ -1,14 +1,14 @@
 //! The one pass over an object, with its edits: each value's state from the
 //! policy (`super::policy`), redacted values replaced, managedFields cut,
 //! the metadata strings located, and each annotation holding a copy of the
-//! object handed to `super::copies`, whose edits land in the same pass.
+//! object handed to `super::annotation_copies`, whose edits land in the same pass.
 //! Iterative: nesting costs heap, bounded by [`MAX_DEPTH`], never stack.
 
 use std::borrow::Cow;
 
-use super::copies;
+use super::annotation_copies;
+use super::edits::{Bad, Edits, Found, Span, MAX_DEPTH};
 use super::lexer::{unescape, Escapes, Lexer};
-use super::pass::{Bad, Edits, Found, Span, MAX_DEPTH};
 use super::policy::{item, member, plain_key_matters, State};
 
 /// What replaces a redacted value, as JSON.
@@ -371,7 +371,7 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
     /// whole when it cannot be read (or is nested too deep in copies).
     fn copy(&mut self, start: usize) {
         let end = self.lx.pos;
-        match copies::edits(self.lx.src, start, end, self.edits, self.copies + 1) {
+        match annotation_copies::edits(self.lx.src, start, end, self.edits, self.copies + 1) {
             Some(edits) => {
                 for (from, to, with) in edits {
                     self.replace(from, to, with);

@@ -145,7 +145,7 @@ fn invalid_protobuf(message: String) -> DecodeError {
 /// it arrived.
 fn list_item(
     target: &ResourceSpec,
-    edits: crate::objects::scrub::Edits,
+    edits: crate::objects::edits::Edits,
     kind: &str,
     item: &[u8],
 ) -> Result<(decode::ObjectMeta<'static>, Vec<u8>), DecodeError> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::api::client::{Client, Response};
 use crate::api::end::End;
 use crate::delivery::state::Counters;
-use crate::objects::scrub::Edits;
+use crate::objects::edits::Edits;
 use crate::stream::course::vocabulary::{Bookmark, Fact, Step};
 use crate::stream::course::Course;
 use crate::stream::pacing::Pacing;

@@ -22,7 +22,7 @@ use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::lifecycle::Completed;
 use crate::delivery::table::{Vanished, Verdict};
-use crate::objects::scrub::Edits;
+use crate::objects::edits::Edits;
 use crate::objects::shape::Shaped;
 use crate::stream::course::vocabulary::{Fact, Notice, View};
 use crate::stream::place::Place;

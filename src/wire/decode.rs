@@ -6,7 +6,8 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
-use crate::objects::scrub::{self, Bad, Edits, Found};
+use crate::objects::edits::{self, Bad, Edits, Found};
+use crate::objects::scrub;
 use crate::wire::rv::{self, Rv};
 use crate::Reason;
 
@@ -237,7 +238,7 @@ fn general_envelope(frame: &[u8]) -> Result<(Cow<'_, str>, &str), DecodeError> {
         Err(Bad::TooDeep) => {
             return Err(DecodeError::new(
                 OBJECT_TOO_DEEP,
-                format!("watch frame nested deeper than {} levels", scrub::MAX_DEPTH),
+                format!("watch frame nested deeper than {} levels", edits::MAX_DEPTH),
             ))
         }
         Err(Bad::NotJson) => {
@@ -284,7 +285,7 @@ pub(crate) fn object_walk(
         Err(Bad::TooDeep) => {
             return Err(named(DecodeError::new(
                 OBJECT_TOO_DEEP,
-                format!("object nested deeper than {} levels", scrub::MAX_DEPTH),
+                format!("object nested deeper than {} levels", edits::MAX_DEPTH),
             )))
         }
         Err(Bad::NotJson) => {
@@ -561,8 +562,8 @@ mod tests {
         );
         let deep = format!(
             r#"{{"type":"ADDED","object":{{"metadata":{{"name":"d","namespace":"ns"}},"spec":{}{}}}}}"#,
-            "[".repeat(scrub::MAX_DEPTH + 5),
-            "]".repeat(scrub::MAX_DEPTH + 5)
+            "[".repeat(edits::MAX_DEPTH + 5),
+            "]".repeat(edits::MAX_DEPTH + 5)
         );
         let deep = e(deep.as_bytes());
         assert_eq!(

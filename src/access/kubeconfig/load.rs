@@ -240,7 +240,7 @@ fn exec_config(e: &Exec, c: &Cluster, server: &str, ca: Option<&[u8]>, dir: &Pat
             info["insecure-skip-tls-verify"] = true.into();
         }
         if let Some(ca) = ca {
-            info["certificate-authority-data"] = crate::util::base64_encode(ca).into();
+            info["certificate-authority-data"] = crate::access::go_base64::base64_encode(ca).into();
         }
         if let Some(p) = &c.proxy_url {
             info["proxy-url"] = p.clone().into();

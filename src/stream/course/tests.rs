@@ -28,7 +28,7 @@ fn schema_miss(c: &mut Course, metadata_only: bool, message: &str) -> Option<End
     Some(end)
 }
 
-fn machine(phase: Phase) -> Course {
+fn course_in(phase: Phase) -> Course {
     let mut m = Course::new(
         false,
         false,
@@ -90,7 +90,7 @@ fn budget(failures: u32, syncs: u32) -> Next {
     }
 }
 
-/// Runs `ends` through a machine; the phase and `next` after each.
+/// Runs `ends` through a course; the phase and `next` after each.
 fn run(m: &mut Course, ends: Vec<(End, Seen)>) -> Vec<(Phase, Next, bool)> {
     ends.into_iter()
         .map(|(e, s)| {
@@ -130,7 +130,7 @@ fn a_healthy_stream_syncs_then_watches_and_resumes_at_once() {
 
 #[test]
 fn an_expired_continue_token_goes_on_with_the_same_full_state_unpaged() {
-    let mut m = machine(Phase::List);
+    let mut m = course_in(Phase::List);
     set_fresh(&mut m, true);
     let steps = run(&mut m, vec![(End::TokenExpired, seen(5, false))]);
     // No re-sync: what the first pages delivered stands.
@@ -152,7 +152,7 @@ fn an_expired_continue_token_goes_on_with_the_same_full_state_unpaged() {
 
 #[test]
 fn failures_back_off_honour_the_server_and_reset_after_a_healthy_while() {
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     let hint = Some(Duration::ZERO);
     assert_eq!(
         run(
@@ -176,7 +176,7 @@ fn failures_back_off_honour_the_server_and_reset_after_a_healthy_while() {
 
 #[test]
 fn watches_that_end_at_once_with_nothing_are_failures_and_then_a_resync() {
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     let quick = seen(20, false);
     assert_eq!(
         run(
@@ -195,7 +195,7 @@ fn watches_that_end_at_once_with_nothing_are_failures_and_then_a_resync() {
     );
     assert!(m.fresh_sync());
     // Progress, or a long watch, is a normal end.
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     assert_eq!(
         run(
             &mut m,
@@ -218,7 +218,7 @@ fn watches_that_end_at_once_with_nothing_are_failures_and_then_a_resync() {
 #[test]
 fn watch_lists_that_cannot_complete_fall_back_to_list() {
     // Ended before the bookmark, twice: the server ignores sendInitialEvents.
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     assert_eq!(
         run(
             &mut m,
@@ -249,7 +249,7 @@ fn watch_lists_that_cannot_complete_fall_back_to_list() {
         ]
     );
     // Quiet: at once, for good.
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     assert_eq!(
         run(&mut m, vec![(End::Quiet, seen(30_000, true))]),
         // The watch-list was answered: the LIST is the next full state.
@@ -257,7 +257,7 @@ fn watch_lists_that_cannot_complete_fall_back_to_list() {
     );
     assert!(m.list_mode);
     // Cut twice with nothing new: LIST for this full state only.
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     let cut = || (End::Broke("cut".into()), seen(50, false));
     assert_eq!(
         run(&mut m, vec![cut(), cut()]),
@@ -282,7 +282,7 @@ fn watch_lists_that_cannot_complete_fall_back_to_list() {
     );
     assert!(!m.list_mode);
     // Cuts that each deliver something new go on with watch-list.
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     let progress = || (End::Broke("cut".into()), seen(50, true));
     let quiet_cut = || (End::Broke("cut".into()), seen(50, false));
     assert_eq!(
@@ -296,7 +296,7 @@ fn watch_lists_that_cannot_complete_fall_back_to_list() {
         [Phase::WatchList; 5]
     );
     // An error event before the bookmark (an etcd too old): twice, for good.
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     let old = || (End::InitialError("etcd".into()), seen(5, false));
     assert_eq!(
         run(&mut m, vec![old(), old()]).last().unwrap().0,
@@ -304,7 +304,7 @@ fn watch_lists_that_cannot_complete_fall_back_to_list() {
     );
     assert!(m.list_mode);
     // A refused watch-list: at once, for good; a refused LIST fails for good.
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     assert_eq!(
         run(
             &mut m,
@@ -323,7 +323,7 @@ fn watch_lists_that_cannot_complete_fall_back_to_list() {
 
 #[test]
 fn expired_and_too_large_resync_without_hammering() {
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     assert_eq!(
         run(
             &mut m,
@@ -351,7 +351,7 @@ fn expired_and_too_large_resync_without_hammering() {
 
 #[test]
 fn unauthorized_reloads_once_then_fails_and_fatal_ends() {
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     let u = |reloadable| {
         (
             End::Unauthorized {
@@ -368,7 +368,7 @@ fn unauthorized_reloads_once_then_fails_and_fatal_ends() {
     assert_eq!((steps[0].next.clone(), steps[0].reload), (Next::Go, true));
     assert_eq!(steps[1].next, Next::End(Some(info(401))));
     // A 200 in between re-arms the reload.
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     m.next(u(true).0, Seen::default());
     m.next(End::Ended, seen(2000, true));
     assert!(m.next(u(true).0, Seen::default()).reload);
@@ -376,7 +376,7 @@ fn unauthorized_reloads_once_then_fails_and_fatal_ends() {
         m.next(u(false).0, Seen::default()).next,
         Next::End(Some(info(401)))
     );
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     assert_eq!(
         m.next(End::Fatal(info(403)), Seen::default()).next,
         Next::End(Some(info(403)))
@@ -386,7 +386,7 @@ fn unauthorized_reloads_once_then_fails_and_fatal_ends() {
 
 #[test]
 fn a_replacement_gives_up_after_three_failures_in_a_row() {
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     m.replacement = true;
     let busy = || (End::Retry("503".into(), None), seen(5, false));
     assert_eq!(
@@ -448,7 +448,7 @@ fn full_states_back_off_whatever_the_server_answers_until_healthy_watching() {
         ]
     );
     // LIST + WATCH with every watch expired: the LISTs back off.
-    let mut m = machine(Phase::List);
+    let mut m = course_in(Phase::List);
     m.list_mode = true;
     assert_eq!(
         run(
@@ -481,7 +481,7 @@ fn full_states_back_off_whatever_the_server_answers_until_healthy_watching() {
 
 #[test]
 fn a_refused_resume_point_resyncs_once() {
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     let refused = || (End::Rejected(info(400)), seen(5, false));
     assert_eq!(
         run(&mut m, vec![refused()]),
@@ -505,18 +505,18 @@ fn bookmarks_move_the_resume_point_end_a_sync_or_reveal_a_plain_watch() {
     let rv = |n: u64| Rv::from_u64(n);
     // (synced, initial_events_end, plain bookmarks before) -> meaning, cursor after
     // Catching up with no known target: any bookmark ends the replay.
-    let mut c = machine(Phase::Watch).resumed_at(rv(1));
+    let mut c = course_in(Phase::Watch).resumed_at(rv(1));
     c.on(Fact::CatchUpTarget(Rv::empty()));
     assert_eq!(bookmark(&mut c, rv(9), false), Bookmark::CaughtUp);
     c.on(Fact::CatchUpTarget(rv(20)));
-    let mut c = machine(Phase::Watch).resumed_at(rv(1));
+    let mut c = course_in(Phase::Watch).resumed_at(rv(1));
     c.on(Fact::CatchUpTarget(rv(20)));
     assert_eq!(
         bookmark(&mut c, rv(9), false),
         Bookmark::Moved,
         "a known target is reached by order"
     );
-    let mut c = machine(Phase::Watch).resumed_at(Rv::new("x-1"));
+    let mut c = course_in(Phase::Watch).resumed_at(Rv::new("x-1"));
     c.on(Fact::CatchUpTarget(Rv::new("x-7")));
     assert_eq!(
         bookmark(&mut c, Rv::new("x-9"), false),
@@ -532,7 +532,7 @@ fn bookmarks_move_the_resume_point_end_a_sync_or_reveal_a_plain_watch() {
         (false, false, 2, Bookmark::IgnoresInitialEvents, "1"),
     ];
     for (synced, end, before, want, cursor) in rows {
-        let mut c = machine(Phase::WatchList);
+        let mut c = course_in(Phase::WatchList);
         c.cursor = rv(1);
         set_synced(&mut c, synced);
         c.attempt.plain_bookmarks = before;
@@ -589,7 +589,7 @@ fn a_read_timeout_means_what_the_request_and_the_course_say() {
         (false, false, Some(s(150)), false, 5, dead),
     ];
     for (synced, catching_up, short, mid, objects, want) in rows {
-        let mut c = machine(Phase::WatchList);
+        let mut c = course_in(Phase::WatchList);
         set_synced(&mut c, synced);
         if let Doing::Watch(w) = &mut c.doing {
             w.catch_up = catching_up.then_some(None);
@@ -616,13 +616,13 @@ fn a_resume_is_caught_up_at_its_target_or_past_it() {
         ("10", None, false),
     ];
     for (cursor, target, want) in rows {
-        let mut c = machine(Phase::Watch).resumed_at(rv(cursor));
+        let mut c = course_in(Phase::Watch).resumed_at(rv(cursor));
         if let Some(t) = target {
             c.on(Fact::CatchUpTarget(rv(t)));
         }
         assert_eq!(c.reached_target(), want, "{cursor} {target:?}");
     }
-    let mut c = machine(Phase::Watch).resumed_at(rv("3"));
+    let mut c = course_in(Phase::Watch).resumed_at(rv("3"));
     assert!(c.synced() && c.catch_up().is_some());
     assert!(caught_up(&mut c));
     assert!(!caught_up(&mut c), "once");
@@ -630,14 +630,14 @@ fn a_resume_is_caught_up_at_its_target_or_past_it() {
 
 #[test]
 fn a_resync_makes_the_state_incomplete_and_ends_a_catch_up() {
-    let mut c = machine(Phase::Watch).resumed_at(Rv::from_u64(4));
+    let mut c = course_in(Phase::Watch).resumed_at(Rv::from_u64(4));
     c.on(Fact::Began);
     let step = c.finish(End::Expired, Duration::from_millis(5), true);
     assert!(step.resync);
     assert!(!c.synced() && c.catch_up().is_none());
     assert_eq!(c.phase(), Phase::WatchList);
     // A relist by re-sync does the same, at once.
-    let mut c = machine(Phase::Watch);
+    let mut c = course_in(Phase::Watch);
     set_synced(&mut c, true);
     c.finish(End::Relist, Duration::ZERO, true);
     assert!(!c.synced() && c.fresh_sync());
@@ -646,7 +646,7 @@ fn a_resync_makes_the_state_incomplete_and_ends_a_catch_up() {
 
 #[test]
 fn entries_are_progress_and_events_move_the_resume_point_only_once_synced() {
-    let mut c = machine(Phase::WatchList);
+    let mut c = course_in(Phase::WatchList);
     c.cursor = Rv::from_u64(1);
     c.on(Fact::Began);
     c.on(Fact::Judged(Rv::from_u64(5)));
@@ -662,25 +662,25 @@ fn entries_are_progress_and_events_move_the_resume_point_only_once_synced() {
     c.on(Fact::Judged(Rv::from_u64(6)));
     assert_eq!(c.cursor().as_str(), "6");
     // Initial events are ADDED; anything else before the bookmark is a plain watch.
-    let mut c = machine(Phase::WatchList);
+    let mut c = course_in(Phase::WatchList);
     assert!(c.initial_event_ok(true) && !c.initial_event_ok(false));
     c.on(Fact::SyncComplete);
     assert!(c.initial_event_ok(false));
-    assert!(machine(Phase::List).initial_event_ok(false));
+    assert!(course_in(Phase::List).initial_event_ok(false));
 }
 
 #[test]
 fn a_403_ends_a_stream_never_allowed_and_is_retried_a_while_by_one_that_was() {
     let forbidden = || End::Fatal(info(403));
     // Never answered 200: the identity may not read it; at once.
-    let mut m = machine(Phase::WatchList);
+    let mut m = course_in(Phase::WatchList);
     assert_eq!(
         m.next(forbidden(), Seen::default()).next,
         Next::End(Some(info(403)))
     );
     // Allowed before (an apiserver restarting answers 403 until its RBAC
     // is loaded): retried with backoff, FORBIDDEN_RETRIES times in a row.
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     m.next(End::Ended, seen(300_000, true));
     let steps: Vec<Next> = (0..=FORBIDDEN_RETRIES)
         .map(|_| m.next(forbidden(), Seen::default()).next)
@@ -697,7 +697,7 @@ fn a_403_ends_a_stream_never_allowed_and_is_retried_a_while_by_one_that_was() {
         Next::End(Some(info(403)))
     );
     // An answer in between starts the count again.
-    let mut m = machine(Phase::Watch);
+    let mut m = course_in(Phase::Watch);
     m.next(End::Ended, seen(300_000, true));
     for _ in 0..3 * FORBIDDEN_RETRIES {
         assert!(matches!(
@@ -710,7 +710,7 @@ fn a_403_ends_a_stream_never_allowed_and_is_retried_a_while_by_one_that_was() {
 
 #[test]
 fn a_schema_miss_turns_to_json_except_for_metadata() {
-    let mut c = machine(Phase::Watch);
+    let mut c = course_in(Phase::Watch);
     assert!(c.asks_protobuf(true));
     assert_eq!(schema_miss(&mut c, true, "m"), None);
     assert!(c.asks_protobuf(true));

@@ -1,6 +1,6 @@
 //! What the one pass over an object takes and gives: the edits asked for,
 //! the nesting limit, why a walk fails, and where it found the metadata.
-//! The leaf the pass's files (`lexer`, `walk`, `copies`, `policy`) and its
+//! The leaf the pass's files (`lexer`, `walk`, `annotation_copies`, `policy`) and its
 //! entry points (`scrub`) share.
 
 /// The deepest nesting accepted, objects and arrays counted alike. The

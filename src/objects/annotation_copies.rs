@@ -8,8 +8,8 @@
 
 use std::borrow::Cow;
 
+use super::edits::Edits;
 use super::lexer::{escape_into, unescape};
-use super::pass::Edits;
 use super::policy::{State, MAX_COPY_DEPTH};
 use super::walk::{Edit, Walker, ESCAPED_REDACTED, REDACTED_JSON};
 
@@ -99,9 +99,10 @@ pub(super) fn unescaped(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use crate::objects::edits::Span;
     use crate::objects::lexer::Lexer;
     use crate::objects::policy::{KAPP_ORIGINAL, LAST_APPLIED};
-    use crate::objects::scrub::{edit, Span};
+    use crate::objects::scrub::edit;
     use serde_json::{json, Value};
 
     const SCRUB: Edits = Edits {
