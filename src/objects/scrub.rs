@@ -43,6 +43,7 @@ pub(crate) fn envelope(frame: &[u8]) -> Result<(Option<Span>, Option<Span>), Bad
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::edits::MAX_DEPTH;
     use crate::objects::policy::LAST_APPLIED;
     use serde_json::{json, Value};
 
