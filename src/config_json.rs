@@ -615,6 +615,49 @@ impl Config {
     }
 }
 
+/// The JSON encoding of resource lists lives with the rest of the JSON
+/// configuration: `resource.rs` knows no JSON.
+impl ResourceSpec {
+    /// The C ABI's and Go's encoding of a resource list, not an API for Rust
+    /// callers (who build specs with [`parse`](Self::parse) and the
+    /// builders). Reads a JSON array of resources, as the configuration's `resources`:
+    /// each item a name (as [`parse`](Self::parse) reads it; names take the
+    /// given namespace and selectors) or an object
+    /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
+    /// "label_selector": S, "field_selector": S, "metadata_only": BOOL,
+    /// "encoding": "auto" | "json", "shard": {"count": N, "index": I}}`
+    /// (an object takes only its own fields; several namespaces give one
+    /// spec, and one stream, each). Names take `metadata_only` too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Resource`] when `json` is not JSON, and an error naming the
+    /// item and key when an item is not a resource.
+    #[doc(hidden)]
+    pub fn list_from_json(
+        json: &str,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+        metadata_only: bool,
+    ) -> Result<Vec<ResourceSpec>, Error> {
+        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            Error::Resource(format!(
+                "not JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        let defaults = Defaults {
+            namespace,
+            label_selector,
+            field_selector,
+            metadata_only,
+        };
+        resource_list(&v, &defaults)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

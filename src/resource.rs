@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::wire::request::Collection;
 use crate::{Error, Shard};
 
 /// One kind of object to stream: the API group, version and plural resource
@@ -346,7 +347,7 @@ impl ResourceSpec {
         }
         if name == "*" || name.starts_with("*.") {
             let group = &name[1..].trim_start_matches('.');
-            if !group.is_empty() && !crate::wire::request::dns_name(group, 253, true) {
+            if !group.is_empty() && !crate::wire::names::dns_name(group, 253, true) {
                 return Err(Error::Resource(format!(
                     "{name:?}: a group is a lower-case DNS name"
                 )));
@@ -370,7 +371,7 @@ impl ResourceSpec {
             }
         };
         // The rules discovery holds the server's names to (wire::discovery).
-        let valid = |s: &str, max: usize, dots: bool| crate::wire::request::dns_name(s, max, dots);
+        let valid = |s: &str, max: usize, dots: bool| crate::wire::names::dns_name(s, max, dots);
         if !(group.is_empty() || valid(group, 253, true))
             || !valid(version, 63, false)
             || !valid(resource, 253, true)
@@ -541,6 +542,20 @@ impl ResourceSpec {
                 || crate::wire::schema::knows(&self.group, &self.version, &self.kind))
     }
 
+    /// The collection as the server is asked for it: a cluster-scoped
+    /// resource has no namespace in its path, whatever the spec says.
+    pub(crate) fn collection(&self) -> Collection<'_> {
+        Collection {
+            group: &self.group,
+            version: &self.version,
+            resource: &self.resource,
+            namespace: self.namespace.as_deref().filter(|_| self.namespaced),
+            label_selector: self.label_selector.as_deref(),
+            field_selector: self.field_selector.as_deref(),
+            shard: self.shard,
+        }
+    }
+
     /// The resource's name until discovery resolves it: the plural when
     /// known, else the name as given, else the kind (for entries, thread
     /// names and logs).
@@ -550,45 +565,6 @@ impl ResourceSpec {
             (Some(name), true) => name.clone(),
             (None, true) => self.kind.to_lowercase(),
         }
-    }
-
-    /// The C ABI's and Go's encoding of a resource list, not an API for Rust
-    /// callers (who build specs with [`parse`](Self::parse) and the
-    /// builders). Reads a JSON array of resources, as the configuration's `resources`:
-    /// each item a name (as [`parse`](Self::parse) reads it; names take the
-    /// given namespace and selectors) or an object
-    /// `{"resource": NAME, "namespace": NS, "namespaces": [NS, …],
-    /// "label_selector": S, "field_selector": S, "metadata_only": BOOL,
-    /// "encoding": "auto" | "json", "shard": {"count": N, "index": I}}`
-    /// (an object takes only its own fields; several namespaces give one
-    /// spec, and one stream, each). Names take `metadata_only` too.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Resource`] when `json` is not JSON, and an error naming the
-    /// item and key when an item is not a resource.
-    #[doc(hidden)]
-    pub fn list_from_json(
-        json: &str,
-        namespace: Option<&str>,
-        label_selector: Option<&str>,
-        field_selector: Option<&str>,
-        metadata_only: bool,
-    ) -> Result<Vec<ResourceSpec>, Error> {
-        let v: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-            Error::Resource(format!(
-                "not JSON (line {}, column {})",
-                e.line(),
-                e.column()
-            ))
-        })?;
-        let defaults = crate::config_json::Defaults {
-            namespace,
-            label_selector,
-            field_selector,
-            metadata_only,
-        };
-        crate::config_json::resource_list(&v, &defaults)
     }
 
     /// This spec with a field selector, as kubectl's `--field-selector`
@@ -677,6 +653,31 @@ fn known(name: &str) -> Option<ResourceSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_collection_has_a_namespace_only_when_namespaced() {
+        let nodes = ResourceSpec::parse("nodes")
+            .unwrap()
+            .remove(0)
+            .in_namespace("x");
+        assert_eq!(nodes.collection().namespace, None);
+        let pods = ResourceSpec::parse("pods")
+            .unwrap()
+            .remove(0)
+            .in_namespace("shop")
+            .with_label_selector("app=web");
+        let c = pods.collection();
+        assert_eq!(
+            (
+                c.group,
+                c.version,
+                c.resource,
+                c.namespace,
+                c.label_selector
+            ),
+            ("", "v1", "pods", Some("shop"), Some("app=web"))
+        );
+    }
 
     #[test]
     fn known_names_and_sets() {

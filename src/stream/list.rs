@@ -29,8 +29,10 @@ pub(crate) fn list(p: &mut Parts) -> End {
             settings.page_size
         };
         let path = match token.as_deref() {
-            Some(t) => request::list_page(p.target, limit, Some(t), None),
-            None => request::list_page(p.target, limit, None, p.course().cache_read()),
+            Some(t) => request::list_page(&p.target.collection(), limit, Some(t), None),
+            None => {
+                request::list_page(&p.target.collection(), limit, None, p.course().cache_read())
+            }
         };
         let resp = match p.get(&path, Asking::List, None) {
             Ok(r) => r,

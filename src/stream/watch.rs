@@ -31,7 +31,7 @@ pub(crate) fn watch_list(p: &mut Parts) -> End {
         return End::Stopped;
     }
     let timeout = p.pacing.timeout_secs();
-    let path = request::watch_list(p.target, p.course().cache_read(), timeout);
+    let path = request::watch_list(&p.target.collection(), p.course().cache_read(), timeout);
     let settings = p.client.settings();
     let quiet = settings.initial_events_timeout.min(settings.idle_timeout);
     read_watch(p, &path, Some(quiet))
@@ -70,14 +70,21 @@ pub(crate) fn watch_live(p: &mut Parts) -> End {
         }
     }
     let timeout = p.pacing.timeout_secs();
-    let path = request::watch_from(p.target, p.course().cursor().as_str(), timeout);
+    let path = request::watch_from(
+        &p.target.collection(),
+        p.course().cursor().as_str(),
+        timeout,
+    );
     read_watch(p, &path, short_reads)
 }
 
 /// The server's resourceVersion now: a LIST of at most one object (no
 /// selectors, so the server stops at the first), its metadata's.
 fn probe_version(p: &mut Parts) -> Result<Rv, End> {
-    let path = format!("{}?limit=1", request::collection_path(p.target));
+    let path = format!(
+        "{}?limit=1",
+        request::collection_path(&p.target.collection())
+    );
     let resp = p.get(&path, Asking::List, None)?;
     let mut items = p.client.items(resp)?;
     loop {

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::wire::request::dns_name;
+use crate::wire::names::dns_name;
 
 /// Aggregated discovery (one document for every group), with plain JSON
 /// accepted from servers without it.

@@ -20,6 +20,7 @@ pub(crate) mod go_json;
 pub(crate) mod http;
 pub(crate) mod http_read;
 pub(crate) mod metav1;
+pub(crate) mod names;
 pub(crate) mod proto_frames;
 pub(crate) mod proto_json;
 pub(crate) mod protobuf;

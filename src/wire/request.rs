@@ -1,27 +1,45 @@
-//! Pure URL building for the requests tattler makes; no I/O here.
+//! Pure URL building for the requests tattler makes; no I/O here. A
+//! request is built from a [`Collection`], the wire's own view of what is
+//! asked for: this layer knows no configuration type.
 
-use crate::ResourceSpec;
+use crate::wire::shard::Shard;
+
+/// A collection as the server is asked for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Collection<'a> {
+    /// The API group (empty: the core group, under `/api`).
+    pub group: &'a str,
+    pub version: &'a str,
+    /// The resource's plural name.
+    pub resource: &'a str,
+    /// The namespace, for a namespaced resource watched in one.
+    pub namespace: Option<&'a str>,
+    pub label_selector: Option<&'a str>,
+    pub field_selector: Option<&'a str>,
+    /// A shard of the collection (none, or the whole: everything).
+    pub shard: Option<Shard>,
+}
 
 /// The collection path of a resource: `/api/v1/namespaces/ns/pods`,
 /// `/apis/apps/v1/deployments`.
-pub(crate) fn collection_path(spec: &ResourceSpec) -> String {
+pub(crate) fn collection_path(spec: &Collection) -> String {
     let mut p = if spec.group.is_empty() {
         format!("/api/{}", spec.version)
     } else {
         format!("/apis/{}/{}", spec.group, spec.version)
     };
-    if let (true, Some(ns)) = (spec.namespaced, &spec.namespace) {
+    if let Some(ns) = spec.namespace {
         p.push_str("/namespaces/");
         p.push_str(&encode(ns));
     }
     p.push('/');
-    p.push_str(&spec.resource);
+    p.push_str(spec.resource);
     p
 }
 
 /// A watch-list: the full state as ADDED events, the initial-events-end
 /// bookmark, then live changes. With `rv`, state not older than it.
-pub(crate) fn watch_list(spec: &ResourceSpec, rv: Option<&str>, timeout_secs: u32) -> String {
+pub(crate) fn watch_list(spec: &Collection, rv: Option<&str>, timeout_secs: u32) -> String {
     let mut q = format!(
         "{}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
         collection_path(spec)
@@ -34,7 +52,7 @@ pub(crate) fn watch_list(spec: &ResourceSpec, rv: Option<&str>, timeout_secs: u3
 }
 
 /// A plain watch of the changes after `rv`.
-pub(crate) fn watch_from(spec: &ResourceSpec, rv: &str, timeout_secs: u32) -> String {
+pub(crate) fn watch_from(spec: &Collection, rv: &str, timeout_secs: u32) -> String {
     let q = format!(
         "{}?watch=true&allowWatchBookmarks=true&resourceVersion={}",
         collection_path(spec),
@@ -47,7 +65,7 @@ pub(crate) fn watch_from(spec: &ResourceSpec, rv: &str, timeout_secs: u32) -> St
 /// consistent read (no resourceVersion), or with `rv`, what the watch cache
 /// holds not older than it (`0`: anything).
 pub(crate) fn list_page(
-    spec: &ResourceSpec,
+    spec: &Collection,
     limit: u32,
     continue_token: Option<&str>,
     rv: Option<&str>,
@@ -77,7 +95,7 @@ pub(crate) fn list_page(
 
 /// The selectors of `spec` after a query that so far ends with `sep`
 /// pending (`?` when it has no parameter yet).
-fn selectors_after(q: &mut String, sep: char, spec: &ResourceSpec) {
+fn selectors_after(q: &mut String, sep: char, spec: &Collection) {
     let mut s = String::new();
     selectors(&mut s, spec);
     if let Some(rest) = s.strip_prefix('&') {
@@ -86,18 +104,18 @@ fn selectors_after(q: &mut String, sep: char, spec: &ResourceSpec) {
     }
 }
 
-fn finish(mut q: String, spec: &ResourceSpec, timeout_secs: u32) -> String {
+fn finish(mut q: String, spec: &Collection, timeout_secs: u32) -> String {
     selectors(&mut q, spec);
     q.push_str(&format!("&timeoutSeconds={timeout_secs}"));
     q
 }
 
-fn selectors(q: &mut String, spec: &ResourceSpec) {
-    if let Some(s) = &spec.label_selector {
+fn selectors(q: &mut String, spec: &Collection) {
+    if let Some(s) = spec.label_selector {
         q.push_str("&labelSelector=");
         q.push_str(&encode(s));
     }
-    if let Some(s) = &spec.field_selector {
+    if let Some(s) = spec.field_selector {
         q.push_str("&fieldSelector=");
         q.push_str(&encode(s));
     }
@@ -185,27 +203,58 @@ fn with_drop(base: &str, drop_managed_fields: bool) -> String {
         .join(",")
 }
 
-/// Whether `s` may be a group, version or resource in a request path.
-/// RFC 1123: lowercase letters, digits and `-` (and `.` between labels when
-/// `dots`), starting and ending with a letter or digit, at most `max` bytes.
-pub(crate) fn dns_name(s: &str, max: usize, dots: bool) -> bool {
-    let b = s.as_bytes();
-    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= max
-        && b.first().is_some_and(alnum)
-        && b.last().is_some_and(alnum)
-        && b.iter()
-            .all(|c| alnum(c) || *c == b'-' || (dots && *c == b'.'))
-        && !s.contains("..")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spec(name: &str) -> ResourceSpec {
-        ResourceSpec::parse(name).unwrap().remove(0)
+    /// `group/version/resource` (or `resource` of the core group, v1).
+    fn spec(name: &str) -> Collection<'_> {
+        let parts: Vec<&str> = name.split('/').collect();
+        let (group, version, resource) = match parts[..] {
+            [r] => ("", "v1", r),
+            [g, v, r] => (g, v, r),
+            _ => panic!("{name}"),
+        };
+        Collection {
+            group,
+            version,
+            resource,
+            ..Collection::default()
+        }
+    }
+
+    trait With<'a> {
+        fn in_namespace(self, ns: &'a str) -> Self;
+        fn with_label_selector(self, s: &'a str) -> Self;
+        fn with_field_selector(self, s: &'a str) -> Self;
+        fn in_shard(self, s: Shard) -> Self;
+    }
+
+    impl<'a> With<'a> for Collection<'a> {
+        fn in_namespace(self, ns: &'a str) -> Self {
+            Collection {
+                namespace: Some(ns),
+                ..self
+            }
+        }
+        fn with_label_selector(self, s: &'a str) -> Self {
+            Collection {
+                label_selector: Some(s),
+                ..self
+            }
+        }
+        fn with_field_selector(self, s: &'a str) -> Self {
+            Collection {
+                field_selector: Some(s),
+                ..self
+            }
+        }
+        fn in_shard(self, s: Shard) -> Self {
+            Collection {
+                shard: Some(s),
+                ..self
+            }
+        }
     }
 
     #[test]
@@ -226,7 +275,8 @@ mod tests {
 
     #[test]
     fn watch_and_list_urls() {
-        let nodes = spec("nodes").in_namespace("ignored");
+        // A cluster-scoped resource has no namespace in its collection.
+        let nodes = spec("nodes");
         assert_eq!(
             watch_from(&nodes, "1234", 290),
             "/api/v1/nodes?watch=true&allowWatchBookmarks=true&resourceVersion=1234&timeoutSeconds=290"
@@ -255,7 +305,7 @@ mod tests {
 
     #[test]
     fn a_shard_asks_for_its_range_on_watches_and_lists() {
-        let shard = |count, index| crate::Shard::new(count, index).unwrap();
+        let shard = |count, index| Shard::new(count, index).unwrap();
         let half = "shardSelector=shardRange%28object.metadata.uid%2C%20%270x8000000000000000%27%2C%20%270x10000000000000000%27%29";
         let pods = spec("pods").in_shard(shard(2, 1));
         assert_eq!(
