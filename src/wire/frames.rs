@@ -503,17 +503,7 @@ impl<R: Read> ListReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A reader that hands out `chunk` bytes at a time.
-    pub(crate) struct Trickle<'a>(pub &'a [u8], pub usize);
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.0.len().min(self.1).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
+    use crate::wire::buffered::sources::Trickle;
 
     const PAGE1: &[u8] = include_bytes!("../../tests/wire/d-list-page1.json");
 

@@ -469,22 +469,8 @@ pub(crate) fn read_response<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::buffered::sources::Trickle;
     use crate::wire::http::framing;
-
-    /// A source giving `pieces` bytes at a time (the last read may be short).
-    struct Trickle<'a> {
-        bytes: &'a [u8],
-        piece: usize,
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.bytes.len().min(self.piece).min(out.len());
-            out[..n].copy_from_slice(&self.bytes[..n]);
-            self.bytes = &self.bytes[n..];
-            Ok(n)
-        }
-    }
 
     /// A source that gives its bytes cut at one place.
     struct Cut<'a> {
@@ -512,14 +498,7 @@ mod tests {
     /// 512 of a long one), with reads of 1, 5 and 64 KiB; every way must
     /// agree. Returns the common result.
     fn every_way(bytes: &[u8]) -> Result<(u16, Vec<u8>), String> {
-        let whole = read_response(
-            Responses::new(Trickle {
-                bytes,
-                piece: usize::MAX,
-            }),
-            64 << 10,
-        )
-        .0;
+        let whole = read_response(Responses::new(Trickle(bytes, usize::MAX)), 64 << 10).0;
         let show = |r: &Result<(Head, Vec<u8>), String>| {
             r.as_ref()
                 .map(|(h, b)| (h.clone(), b.clone()))
@@ -527,7 +506,7 @@ mod tests {
         };
         for piece in [1, 2, 3, 7] {
             for read in [1, 5, 64 << 10] {
-                let got = read_response(Responses::new(Trickle { bytes, piece }), read).0;
+                let got = read_response(Responses::new(Trickle(bytes, piece)), read).0;
                 assert_eq!(
                     show(&got),
                     show(&whole),
@@ -708,10 +687,7 @@ mod tests {
     #[test]
     fn data_before_an_error_is_handed_out_first() {
         let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\nxyz";
-        let mut input = Responses::new(Trickle {
-            bytes,
-            piece: usize::MAX,
-        });
+        let mut input = Responses::new(Trickle(bytes, usize::MAX));
         let head = input.read_head().unwrap();
         let mut body = BodyReader::new(input, framing(&head).unwrap());
         let mut out = [0u8; 64];
@@ -753,10 +729,7 @@ mod tests {
     fn the_framing_after_the_data_is_finished_from_the_buffer_alone() {
         let bytes =
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX: y\r\n\r\n";
-        let mut input = Responses::new(Trickle {
-            bytes,
-            piece: usize::MAX,
-        });
+        let mut input = Responses::new(Trickle(bytes, usize::MAX));
         let head = input.read_head().unwrap();
         let mut body = BodyReader::new(input, framing(&head).unwrap());
         let mut out = [0u8; 3];
@@ -768,10 +741,7 @@ mod tests {
         assert!(all_used);
         // Not all there yet: no read, not done.
         let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n";
-        let mut input = Responses::new(Trickle {
-            bytes,
-            piece: usize::MAX,
-        });
+        let mut input = Responses::new(Trickle(bytes, usize::MAX));
         let head = input.read_head().unwrap();
         let mut body = BodyReader::new(input, framing(&head).unwrap());
         assert_eq!(body.read(&mut out).unwrap(), 3);
@@ -785,41 +755,29 @@ mod tests {
             "HTTP/1.1 200 OK\r\nX: {}\r\nContent-Length: 1\r\n\r\nx",
             "a".repeat(MAX_HEAD - 60)
         );
-        let (got, most) = read_response(
-            Responses::new(Trickle {
-                bytes: head.as_bytes(),
-                piece: 1000,
-            }),
-            4096,
-        );
+        let (got, most) = read_response(Responses::new(Trickle(head.as_bytes(), 1000)), 4096);
         assert_eq!(got.unwrap().1, b"x");
         assert!(most <= MAX_HEAD, "{most}");
         // A chunk claiming 2^64-1 bytes allocates nothing for them.
         let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nabc";
-        let (got, most) = read_response(Responses::new(Trickle { bytes, piece: 7 }), 4096);
+        let (got, most) = read_response(Responses::new(Trickle(bytes, 7)), 4096);
         assert_eq!(
             got.unwrap_err(),
             "the connection closed before the end of the body"
         );
         assert_eq!(most, BUF);
         let (got, most) = read_response(
-            Responses::new(Trickle {
-                bytes: b"HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nab",
-                piece: 7,
-            }),
+            Responses::new(Trickle(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nab",
+                7,
+            )),
             4096,
         );
         assert!(got.is_err());
         assert_eq!(most, BUF);
         // A head that fills the buffer without ending: refused, not grown.
         let head = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(BUF));
-        let (got, most) = read_response(
-            Responses::new(Trickle {
-                bytes: head.as_bytes(),
-                piece: 1000,
-            }),
-            4096,
-        );
+        let (got, most) = read_response(Responses::new(Trickle(head.as_bytes(), 1000)), 4096);
         assert_eq!(got.unwrap_err(), "the response buffer is full");
         assert_eq!(most, BUF);
     }

@@ -397,6 +397,7 @@ impl<R: Read> ProtoListReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::buffered::sources::Trickle;
     use crate::wire::frames::ListReader;
 
     /// Captured from kube-apiserver v1.36.3 (tests/wire/proto/README.md):
@@ -465,17 +466,6 @@ mod tests {
             assert_eq!(full, json_items(json), "chunk {chunk}");
         }
         assert_eq!(json_items(json).len(), 2);
-    }
-
-    /// Reads a body a few bytes at a time, as a network does.
-    struct Trickle<'a>(&'a [u8], usize);
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.0.len().min(self.1).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
     }
 
     fn frames(body: &[u8], chunk: usize, max: usize) -> Vec<Result<String, String>> {
