@@ -158,9 +158,9 @@ pub fn kubeconfig(text: &[u8]) {
 /// long input). Every way must give the same head, body or error, and
 /// the read buffer must stay within its bound.
 pub fn http_response(data: &[u8]) {
-    use crate::wire::http_read::{read_response, Input};
+    use crate::wire::http_read::{read_response, Responses};
     let bound = crate::wire::http::MAX_HEAD.max(16 << 10);
-    let (whole, most) = read_response(Input::new(Trickle(data, usize::MAX)), 64 << 10);
+    let (whole, most) = read_response(Responses::new(Trickle(data, usize::MAX)), 64 << 10);
     assert!(most <= bound, "the read buffer grew to {most} bytes");
     if let Ok((head, body)) = &whole {
         assert!(body.len() <= data.len(), "a body longer than its input");
@@ -173,12 +173,12 @@ pub fn http_response(data: &[u8]) {
         }
     }
     for piece in 1..=7 {
-        let (got, most) = read_response(Input::new(Trickle(data, piece)), 3);
+        let (got, most) = read_response(Responses::new(Trickle(data, piece)), 3);
         assert_eq!(got, whole, "arriving {piece} bytes at a time");
         assert!(most <= bound, "the read buffer grew to {most} bytes");
     }
     for at in (1..data.len()).filter(|at| *at < 1024 || at % 31 == 0) {
-        let (got, _) = read_response(Input::new(Cut(data, at)), 64 << 10);
+        let (got, _) = read_response(Responses::new(Cut(data, at)), 64 << 10);
         assert_eq!(got, whole, "cut at byte {at}");
     }
 }

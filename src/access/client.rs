@@ -29,7 +29,7 @@ use crate::access::credentials::Current;
 use crate::access::secret::Token;
 use crate::access::transport::{Conn, Transport};
 use crate::wire::http::{framing, reusable, Head, HttpError};
-use crate::wire::http_read::{http_error, BodyReader, Input};
+use crate::wire::http_read::{http_error, BodyReader, Responses};
 
 /// One stream's connection state; the reader keeps it to stop the stream.
 #[derive(Default)]
@@ -250,7 +250,7 @@ impl Client {
             .and_then(|()| conn.write_all(head))
             .and_then(|()| conn.flush());
         let socket = conn.socket().clone();
-        let mut input = Input::new(conn);
+        let mut input = Responses::new(conn);
         let answer = sent.and_then(|()| input.read_head()).and_then(|h| {
             let f = framing(&h)?;
             Ok((h, f))
@@ -358,7 +358,7 @@ impl Body {
             return;
         };
         let done = reader.done();
-        let (conn, all_used) = reader.into_input().into_inner();
+        let (conn, all_used) = reader.into_responses().into_inner();
         self.slot.release(
             self.ticket,
             Some(conn),

@@ -27,7 +27,7 @@ use crate::access::proxy::Proxy;
 use crate::access::secret::ClientIdentity;
 use crate::access::url::Url;
 use crate::wire::http::{connect_head, request_head, Get, HttpError};
-use crate::wire::http_read::Input;
+use crate::wire::http_read::Responses;
 use crate::{Config, Error};
 
 /// Everything needed to reach the server, checked once at open.
@@ -224,7 +224,7 @@ impl Transport {
         let head = connect_head(&target, credentials.as_ref().map(|t| t.expose()))?;
         wire.write_all(&head)?;
         wire.flush()?;
-        let mut input = Input::new(&mut wire);
+        let mut input = Responses::new(&mut wire);
         let answer = input.read_head()?;
         let extra = !input.buffered().is_empty();
         drop(input);

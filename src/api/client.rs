@@ -369,7 +369,7 @@ impl Frames {
     /// Body bytes read so far.
     pub(crate) fn bytes(&self) -> u64 {
         match self {
-            Frames::Json(r) => r.bytes,
+            Frames::Json(r) => r.bytes(),
             Frames::Proto(r) => r.bytes(),
         }
     }
@@ -400,7 +400,7 @@ impl Items {
     /// Body bytes read so far.
     pub(crate) fn bytes(&self) -> u64 {
         match self {
-            Items::Json(r) => r.bytes,
+            Items::Json(r) => r.bytes(),
             Items::Proto(r) => r.bytes(),
         }
     }

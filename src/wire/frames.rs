@@ -6,6 +6,7 @@ use std::io::{self, Read};
 
 use serde::Deserialize;
 
+use crate::wire::buffered::Buffered;
 use crate::wire::rv::Rv;
 
 /// Errors of the frame reader.
@@ -26,39 +27,36 @@ pub(crate) enum FrameError {
 }
 
 /// Splits a watch body into frames as bytes arrive, one JSON event a line,
-/// without waiting for the body to end.
+/// without waiting for the body to end. A frame is handed out where it lies
+/// in the read buffer: no copy.
 pub(crate) struct FrameReader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    /// `buf[start..end]` holds bytes read but not yet handed out.
-    start: usize,
-    end: usize,
-    /// Bytes before `scan` (from `start`) hold no newline.
+    /// Grows to at most a frame's limit and a byte: an over-long frame is
+    /// dropped as it comes.
+    input: Buffered<R>,
+    /// The pending bytes before `scan` hold no newline.
     scan: usize,
     max: usize,
     /// Bytes of an over-long frame being skipped.
     skipping: Option<usize>,
-    /// Where [`buffered`](Self::buffered) found the next frame's newline.
+    /// Where [`buffered`](Self::buffered) found the next frame's newline,
+    /// in the pending bytes.
     found: Option<usize>,
-    /// Total bytes read, for stats.
-    pub bytes: u64,
 }
-
-const READ_CHUNK: usize = 64 << 10;
 
 impl<R: Read> FrameReader<R> {
     pub(crate) fn new(inner: R, max_frame: usize) -> Self {
         FrameReader {
-            inner,
-            buf: vec![0; READ_CHUNK],
-            start: 0,
-            end: 0,
+            input: Buffered::new(inner, max_frame.saturating_add(1)),
             scan: 0,
             max: max_frame,
             skipping: None,
             found: None,
-            bytes: 0,
         }
+    }
+
+    /// Total bytes read, for stats.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.input.bytes_read()
     }
 
     /// Whether a whole frame is already buffered: if so, the next
@@ -68,15 +66,14 @@ impl<R: Read> FrameReader<R> {
             if self.found.is_some() {
                 return true;
             }
-            let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scan..self.end]) else {
-                self.scan = self.end;
+            let Some(nl) = self.input.find(b'\n', self.scan, usize::MAX) else {
+                self.scan = self.input.pending().len();
                 return false;
             };
-            let nl = self.scan + pos;
-            if self.skipping.is_none() && trim(&self.buf[self.start..nl]).is_empty() {
+            if self.skipping.is_none() && trim(&self.input.pending()[..nl]).is_empty() {
                 // A blank line, which next_frame would pass over.
-                self.start = nl + 1;
-                self.scan = self.start;
+                self.input.consume(nl + 1);
+                self.scan = 0;
                 continue;
             }
             self.found = Some(nl);
@@ -85,82 +82,53 @@ impl<R: Read> FrameReader<R> {
 
     /// Whether part of a frame has been read (a stall now is mid-frame).
     pub(crate) fn partial(&self) -> bool {
-        self.end > self.start || self.skipping.is_some()
+        !self.input.pending().is_empty() || self.skipping.is_some()
     }
 
     /// The next frame, `Ok(None)` at a clean end of the body.
     pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
         loop {
-            let found = self.found.take().or_else(|| {
-                memchr::memchr(b'\n', &self.buf[self.scan..self.end]).map(|pos| self.scan + pos)
-            });
+            let found = match self.found.take() {
+                Some(nl) => Some(nl),
+                None => self.input.find(b'\n', self.scan, usize::MAX),
+            };
             if let Some(nl) = found {
-                let (start, line) = (self.start, &self.buf[self.start..nl]);
-                self.start = nl + 1;
-                self.scan = self.start;
+                self.scan = 0;
                 if let Some(skipped) = self.skipping.take() {
-                    return Err(FrameError::TooLarge(skipped + line.len()));
+                    self.input.consume(nl + 1);
+                    return Err(FrameError::TooLarge(skipped + nl));
                 }
-                if line.len() > self.max {
-                    return Err(FrameError::TooLarge(line.len()));
+                if nl > self.max {
+                    self.input.consume(nl + 1);
+                    return Err(FrameError::TooLarge(nl));
                 }
-                if !trim(line).is_empty() {
-                    // Borrowed anew: a borrow returned from inside the loop
-                    // must not be the one the loop goes on with.
-                    return Ok(Some(trim(&self.buf[start..nl])));
+                if trim(&self.input.pending()[..nl]).is_empty() {
+                    self.input.consume(nl + 1);
+                    continue;
                 }
-                continue;
+                return Ok(Some(trim(&self.input.take_bytes(nl + 1)[..nl])));
             }
-            self.scan = self.end;
-            let pending = self.end - self.start;
+            let pending = self.input.pending().len();
+            self.scan = pending;
             if let Some(skipped) = self.skipping.as_mut() {
                 *skipped += pending;
-                self.start = 0;
-                self.end = 0;
+                self.input.clear();
                 self.scan = 0;
             } else if pending > self.max {
                 self.skipping = Some(pending);
-                self.start = 0;
-                self.end = 0;
+                self.input.clear();
                 self.scan = 0;
-            } else if self.start > 0 && (self.end == self.buf.len() || self.start == self.end) {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end = pending;
-                self.scan = pending;
-                self.start = 0;
             }
-            if self.end == self.buf.len() {
-                let grown = (self.buf.len() * 2).min(self.max + 1);
-                self.buf.resize(grown.max(self.end + 1), 0);
-            }
-            let n = match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(FrameError::Io(e)),
-            };
-            if n == 0 {
-                let pending = self.end - self.start;
+            if self.input.fill().map_err(FrameError::Io)? == 0 {
                 if let Some(skipped) = self.skipping.take() {
                     return Err(FrameError::TooLarge(skipped));
                 }
-                if trim(&self.buf[self.start..self.end]).is_empty() {
+                let rest = self.input.pending();
+                if trim(rest).is_empty() {
                     return Ok(None);
                 }
-                return Err(FrameError::Truncated(pending));
+                return Err(FrameError::Truncated(rest.len()));
             }
-            self.bytes += n as u64;
-            self.end += n;
-            self.shrink_if_idle();
-        }
-    }
-
-    /// After a huge frame, give the memory back once the buffer is empty.
-    fn shrink_if_idle(&mut self) {
-        if self.buf.len() > 4 * READ_CHUNK && self.start == self.end {
-            self.buf = vec![0; READ_CHUNK];
-            self.start = 0;
-            self.end = 0;
-            self.scan = 0;
         }
     }
 }
@@ -242,20 +210,14 @@ enum ListState {
 /// Reads a LIST response body (`{"kind":…,"metadata":{…},"items":[…]}`) item
 /// by item as it arrives, so a page of any size costs one item of memory.
 pub(crate) struct ListReader<R> {
-    inner: R,
-    buf: Vec<u8>,
-    /// `buf[start..end]` holds bytes read but not yet consumed.
-    start: usize,
-    end: usize,
-    /// The body ended.
-    eof: bool,
+    /// Grows to at most the longest value kept and a byte: a longer one is
+    /// dropped as it comes.
+    input: Buffered<R>,
     max_item: usize,
     state: ListState,
     meta: Option<ListMeta>,
     /// The length of the last value skipped as too long.
     skipped: usize,
-    /// Total bytes read, for stats.
-    pub bytes: u64,
 }
 
 /// How far a value extends, scanned as bytes arrive: brackets and strings
@@ -320,18 +282,19 @@ impl Scan {
 
 impl<R: Read> ListReader<R> {
     pub(crate) fn new(inner: R, max_item: usize) -> Self {
+        let max_item = max_item.max(1);
         ListReader {
-            inner,
-            buf: vec![0; READ_CHUNK],
-            start: 0,
-            end: 0,
-            eof: false,
-            max_item: max_item.max(1),
+            input: Buffered::new(inner, max_item.max(MAX_LIST_META).saturating_add(1)),
+            max_item,
             state: ListState::Start,
             meta: None,
             skipped: 0,
-            bytes: 0,
         }
+    }
+
+    /// Total bytes read, for stats.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.input.bytes_read()
     }
 
     /// The page's metadata, once [`next_item`](Self::next_item) has returned
@@ -351,7 +314,7 @@ impl<R: Read> ListReader<R> {
                 }
                 ListState::Member => {
                     if self.peek_ws()? == Some(b'}') {
-                        self.start += 1;
+                        self.input.consume(1);
                         self.state = ListState::End;
                         continue;
                     }
@@ -360,7 +323,7 @@ impl<R: Read> ListReader<R> {
                     match key.as_slice() {
                         b"items" => {
                             if self.peek_ws()? == Some(b'[') {
-                                self.start += 1;
+                                self.input.consume(1);
                                 self.state = ListState::Item;
                             } else {
                                 // `null` (an empty list), or anything else: skipped.
@@ -369,13 +332,13 @@ impl<R: Read> ListReader<R> {
                             }
                         }
                         b"metadata" => {
-                            let (s, e) = self.capture(MAX_LIST_META)?.ok_or_else(|| {
+                            let len = self.capture(MAX_LIST_META)?.ok_or_else(|| {
                                 ListError::Invalid("the list's metadata is over 1 MiB".into())
                             })?;
-                            let raw: RawListMeta = serde_json::from_slice(&self.buf[s..e])
-                                .map_err(|e| {
-                                    ListError::Invalid(format!("the list's metadata: {e}"))
-                                })?;
+                            let raw: RawListMeta = serde_json::from_slice(
+                                self.input.take_bytes(len),
+                            )
+                            .map_err(|e| ListError::Invalid(format!("the list's metadata: {e}")))?;
                             self.meta = Some(ListMeta {
                                 resource_version: Rv::new(&raw.resource_version),
                                 continue_token: raw.continue_token.filter(|c| !c.is_empty()),
@@ -390,35 +353,35 @@ impl<R: Read> ListReader<R> {
                 }
                 ListState::AfterMember => match self.peek_ws()? {
                     Some(b',') => {
-                        self.start += 1;
+                        self.input.consume(1);
                         self.state = ListState::Member;
                     }
                     Some(b'}') => {
-                        self.start += 1;
+                        self.input.consume(1);
                         self.state = ListState::End;
                     }
                     other => return Err(self.unexpected(other, "`,` or `}` after a member")),
                 },
                 ListState::Item => {
                     if self.peek_ws()? == Some(b']') {
-                        self.start += 1;
+                        self.input.consume(1);
                         self.state = ListState::AfterMember;
                         continue;
                     }
                     self.state = ListState::AfterItem;
                     let max = self.max_item;
                     return Ok(Some(match self.capture(max)? {
-                        Some((s, e)) => ListItem::Item(&self.buf[s..e]),
+                        Some(len) => ListItem::Item(self.input.take_bytes(len)),
                         None => ListItem::TooLarge(self.skipped),
                     }));
                 }
                 ListState::AfterItem => match self.peek_ws()? {
                     Some(b',') => {
-                        self.start += 1;
+                        self.input.consume(1);
                         self.state = ListState::Item;
                     }
                     Some(b']') => {
-                        self.start += 1;
+                        self.input.consume(1);
                         self.state = ListState::AfterMember;
                     }
                     other => return Err(self.unexpected(other, "`,` or `]` after an item")),
@@ -441,54 +404,26 @@ impl<R: Read> ListReader<R> {
             Some(b) => format!(
                 "expected {want}, found {:?} after {} bytes",
                 b as char,
-                self.bytes - (self.end - self.start) as u64
+                self.input.bytes_used()
             ),
             None => format!("expected {want}, found the end of the body"),
         })
     }
 
-    /// Reads more of the body into `buf`, keeping `buf[keep..end]`; false at its end.
-    fn fill(&mut self, keep: usize) -> Result<bool, ListError> {
-        if self.eof {
-            return Ok(false);
-        }
-        if keep > 0 {
-            self.buf.copy_within(keep..self.end, 0);
-            self.end -= keep;
-            self.start -= keep;
-        }
-        if self.end == self.buf.len() {
-            let grown = self.buf.len() * 2;
-            self.buf.resize(grown, 0);
-        }
-        loop {
-            match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(0) => {
-                    self.eof = true;
-                    return Ok(false);
-                }
-                Ok(n) => {
-                    self.bytes += n as u64;
-                    self.end += n;
-                    return Ok(true);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(ListError::Io(e)),
-            }
-        }
-    }
-
     /// The next byte that is not white space, not consumed; `None` at the end.
     fn peek_ws(&mut self) -> Result<Option<u8>, ListError> {
         loop {
-            while self.start < self.end {
-                match self.buf[self.start] {
-                    b' ' | b'\t' | b'\r' | b'\n' => self.start += 1,
-                    b => return Ok(Some(b)),
-                }
+            let pending = self.input.pending();
+            let ws = pending
+                .iter()
+                .take_while(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+                .count();
+            if let Some(&b) = pending.get(ws) {
+                self.input.consume(ws);
+                return Ok(Some(b));
             }
-            let keep = self.start;
-            if !self.fill(keep)? {
+            self.input.clear();
+            if self.input.fill().map_err(ListError::Io)? == 0 {
                 return Ok(None);
             }
         }
@@ -497,7 +432,7 @@ impl<R: Read> ListReader<R> {
     fn expect(&mut self, b: u8, what: &str) -> Result<(), ListError> {
         match self.peek_ws()? {
             Some(x) if x == b => {
-                self.start += 1;
+                self.input.consume(1);
                 Ok(())
             }
             other => Err(self.unexpected(other, what)),
@@ -510,10 +445,10 @@ impl<R: Read> ListReader<R> {
             let found = self.peek_ws()?;
             return Err(self.unexpected(found, "a key"));
         }
-        let (s, e) = self
+        let len = self
             .capture(MAX_KEY)?
             .ok_or_else(|| ListError::Invalid("a key of the list is over 1 KiB".into()))?;
-        serde_json::from_slice::<String>(&self.buf[s..e])
+        serde_json::from_slice::<String>(self.input.take_bytes(len))
             .map(String::into_bytes)
             .map_err(|e| ListError::Invalid(format!("a key of the list: {e}")))
     }
@@ -522,40 +457,40 @@ impl<R: Read> ListReader<R> {
         self.capture(0).map(|_| ())
     }
 
-    /// Consumes the value that starts at the next byte: its span in `buf`
-    /// when it is at most `max` bytes long, else `None` (it was read and
-    /// dropped; its length is in `skipped`). Holds at most about `2 * max`
-    /// bytes, however long the value.
-    fn capture(&mut self, max: usize) -> Result<Option<(usize, usize)>, ListError> {
+    /// Reads the value that starts at the next byte: its length, when it
+    /// is at most `max` bytes long (it is then the first pending bytes, for
+    /// the caller to take), else `None` (it was read and dropped; its length
+    /// is in `skipped`). Memory stays within the reader's bound however
+    /// long the value.
+    fn capture(&mut self, max: usize) -> Result<Option<usize>, ListError> {
         if self.peek_ws()?.is_none() {
             return Err(ListError::Invalid(
                 "the body ended where a value should be".into(),
             ));
         }
         let mut scan = Scan::default();
-        // While kept, the value's bytes so far are `buf[start - scan.len..start]`.
+        // While kept, the value's bytes so far are the first `scan.len`
+        // pending bytes; once not, they are dropped as they are scanned.
         let mut kept = true;
         loop {
-            if let Some(n) = scan.feed(&self.buf[self.start..self.end]) {
-                self.start += n;
+            let from = if kept { scan.len } else { 0 };
+            if let Some(n) = scan.feed(&self.input.pending()[from..]) {
                 if kept && scan.len <= max {
-                    return Ok(Some((self.start - scan.len, self.start)));
+                    return Ok(Some(scan.len));
                 }
+                self.input.consume(from + n);
                 self.skipped = scan.len;
                 return Ok(None);
             }
-            self.start = self.end;
             kept &= scan.len <= max;
-            let keep = if kept {
-                self.start - scan.len
-            } else {
-                self.end
-            };
-            if !self.fill(keep)? {
+            if !kept {
+                self.input.clear();
+            }
+            if self.input.fill().map_err(ListError::Io)? == 0 {
                 if scan.bare {
                     // A bare value ending the body (only in an invalid list).
                     self.skipped = scan.len;
-                    return Ok(kept.then_some((self.start - scan.len, self.start)));
+                    return Ok(kept.then_some(scan.len));
                 }
                 return Err(ListError::Invalid(
                     "the body ended in the middle of a value".into(),
@@ -568,17 +503,7 @@ impl<R: Read> ListReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A reader that hands out `chunk` bytes at a time.
-    pub(crate) struct Trickle<'a>(pub &'a [u8], pub usize);
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.0.len().min(self.1).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
+    use crate::wire::buffered::sources::Trickle;
 
     const PAGE1: &[u8] = include_bytes!("../../tests/wire/d-list-page1.json");
 
@@ -588,11 +513,11 @@ mod tests {
         loop {
             // Asking whether a frame is buffered changes nothing, and a yes
             // means the next frame comes without a read.
-            let (buffered, read) = (r.buffered(), r.bytes);
+            let (buffered, read) = (r.buffered(), r.bytes());
             let next = r.next_frame();
             let next = next.map(|f| f.map(<[u8]>::to_vec));
             if buffered {
-                assert_eq!(r.bytes, read, "buffered, yet read");
+                assert_eq!(r.bytes(), read, "buffered, yet read");
             }
             match next {
                 Ok(Some(f)) => out.push(Ok(f)),
@@ -623,6 +548,43 @@ mod tests {
                 ],
                 "chunk {chunk}"
             );
+        }
+    }
+
+    #[test]
+    fn memory_stays_within_a_frame_and_comes_back_after_a_huge_one() {
+        // A 1 MiB line over a 100 KB limit: dropped as it comes.
+        let mut body = vec![b'a'; 1 << 20];
+        body.extend_from_slice(b"\n{\"x\":1}\n");
+        let mut r = FrameReader::new(Trickle(&body, 10_000), 100_000);
+        assert!(matches!(r.next_frame(), Err(FrameError::TooLarge(n)) if n == 1 << 20));
+        assert_eq!(r.input.capacity(), 100_001);
+        assert_eq!(r.next_frame().unwrap(), Some(&b"{\"x\":1}"[..]));
+        // A 300 KB frame within the limit: the buffer grows for it, and
+        // shrinks once it has been handed out.
+        let mut body = vec![b'b'; 300_000];
+        body.extend_from_slice(b"\n{\"y\":2}\n");
+        let mut r = FrameReader::new(Trickle(&body, 10_000), 1 << 20);
+        assert_eq!(r.next_frame().unwrap().map(<[u8]>::len), Some(300_000));
+        assert_eq!(r.input.capacity(), 512 << 10);
+        assert_eq!(r.next_frame().unwrap(), Some(&b"{\"y\":2}"[..]));
+        assert_eq!(r.next_frame().unwrap(), None);
+        assert_eq!(r.input.capacity(), 64 << 10);
+    }
+
+    #[test]
+    fn a_list_holds_at_most_about_two_items_of_memory() {
+        let mut body = br#"{"metadata":{"resourceVersion":"1"},"items":[{"a":""#.to_vec();
+        body.extend(std::iter::repeat_n(b'z', 1 << 20));
+        body.extend_from_slice(br#""},{"b":1}]}"#);
+        for chunk in [1000, 1 << 20] {
+            let mut r = ListReader::new(Trickle(&body, chunk), 100_000);
+            assert!(
+                matches!(r.next_item().unwrap(), Some(ListItem::TooLarge(n)) if n == (1 << 20) + 8)
+            );
+            assert!(r.input.capacity() <= 200_000, "{}", r.input.capacity());
+            assert_eq!(r.next_item().unwrap(), Some(ListItem::Item(br#"{"b":1}"#)));
+            assert_eq!(r.next_item().unwrap(), None);
         }
     }
 

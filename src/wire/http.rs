@@ -229,7 +229,7 @@ pub(crate) fn connect_head(
 /// One header field as received: its name (a token: ASCII) and its value's
 /// bytes, obs-text (0x80–0xFF) kept, obs-fold line breaks made spaces.
 #[derive(Clone, PartialEq, Eq)]
-struct Field {
+struct HeaderField {
     name: Box<str>,
     value: Box<[u8]>,
 }
@@ -242,7 +242,7 @@ pub(crate) struct Head {
     pub status: u16,
     /// The minor version: 0 for HTTP/1.0, 1 for HTTP/1.1.
     pub minor: u8,
-    fields: Vec<Field>,
+    fields: Vec<HeaderField>,
 }
 
 impl fmt::Debug for Head {
@@ -265,7 +265,7 @@ impl Head {
             minor: 1,
             fields: fields
                 .iter()
-                .map(|(n, v)| Field {
+                .map(|(n, v)| HeaderField {
                     name: (*n).into(),
                     value: (*v).into(),
                 })
@@ -348,7 +348,7 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HttpError>
     let fields = resp
         .headers
         .iter()
-        .map(|h| Field {
+        .map(|h| HeaderField {
             name: h.name.into(),
             value: h
                 .value

@@ -19,6 +19,7 @@
 
 use std::io::{self, Read};
 
+use crate::wire::buffered::Buffered;
 use crate::wire::http::{kind, parse_head, Framing, Head, HttpError, Kind, MAX_HEAD, MAX_INTERIM};
 
 /// The longest chunk-size or trailer line, its line ending included.
@@ -29,8 +30,7 @@ const MAX_CHUNK_DIGITS: usize = 16;
 pub(crate) const MAX_TRAILERS: usize = 16 << 10;
 /// Go's bound on framing overhead beyond its allowance.
 const MAX_EXCESS: u64 = 16 << 10;
-/// The read buffer's size: what one read of the frame readers asks for,
-/// and room for the longest head.
+/// The read buffer's size, fixed: room for the longest head and chunk line.
 const BUF: usize = 64 << 10;
 const _: () = assert!(BUF >= MAX_HEAD && BUF >= MAX_CHUNK_LINE);
 
@@ -41,76 +41,44 @@ pub(crate) fn http_error(e: &io::Error) -> Option<&HttpError> {
         .and_then(|inner| inner.downcast_ref::<HttpError>())
 }
 
-/// A byte source with the bytes read from it but not yet used.
-pub(crate) struct Input<R> {
-    inner: R,
-    buf: Vec<u8>,
-    /// `buf[start..end]` is read and unused.
-    start: usize,
-    end: usize,
+/// HTTP responses read one after another from a byte source: a head, then
+/// its body through [`BodyReader`], then (on a kept connection) the next.
+pub(crate) struct Responses<R> {
+    bytes: Buffered<R>,
 }
 
-impl<R> Input<R> {
+impl<R> Responses<R> {
     /// Nothing read from `inner` yet.
-    pub(crate) fn new(inner: R) -> Input<R> {
-        Input {
-            inner,
-            buf: vec![0; BUF],
-            start: 0,
-            end: 0,
+    pub(crate) fn new(inner: R) -> Responses<R> {
+        Responses {
+            bytes: Buffered::new(inner, BUF),
         }
     }
 
     /// The bytes read and not used yet.
     pub(crate) fn buffered(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        self.bytes.pending()
     }
 
     /// The buffer's size: bounded whatever the source sends (the fuzz
     /// target checks).
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn capacity(&self) -> usize {
-        self.buf.len()
+        self.bytes.capacity()
     }
 
     /// The source, and whether every byte read from it was used.
     pub(crate) fn into_inner(self) -> (R, bool) {
-        (self.inner, self.start == self.end)
+        let all_used = self.bytes.pending().is_empty();
+        (self.bytes.into_inner(), all_used)
     }
 
     fn consume(&mut self, n: usize) {
-        self.start += n;
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
+        self.bytes.consume(n);
     }
 }
 
-impl<R: Read> Input<R> {
-    /// Reads more into the buffer; `Ok(0)` at the source's end.
-    fn fill(&mut self) -> io::Result<usize> {
-        if self.end == self.buf.len() {
-            if self.start == 0 {
-                // The callers stop at their bounds, all below the buffer's size.
-                return Err(io::Error::other("the response buffer is full"));
-            }
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        loop {
-            match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
+impl<R: Read> Responses<R> {
     /// Reads a response head, skipping interim (1xx) answers; 101 is an
     /// error. The body's bytes that came with it stay buffered.
     pub(crate) fn read_head(&mut self) -> io::Result<Head> {
@@ -147,21 +115,28 @@ impl<R: Read> Input<R> {
                     return Err(HttpError::TruncatedHead.into());
                 }
             }
+            if got.len() == BUF {
+                // 64 KiB of a head that has not ended: parse_head refuses
+                // only over MAX_HEAD, and there is no room for the byte that
+                // would be. The words are the old reader's.
+                return Err(io::Error::other("the response buffer is full"));
+            }
             scanned = got.len();
-            end = self.fill()? == 0;
+            end = self.bytes.fill()? == 0;
         }
     }
 
     /// Makes sure `need` bytes are buffered: `Ok(false)` when they are not
     /// and reading is not allowed now; the source's end is an error.
     fn ensure(&mut self, need: usize, may_read: bool) -> io::Result<bool> {
-        while self.buffered().len() < need {
-            if !may_read {
-                return Ok(false);
-            }
-            if self.fill()? == 0 {
-                return Err(HttpError::TruncatedBody.into());
-            }
+        if self.buffered().len() >= need {
+            return Ok(true);
+        }
+        if !may_read {
+            return Ok(false);
+        }
+        if !self.bytes.fill_to(need)? {
+            return Err(HttpError::TruncatedBody.into());
         }
         Ok(true)
     }
@@ -172,19 +147,18 @@ impl<R: Read> Input<R> {
     fn line(&mut self, may_read: bool, too_long: HttpError) -> io::Result<Option<usize>> {
         let mut scanned = 0;
         loop {
-            let got = self.buffered();
-            let window = &got[..got.len().min(MAX_CHUNK_LINE)];
-            if let Some(i) = window[scanned..].iter().position(|&b| b == b'\n') {
-                return Ok(Some(scanned + i + 1));
+            if let Some(i) = self.bytes.find(b'\n', scanned, MAX_CHUNK_LINE) {
+                return Ok(Some(i + 1));
             }
-            if window.len() == MAX_CHUNK_LINE {
+            let window = self.buffered().len().min(MAX_CHUNK_LINE);
+            if window == MAX_CHUNK_LINE {
                 return Err(too_long.into());
             }
-            scanned = window.len();
+            scanned = window;
             if !may_read {
                 return Ok(None);
             }
-            if self.fill()? == 0 {
+            if self.bytes.fill()? == 0 {
                 return Err(HttpError::TruncatedBody.into());
             }
         }
@@ -195,29 +169,11 @@ impl<R: Read> Input<R> {
     /// is big; `Some(0)` at the source's end, `None` when reading is not
     /// allowed now.
     fn take(&mut self, out: &mut [u8], limit: u64, may_read: bool) -> io::Result<Option<usize>> {
-        let want = usize::try_from(limit).unwrap_or(usize::MAX).min(out.len());
-        if self.buffered().is_empty() {
-            if !may_read {
-                return Ok(None);
-            }
-            if want >= BUF / 2 {
-                loop {
-                    match self.inner.read(&mut out[..want]) {
-                        Ok(n) => return Ok(Some(n)),
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-            if self.fill()? == 0 {
-                return Ok(Some(0));
-            }
+        if self.buffered().is_empty() && !may_read {
+            return Ok(None);
         }
-        let got = self.buffered();
-        let n = got.len().min(want);
-        out[..n].copy_from_slice(&got[..n]);
-        self.consume(n);
-        Ok(Some(n))
+        let want = usize::try_from(limit).unwrap_or(usize::MAX).min(out.len());
+        self.bytes.read(&mut out[..want]).map(Some)
     }
 }
 
@@ -253,7 +209,7 @@ enum State {
 /// framing error ([`HttpError`] inside an `InvalidData` or `UnexpectedEof`
 /// error). Data already decoded is always handed out before an error.
 pub(crate) struct BodyReader<R> {
-    input: Input<R>,
+    responses: Responses<R>,
     state: State,
     /// Framing overhead beyond Go's allowance, for chunked bodies.
     excess: u64,
@@ -261,8 +217,8 @@ pub(crate) struct BodyReader<R> {
 }
 
 impl<R> BodyReader<R> {
-    /// The body that follows a head of this framing in `input`.
-    pub(crate) fn new(input: Input<R>, framing: Framing) -> BodyReader<R> {
+    /// The body that follows a head of this framing in `responses`.
+    pub(crate) fn new(responses: Responses<R>, framing: Framing) -> BodyReader<R> {
         let state = match framing {
             Framing::Empty => State::Done,
             Framing::Length(n) => State::Length(n),
@@ -270,7 +226,7 @@ impl<R> BodyReader<R> {
             Framing::Close => State::Close,
         };
         BodyReader {
-            input,
+            responses,
             state,
             excess: 0,
             trailers: 0,
@@ -284,14 +240,14 @@ impl<R> BodyReader<R> {
 
     /// The source with what was read from it and not used.
     #[cfg(any(test, feature = "fuzzing"))]
-    pub(crate) fn input(&self) -> &Input<R> {
-        &self.input
+    pub(crate) fn responses(&self) -> &Responses<R> {
+        &self.responses
     }
 
     /// The source back, with what was read from it and not used (a next
     /// response's bytes, which a kept connection must not have).
-    pub(crate) fn into_input(self) -> Input<R> {
-        self.input
+    pub(crate) fn into_responses(self) -> Responses<R> {
+        self.responses
     }
 }
 
@@ -319,21 +275,21 @@ impl<R: Read> BodyReader<R> {
     fn framing_step(&mut self, may_read: bool) -> io::Result<bool> {
         match self.state {
             State::DataEnd => {
-                if !self.input.ensure(2, may_read)? {
+                if !self.responses.ensure(2, may_read)? {
                     return Ok(false);
                 }
-                if &self.input.buffered()[..2] != b"\r\n" {
+                if &self.responses.buffered()[..2] != b"\r\n" {
                     return Err(HttpError::Chunked("a chunk's data does not end in CRLF").into());
                 }
-                self.input.consume(2);
+                self.responses.consume(2);
                 self.state = State::Size;
             }
             State::Size => {
                 let too_long = HttpError::Chunked("a chunk-size line over 4096 bytes");
-                let Some(len) = self.input.line(may_read, too_long)? else {
+                let Some(len) = self.responses.line(may_read, too_long)? else {
                     return Ok(false);
                 };
-                let (size, content) = chunk_size(&self.input.buffered()[..len])?;
+                let (size, content) = chunk_size(&self.responses.buffered()[..len])?;
                 // Go's allowance: 16 bytes a chunk and twice its data.
                 let excess = (self.excess + content as u64 + 2)
                     .saturating_sub(16u64.saturating_add(size.saturating_mul(2)));
@@ -341,7 +297,7 @@ impl<R: Read> BodyReader<R> {
                     return Err(HttpError::Chunked("too much framing for its data").into());
                 }
                 self.excess = excess;
-                self.input.consume(len);
+                self.responses.consume(len);
                 self.state = if size == 0 {
                     State::Trailers
                 } else {
@@ -349,10 +305,10 @@ impl<R: Read> BodyReader<R> {
                 };
             }
             State::Trailers => {
-                let Some(len) = self.input.line(may_read, HttpError::TrailersTooLarge)? else {
+                let Some(len) = self.responses.line(may_read, HttpError::TrailersTooLarge)? else {
                     return Ok(false);
                 };
-                let line = &self.input.buffered()[..len];
+                let line = &self.responses.buffered()[..len];
                 let empty = line == b"\n" || line == b"\r\n";
                 if !empty {
                     self.trailers += len;
@@ -360,7 +316,7 @@ impl<R: Read> BodyReader<R> {
                         return Err(HttpError::TrailersTooLarge.into());
                     }
                 }
-                self.input.consume(len);
+                self.responses.consume(len);
                 if empty {
                     self.state = State::Done;
                 }
@@ -377,7 +333,7 @@ impl<R: Read> BodyReader<R> {
             match self.state {
                 State::Done => return Ok(None),
                 State::Length(left) => {
-                    return match self.input.take(out, left, may_read)? {
+                    return match self.responses.take(out, left, may_read)? {
                         None => Ok(None),
                         Some(0) => Err(HttpError::TruncatedBody.into()),
                         Some(n) => {
@@ -392,7 +348,7 @@ impl<R: Read> BodyReader<R> {
                     }
                 }
                 State::Close => {
-                    return match self.input.take(out, u64::MAX, may_read)? {
+                    return match self.responses.take(out, u64::MAX, may_read)? {
                         None => Ok(None),
                         Some(0) => {
                             self.state = State::Done;
@@ -402,7 +358,7 @@ impl<R: Read> BodyReader<R> {
                     }
                 }
                 State::Data(left) => {
-                    return match self.input.take(out, left, may_read)? {
+                    return match self.responses.take(out, left, may_read)? {
                         None => Ok(None),
                         Some(0) => Err(HttpError::TruncatedBody.into()),
                         Some(n) => {
@@ -480,7 +436,7 @@ fn chunk_size(line: &[u8]) -> Result<(u64, usize), HttpError> {
 /// or the first error. For tests and the fuzz target.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn read_response<R: Read>(
-    input: Input<R>,
+    input: Responses<R>,
     read_size: usize,
 ) -> (Result<(Head, Vec<u8>), String>, usize) {
     let mut input = input;
@@ -501,9 +457,9 @@ pub(crate) fn read_response<R: Read>(
         match body.read(&mut piece) {
             Ok(0) => break,
             Ok(n) => out.extend_from_slice(&piece[..n]),
-            Err(e) => return (Err(e.to_string()), most.max(body.input().capacity())),
+            Err(e) => return (Err(e.to_string()), most.max(body.responses().capacity())),
         }
-        most = most.max(body.input().capacity());
+        most = most.max(body.responses().capacity());
         assert!(out.len() < 1 << 26, "bodies in tests are small");
     }
     assert!(body.done(), "a body read to its end is done");
@@ -513,22 +469,8 @@ pub(crate) fn read_response<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::buffered::sources::Trickle;
     use crate::wire::http::framing;
-
-    /// A source giving `pieces` bytes at a time (the last read may be short).
-    struct Trickle<'a> {
-        bytes: &'a [u8],
-        piece: usize,
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.bytes.len().min(self.piece).min(out.len());
-            out[..n].copy_from_slice(&self.bytes[..n]);
-            self.bytes = &self.bytes[n..];
-            Ok(n)
-        }
-    }
 
     /// A source that gives its bytes cut at one place.
     struct Cut<'a> {
@@ -556,14 +498,7 @@ mod tests {
     /// 512 of a long one), with reads of 1, 5 and 64 KiB; every way must
     /// agree. Returns the common result.
     fn every_way(bytes: &[u8]) -> Result<(u16, Vec<u8>), String> {
-        let whole = read_response(
-            Input::new(Trickle {
-                bytes,
-                piece: usize::MAX,
-            }),
-            64 << 10,
-        )
-        .0;
+        let whole = read_response(Responses::new(Trickle(bytes, usize::MAX)), 64 << 10).0;
         let show = |r: &Result<(Head, Vec<u8>), String>| {
             r.as_ref()
                 .map(|(h, b)| (h.clone(), b.clone()))
@@ -571,7 +506,7 @@ mod tests {
         };
         for piece in [1, 2, 3, 7] {
             for read in [1, 5, 64 << 10] {
-                let got = read_response(Input::new(Trickle { bytes, piece }), read).0;
+                let got = read_response(Responses::new(Trickle(bytes, piece)), read).0;
                 assert_eq!(
                     show(&got),
                     show(&whole),
@@ -580,7 +515,7 @@ mod tests {
             }
         }
         for at in (1..bytes.len()).filter(|at| *at < 512 || at % 97 == 0) {
-            let got = read_response(Input::new(Cut { bytes, at }), 64 << 10).0;
+            let got = read_response(Responses::new(Cut { bytes, at }), 64 << 10).0;
             assert_eq!(show(&got), show(&whole), "cut at {at}");
         }
         whole.map(|(h, b)| (h.status, b))
@@ -752,10 +687,7 @@ mod tests {
     #[test]
     fn data_before_an_error_is_handed_out_first() {
         let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\nxyz";
-        let mut input = Input::new(Trickle {
-            bytes,
-            piece: usize::MAX,
-        });
+        let mut input = Responses::new(Trickle(bytes, usize::MAX));
         let head = input.read_head().unwrap();
         let mut body = BodyReader::new(input, framing(&head).unwrap());
         let mut out = [0u8; 64];
@@ -782,7 +714,7 @@ mod tests {
                 Err(io::Error::new(io::ErrorKind::TimedOut, "idle"))
             }
         }
-        let mut input = Input::new(Slow(true));
+        let mut input = Responses::new(Slow(true));
         let head = input.read_head().unwrap();
         let mut body = BodyReader::new(input, framing(&head).unwrap());
         let mut out = [0u8; 64];
@@ -797,10 +729,7 @@ mod tests {
     fn the_framing_after_the_data_is_finished_from_the_buffer_alone() {
         let bytes =
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX: y\r\n\r\n";
-        let mut input = Input::new(Trickle {
-            bytes,
-            piece: usize::MAX,
-        });
+        let mut input = Responses::new(Trickle(bytes, usize::MAX));
         let head = input.read_head().unwrap();
         let mut body = BodyReader::new(input, framing(&head).unwrap());
         let mut out = [0u8; 3];
@@ -808,14 +737,11 @@ mod tests {
         assert!(!body.done());
         assert!(body.finish_buffered());
         assert!(body.done());
-        let (_, all_used) = body.into_input().into_inner();
+        let (_, all_used) = body.into_responses().into_inner();
         assert!(all_used);
         // Not all there yet: no read, not done.
         let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n";
-        let mut input = Input::new(Trickle {
-            bytes,
-            piece: usize::MAX,
-        });
+        let mut input = Responses::new(Trickle(bytes, usize::MAX));
         let head = input.read_head().unwrap();
         let mut body = BodyReader::new(input, framing(&head).unwrap());
         assert_eq!(body.read(&mut out).unwrap(), 3);
@@ -829,31 +755,30 @@ mod tests {
             "HTTP/1.1 200 OK\r\nX: {}\r\nContent-Length: 1\r\n\r\nx",
             "a".repeat(MAX_HEAD - 60)
         );
-        let (got, most) = read_response(
-            Input::new(Trickle {
-                bytes: head.as_bytes(),
-                piece: 1000,
-            }),
-            4096,
-        );
+        let (got, most) = read_response(Responses::new(Trickle(head.as_bytes(), 1000)), 4096);
         assert_eq!(got.unwrap().1, b"x");
         assert!(most <= MAX_HEAD, "{most}");
         // A chunk claiming 2^64-1 bytes allocates nothing for them.
         let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nabc";
-        let (got, most) = read_response(Input::new(Trickle { bytes, piece: 7 }), 4096);
+        let (got, most) = read_response(Responses::new(Trickle(bytes, 7)), 4096);
         assert_eq!(
             got.unwrap_err(),
             "the connection closed before the end of the body"
         );
         assert_eq!(most, BUF);
         let (got, most) = read_response(
-            Input::new(Trickle {
-                bytes: b"HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nab",
-                piece: 7,
-            }),
+            Responses::new(Trickle(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nab",
+                7,
+            )),
             4096,
         );
         assert!(got.is_err());
+        assert_eq!(most, BUF);
+        // A head that fills the buffer without ending: refused, not grown.
+        let head = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(BUF));
+        let (got, most) = read_response(Responses::new(Trickle(head.as_bytes(), 1000)), 4096);
+        assert_eq!(got.unwrap_err(), "the response buffer is full");
         assert_eq!(most, BUF);
     }
 }

@@ -8,9 +8,11 @@
 //! resourceVersions (`rv`), dates (`dates`), the shards of a collection as the
 //! apiserver's `shardRange` places objects (`shard`), and HTTP/1.1 itself: the heads
 //! tattler writes and reads and how bodies are framed (`http`), one response
-//! read by those rules from any `Read` (`http_read`). Pure: no I/O beyond
+//! read by those rules from any `Read` (`http_read`); all of these readers hold
+//! what they have read in one buffered reader (`buffered`). Pure: no I/O beyond
 //! reading from a given `Read`, no clock, no log (`.ci/pure.sh` checks).
 
+pub(crate) mod buffered;
 pub(crate) mod dates;
 pub(crate) mod decode;
 pub(crate) mod discovery;

@@ -8,98 +8,58 @@
 
 use std::io::{self, Read};
 
+use crate::wire::buffered::Buffered;
 use crate::wire::frames::{FrameError, ListError, ListItem, ListMeta};
 use crate::wire::proto_json::Scratch;
 use crate::wire::protobuf;
 use crate::wire::rv::Rv;
 use crate::wire::{envelope, metav1};
 
-const READ_CHUNK: usize = 64 << 10;
 /// The longest `typeMeta`, list `metadata`, or other small field read.
 const MAX_SMALL: u64 = 1 << 20;
 
-/// A body being read: bytes read but not consumed, and counts.
-struct Input<R> {
-    inner: R,
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    eof: bool,
-    /// Bytes read, for stats.
-    bytes: u64,
-    /// Bytes consumed.
-    consumed: u64,
+/// A protobuf body being read: its bytes read but not used, and the
+/// protobuf pieces (varints, fields) read from them.
+struct ProtoBody<R> {
+    /// Holds at most the longest piece read whole: the caller's limit.
+    bytes: Buffered<R>,
 }
 
-impl<R: Read> Input<R> {
-    fn new(inner: R) -> Input<R> {
-        Input {
-            inner,
-            buf: vec![0; READ_CHUNK],
-            start: 0,
-            end: 0,
-            eof: false,
-            bytes: 0,
-            consumed: 0,
+impl<R: Read> ProtoBody<R> {
+    /// A body whose pieces read whole are at most `limit` bytes.
+    fn new(inner: R, limit: usize) -> ProtoBody<R> {
+        ProtoBody {
+            bytes: Buffered::new(inner, limit),
         }
     }
 
     fn pending(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        self.bytes.pending()
     }
 
     /// Reads until `k` bytes are pending or the body ends; whether they are.
-    /// `k` is bounded by the caller (a frame's limit).
+    /// `k` past the body's limit is an I/O error (the callers check first).
     fn fill(&mut self, k: usize) -> io::Result<bool> {
-        while self.end - self.start < k {
-            if self.eof {
-                return Ok(false);
-            }
-            if self.start > 0 {
-                self.buf.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-            }
-            if self.buf.len() < k {
-                self.buf.resize(k, 0);
-            }
-            match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => {
-                    self.end += n;
-                    self.bytes += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(true)
+        self.bytes.fill_to(k)
     }
 
     fn consume(&mut self, k: usize) {
-        self.start += k;
-        self.consumed += k as u64;
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-            // After a huge frame, give the memory back.
-            if self.buf.len() > 4 * READ_CHUNK {
-                self.buf = vec![0; READ_CHUNK];
-            }
-        }
+        self.bytes.consume(k);
     }
 
     /// Passes over `k` bytes; false when the body ends first.
-    fn discard(&mut self, mut k: u64) -> io::Result<bool> {
-        while k > 0 {
-            if self.start == self.end && !self.fill(1)? {
-                return Ok(false);
-            }
-            let t = ((self.end - self.start) as u64).min(k);
-            self.consume(t as usize);
-            k -= t;
-        }
-        Ok(true)
+    fn discard(&mut self, k: u64) -> io::Result<bool> {
+        self.bytes.discard(k)
+    }
+
+    /// Bytes consumed.
+    fn consumed(&self) -> u64 {
+        self.bytes.bytes_used()
+    }
+
+    /// Bytes read, for stats.
+    fn bytes_read(&self) -> u64 {
+        self.bytes.bytes_read()
     }
 
     /// A varint; `Ok(None)` at the end of the body before its first byte.
@@ -168,7 +128,7 @@ fn invalid(m: &str) -> ListError {
 /// Splits a protobuf watch body into frames and hands each out as the JSON
 /// event frame the server would have sent.
 pub(crate) struct ProtoFrameReader<R> {
-    input: Input<R>,
+    body: ProtoBody<R>,
     max: usize,
     json: Vec<u8>,
     scratch: Scratch,
@@ -177,7 +137,7 @@ pub(crate) struct ProtoFrameReader<R> {
 impl<R: Read> ProtoFrameReader<R> {
     pub(crate) fn new(inner: R, max_frame: usize) -> Self {
         ProtoFrameReader {
-            input: Input::new(inner),
+            body: ProtoBody::new(inner, max_frame.saturating_add(4)),
             max: max_frame,
             json: Vec::new(),
             scratch: Scratch::default(),
@@ -186,57 +146,53 @@ impl<R: Read> ProtoFrameReader<R> {
 
     /// Total bytes read, for stats.
     pub(crate) fn bytes(&self) -> u64 {
-        self.input.bytes
+        self.body.bytes_read()
     }
 
     fn next_len(&self) -> Option<usize> {
-        let p = self.input.pending();
+        let p = self.body.pending();
         (p.len() >= 4).then(|| u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize)
     }
 
     /// Whether a whole frame is already buffered.
     pub(crate) fn buffered(&self) -> bool {
         self.next_len()
-            .is_some_and(|n| n <= self.max && self.input.pending().len() >= 4 + n)
+            .is_some_and(|n| n <= self.max && self.body.pending().len() >= 4 + n)
     }
 
     /// Whether part of a frame has been read.
     pub(crate) fn partial(&self) -> bool {
-        !self.input.pending().is_empty()
+        !self.body.pending().is_empty()
     }
 
     /// The next frame as JSON, `Ok(None)` at a clean end of the body. A
     /// frame that is not a metadata-only watch event is
     /// [`FrameError::Invalid`], and the body reads on after it.
     pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
-        let input = &mut self.input;
-        if !input.fill(4).map_err(FrameError::Io)? {
-            let pending = input.pending().len();
+        let body = &mut self.body;
+        if !body.fill(4).map_err(FrameError::Io)? {
+            let pending = body.pending().len();
             return if pending == 0 {
                 Ok(None)
             } else {
                 Err(FrameError::Truncated(pending))
             };
         }
-        let p = input.pending();
+        let p = body.pending();
         let n = u32::from_be_bytes([p[0], p[1], p[2], p[3]]) as usize;
         if n > self.max {
-            input.consume(4);
-            if !input.discard(n as u64).map_err(FrameError::Io)? {
+            body.consume(4);
+            if !body.discard(n as u64).map_err(FrameError::Io)? {
                 return Err(FrameError::Truncated(n));
             }
             return Err(FrameError::TooLarge(n));
         }
-        if !input.fill(4 + n).map_err(FrameError::Io)? {
-            return Err(FrameError::Truncated(input.pending().len()));
+        if !body.fill(4 + n).map_err(FrameError::Io)? {
+            return Err(FrameError::Truncated(body.pending().len()));
         }
         self.json.clear();
-        let done = envelope::event(
-            &input.pending()[4..4 + n],
-            &mut self.json,
-            &mut self.scratch,
-        );
-        input.consume(4 + n);
+        let done = envelope::event(&body.pending()[4..4 + n], &mut self.json, &mut self.scratch);
+        body.consume(4 + n);
         match done {
             Ok(()) => Ok(Some(&self.json)),
             Err(e) => {
@@ -252,7 +208,7 @@ impl<R: Read> ProtoFrameReader<R> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ListState {
+enum ProtoListState {
     /// Before the magic and the envelope's fields up to `raw`.
     Start,
     /// Inside `raw` (the `PartialObjectMetadataList`), up to this many
@@ -266,9 +222,9 @@ enum ListState {
 /// Reads a protobuf LIST body item by item as it arrives, each item handed
 /// out as the JSON the server would have sent for it.
 pub(crate) struct ProtoListReader<R> {
-    input: Input<R>,
+    body: ProtoBody<R>,
     max_item: usize,
-    state: ListState,
+    state: ProtoListState,
     meta: Option<ListMeta>,
     /// The items' `kind` and `apiVersion` (the list's, its kind less `List`).
     kind: Vec<u8>,
@@ -280,9 +236,9 @@ pub(crate) struct ProtoListReader<R> {
 impl<R: Read> ProtoListReader<R> {
     pub(crate) fn new(inner: R, max_item: usize) -> Self {
         ProtoListReader {
-            input: Input::new(inner),
+            body: ProtoBody::new(inner, max_item.max(MAX_SMALL as usize)),
             max_item,
-            state: ListState::Start,
+            state: ProtoListState::Start,
             meta: None,
             kind: Vec::new(),
             api_version: Vec::new(),
@@ -293,7 +249,7 @@ impl<R: Read> ProtoListReader<R> {
 
     /// Total bytes read, for stats.
     pub(crate) fn bytes(&self) -> u64 {
-        self.input.bytes
+        self.body.bytes_read()
     }
 
     /// The page's metadata, once read (it comes before the items).
@@ -305,43 +261,43 @@ impl<R: Read> ProtoListReader<R> {
     pub(crate) fn next_item(&mut self) -> Result<Option<ListItem<'_>>, ListError> {
         loop {
             match self.state {
-                ListState::Done => return Ok(None),
-                ListState::Start => self.start()?,
-                ListState::Tail => {
-                    let Some(key) = self.input.varint()? else {
-                        self.state = ListState::Done;
+                ProtoListState::Done => return Ok(None),
+                ProtoListState::Start => self.start()?,
+                ProtoListState::Tail => {
+                    let Some(key) = self.body.varint()? else {
+                        self.state = ProtoListState::Done;
                         return Ok(None);
                     };
-                    self.input.skip(key & 7)?;
+                    self.body.skip(key & 7)?;
                 }
-                ListState::Raw(end) => {
-                    if self.input.consumed >= end {
-                        if self.input.consumed > end {
+                ProtoListState::Raw(end) => {
+                    if self.body.consumed() >= end {
+                        if self.body.consumed() > end {
                             return Err(invalid("a field runs past the list"));
                         }
-                        self.state = ListState::Tail;
+                        self.state = ProtoListState::Tail;
                         continue;
                     }
                     let key = self
-                        .input
+                        .body
                         .varint()?
                         .ok_or_else(|| invalid("the body ends inside the list"))?;
                     let (number, wire) = (key >> 3, key & 7);
                     if wire != 2 || !matches!(number, 1 | 2) {
-                        self.input.skip(wire)?;
+                        self.body.skip(wire)?;
                         continue;
                     }
                     let len = self
-                        .input
+                        .body
                         .varint()?
                         .ok_or_else(|| invalid("the body ends inside the list"))?;
-                    if len > end.saturating_sub(self.input.consumed) {
+                    if len > end.saturating_sub(self.body.consumed()) {
                         return Err(invalid(&format!(
                             "a field of {len} bytes runs past the list"
                         )));
                     }
                     if number == 1 {
-                        let raw = self.input.small(len, MAX_SMALL, "the list's metadata")?;
+                        let raw = self.body.small(len, MAX_SMALL, "the list's metadata")?;
                         let (rv, continue_token) =
                             metav1::list_meta(&raw).map_err(|e| invalid(&e.message))?;
                         self.meta = Some(ListMeta {
@@ -351,13 +307,13 @@ impl<R: Read> ProtoListReader<R> {
                         continue;
                     }
                     if len > self.max_item as u64 {
-                        if !self.input.discard(len).map_err(ListError::Io)? {
+                        if !self.body.discard(len).map_err(ListError::Io)? {
                             return Err(invalid("the body ends inside an item"));
                         }
                         return Ok(Some(ListItem::TooLarge(len as usize)));
                     }
                     let len = len as usize;
-                    if !self.input.fill(len).map_err(ListError::Io)? {
+                    if !self.body.fill(len).map_err(ListError::Io)? {
                         return Err(invalid("the body ends inside an item"));
                     }
                     self.json.clear();
@@ -365,10 +321,10 @@ impl<R: Read> ProtoListReader<R> {
                         &mut self.json,
                         &self.kind,
                         &self.api_version,
-                        &self.input.pending()[..len],
+                        &self.body.pending()[..len],
                         &mut self.scratch,
                     );
-                    self.input.consume(len);
+                    self.body.consume(len);
                     return Ok(Some(match done {
                         Ok(()) => ListItem::Item(&self.json),
                         Err(e) => {
@@ -387,21 +343,21 @@ impl<R: Read> ProtoListReader<R> {
 
     /// The magic and the envelope up to its `raw` field.
     fn start(&mut self) -> Result<(), ListError> {
-        if !self.input.fill(4).map_err(ListError::Io)?
-            || self.input.pending()[..4] != protobuf::MAGIC[..]
+        if !self.body.fill(4).map_err(ListError::Io)?
+            || self.body.pending()[..4] != protobuf::MAGIC[..]
         {
             return Err(invalid("no k8s protobuf magic"));
         }
-        self.input.consume(4);
+        self.body.consume(4);
         loop {
             let key = self
-                .input
+                .body
                 .varint()?
                 .ok_or_else(|| invalid("no list in the body"))?;
             match (key >> 3, key & 7) {
                 (1, 2) => {
-                    let len = self.input.varint()?.unwrap_or(0);
-                    let raw = self.input.small(len, MAX_SMALL, "typeMeta")?;
+                    let len = self.body.varint()?.unwrap_or(0);
+                    let raw = self.body.small(len, MAX_SMALL, "typeMeta")?;
                     let (api_version, kind) =
                         protobuf::type_meta(&raw).map_err(|e| invalid(&e.message))?;
                     // Only kinds whose JSON tattler can write as the server
@@ -423,16 +379,16 @@ impl<R: Read> ProtoListReader<R> {
                 }
                 (2, 2) => {
                     let len = self
-                        .input
+                        .body
                         .varint()?
                         .ok_or_else(|| invalid("the body ends inside the list"))?;
                     if self.kind.is_empty() {
                         return Err(invalid("a list without its kind"));
                     }
-                    self.state = ListState::Raw(self.input.consumed.saturating_add(len));
+                    self.state = ProtoListState::Raw(self.body.consumed().saturating_add(len));
                     return Ok(());
                 }
-                (_, wire) => self.input.skip(wire)?,
+                (_, wire) => self.body.skip(wire)?,
             }
         }
     }
@@ -441,6 +397,7 @@ impl<R: Read> ProtoListReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::buffered::sources::Trickle;
     use crate::wire::frames::ListReader;
 
     /// Captured from kube-apiserver v1.36.3 (tests/wire/proto/README.md):
@@ -509,17 +466,6 @@ mod tests {
             assert_eq!(full, json_items(json), "chunk {chunk}");
         }
         assert_eq!(json_items(json).len(), 2);
-    }
-
-    /// Reads a body a few bytes at a time, as a network does.
-    struct Trickle<'a>(&'a [u8], usize);
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = self.0.len().min(self.1).min(out.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
     }
 
     fn frames(body: &[u8], chunk: usize, max: usize) -> Vec<Result<String, String>> {
@@ -681,6 +627,30 @@ mod tests {
             }
         };
         assert!(matches!(end, Err(ListError::Invalid(_))), "{end:?}");
+    }
+
+    #[test]
+    fn a_frame_costs_its_own_size_of_memory_and_no_more() {
+        let frame = |n: usize| {
+            let mut f = (n as u32).to_be_bytes().to_vec();
+            f.resize(4 + n, 0x0a);
+            f
+        };
+        // Over the limit: passed over in one buffer.
+        let body = [frame(3 << 20), frame(1)].concat();
+        let mut r = ProtoFrameReader::new(Trickle(&body, 10_000), 1 << 20);
+        assert!(matches!(r.next_frame(), Err(FrameError::TooLarge(n)) if n == 3 << 20));
+        assert_eq!(r.body.bytes.capacity(), 64 << 10);
+        assert!(matches!(r.next_frame(), Err(FrameError::Invalid(_))));
+        // Within it: the buffer grows to just the frame, and shrinks after.
+        let body = [frame(300_000), frame(1)].concat();
+        let mut r = ProtoFrameReader::new(Trickle(&body, 10_000), 1 << 20);
+        assert!(matches!(r.next_frame(), Err(FrameError::Invalid(_))));
+        assert_eq!(r.body.bytes.capacity(), 300_004);
+        assert!(matches!(r.next_frame(), Err(FrameError::Invalid(_))));
+        assert!(matches!(r.next_frame(), Ok(None)));
+        assert_eq!(r.body.bytes.capacity(), 64 << 10);
+        assert_eq!(r.bytes(), body.len() as u64);
     }
 
     /// Seeded random mutations and cuts of the captures: every outcome is
