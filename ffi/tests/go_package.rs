@@ -1,8 +1,8 @@
 //! The Go package (ffi/go): `go vet` and `go test -race` against the fake
 //! apiserver, linking the libtattler.a this `cargo test` built, wherever
 //! `CARGO_TARGET_DIR` put it (build tag `tattler_static`, through a
-//! pkg-config file the test writes: see `common::go_env`). Go is required: a missing toolchain fails the test, it is
-//! not skipped. ffi/ci-consumers.sh builds the package copied out of the
+//! pkg-config file the test writes: see `common::go_env`). Go is required:
+//! a missing toolchain fails the test, it is not skipped. ffi/ci-consumers.sh builds the package copied out of the
 //! repository against an installed tattler.
 
 mod common;
@@ -52,14 +52,7 @@ fn go_vet_and_go_test_race() {
     go(&["vet", "-tags", GO_TAG, "./..."], &dir, &envs);
     go(
         &[
-            "test",
-            "-tags",
-            GO_TAG,
-            "-race",
-            "-count=1",
-            "-timeout",
-            "300s",
-            "./...",
+            "test", "-tags", GO_TAG, "-race", "-count=1", "-timeout", "300s", "./...",
         ],
         &dir,
         &envs,
