@@ -19,7 +19,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
-use parking_lot::Mutex;
 
 use self::registry::{Registry, Roster, Scope, Starter, StreamHandle};
 use self::relist::{relist_all, relist_timer};
@@ -29,6 +28,7 @@ use self::wildcard::explore;
 use crate::access::transport::Transport;
 use crate::delivery::channel::{ChannelControl, Out};
 use crate::stream::StreamSettings;
+use crate::sync::Mutex;
 use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
 
 /// Streams the chosen resources: their full state, then every change.
@@ -169,8 +169,8 @@ impl Reader {
             closing: closing.clone(),
             wake_tx,
             wake_rx,
-            registry: Arc::new(Registry {
-                roster: Mutex::new(Roster {
+            registry: Arc::new(Registry::new(
+                Roster {
                     closing_tx: Some(closing_tx),
                     handles: Vec::new(),
                     start: None,
@@ -178,10 +178,10 @@ impl Reader {
                     look_now: None,
                     probe_slot: None,
                     helpers: Vec::new(),
-                }),
-                control: Mutex::new(()),
-                discovery_interval: config.tuning.discovery_interval,
-            }),
+                },
+                closing.clone(),
+                config.tuning.discovery_interval,
+            )),
             timer: Mutex::new(None),
             explorer: Mutex::new(None),
             shard: config.shard,
@@ -754,7 +754,7 @@ impl Drop for Reader {
         let threads = [self.timer.lock().take(), self.explorer.lock().take()];
         for t in threads.into_iter().flatten() {
             if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+                let _ = crate::sync::join(t);
             }
         }
         let (mut streams, helpers) = {
@@ -768,7 +768,7 @@ impl Drop for Reader {
             s.join();
         }
         for t in helpers {
-            let _ = t.join();
+            let _ = crate::sync::join(t);
         }
         let electors = std::mem::take(&mut *self.electors.lock());
         if !electors.is_empty() {
@@ -779,7 +779,7 @@ impl Drop for Reader {
             drop(finishes);
             for t in threads {
                 if t.thread().id() != std::thread::current().id() {
-                    let _ = t.join();
+                    let _ = crate::sync::join(t);
                 }
             }
             self.registry.roster.lock().handles.clear();
