@@ -3,7 +3,7 @@
 //! and writes the Lease (`lease` decides what to write), starts the
 //! reader's streams once it holds the Lease and stops them before the Lease
 //! can expire when it cannot renew, keeps the checkpoint in the cluster
-//! (`kept`), and gives the Lease up when the reader closes.
+//! (`checkpoint_configmap`), and gives the Lease up when the reader closes.
 //!
 //! Every wait honours the reader's stop; no lock is held here at all (the
 //! reader's own, taken inside [`Streams`], never across an HTTP call). Each
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{select, Receiver};
 
-use super::kept;
+use super::checkpoint_configmap;
 use super::lease::{self, Lease, Observed, Verdict};
 use super::Streams;
 use crate::delivery::channel::{Out, Stop};
@@ -575,7 +575,7 @@ impl Elector {
             }
         }
         self.said_forbidden_configmap = false;
-        let Some((rv, data)) = kept::parse_configmap(&body) else {
+        let Some((rv, data)) = checkpoint_configmap::parse_configmap(&body) else {
             self.damaged(&k, "not a ConfigMap".into());
             return None;
         };
@@ -653,14 +653,14 @@ impl Elector {
         if self.written.as_ref() == Some(&bytes) {
             return true;
         }
-        if bytes.len() > kept::MAX_BYTES {
+        if bytes.len() > checkpoint_configmap::MAX_BYTES {
             if !self.said_too_large {
                 self.said_too_large = true;
                 let message = format!(
                     "the checkpoint ({} bytes, {} objects) is larger than a ConfigMap may hold ({} bytes): not written",
                     bytes.len(),
                     cp.objects(),
-                    kept::MAX_BYTES
+                    checkpoint_configmap::MAX_BYTES
                 );
                 log::error!("leader election: {message}");
                 self.error(
@@ -675,14 +675,16 @@ impl Elector {
             if self.configmap.is_none() {
                 match self.call("GET", &configmap_path(&k), None, self.request_timeout()) {
                     Ok((200, body)) => {
-                        self.configmap = kept::parse_configmap(&body).map(|(rv, _)| Some(rv));
+                        self.configmap =
+                            checkpoint_configmap::parse_configmap(&body).map(|(rv, _)| Some(rv));
                     }
                     Ok((404, _)) => self.configmap = Some(None),
                     other => return self.checkpoint_refused(other),
                 }
             }
             let rv = self.configmap.clone().flatten();
-            let Some(body) = kept::configmap_body(&k.namespace, &k.name, rv.as_deref(), &bytes)
+            let Some(body) =
+                checkpoint_configmap::configmap_body(&k.namespace, &k.name, rv.as_deref(), &bytes)
             else {
                 return false;
             };
@@ -696,7 +698,8 @@ impl Elector {
             match self.call(method, &path, Some(&body), self.request_timeout()) {
                 Ok((200 | 201, answer)) => {
                     self.said_forbidden_configmap = false;
-                    self.configmap = kept::parse_configmap(&answer).map(|(rv, _)| Some(rv));
+                    self.configmap =
+                        checkpoint_configmap::parse_configmap(&answer).map(|(rv, _)| Some(rv));
                     self.written = Some(bytes);
                     log::debug!(
                         "leader election: checkpoint written ({} objects)",

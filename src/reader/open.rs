@@ -124,12 +124,12 @@ impl Reader {
             }
             // No stream starts now: an elector starts them once it holds its
             // Lease (with shards, one Lease and one elector per shard).
-            let terms = crate::coordination::terms::terms(
+            let shares = crate::coordination::lease_shares::shares(
                 election,
                 config.checkpoint_in_cluster.as_ref(),
                 &named,
             )?;
-            electing = terms;
+            electing = shares;
         } else {
             let gates = sync_gates(&named);
             for (spec, gate) in named.iter().zip(gates) {
@@ -144,8 +144,8 @@ impl Reader {
         let starter = start.clone();
         reader.registry.roster.lock().start = Some(start);
         let leading = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        for term in electing {
-            let elector = reader.start_elector(&config, &server, term, &starter, &leading)?;
+        for share in electing {
+            let elector = reader.start_elector(&config, &server, share, &starter, &leading)?;
             reader.electors.lock().push(elector);
         }
         drop(starter);
@@ -177,11 +177,11 @@ impl Reader {
         &self,
         config: &Config,
         server: &crate::access::cluster::ServerUrl,
-        term: crate::coordination::terms::Term,
+        share: crate::coordination::lease_shares::LeaseShare,
         start: &Starter,
         leading: &Arc<std::sync::atomic::AtomicUsize>,
     ) -> Result<(JoinHandle<()>, Sender<()>), Error> {
-        let election = &term.election;
+        let election = &share.election;
         let mut own = config.clone();
         let margin = (election.lease_duration - election.renew_deadline) / 2;
         own.tuning.connect_timeout = own
@@ -200,15 +200,15 @@ impl Reader {
         );
         let streams = Arc::new(leader::LeaderStreams {
             registry: self.registry.clone(),
-            named: term.named,
+            named: share.named,
             rx: self.rx.clone(),
             control: self.control.clone(),
         });
         let (finish_tx, finish) = bounded(0);
         let elector =
             crate::coordination::elector::Elector::new(crate::coordination::elector::ElectorInit {
-                election: term.election,
-                kept: term.kept,
+                election: share.election,
+                kept: share.kept,
                 leading: leading.clone(),
                 client,
                 out: start.out.clone(),
