@@ -1,8 +1,9 @@
 //! Replicas of one collector, coordinated through the cluster: leader
 //! election on a Lease (`lease`: what to do, pure; `elector`: the thread
 //! that does it), the checkpoint kept in a ConfigMap (`checkpoint_configmap`:
-//! its documents, pure), and with shards (`wire::shard`) under election,
-//! one Lease per shard (`lease_shares`, pure).
+//! its documents, pure; `elector::checkpoint`: reading and writing it), and
+//! with shards (`wire::shard`) under election, one Lease per shard
+//! (`lease_shares`, pure).
 
 pub(crate) mod checkpoint_configmap;
 pub(crate) mod elector;
