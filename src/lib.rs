@@ -57,7 +57,9 @@
 //! in one becomes an `Error` entry (reason `InternalError`). No lock tattler
 //! holds is held across a log call, a join or a child process; the one held
 //! across a send (a resource's turn to deliver) is only ever taken by its
-//! stream threads, and the send honours stop.
+//! stream threads, and the send honours stop. Changes that stop and start
+//! streams (set_resources, relists, leader election) take turns instead of
+//! a lock: one may wait for another's joins, and a stop ends that wait.
 //!
 //! # Configuration
 //!
@@ -134,6 +136,8 @@ mod objects;
 mod reader;
 mod resource;
 mod stream;
+#[doc(hidden)]
+pub mod sync;
 mod wire;
 
 pub use access::auth::{Auth, ExecConfig};

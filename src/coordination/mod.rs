@@ -1,13 +1,14 @@
 //! Replicas of one collector, coordinated through the cluster: leader
 //! election on a Lease (`lease`: what to do, pure; `elector`: the thread
-//! that does it), the checkpoint kept in a ConfigMap (`kept`), and with
-//! shards (`wire::shard`) under election, one Lease per shard (`terms`,
-//! pure).
+//! that does it), the checkpoint kept in a ConfigMap (`checkpoint_configmap`:
+//! its documents, pure; `elector::checkpoint`: reading and writing it), and
+//! with shards (`wire::shard`) under election, one Lease per shard
+//! (`lease_shares`, pure).
 
+pub(crate) mod checkpoint_configmap;
 pub(crate) mod elector;
-pub(crate) mod kept;
 pub(crate) mod lease;
-pub(crate) mod terms;
+pub(crate) mod lease_shares;
 
 use serde_json::{json, Value};
 

@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
-use parking_lot::{Condvar, Mutex};
 
+use crate::sync::{Condvar, Mutex};
 use crate::Entry;
 
 /// Tells a stream to stop: either receiver disconnecting means stop.

@@ -14,10 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use parking_lot::{Mutex, MutexGuard};
-
 use crate::delivery::lifecycle::{Claim, Completed, Gate, Lifecycle, StreamId};
 use crate::delivery::table::{SyncEnd, Table, Vanished, Verdict};
+use crate::sync::{Mutex, MutexGuard};
 use crate::wire::decode::{EventType, ObjectMeta};
 use crate::wire::rv::Rv;
 
@@ -315,11 +314,13 @@ impl ResourceState {
     }
 
     /// The ledger, locked: never across a send, a join or a log call.
+    #[cfg_attr(debug_assertions, track_caller)]
     pub(crate) fn ledger(&self) -> MutexGuard<'_, Ledger> {
         self.ledger.lock()
     }
 
     /// The turn to deliver (see the field).
+    #[cfg_attr(debug_assertions, track_caller)]
     pub(crate) fn turn(&self) -> MutexGuard<'_, ()> {
         self.turn.lock()
     }

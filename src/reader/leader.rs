@@ -1,6 +1,6 @@
 //! The reader's streams as the elector sees them (leader election): started
-//! once it holds the Lease, stopped and joined when it loses it, and the
-//! checkpoint it keeps in the cluster.
+//! once it holds the Lease, stopped and joined when it loses it (each in the
+//! registry's turn), and the checkpoint it keeps in the cluster.
 
 use std::sync::Arc;
 
@@ -25,7 +25,9 @@ pub(super) struct LeaderStreams {
 
 impl Streams for LeaderStreams {
     fn start(&self, resume: Option<&Checkpoint>) -> Result<(), Error> {
-        let _control = self.registry.control.lock();
+        let Some(_turn) = self.registry.turn() else {
+            return Err(Error::Stopped);
+        };
         let mut guard = self.registry.roster.lock();
         let roster = &mut *guard;
         let Some(start) = roster.start.as_ref() else {
@@ -48,7 +50,9 @@ impl Streams for LeaderStreams {
     }
 
     fn stop(&self) {
-        let _control = self.registry.control.lock();
+        // Once the reader is stopped there is no turn, and none needed:
+        // nothing starts again.
+        let _turn = self.registry.turn();
         // Only this Lease's streams: with shards, the others' run on.
         let mut gone = {
             let mut roster = self.registry.roster.lock();

@@ -1,10 +1,12 @@
-//! The reader: the public blocking API over the stream threads. It starts
-//! them (through its registry, `registry`), fans their entries into one
-//! bounded channel, changes the watch set (`watchset`), relists (`relist`),
-//! follows the wildcards (`wildcard`), reports (`stats`) and stops and joins
-//! every thread (`threads`: each started one way).
+//! The reader: here, the blocking API the consumer calls; `open`, the
+//! assembling of a reader (its registry, `registry`, and the streams,
+//! timers and electors it starts). The stream threads fan their entries
+//! into one bounded channel. The reader changes the watch set (`watchset`),
+//! relists (`relist`), follows the wildcards (`wildcard`), reports (`stats`)
+//! and stops and joins every thread (`threads`: each started one way).
 
 mod leader;
+mod open;
 mod registry;
 mod relist;
 mod stats;
@@ -18,18 +20,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
-use parking_lot::Mutex;
+use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 
-use self::registry::{Registry, Roster, Scope, Starter, StreamHandle};
-use self::relist::{relist_all, relist_timer};
+use self::registry::{Registry, Scope, StreamHandle};
+use self::relist::relist_all;
 use self::threads::on_tattler_thread;
-use self::watchset::{dedup, reconcile, sync_gates};
-use self::wildcard::explore;
-use crate::access::transport::Transport;
-use crate::api::settings::StreamSettings;
-use crate::delivery::channel::{ChannelControl, Out};
-use crate::{Closed, Config, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
+use self::watchset::{dedup, reconcile};
+use crate::delivery::channel::ChannelControl;
+use crate::sync::Mutex;
+use crate::{Closed, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
 
 /// Streams the chosen resources: their full state, then every change.
 ///
@@ -70,7 +69,7 @@ pub struct Reader {
     timer: Mutex<Option<JoinHandle<()>>>,
     /// The discovery thread, once there are wildcards (`"*"`).
     explorer: Mutex<Option<JoinHandle<()>>>,
-    /// [`Config::shard`], for resources set later without a shard.
+    /// [`Config::shard`](crate::Config::shard), for resources set later without a shard.
     shard: Option<crate::Shard>,
     /// With leader election: the elector threads (one per Lease), and what
     /// tells each that close has joined the streams (dropped then).
@@ -98,207 +97,6 @@ pub struct ReaderInfo {
 const SPINS: u32 = 64;
 
 impl Reader {
-    /// Checks the configuration and starts one thread per resource.
-    ///
-    /// With [`Config::leader_election`], it starts none: the elector thread
-    /// (`tattler-elector`) sends [`Change::Following`](crate::Change::Following),
-    /// and starts the streams once it holds the Lease, after
-    /// [`Change::Leading`](crate::Change::Leading).
-    ///
-    /// Fails only on what can be judged without the network (a bad URL, an
-    /// unreadable CA bundle, no resources). Server-side failures arrive later
-    /// as retries, and as Error entries when retrying cannot help.
-    ///
-    /// ```no_run
-    /// use kube_tattler::{Access, Config, Reader};
-    /// fn main() -> Result<(), Box<dyn std::error::Error>> {
-    ///     let reader = Reader::open(Config::new(Access::infer()?).watch(["pods"])?)?;
-    ///     let first = reader.next()?;
-    ///     Ok(())
-    /// }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Config`] for a configuration that cannot work (no
-    /// resources, a bad server URL, a tuning value out of range, an
-    /// insecure setting together with a CA; the message names the field);
-    /// [`Error::Tls`] for a CA bundle or client certificate that cannot be
-    /// used; [`Error::Spawn`] when a thread cannot be started. Nothing is
-    /// left running then.
-    pub fn open(mut config: Config) -> Result<Reader, Error> {
-        let server = config.validate()?;
-        config.apply_shard();
-        let transport = Arc::new(Transport::new(&config, &server)?);
-        log::info!(
-            "streaming {} resources from {} ({})",
-            config.resources.len(),
-            server.base,
-            config.access.source
-        );
-        let settings = Arc::new(StreamSettings {
-            page_size: config.tuning.page_size,
-            max_frame_bytes: config.tuning.max_frame_bytes,
-            backoff: config.tuning.backoff.clone(),
-            shaping: config.shaping.clone(),
-            idle_timeout: config.tuning.idle_timeout,
-            initial_events_timeout: config.tuning.initial_events_timeout,
-            gzip: config.tuning.gzip,
-            short_watch: config.tuning.short_watch,
-        });
-        let (tx, rx) = bounded(config.tuning.channel_capacity);
-        let control = Arc::new(ChannelControl::new(config.tuning.max_buffered_bytes));
-        let (closing_tx, closing) = bounded(0);
-        let (wake_tx, wake_rx) = bounded(1);
-        let start = Starter {
-            transport,
-            settings,
-            out: Out {
-                tx,
-                control: control.clone(),
-            },
-            closing: closing.clone(),
-        };
-        let reader = Reader {
-            info: ReaderInfo {
-                server: config.access.server.clone(),
-                source: config.access.source.clone(),
-            },
-            rx,
-            control,
-            closing: closing.clone(),
-            wake_tx,
-            wake_rx,
-            registry: Arc::new(Registry {
-                roster: Mutex::new(Roster {
-                    closing_tx: Some(closing_tx),
-                    handles: Vec::new(),
-                    start: None,
-                    wildcards: Vec::new(),
-                    look_now: None,
-                    probe_slot: None,
-                    helpers: Vec::new(),
-                }),
-                control: Mutex::new(()),
-                discovery_interval: config.tuning.discovery_interval,
-            }),
-            timer: Mutex::new(None),
-            explorer: Mutex::new(None),
-            shard: config.shard,
-            electors: Mutex::new(Vec::new()),
-        };
-        let (wildcards, named): (Vec<ResourceSpec>, Vec<ResourceSpec>) = dedup(&config.resources)
-            .into_iter()
-            .partition(ResourceSpec::is_wildcard);
-        let mut electing = Vec::new();
-        if let Some(election) = &config.leader_election {
-            if !wildcards.is_empty() {
-                return Err(Error::Config(
-                    "leader_election: wildcard resources (\"*\") are not supported with it yet"
-                        .into(),
-                ));
-            }
-            // No stream starts now: an elector starts them once it holds its
-            // Lease (with shards, one Lease and one elector per shard).
-            let terms = crate::coordination::terms::terms(
-                election,
-                config.checkpoint_in_cluster.as_ref(),
-                &named,
-            )?;
-            electing = terms;
-        } else {
-            let gates = sync_gates(&named);
-            for (spec, gate) in named.iter().zip(gates) {
-                // On failure, dropping `reader` stops and joins what was started.
-                let part = config.resume.as_ref().and_then(|c| c.part(spec));
-                let handle = start.start_from(spec, part, gate)?;
-                reader.registry.roster.lock().handles.push(handle);
-            }
-        }
-        // The electors start their streams through the roster's starter:
-        // it is there before any of them runs.
-        let starter = start.clone();
-        reader.registry.roster.lock().start = Some(start);
-        let leading = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        for term in electing {
-            let elector = reader.start_elector(&config, &server, term, &starter, &leading)?;
-            reader.electors.lock().push(elector);
-        }
-        drop(starter);
-        reader.set_wildcards(wildcards)?;
-        if let Some(interval) = config.relist_interval {
-            let registry = reader.registry.clone();
-            let report = reader
-                .registry
-                .roster
-                .lock()
-                .start
-                .as_ref()
-                .map(Starter::report);
-            let report = report.ok_or(Error::Stopped)?;
-            let t = threads::spawn("tattler-relist".into(), report, move || {
-                relist_timer(&registry, &closing, interval)
-            })
-            .map_err(Error::Spawn)?;
-            *reader.timer.lock() = Some(t);
-        }
-        Ok(reader)
-    }
-
-    /// Starts the elector thread, with a client of its own whose connect
-    /// waits at most half of `lease_duration - renew_deadline` (a holder
-    /// must notice in time that it cannot renew), and the sender whose
-    /// drop tells it that close has joined the streams.
-    fn start_elector(
-        &self,
-        config: &Config,
-        server: &crate::access::cluster::ServerUrl,
-        term: crate::coordination::terms::Term,
-        start: &Starter,
-        leading: &Arc<std::sync::atomic::AtomicUsize>,
-    ) -> Result<(JoinHandle<()>, Sender<()>), Error> {
-        let election = &term.election;
-        let mut own = config.clone();
-        let margin = (election.lease_duration - election.renew_deadline) / 2;
-        own.tuning.connect_timeout = own
-            .tuning
-            .connect_timeout
-            .min(margin.max(Duration::from_millis(100)));
-        let transport = Arc::new(Transport::new(&own, server)?);
-        let client = crate::api::client::Client::new(
-            transport,
-            Arc::new(crate::access::client::AgentSlot::default()),
-            start.settings.clone(),
-            crate::delivery::channel::Stop {
-                all: crossbeam_channel::never(),
-                own: crossbeam_channel::never(),
-            },
-        );
-        let streams = Arc::new(leader::LeaderStreams {
-            registry: self.registry.clone(),
-            named: term.named,
-            rx: self.rx.clone(),
-            control: self.control.clone(),
-        });
-        let (finish_tx, finish) = bounded(0);
-        let elector =
-            crate::coordination::elector::Elector::new(crate::coordination::elector::ElectorInit {
-                election: term.election,
-                kept: term.kept,
-                leading: leading.clone(),
-                client,
-                out: start.out.clone(),
-                closing: self.closing.clone(),
-                finish,
-                streams,
-            });
-        let t = threads::spawn("tattler-elector".into(), start.report(), move || {
-            elector.run()
-        })
-        .map_err(Error::Spawn)?;
-        Ok((t, finish_tx))
-    }
-
     /// Blocks until the next entry.
     ///
     /// ```no_run
@@ -523,7 +321,7 @@ impl Reader {
     /// re-sync against it. Returns whether anything changed; an unchanged set
     /// does nothing. Wildcards (`"*"`, `"*.apps"`) in the list replace the
     /// reader's: the streams discovery finds for them follow at once. A
-    /// resource without a shard takes [`Config::shard`].
+    /// resource without a shard takes [`Config::shard`](crate::Config::shard).
     ///
     /// # Errors
     ///
@@ -580,43 +378,8 @@ impl Reader {
         Ok(changed || wildcards_changed)
     }
 
-    /// Keeps the wildcards, starting the discovery thread for them (or
-    /// telling it to look again) when there are any.
-    fn set_wildcards(&self, wildcards: Vec<ResourceSpec>) -> Result<(), Error> {
-        let mut roster = self.registry.roster.lock();
-        if roster.wildcards == wildcards {
-            return Ok(());
-        }
-        let any = !wildcards.is_empty();
-        roster.wildcards = wildcards;
-        if let Some(poke) = &roster.look_now {
-            let _ = poke.try_send(());
-            return Ok(());
-        }
-        if !any {
-            return Ok(());
-        }
-        let Some((probe, slot, own_stop)) = roster.start.as_ref().map(Starter::probe) else {
-            return Err(Error::Stopped);
-        };
-        let report = roster.start.as_ref().map(Starter::report);
-        let report = report.ok_or(Error::Stopped)?;
-        let (poke, look_now) = bounded(1);
-        roster.look_now = Some(poke);
-        roster.probe_slot = Some(slot);
-        drop(roster);
-        let (registry, closing) = (self.registry.clone(), self.closing.clone());
-        let t = threads::spawn("tattler-discovery".into(), report, move || {
-            let _own_stop = own_stop;
-            explore(&registry, &closing, &look_now, probe)
-        })
-        .map_err(Error::Spawn)?;
-        *self.explorer.lock() = Some(t);
-        Ok(())
-    }
-
     /// Relists every resource now, one at a time, as the relist timer does
-    /// (see [`Config::relist_interval`]): a fresh stream syncs while the
+    /// (see [`Config::relist_interval`](crate::Config::relist_interval)): a fresh stream syncs while the
     /// running one goes on, then replaces it. Blocks until done; the entries
     /// it produces must be consumed meanwhile (from another thread), as
     /// always. Resources that failed for good, or have not synced yet, are
@@ -649,7 +412,7 @@ impl Reader {
     }
 
     /// What the reader has delivered, to resume from in a new reader
-    /// ([`Config::resume`]): per resource whose full state is complete, its
+    /// ([`Config::resume`](crate::Config::resume)): per resource whose full state is complete, its
     /// resourceVersion and the objects the consumer holds.
     ///
     /// It matches what the consumer got exactly when taken after
@@ -663,7 +426,7 @@ impl Reader {
     /// that way on purpose) has no resume point: its stream re-syncs
     /// against the objects it holds (unchanged ones as `Snapshot`, changed
     /// ones as `Update`, new ones as `Add`, gone ones as inferred `Delete`,
-    /// then `Synced`). With [`Config::leader_election`], it holds the
+    /// then `Synced`). With [`Config::leader_election`](crate::Config::leader_election), it holds the
     /// streams of this reader's leadership only (none while following).
     ///
     /// ```no_run
@@ -754,7 +517,7 @@ impl Drop for Reader {
         let threads = [self.timer.lock().take(), self.explorer.lock().take()];
         for t in threads.into_iter().flatten() {
             if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
+                let _ = crate::sync::join(t);
             }
         }
         let (mut streams, helpers) = {
@@ -768,7 +531,7 @@ impl Drop for Reader {
             s.join();
         }
         for t in helpers {
-            let _ = t.join();
+            let _ = crate::sync::join(t);
         }
         let electors = std::mem::take(&mut *self.electors.lock());
         if !electors.is_empty() {
@@ -779,7 +542,7 @@ impl Drop for Reader {
             drop(finishes);
             for t in threads {
                 if t.thread().id() != std::thread::current().id() {
-                    let _ = t.join();
+                    let _ = crate::sync::join(t);
                 }
             }
             self.registry.roster.lock().handles.clear();

@@ -1,15 +1,14 @@
 //! The reader's registry of threads: per resource its state, its running
 //! stream thread and, during a relist, the replacement being synced; what a
-//! new stream needs to start; and the lock discipline around them. The
-//! public API (`reader/mod.rs`), the watch set, relists and the wildcards'
-//! discovery thread all go through it.
+//! new stream needs to start; and the turn to stop and start them. The
+//! public API (`reader/mod.rs`), the watch set, relists, the leader's
+//! streams and the wildcards' discovery thread all go through it.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{bounded, Receiver, Sender};
-use parking_lot::Mutex;
+use crossbeam_channel::{bounded, select, Receiver, Sender, TryRecvError};
 
 use super::threads;
 use crate::access::client::AgentSlot;
@@ -18,20 +17,70 @@ use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
 use crate::stream::{Role, Stream, StreamInit};
+use crate::sync::Mutex;
 use crate::wire::rv::Rv;
 use crate::{Error, ResourceSpec};
 
-/// What the reader, its relist timer, its discovery thread and its calls share.
+/// What the reader, its relist timer, its discovery thread, its electors
+/// and its calls share.
 pub(super) struct Registry {
     /// Held only for short sections that neither wait, join nor log, so that
     /// `stats()` and `stop()` never wait long, whatever else is going on.
     pub(super) roster: Mutex<Roster>,
-    /// Serialises the calls that stop and start threads (`set_resources`, a
-    /// relist's swap, the discovery thread's changes). Held across joins; no
-    /// other call needs it.
-    pub(super) control: Mutex<()>,
+    /// The turn to stop and start stream threads (see [`Registry::turn`]):
+    /// one token, in this channel while nobody has it.
+    turn: (Sender<()>, Receiver<()>),
+    /// Disconnects when the reader stops: ends every wait for the turn.
+    closing: Receiver<()>,
     /// How often the discovery thread looks for the wildcards' resources.
     pub(super) discovery_interval: Duration,
+}
+
+impl Registry {
+    pub(super) fn new(roster: Roster, closing: Receiver<()>, discovery_interval: Duration) -> Self {
+        let turn = bounded(1);
+        let _ = turn.0.try_send(());
+        Registry {
+            roster: Mutex::new(roster),
+            turn,
+            closing,
+            discovery_interval,
+        }
+    }
+
+    /// Waits for the turn to stop and start stream threads; `None` once
+    /// the reader is stopped.
+    ///
+    /// Every change that ends stream threads and starts others
+    /// (`set_resources`, the discovery thread's, a relist's start and swap,
+    /// a leader's start and stop) takes it, and keeps it until the threads
+    /// it ended are joined and the ones it starts have started: so a
+    /// resource's old threads have ended before a concurrent change starts
+    /// new ones, and two changes never interleave their reads of the
+    /// roster. A turn, not a lock: no guard is held while its holder joins
+    /// (lib.rs, "# Threads"); the stream threads it joins never wait for
+    /// it, and a stop ends every wait for it. Once stopped nothing starts
+    /// again (the roster's starter is gone), so what stops threads then
+    /// needs no turn.
+    pub(super) fn turn(&self) -> Option<Turn<'_>> {
+        if self.closing.try_recv() == Err(TryRecvError::Disconnected) {
+            return None;
+        }
+        select! {
+            recv(self.turn.1) -> token => token.ok().map(|()| Turn(&self.turn.0)),
+            recv(self.closing) -> _ => None,
+        }
+    }
+}
+
+/// The turn to stop and start stream threads ([`Registry::turn`]);
+/// dropping it gives it back.
+pub(super) struct Turn<'a>(&'a Sender<()>);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.try_send(());
+    }
 }
 
 /// Who runs, and what starting one more needs.
@@ -198,6 +247,7 @@ impl StreamHandle {
     }
 
     /// Waits for its threads to end.
+    #[cfg_attr(debug_assertions, track_caller)]
     pub(super) fn join(&mut self) {
         self.running.join();
         if let Some(p) = &mut self.pending {
@@ -223,11 +273,12 @@ impl Thread {
 
     /// Waits for the thread to end; a no-op on the thread itself (a close
     /// from the log callback), which ends on its own once the callback returns.
+    #[cfg_attr(debug_assertions, track_caller)]
     pub(super) fn join(&mut self) {
         if let Some(t) = self.join.take() {
             if t.thread().id() != std::thread::current().id() {
                 // Panics are caught inside the thread; a join error cannot carry one.
-                let _ = t.join();
+                let _ = crate::sync::join(t);
             }
         }
     }

@@ -46,6 +46,10 @@ pub(super) fn relist_all(registry: &Registry, closing: &Receiver<()>) -> bool {
 fn relist(registry: &Registry, closing: &Receiver<()>, spec: &ResourceSpec) -> bool {
     let (done_tx, done) = bounded(1);
     let started = {
+        // Not while a change of the watch set ends this resource's threads.
+        let Some(_turn) = registry.turn() else {
+            return false;
+        };
         let mut g = registry.roster.lock();
         let g = &mut *g;
         let Some(start) = g.start.as_ref() else {
@@ -79,7 +83,7 @@ fn relist(registry: &Registry, closing: &Receiver<()>, spec: &ResourceSpec) -> b
     };
     let started = match started {
         Ok(s) => s,
-        // Waited for without the lock.
+        // Waited for without the roster's lock or the turn.
         Err((state, before)) => return relist_by_resync(registry, closing, spec, &state, before),
     };
     let thread = match started {
@@ -95,7 +99,11 @@ fn relist(registry: &Registry, closing: &Receiver<()>, spec: &ResourceSpec) -> b
         recv(done) -> r => r.is_ok(),
         recv(closing) -> _ => return false,
     };
-    let _control = registry.control.lock();
+    // The swap and the join in the registry's turn (the roster's lock let
+    // go for the join), the log after both.
+    let Some(turn) = registry.turn() else {
+        return false;
+    };
     let mut finished = {
         let mut g = registry.roster.lock();
         let Some(h) = g.handles.iter_mut().find(|h| &h.spec == spec) else {
@@ -121,6 +129,7 @@ fn relist(registry: &Registry, closing: &Receiver<()>, spec: &ResourceSpec) -> b
         start.out.control.wake();
     }
     finished.join();
+    drop(turn);
     if !synced {
         log::warn!(
             "{}: the relist did not complete; the running stream goes on",

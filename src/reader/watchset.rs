@@ -12,9 +12,11 @@ use crate::stream::Role;
 use crate::{Entry, Error, ResourceSpec};
 
 /// Makes the streams of `scope` the ones of `wanted`: starts the new, stops
-/// and joins the gone (without the lock), restarts all with `force`; the
-/// other scope's streams are left alone (and a found one that the caller
-/// names is not started twice). Whether anything changed.
+/// and joins the gone, restarts all with `force`; the other scope's streams
+/// are left alone (and a found one that the caller names is not started
+/// twice). Whether anything changed. All in the registry's turn, so that
+/// the gone and restarting threads have ended before any new one starts;
+/// the roster's lock is let go while they are joined.
 pub(super) fn reconcile(
     registry: &Registry,
     wanted: &[ResourceSpec],
@@ -22,10 +24,12 @@ pub(super) fn reconcile(
     force: bool,
 ) -> Result<bool, Error> {
     let stopped = || Error::Stopped;
-    let _control = registry.control.lock();
+    let Some(_turn) = registry.turn() else {
+        return Err(stopped());
+    };
     let mut result_spawn = Ok(());
     let ours = |h: &StreamHandle| h.found == (scope == Scope::Found);
-    // Signal what goes or restarts and take its threads, under the lock;
+    // Signal what goes or restarts and take its threads, under the roster's lock;
     // join them without it.
     let (mut gone, mut restarting, changed) = {
         let mut roster = registry.roster.lock();

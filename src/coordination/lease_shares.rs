@@ -6,7 +6,7 @@ use crate::{Error, InClusterCheckpoint, LeaderElection, ResourceSpec, Shard};
 
 /// One Lease's share of a reader's work.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Term {
+pub(crate) struct LeaseShare {
     /// The election on this Lease.
     pub election: LeaderElection,
     /// Where this Lease's holder keeps its checkpoint.
@@ -15,7 +15,7 @@ pub(crate) struct Term {
     pub named: Vec<ResourceSpec>,
 }
 
-/// The terms of `election` over `named`: `lease` alone, or `lease-0` …
+/// The shares of `election` over `named`: `lease` alone, or `lease-0` …
 /// `lease-{N-1}` with the resources of shard `i` and the ConfigMap
 /// `name-i`.
 ///
@@ -23,14 +23,14 @@ pub(crate) struct Term {
 ///
 /// [`Error::Config`] when `shards` is more than 1 and a resource has a
 /// shard of its own (the election decides the shards then).
-pub(crate) fn terms(
+pub(crate) fn shares(
     election: &LeaderElection,
     kept: Option<&InClusterCheckpoint>,
     named: &[ResourceSpec],
-) -> Result<Vec<Term>, Error> {
+) -> Result<Vec<LeaseShare>, Error> {
     let n = election.shards;
     if n <= 1 {
-        return Ok(vec![Term {
+        return Ok(vec![LeaseShare {
             election: election.clone(),
             kept: kept.cloned(),
             named: named.to_vec(),
@@ -48,7 +48,7 @@ pub(crate) fn terms(
             let mut e = election.clone();
             e.lease = format!("{}-{i}", election.lease);
             e.shards = 1;
-            Ok(Term {
+            Ok(LeaseShare {
                 election: e,
                 kept: kept.map(|k| {
                     let mut k = k.clone();
@@ -74,14 +74,14 @@ mod tests {
         let mut e = LeaderElection::new("coll", "feed");
         let k = InClusterCheckpoint::new("coll", "feed-state");
         let named = [spec("pods"), spec("configmaps")];
-        let one = terms(&e, Some(&k), &named).unwrap();
+        let one = shares(&e, Some(&k), &named).unwrap();
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].election, e);
         assert_eq!(one[0].kept.as_ref(), Some(&k));
         assert_eq!(one[0].named, named);
 
         e.shards = 3;
-        let three = terms(&e, Some(&k), &named).unwrap();
+        let three = shares(&e, Some(&k), &named).unwrap();
         let rows: Vec<(String, String, Vec<Option<Shard>>, u32)> = three
             .iter()
             .map(|t| {
@@ -103,7 +103,7 @@ mod tests {
             ]
         );
         // Without a kept checkpoint, none per shard either.
-        assert!(terms(&e, None, &named)
+        assert!(shares(&e, None, &named)
             .unwrap()
             .iter()
             .all(|t| t.kept.is_none()));
@@ -114,7 +114,7 @@ mod tests {
         let mut e = LeaderElection::new("coll", "feed");
         e.shards = 2;
         let own = spec("pods").in_shard(Shard::new(2, 1).unwrap());
-        let err = terms(&e, None, std::slice::from_ref(&own))
+        let err = shares(&e, None, std::slice::from_ref(&own))
             .unwrap_err()
             .to_string();
         assert!(
@@ -123,6 +123,6 @@ mod tests {
         );
         // One Lease: a resource's own shard is its business.
         e.shards = 1;
-        assert_eq!(terms(&e, None, &[own]).unwrap().len(), 1);
+        assert_eq!(shares(&e, None, &[own]).unwrap().len(), 1);
     }
 }
