@@ -1332,7 +1332,7 @@ fn check_seed(seed: u64, trace: bool) -> Result<String, String> {
     let started = Instant::now();
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_seed(seed)));
     let secs = started.elapsed().as_secs_f64();
-    let outcome = match outcome {
+    let mut outcome = match outcome {
         Ok(o) => o,
         Err(p) => Outcome {
             violations: vec![format!(
@@ -1345,6 +1345,13 @@ fn check_seed(seed: u64, trace: bool) -> Result<String, String> {
             summary: String::new(),
         },
     };
+    // A join or a log call the library made with one of its locks held
+    // (`kube_tattler::sync`, debug builds).
+    outcome.violations.extend(
+        kube_tattler::sync::take_violations()
+            .into_iter()
+            .map(|v| format!("the lock promise: {v}")),
+    );
     if outcome.violations.is_empty() {
         return Ok(format!(
             "seed {seed}: ok in {secs:.1} s; {}",

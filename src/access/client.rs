@@ -22,7 +22,7 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use crate::sync::Mutex;
 use rustls::ClientConfig;
 
 use crate::access::credentials::Current;

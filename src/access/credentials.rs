@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::sync::Mutex;
 use crossbeam_channel::{bounded, Receiver, Select, Sender};
-use parking_lot::Mutex;
 
 use crate::access::auth::{Auth, ExecConfig};
 use crate::access::exec::{ExecOutput, RunError};
@@ -378,7 +378,7 @@ fn join(flight: &Flight) {
     let handle = flight.thread.lock().take();
     if let Some(h) = handle {
         // The thread catches its own panics.
-        let _ = h.join();
+        let _ = crate::sync::join(h);
     }
 }
 
