@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::rv::{self, Rv};
-use crate::{Error, ResourceSpec};
+use crate::error::Error;
+use crate::resource::ResourceSpec;
+use crate::resource_version::{Rv, MAX_LEN};
 
 /// The format's version, in the document.
 const VERSION: u32 = 1;
@@ -173,7 +174,7 @@ impl Checkpoint {
             )));
         }
         let checked_rv = |text: &str, what: &str| {
-            if text.is_empty() || text.len() > rv::MAX_LEN {
+            if text.is_empty() || text.len() > MAX_LEN {
                 Err(bad(format!(
                     "{what}: a resourceVersion of {} bytes",
                     text.len()
@@ -192,7 +193,7 @@ impl Checkpoint {
             spec.field_selector = r.field_selector;
             spec.metadata_only = r.metadata_only;
             if let Some(s) = r.shard {
-                let shard = crate::Shard::new(s.count, s.index)
+                let shard = crate::wire::shard::Shard::new(s.count, s.index)
                     .map_err(|_| bad(format!("{what}: shard {} of {}", s.index, s.count)))?;
                 spec.shard = Some(shard);
             }
@@ -305,7 +306,7 @@ mod tests {
 
     #[test]
     fn a_checkpoint_of_one_shard_resumes_only_that_shard() {
-        let shard = |i| crate::Shard::new(2, i).unwrap();
+        let shard = |i| crate::wire::shard::Shard::new(2, i).unwrap();
         let pods = ResourceSpec::parse("pods").unwrap().remove(0);
         let cp = Checkpoint {
             resources: vec![ResourceState {

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use crate::access::cluster::{Access, ServerUrl};
-use crate::{Error, ResourceSpec};
+use crate::access::transport::Connecting;
+use crate::error::Error;
+use crate::resource::ResourceSpec;
 
 /// Retry pacing for a failing stream: exponential with full jitter.
 ///
@@ -67,7 +69,7 @@ pub struct Config {
     pub resources: Vec<ResourceSpec>,
     /// Secret scrubbing (on by default), managedFields, event filtering and a
     /// transform hook, applied before an entry enters the output channel.
-    pub shaping: crate::Shaping,
+    pub shaping: crate::objects::shape::Shaping,
     /// Relist every resource this often by swapping in a fresh stream (off by
     /// default; 1 minute to 7 days). The new stream syncs while the old one
     /// runs on; unchanged objects come out as Snapshot, changed ones as
@@ -81,13 +83,13 @@ pub struct Config {
     /// re-sync against the restored state follows (unchanged objects as
     /// Snapshot, vanished ones as inferred Delete, then Synced). Other
     /// resources sync as usual.
-    pub resume: Option<crate::Checkpoint>,
+    pub resume: Option<crate::checkpoint::Checkpoint>,
     /// The shard of every resource without one of its own
     /// ([`ResourceSpec::shard`]): run `count` readers, each with its own
     /// `index`, and each streams only its share of the objects (see
     /// [`Shard`](crate::Shard)), including those given later to
     /// [`Reader::set_resources`](crate::Reader::set_resources).
-    pub shard: Option<crate::Shard>,
+    pub shard: Option<crate::wire::shard::Shard>,
     /// Timeouts, sizes, bounds and retry pacing.
     pub tuning: Tuning,
     /// Stream only while holding a `coordination.k8s.io/v1` Lease (off by
@@ -374,6 +376,15 @@ impl Default for Tuning {
 }
 
 impl Tuning {
+    /// What the transport takes of it.
+    pub(crate) fn connecting(&self) -> Connecting {
+        Connecting {
+            gzip: self.gzip,
+            connect_timeout: self.connect_timeout,
+            idle_timeout: self.idle_timeout,
+        }
+    }
+
     fn validate(&self) -> Result<(), Error> {
         let bad = |why: &str| Err(Error::Config(why.into()));
         if self.channel_capacity == 0 {
@@ -417,7 +428,7 @@ impl Config {
         Config {
             access,
             resources: Vec::new(),
-            shaping: crate::Shaping::default(),
+            shaping: crate::objects::shape::Shaping::default(),
             relist_interval: None,
             resume: None,
             shard: None,
@@ -567,8 +578,8 @@ mod tests {
     #[test]
     fn the_configuration_s_shard_goes_to_resources_without_one() {
         let (half, third) = (
-            crate::Shard::new(2, 1).unwrap(),
-            crate::Shard::new(3, 0).unwrap(),
+            crate::wire::shard::Shard::new(2, 1).unwrap(),
+            crate::wire::shard::Shard::new(3, 0).unwrap(),
         );
         let mut c = Config::new(Access::new("https://h"))
             .watch(["pods"])

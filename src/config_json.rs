@@ -4,7 +4,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{Access, Config, Error, ResourceSpec, Token};
+use crate::access::cluster::Access;
+use crate::access::secret::Token;
+use crate::config::Config;
+use crate::error::Error;
+use crate::resource::ResourceSpec;
 
 /// The keys and the JSON type each takes. Checked one by one so that an
 /// error names the key.
@@ -45,9 +49,9 @@ struct JsonConfig {
     relist_interval_secs: Option<u64>,
     drop_managed_fields: Option<bool>,
     event_kinds: Option<Vec<String>>,
-    shard: Option<crate::Shard>,
-    leader_election: Option<crate::LeaderElection>,
-    checkpoint_in_cluster: Option<crate::InClusterCheckpoint>,
+    shard: Option<crate::wire::shard::Shard>,
+    leader_election: Option<crate::config::LeaderElection>,
+    checkpoint_in_cluster: Option<crate::config::InClusterCheckpoint>,
 }
 
 const KEYS: &str = "server, ca_file, ca_data, token, token_file, insecure, namespace, label_selector, \
@@ -131,9 +135,9 @@ impl JsonConfig {
 
 /// `{"command":"…","args":[…],"env":{"K":"V"},"api_version":"client.authentication.k8s.io/v1",
 /// "install_hint":"…","timeout_secs":60}`
-fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
+fn exec(v: &Value) -> Result<crate::access::auth::ExecConfig, Error> {
     let o = v.as_object().ok_or_else(|| wrong("exec", "an object"))?;
-    let mut e = crate::ExecConfig::new("", &[]);
+    let mut e = crate::access::auth::ExecConfig::new("", &[]);
     for (k, v) in o {
         match k.as_str() {
             "command" => e.command = string("exec.command", v)?,
@@ -166,7 +170,7 @@ fn exec(v: &Value) -> Result<crate::ExecConfig, Error> {
 }
 
 /// `{"count": N, "index": i}`: shard `i` (from 0) of `N`.
-fn shard(key: &str, v: &Value) -> Result<crate::Shard, Error> {
+fn shard(key: &str, v: &Value) -> Result<crate::wire::shard::Shard, Error> {
     const WHAT: &str = r#"{"count": N, "index": i}, shard i (from 0) of N"#;
     let o = v.as_object().ok_or_else(|| wrong(key, WHAT))?;
     let (mut count, mut index) = (None, None);
@@ -185,7 +189,7 @@ fn shard(key: &str, v: &Value) -> Result<crate::Shard, Error> {
         return Err(wrong(key, WHAT));
     };
     let small = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-    crate::Shard::new(small(count), small(index)).map_err(|e| match e {
+    crate::wire::shard::Shard::new(small(count), small(index)).map_err(|e| match e {
         Error::Config(m) => Error::Config(format!(
             "JSON: `{key}`{}",
             m.strip_prefix("shard").unwrap_or(&m)
@@ -195,11 +199,11 @@ fn shard(key: &str, v: &Value) -> Result<crate::Shard, Error> {
 }
 
 /// `{"namespace","lease","identity"?,"lease_duration_secs"?,"renew_deadline_secs"?,"retry_period_secs"?,"shards"?}`
-fn leader_election(v: &Value) -> Result<crate::LeaderElection, Error> {
+fn leader_election(v: &Value) -> Result<crate::config::LeaderElection, Error> {
     const KEY: &str = "leader_election";
     let o = v.as_object().ok_or_else(|| wrong(KEY, "an object"))?;
     let (mut namespace, mut lease) = (None, None);
-    let mut e = crate::LeaderElection::new("", "");
+    let mut e = crate::config::LeaderElection::new("", "");
     let secs = |k: &str, v: &Value| {
         let n = number(&format!("{KEY}.{k}"), v)?;
         Ok::<_, Error>(Duration::from_secs(n.min(86_400)))
@@ -228,11 +232,11 @@ fn leader_election(v: &Value) -> Result<crate::LeaderElection, Error> {
 }
 
 /// `{"namespace","name","interval_secs"?}`
-fn in_cluster_checkpoint(v: &Value) -> Result<crate::InClusterCheckpoint, Error> {
+fn in_cluster_checkpoint(v: &Value) -> Result<crate::config::InClusterCheckpoint, Error> {
     const KEY: &str = "checkpoint_in_cluster";
     let o = v.as_object().ok_or_else(|| wrong(KEY, "an object"))?;
     let (mut namespace, mut name) = (None, None);
-    let mut c = crate::InClusterCheckpoint::new("", "");
+    let mut c = crate::config::InClusterCheckpoint::new("", "");
     for (k, v) in o {
         let key = format!("{KEY}.{k}");
         match k.as_str() {
@@ -284,7 +288,7 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
         let key = |k: &str| format!("resources[{i}].{k}");
         let (mut name, mut namespaces, mut label, mut field, mut meta) =
             (None, None, None, None, false);
-        let mut encoding = crate::Encoding::Auto;
+        let mut encoding = crate::resource::Encoding::Auto;
         let mut in_shard = None;
         for (k, v) in obj {
             match k.as_str() {
@@ -297,8 +301,8 @@ pub(crate) fn resource_list(v: &Value, defaults: &Defaults) -> Result<Vec<Resour
                 "shard" => in_shard = Some(shard(&key(k), v)?),
                 "encoding" => {
                     encoding = match string(&key(k), v)?.as_str() {
-                        "auto" => crate::Encoding::Auto,
-                        "json" => crate::Encoding::Json,
+                        "auto" => crate::resource::Encoding::Auto,
+                        "json" => crate::resource::Encoding::Json,
                         _ => {
                             return Err(Error::Config(format!(
                                 "JSON: `{}` is \"auto\" or \"json\"",
@@ -497,7 +501,7 @@ impl Config {
                     "JSON: give token or token_file, not both".into(),
                 ))
             }
-            (Some(t), None) => c.access.auth = crate::Auth::Token(Token::new(&t)),
+            (Some(t), None) => c.access.auth = crate::access::auth::Auth::Token(Token::new(&t)),
             (None, Some(f)) => c.access = c.access.token_file(&f)?,
             (None, None) => {}
         }
@@ -509,7 +513,7 @@ impl Config {
                         source,
                     })
                 };
-                let id = crate::ClientIdentity {
+                let id = crate::access::secret::ClientIdentity {
                     cert_pem: read(&cert)?,
                     key_pem: read(&key)?,
                 };
@@ -526,7 +530,7 @@ impl Config {
         }
         match (j.username, j.password) {
             (Some(username), Some(pw)) => {
-                c.access.auth = crate::Auth::Basic {
+                c.access.auth = crate::access::auth::Auth::Basic {
                     username,
                     password: Token::new(&pw),
                 }
@@ -541,7 +545,7 @@ impl Config {
         if let Some(e) = j.exec {
             let e = exec(&e)?;
             e.check().map_err(|m| Error::Config(format!("JSON: {m}")))?;
-            c.access.auth = crate::Auth::Exec(e);
+            c.access.auth = crate::access::auth::Auth::Exec(e);
         }
         c.leader_election = j.leader_election;
         c.checkpoint_in_cluster = j.checkpoint_in_cluster;
@@ -589,9 +593,9 @@ impl Config {
         }
         match j.proxy.as_deref() {
             None => {}
-            Some("env") => c.access.proxy = crate::ProxyConfig::FromEnv,
-            Some("none") => c.access.proxy = crate::ProxyConfig::None,
-            Some(url) => c.access.proxy = crate::ProxyConfig::Url(url.to_string()),
+            Some("env") => c.access.proxy = crate::access::proxy::ProxyConfig::FromEnv,
+            Some("none") => c.access.proxy = crate::access::proxy::ProxyConfig::None,
+            Some(url) => c.access.proxy = crate::access::proxy::ProxyConfig::Url(url.to_string()),
         }
         if let Some(v) = j.channel_capacity {
             c.tuning.channel_capacity = narrow("channel_capacity", v)?;
@@ -673,7 +677,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(c.access.server, "https://10.0.0.1:6443");
-        assert_eq!(c.access.auth, crate::Auth::Token(Token::new("t0k")));
+        assert_eq!(
+            c.access.auth,
+            crate::access::auth::Auth::Token(Token::new("t0k"))
+        );
         assert!(!c.access.insecure_skip_tls_verify && c.tuning.gzip);
         assert_eq!(
             (
@@ -700,12 +707,12 @@ mod tests {
                 {"resource":"secrets","encoding":"auto"}]}"#,
         )
         .unwrap();
-        let got: Vec<(crate::Encoding, bool)> = c
+        let got: Vec<(crate::resource::Encoding, bool)> = c
             .resources
             .iter()
             .map(|r| (r.encoding, r.protobuf()))
             .collect();
-        use crate::Encoding::{Auto, Json};
+        use crate::resource::Encoding::{Auto, Json};
         assert_eq!(
             got,
             [(Auto, true), (Auto, true), (Json, false), (Auto, true)]
@@ -859,7 +866,7 @@ mod tests {
                 {"resource":"nodes","shard":{"index":0,"count":2}}]}"#,
         )
         .unwrap();
-        let shard = |n, i| Some(crate::Shard::new(n, i).unwrap());
+        let shard = |n, i| Some(crate::wire::shard::Shard::new(n, i).unwrap());
         assert_eq!(c.shard, shard(3, 2));
         // The top-level one reaches `pods` when the reader opens.
         let got: Vec<_> = c.resources.iter().map(|r| r.shard).collect();
@@ -917,7 +924,7 @@ mod tests {
         )
         .unwrap();
         match c.access.auth {
-            crate::Auth::Exec(e) => {
+            crate::access::auth::Auth::Exec(e) => {
                 assert_eq!(e.timeout, Duration::from_secs(7));
                 assert_eq!(e.install_hint.as_deref(), Some("brew install p"));
                 assert_eq!(e.interactive_mode, "Never");

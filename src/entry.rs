@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::wire::rv::Rv;
+use crate::resource_version::Rv;
 
 /// The kind of change an [`Entry`] reports.
 ///

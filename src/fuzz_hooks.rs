@@ -147,7 +147,7 @@ pub fn depth(shape: &[u8], depth: usize, tail: &[u8]) {
 pub fn kubeconfig(text: &[u8]) {
     let path = std::env::temp_dir().join(format!("tattler-fuzz-kubeconfig-{}", std::process::id()));
     if std::fs::write(&path, text).is_ok() {
-        let _ = crate::Access::from_kubeconfig(Some(&path), None);
+        let _ = crate::access::cluster::Access::from_kubeconfig(Some(&path), None);
     }
 }
 

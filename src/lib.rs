@@ -135,6 +135,7 @@ mod error;
 mod objects;
 mod reader;
 mod resource;
+mod resource_version;
 mod stream;
 #[doc(hidden)]
 pub mod sync;
@@ -149,7 +150,8 @@ pub use config::{Backoff, Config, InClusterCheckpoint, LeaderElection, Tuning};
 pub use entry::{Change, Entry, ErrorInfo, Reason, Resource};
 pub use error::{Closed, Error, NextTimeoutError, TryNextError};
 pub use objects::shape::{Shaping, Transform, REDACTED};
-pub use reader::{Iter, Reader, ReaderInfo, StreamStats};
+pub use reader::stats::StreamStats;
+pub use reader::{Iter, Reader, ReaderInfo};
 pub use resource::{Encoding, ResourceSpec};
 pub use wire::shard::Shard;
 

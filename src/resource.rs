@@ -3,8 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::error::Error;
 use crate::wire::request::Collection;
-use crate::{Error, Shard};
+use crate::wire::shard::Shard;
 
 /// One kind of object to stream: the API group, version and plural resource
 /// name, optionally narrowed to a namespace and by selectors.

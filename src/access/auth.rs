@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::access::go_base64::base64_decode;
-use crate::Token;
+use crate::access::secret::Token;
 
 /// How requests authenticate.
 ///

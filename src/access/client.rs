@@ -442,10 +442,15 @@ mod tests {
     }
 
     fn transport(url: &str) -> Arc<Transport> {
-        let mut c = crate::Config::new(crate::Access::new(url));
-        c.access.proxy = crate::ProxyConfig::None;
-        let server = c.access.validate().unwrap();
-        Arc::new(Transport::new(&c, &server).unwrap())
+        let mut access = crate::access::cluster::Access::new(url);
+        access.proxy = crate::access::proxy::ProxyConfig::None;
+        let server = access.validate().unwrap();
+        let tuning = crate::access::transport::Connecting {
+            gzip: false,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+        };
+        Arc::new(Transport::new(&access, &server, tuning).unwrap())
     }
 
     fn current(header: Option<&str>) -> Current {

@@ -8,7 +8,7 @@ use crate::access::auth::Auth;
 use crate::access::proxy::ProxyConfig;
 use crate::access::secret::{ClientIdentity, Token};
 use crate::access::url::Url;
-use crate::Error;
+use crate::error::Error;
 
 /// client-go's refusal of a CA together with `insecure-skip-tls-verify`.
 pub(crate) const INSECURE_WITH_CA: &str =

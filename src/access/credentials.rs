@@ -20,7 +20,7 @@ use crate::access::auth::{Auth, ExecConfig};
 use crate::access::exec::{ExecOutput, RunError};
 use crate::access::go_base64::base64_encode;
 use crate::access::secret::ClientIdentity;
-use crate::Token;
+use crate::access::secret::Token;
 
 /// Token files are re-read at least this often, as client-go does.
 const TOKEN_FILE_REFRESH: Duration = Duration::from_secs(60);

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::access::auth::Auth;
 use crate::access::cluster::Access;
-use crate::Error;
+use crate::error::Error;
 
 /// Where the service-account credentials of a pod live.
 pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";

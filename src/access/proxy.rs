@@ -7,7 +7,7 @@ use std::net::IpAddr;
 
 use super::secret::{redact_userinfo, Token};
 use super::url::Url;
-use crate::Error;
+use crate::error::Error;
 
 /// Which HTTP proxy requests go through.
 ///

@@ -26,9 +26,9 @@ use crate::access::pem::{parse_identity, provider, roots, Identity};
 use crate::access::proxy::Proxy;
 use crate::access::secret::ClientIdentity;
 use crate::access::url::Url;
+use crate::error::Error;
 use crate::wire::http::{connect_head, request_head, Get, HttpError};
 use crate::wire::http_read::Responses;
-use crate::{Config, Error};
 
 /// Everything needed to reach the server, checked once at open.
 pub(crate) struct Transport {
@@ -59,11 +59,24 @@ struct TlsSetup {
     name: ServerName<'static>,
 }
 
+/// How connections are made and read: the part of the configuration's
+/// tuning the transport takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Connecting {
+    /// Ask for gzip bodies.
+    pub gzip: bool,
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+}
+
 impl Transport {
-    /// The way to `server` as `config` says, every certificate, key, proxy
+    /// The way to `server` as `access` says, every certificate, key, proxy
     /// and the loopback rule checked now.
-    pub(crate) fn new(config: &Config, server: &ServerUrl) -> Result<Transport, Error> {
-        let (access, tuning) = (&config.access, &config.tuning);
+    pub(crate) fn new(
+        access: &Access,
+        server: &ServerUrl,
+        tuning: Connecting,
+    ) -> Result<Transport, Error> {
         let url = Url::parse(&server.base)
             .map_err(|e| Error::Config(format!("server: not a URL: {e}")))?;
         let host = url

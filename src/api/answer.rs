@@ -6,8 +6,8 @@
 use std::time::{Duration, SystemTime};
 
 use crate::api::end::End;
+use crate::entry::ErrorInfo;
 use crate::wire::decode::Status;
-use crate::ErrorInfo;
 
 /// A server's hint is followed up to this long (a later one would park a
 /// stream for hours on one answer).

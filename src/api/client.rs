@@ -17,6 +17,7 @@ use crate::api::answer;
 use crate::api::end::End;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::Stop;
+use crate::entry::{ErrorInfo, Reason};
 use crate::wire::decode;
 use crate::wire::discovery::{
     checked, group_path_ok, parse_aggregated, parse_resource_list, GroupList, Served, AGGREGATED,
@@ -24,7 +25,6 @@ use crate::wire::discovery::{
 use crate::wire::frames::{FrameError, FrameReader, ListError, ListItem, ListMeta, ListReader};
 use crate::wire::proto_frames::{ProtoFrameReader, ProtoListReader};
 use crate::wire::request::{self, Asking};
-use crate::{ErrorInfo, Reason};
 
 /// A response as the HTTP client hands it on: status, headers, a body.
 pub(crate) type Response = crate::access::client::Response;

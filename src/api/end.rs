@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::ErrorInfo;
+use crate::entry::ErrorInfo;
 
 /// How one request ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ pub(crate) struct StreamSettings {
     pub page_size: u32,
     pub max_frame_bytes: usize,
     pub backoff: Backoff,
-    pub shaping: crate::Shaping,
+    pub shaping: crate::objects::shape::Shaping,
     pub idle_timeout: Duration,
     pub initial_events_timeout: Duration,
     pub gzip: bool,

@@ -58,7 +58,7 @@ mod tests {
 
     #[test]
     fn a_checkpoint_round_trips_through_its_configmap() {
-        let cp = crate::Checkpoint::default().to_bytes();
+        let cp = crate::checkpoint::Checkpoint::default().to_bytes();
         let body = configmap_body("ns", "cp", Some("9"), &cp).unwrap();
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "9");

@@ -26,9 +26,10 @@ use super::lease::{self, Lease, Observed, Verdict};
 use super::Streams;
 use crate::api::client::Client;
 use crate::api::end::End;
+use crate::config::{InClusterCheckpoint, LeaderElection};
 use crate::delivery::channel::{Out, Stop};
-use crate::wire::rv::Rv;
-use crate::{Change, Entry, ErrorInfo, InClusterCheckpoint, LeaderElection, Reason, Resource};
+use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource};
+use crate::resource_version::Rv;
 
 /// How long the last checkpoint and the release may take on close.
 const CLOSING_BUDGET: Duration = Duration::from_secs(3);

@@ -2,7 +2,10 @@
 //! resources, or with `shards: N` one per shard, each shard's resources cut
 //! to its range and its checkpoint kept in a ConfigMap of its own.
 
-use crate::{Error, InClusterCheckpoint, LeaderElection, ResourceSpec, Shard};
+use crate::config::{InClusterCheckpoint, LeaderElection};
+use crate::error::Error;
+use crate::resource::ResourceSpec;
+use crate::wire::shard::Shard;
 
 /// One Lease's share of a reader's work.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,8 @@ pub(crate) mod lease_shares;
 
 use serde_json::{json, Value};
 
-use crate::{Checkpoint, Error};
+use crate::checkpoint::Checkpoint;
+use crate::error::Error;
 
 /// The `metadata` of an object the elector writes: its name and namespace,
 /// and the resourceVersion a replacement (PUT) is conditional on.

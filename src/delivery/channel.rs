@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
 
+use crate::entry::Entry;
 use crate::sync::{Condvar, Mutex};
-use crate::Entry;
 
 /// Tells a stream to stop: either receiver disconnecting means stop.
 #[derive(Clone)]
@@ -316,11 +316,11 @@ impl Out {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::rv::Rv;
-    use crate::Change;
+    use crate::entry::Change;
+    use crate::resource_version::Rv;
 
     fn entry() -> Entry {
-        let resource = crate::Resource {
+        let resource = crate::entry::Resource {
             group: String::new(),
             version: "v1".into(),
             resource: "pods".into(),

@@ -17,7 +17,7 @@
 //! the resource to a relist can never take it back (the resource would be
 //! left with a stream the relist then stops, and none at all).
 
-use crate::wire::rv::Rv;
+use crate::resource_version::Rv;
 
 /// A stream, unique among a reader's streams; 0 is none.
 pub(crate) type StreamId = u64;

@@ -16,9 +16,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::delivery::lifecycle::{Claim, Completed, Gate, Lifecycle, StreamId};
 use crate::delivery::table::{SyncEnd, Table, Vanished, Verdict};
+use crate::resource_version::Rv;
 use crate::sync::{Mutex, MutexGuard};
 use crate::wire::decode::{EventType, ObjectMeta};
-use crate::wire::rv::Rv;
 
 /// Reported pieces remembered per resource, to report each once.
 const MAX_REPORTED: usize = 4096;
@@ -472,12 +472,12 @@ mod tests {
         let p9 = "00000000-0000-0000-0000-000000000009";
         assert_eq!(
             l.observe(EventType::Added, &meta("p9", p9, 23), false),
-            Verdict::Deliver(crate::Change::Add)
+            Verdict::Deliver(crate::entry::Change::Add)
         );
         l.advance(P, &Rv::from_u64(23));
         assert_eq!(
             l.observe(EventType::Deleted, &meta("p9", p9, 32), false),
-            Verdict::Deliver(crate::Change::Delete)
+            Verdict::Deliver(crate::entry::Change::Delete)
         );
         l.advance(P, &Rv::from_u64(32));
         // The replacement's snapshot is at 8: p9 is not in it.
@@ -498,7 +498,7 @@ mod tests {
                 &meta("p10", "00000000-0000-0000-0000-000000000010", 33),
                 false
             ),
-            Verdict::Deliver(crate::Change::Add)
+            Verdict::Deliver(crate::entry::Change::Add)
         );
     }
 }

@@ -7,7 +7,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use crate::wire::rv::{Rv, RvKey};
+use crate::resource_version::{Rv, RvKey};
 
 /// 16 bytes; the table holds nothing else.
 #[derive(Clone, Copy)]

@@ -19,9 +19,9 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 use crate::delivery::store::{Records, Slot, Uid};
+use crate::entry::Change;
+use crate::resource_version::{Rv, RvKey};
 use crate::wire::decode::{EventType, ObjectMeta};
-use crate::wire::rv::{Rv, RvKey};
-use crate::Change;
 
 /// `Slot::namespace` of a cluster-scoped object.
 const NO_NAMESPACE: u16 = u16::MAX;

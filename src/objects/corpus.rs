@@ -1,6 +1,7 @@
 //! Real custom resources (and core objects with copies of themselves),
 //! written after their documented schemas, through the scrub path a stream
-//! runs (`wire::decode::object_walk` with the default shaping's edits):
+//! runs (`scrub::walk`, as `wire::decode` calls it, with the default
+//! shaping's edits):
 //! each file's listed secrets become `"REDACTED"` and nothing else changes.
 //! The files are `tests/corpus/NAME.json`; `NAME.secrets` lists JSON
 //! pointers, one a line, `#` standing for "the JSON this string holds".
@@ -8,7 +9,7 @@
 use serde_json::Value;
 
 use super::shape::Shaping;
-use crate::Resource;
+use crate::entry::Resource;
 
 macro_rules! corpus {
     ($($name:literal),* $(,)?) => {
@@ -62,14 +63,18 @@ fn every_listed_secret_is_redacted_and_nothing_else_changes() {
             resource: if secret { "secrets" } else { "things" }.into(),
             kind: String::new(),
         };
-        let (meta, edited) =
-            crate::wire::decode::object_walk(text, shaping.edits(&resource)).unwrap();
+        let (edited, found) = super::scrub::walk(text.as_bytes(), shaping.edits(&resource));
+        let (from, to) = found
+            .name
+            .unwrap_or_else(|| panic!("{name}: no name found"));
         assert_eq!(
-            meta.name,
-            input["metadata"]["name"].as_str().unwrap(),
+            format!("\"{}\"", input["metadata"]["name"].as_str().unwrap()),
+            text[from..to],
             "{name}"
         );
-        let edited = edited.unwrap_or_else(|| panic!("{name}: nothing redacted"));
+        let edited = edited
+            .unwrap()
+            .unwrap_or_else(|| panic!("{name}: nothing redacted"));
         let out = String::from_utf8(edited).unwrap();
         assert!(!out.contains("s3cret"), "{name}: {out}");
         let mut got: Value = serde_json::from_str(&out).unwrap();

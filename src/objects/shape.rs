@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::entry::Resource;
 use crate::objects::edits::Edits;
-use crate::Resource;
 
 /// What replaces a scrubbed value.
 pub const REDACTED: &str = "REDACTED";

@@ -8,10 +8,13 @@ use crossbeam_channel::Receiver;
 
 use super::registry::{Registry, StreamHandle};
 use super::watchset::sync_gates;
+use crate::checkpoint::Checkpoint;
 use crate::coordination::Streams;
 use crate::delivery::channel::ChannelControl;
-use crate::wire::rv::Rv;
-use crate::{Checkpoint, Entry, Error, ResourceSpec};
+use crate::entry::Entry;
+use crate::error::Error;
+use crate::resource::ResourceSpec;
+use crate::resource_version::Rv;
 
 /// The named streams of a reader with leader election.
 pub(super) struct LeaderStreams {

@@ -9,12 +9,10 @@ mod leader;
 mod open;
 mod registry;
 mod relist;
-mod stats;
+pub(crate) mod stats;
 pub(crate) mod threads;
 mod watchset;
 mod wildcard;
-
-pub use stats::StreamStats;
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -24,11 +22,14 @@ use crossbeam_channel::{select, Receiver, Sender, TryRecvError};
 
 use self::registry::{Registry, Scope, StreamHandle};
 use self::relist::relist_all;
+use self::stats::StreamStats;
 use self::threads::on_tattler_thread;
 use self::watchset::{dedup, reconcile};
 use crate::delivery::channel::ChannelControl;
+use crate::entry::Entry;
+use crate::error::{Closed, Error, NextTimeoutError, TryNextError};
+use crate::resource::ResourceSpec;
 use crate::sync::Mutex;
-use crate::{Closed, Entry, Error, NextTimeoutError, ResourceSpec, TryNextError};
 
 /// Streams the chosen resources: their full state, then every change.
 ///
@@ -70,7 +71,7 @@ pub struct Reader {
     /// The discovery thread, once there are wildcards (`"*"`).
     explorer: Mutex<Option<JoinHandle<()>>>,
     /// [`Config::shard`](crate::Config::shard), for resources set later without a shard.
-    shard: Option<crate::Shard>,
+    shard: Option<crate::wire::shard::Shard>,
     /// With leader election: the elector threads (one per Lease), and what
     /// tells each that close has joined the streams (dropped then).
     electors: Mutex<Vec<(JoinHandle<()>, Sender<()>)>>,
@@ -444,7 +445,7 @@ impl Reader {
     ///     Ok(())
     /// }
     /// ```
-    pub fn checkpoint(&self) -> crate::Checkpoint {
+    pub fn checkpoint(&self) -> crate::checkpoint::Checkpoint {
         checkpoint_of(&self.registry)
     }
 
@@ -485,7 +486,7 @@ impl Reader {
 }
 
 /// What the consumer has been sent, per resource (see [`Reader::checkpoint`]).
-fn checkpoint_of(registry: &Registry) -> crate::Checkpoint {
+fn checkpoint_of(registry: &Registry) -> crate::checkpoint::Checkpoint {
     let streams: Vec<(ResourceSpec, Arc<crate::delivery::state::ResourceState>)> = {
         let roster = registry.roster.lock();
         roster
@@ -508,7 +509,7 @@ fn checkpoint_of(registry: &Registry) -> crate::Checkpoint {
             objects,
         });
     }
-    crate::Checkpoint { resources }
+    crate::checkpoint::Checkpoint { resources }
 }
 
 impl Drop for Reader {

@@ -17,9 +17,11 @@ use super::wildcard::explore;
 use super::{leader, threads, Reader, ReaderInfo};
 use crate::access::transport::Transport;
 use crate::api::settings::StreamSettings;
+use crate::config::Config;
 use crate::delivery::channel::{ChannelControl, Out};
+use crate::error::Error;
+use crate::resource::ResourceSpec;
 use crate::sync::Mutex;
-use crate::{Config, Error, ResourceSpec};
 
 impl Reader {
     /// Checks the configuration and starts one thread per resource.
@@ -53,7 +55,11 @@ impl Reader {
     pub fn open(mut config: Config) -> Result<Reader, Error> {
         let server = config.validate()?;
         config.apply_shard();
-        let transport = Arc::new(Transport::new(&config, &server)?);
+        let transport = Arc::new(Transport::new(
+            &config.access,
+            &server,
+            config.tuning.connecting(),
+        )?);
         log::info!(
             "streaming {} resources from {} ({})",
             config.resources.len(),
@@ -188,7 +194,11 @@ impl Reader {
             .tuning
             .connect_timeout
             .min(margin.max(Duration::from_millis(100)));
-        let transport = Arc::new(Transport::new(&own, server)?);
+        let transport = Arc::new(Transport::new(
+            &own.access,
+            server,
+            own.tuning.connecting(),
+        )?);
         let client = crate::api::client::Client::new(
             transport,
             Arc::new(crate::access::client::AgentSlot::default()),

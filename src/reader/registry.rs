@@ -16,10 +16,11 @@ use crate::access::transport::Transport;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
+use crate::error::Error;
+use crate::resource::ResourceSpec;
+use crate::resource_version::Rv;
 use crate::stream::{Role, Stream, StreamInit};
 use crate::sync::Mutex;
-use crate::wire::rv::Rv;
-use crate::{Error, ResourceSpec};
 
 /// What the reader, its relist timer, its discovery thread, its electors
 /// and its calls share.

@@ -9,8 +9,8 @@ use crossbeam_channel::{bounded, select, Receiver};
 
 use super::registry::{Registry, Thread};
 use crate::delivery::state::ResourceState;
+use crate::resource::ResourceSpec;
 use crate::stream::Role;
-use crate::ResourceSpec;
 
 /// Every `interval`, relists each synced resource in turn: a replacement
 /// stream syncs while the running one goes on, then takes its place. One

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use super::registry::StreamHandle;
-use crate::ResourceSpec;
+use crate::resource::ResourceSpec;
 
 /// A snapshot of one resource stream's counters, from
 /// [`Reader::stats`](crate::Reader::stats).
@@ -264,7 +264,7 @@ mod tests {
             metric_labels(&spec.gvr(), &spec),
             r#"resource="v1/pods",namespace="a",field_selector="x=\"q\\\n",metadata_only="true""#
         );
-        let sharded = spec.in_shard(crate::Shard::new(3, 2).unwrap());
+        let sharded = spec.in_shard(crate::wire::shard::Shard::new(3, 2).unwrap());
         assert!(metric_labels(&sharded.gvr(), &sharded)
             .ends_with(r#",metadata_only="true",shard="2/3""#));
     }

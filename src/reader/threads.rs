@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::delivery::channel::{Out, Stop};
-use crate::{Entry, ErrorInfo, Reason, Resource};
+use crate::entry::{Entry, ErrorInfo, Reason, Resource};
 
 /// A thread's stack. tattler's own use of it is small and bounded (decoding
 /// is iterative: no input can make it recurse); most of it is for the

@@ -8,8 +8,10 @@ use std::sync::Arc;
 use super::registry::{Registry, Scope, StreamHandle};
 use super::threads;
 use crate::delivery::state::SyncGate;
+use crate::entry::Entry;
+use crate::error::Error;
+use crate::resource::ResourceSpec;
 use crate::stream::Role;
-use crate::{Entry, Error, ResourceSpec};
 
 /// Makes the streams of `scope` the ones of `wanted`: starts the new, stops
 /// and joins the gone, restarts all with `force`; the other scope's streams
@@ -83,7 +85,7 @@ pub(super) fn reconcile(
         if !gate.leave(h.state.member()) {
             continue;
         }
-        let resource = Arc::new(crate::Resource {
+        let resource = Arc::new(crate::entry::Resource {
             group: h.spec.group.clone(),
             version: h.spec.version.clone(),
             resource: h.spec.resource.clone(),
@@ -92,9 +94,9 @@ pub(super) fn reconcile(
         let report = start.report();
         let (out, stop) = (report.out.clone(), report.stop.clone());
         let entry = Entry::marker(
-            crate::Change::Synced,
+            crate::entry::Change::Synced,
             resource,
-            crate::wire::rv::Rv::empty(),
+            crate::resource_version::Rv::empty(),
         );
         match threads::spawn("tattler-synced".into(), report, move || {
             out.send(entry, &stop);
@@ -191,7 +193,7 @@ fn hand_over(
         parts[at]
             .get_or_insert_with(|| crate::checkpoint::ResourceState {
                 spec: fresh[at].clone(),
-                resource_version: crate::wire::rv::Rv::empty(),
+                resource_version: crate::resource_version::Rv::empty(),
                 objects: Vec::new(),
             })
             .objects

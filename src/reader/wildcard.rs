@@ -6,8 +6,8 @@ use crossbeam_channel::{select, Receiver};
 use super::registry::{Registry, Scope};
 use super::watchset::reconcile;
 use crate::api::client::Client;
+use crate::resource::ResourceSpec;
 use crate::stream::pacing::Pacing;
-use crate::ResourceSpec;
 
 /// The discovery thread: every `discovery_interval` (and when the wildcards
 /// change), finds the resources the wildcards stand for and makes them the

@@ -5,11 +5,11 @@
 //! given.
 
 use crate::api::end::End;
+use crate::entry::{ErrorInfo, Reason};
 use crate::stream::Parts;
 use crate::wire::decode::DecodeError;
 use crate::wire::discovery::{parse_resource_list, resolve};
 use crate::wire::request::Asking;
-use crate::{ErrorInfo, Reason};
 
 /// What discovery found: the resource to ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]

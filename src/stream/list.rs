@@ -6,12 +6,13 @@
 use std::sync::atomic::Ordering;
 
 use crate::api::end::End;
+use crate::entry::Reason;
+use crate::resource::ResourceSpec;
 use crate::stream::sink::Decoded;
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, EventType};
 use crate::wire::frames::{ListError, ListItem};
 use crate::wire::request::{self, Asking};
-use crate::{Reason, ResourceSpec};
 
 /// The full state by paged LIST.
 pub(crate) fn list(p: &mut Parts) -> End {

@@ -39,8 +39,9 @@ use crate::api::end::End;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
-use crate::wire::rv::Rv;
-use crate::{Resource, ResourceSpec};
+use crate::entry::Resource;
+use crate::resource::ResourceSpec;
+use crate::resource_version::Rv;
 
 /// What a stream is for.
 pub(crate) enum Role {

@@ -11,7 +11,10 @@ use std::time::Duration;
 use crate::api::client::{Client, Response};
 use crate::api::end::End;
 use crate::delivery::state::Counters;
+use crate::entry::{ErrorInfo, Resource};
 use crate::objects::edits::Edits;
+use crate::resource::ResourceSpec;
+use crate::resource_version::Rv;
 use crate::stream::course::vocabulary::{Bookmark, Fact, Step};
 use crate::stream::course::Course;
 use crate::stream::pacing::Pacing;
@@ -19,8 +22,6 @@ use crate::stream::place::Claimed;
 use crate::stream::sink::{ignored_initial_events, Decoded, Sink};
 use crate::wire::decode::{DecodeError, ObjectMeta};
 use crate::wire::request::{self, Asking};
-use crate::wire::rv::Rv;
-use crate::{ErrorInfo, Resource, ResourceSpec};
 use std::sync::Arc;
 
 /// One request's view of its stream: the client, the sink and the course,

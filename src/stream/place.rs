@@ -12,7 +12,7 @@ use crossbeam_channel::Sender;
 use crate::delivery::channel::Stop;
 use crate::delivery::lifecycle::{Claim, StreamId};
 use crate::delivery::state::{ResourceState, SyncGate};
-use crate::wire::rv::Rv;
+use crate::resource_version::Rv;
 
 /// What a claim for a full state came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

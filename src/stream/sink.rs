@@ -22,13 +22,14 @@ use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::lifecycle::Completed;
 use crate::delivery::table::{Vanished, Verdict};
+use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource};
 use crate::objects::edits::Edits;
 use crate::objects::shape::Shaped;
+use crate::resource_version::Rv;
 use crate::stream::course::vocabulary::{Fact, Notice, View};
 use crate::stream::place::Place;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
-use crate::wire::rv::Rv;
-use crate::{Change, Entry, ErrorInfo, Reason, Resource, Shard};
+use crate::wire::shard::Shard;
 
 /// At most this many object events, or this many bytes of objects, are
 /// decoded before they are judged and sent. Sending them together lets a

@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use crate::api::answer;
 use crate::api::client::is_timeout;
 use crate::api::end::End;
+use crate::entry::Reason;
+use crate::resource_version::Rv;
 use crate::stream::course::vocabulary::{Phase, Silence};
 use crate::stream::sink::{ignored_initial_events, Decoded};
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, Event};
 use crate::wire::frames::{FrameError, ListError};
 use crate::wire::request::{self, Asking};
-use crate::wire::rv::Rv;
-use crate::Reason;
 
 /// How long a resumed watch must be silent to have replayed its history.
 const CATCH_UP_QUIET: Duration = Duration::from_secs(1);

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 
+use crate::entry::Reason;
 use crate::objects::edits::{self, Bad, Edits, Found};
 use crate::objects::scrub;
-use crate::wire::rv::{self, Rv};
-use crate::Reason;
+use crate::resource_version::{Rv, MAX_LEN};
 
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,7 +330,7 @@ fn meta(obj: &str, found: Found) -> Result<ObjectMeta<'_>, DecodeError> {
     let uid = field(found.uid, "uid", MAX_UID)?
         .filter(|u| !u.is_empty())
         .ok_or_else(|| missing("uid"))?;
-    let rv = field(found.resource_version, "resourceVersion", rv::MAX_LEN)?
+    let rv = field(found.resource_version, "resourceVersion", MAX_LEN)?
         .ok_or_else(|| missing("resourceVersion"))?;
     Ok(ObjectMeta {
         kind: field(found.kind, "kind", MAX_NAME)?,
@@ -343,11 +343,11 @@ fn meta(obj: &str, found: Found) -> Result<ObjectMeta<'_>, DecodeError> {
 
 /// A resourceVersion within bounds.
 pub(crate) fn checked_rv(text: &str) -> Result<Rv, String> {
-    if text.len() > rv::MAX_LEN {
+    if text.len() > MAX_LEN {
         return Err(format!(
             "resourceVersion is {} bytes long (at most {})",
             text.len(),
-            rv::MAX_LEN
+            MAX_LEN
         ));
     }
     if text.is_empty() {

@@ -6,8 +6,8 @@ use std::io::{self, Read};
 
 use serde::Deserialize;
 
+use crate::resource_version::Rv;
 use crate::wire::buffered::Buffered;
-use crate::wire::rv::Rv;
 
 /// Errors of the frame reader.
 #[derive(Debug)]

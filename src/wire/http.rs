@@ -257,8 +257,8 @@ impl fmt::Debug for Head {
 }
 
 impl Head {
-    /// A head from parts (tests, and the fuzz hook's checks).
-    #[cfg(any(test, feature = "fuzzing"))]
+    /// A head from parts (tests).
+    #[cfg(test)]
     pub(crate) fn new(status: u16, fields: &[(&str, &[u8])]) -> Head {
         Head {
             status,

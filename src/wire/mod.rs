@@ -27,6 +27,5 @@ pub(crate) mod proto_frames;
 pub(crate) mod proto_json;
 pub(crate) mod protobuf;
 pub(crate) mod request;
-pub(crate) mod rv;
 pub(crate) mod schema;
 pub(crate) mod shard;

@@ -8,11 +8,11 @@
 
 use std::io::{self, Read};
 
+use crate::resource_version::Rv;
 use crate::wire::buffered::Buffered;
 use crate::wire::frames::{FrameError, ListError, ListItem, ListMeta};
 use crate::wire::proto_json::Scratch;
 use crate::wire::protobuf;
-use crate::wire::rv::Rv;
 use crate::wire::{envelope, metav1};
 
 /// The longest `typeMeta`, list `metadata`, or other small field read.

@@ -32,7 +32,7 @@
 
 use std::fmt;
 
-use crate::Error;
+use crate::error::Error;
 
 /// FNV-1a 64: the apiserver's shard hash.
 pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {

@@ -11,7 +11,8 @@ use crate::access::cluster::{Access, INSECURE_WITH_CA};
 use crate::access::files::read_bounded;
 use crate::access::proxy::ProxyConfig;
 use crate::access::secret::ClientIdentity;
-use crate::{Error, Token};
+use crate::access::secret::Token;
+use crate::error::Error;
 
 /// A kubeconfig larger than this is refused (real ones, certificates
 /// embedded, are a few KiB per cluster).

@@ -13,7 +13,7 @@ use std::path::Path;
 use load::default_paths;
 
 use crate::access::cluster::Access;
-use crate::Error;
+use crate::error::Error;
 
 /// Cluster access as kubectl finds it; [`Access`]'s constructors for it
 /// live here, so that `cluster` knows nothing of kubeconfig files.

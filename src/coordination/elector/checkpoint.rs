@@ -7,8 +7,10 @@
 use std::time::Duration;
 
 use super::Elector;
+use crate::checkpoint::Checkpoint;
+use crate::config::InClusterCheckpoint;
 use crate::coordination::checkpoint_configmap;
-use crate::{Checkpoint, ErrorInfo, InClusterCheckpoint, Reason, Resource};
+use crate::entry::{ErrorInfo, Reason, Resource};
 
 /// How soon a periodic checkpoint is tried again when entries were waiting
 /// in the channel or a delivery was under way.

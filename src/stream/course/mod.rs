@@ -42,7 +42,7 @@ use std::time::Duration;
 use self::stale::Cause;
 use self::vocabulary::{Bookmark, Fact, Next, Phase, Step};
 use crate::api::end::End;
-use crate::wire::rv::Rv;
+use crate::resource_version::Rv;
 
 /// Watch-lists in a row that cannot complete before tattler falls back to LIST.
 const INCOMPLETE_WATCH_LISTS: u32 = 2;
@@ -383,7 +383,7 @@ impl Course {
         }
     }
 
-    fn end(info: Option<crate::ErrorInfo>) -> Step {
+    fn end(info: Option<crate::entry::ErrorInfo>) -> Step {
         Step {
             next: Next::End(info),
             resync: false,

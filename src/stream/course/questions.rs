@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use super::{Course, Doing};
 use crate::api::end::End;
+use crate::resource_version::Rv;
 use crate::stream::course::vocabulary::{Bookmark, Phase, Silence, View};
-use crate::wire::rv::Rv;
 
 /// Periodic bookmarks before the initial-events-end one that a real
 /// watch-list may carry (the server bookmarks about once a minute); more,

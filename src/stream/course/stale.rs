@@ -3,8 +3,8 @@
 //! request's cause and the step decided on it, what the notice would be.
 
 use crate::api::end::End;
+use crate::entry::Reason;
 use crate::stream::course::vocabulary::{Next, Notice, Step};
-use crate::Reason;
 
 /// Why a request failed, as the consumer is told it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -2,8 +2,8 @@
 //! hostile server could cause included.
 
 use super::*;
+use crate::entry::ErrorInfo;
 use crate::stream::course::vocabulary::Silence;
-use crate::ErrorInfo;
 
 const S: Duration = Duration::from_secs(1);
 

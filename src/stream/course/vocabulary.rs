@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::api::end::End;
-use crate::wire::rv::Rv;
-use crate::ErrorInfo;
+use crate::entry::ErrorInfo;
+use crate::resource_version::Rv;
 
 /// What a stream is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub(crate) struct Step {
 /// A notice owed to the consumer: the resource is not current.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Notice {
-    pub reason: crate::Reason,
+    pub reason: crate::entry::Reason,
     /// The HTTP status, when the server answered.
     pub code: u16,
     pub message: String,
