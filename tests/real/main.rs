@@ -17,3 +17,4 @@ mod apf;
 mod cluster;
 mod election;
 mod replicas;
+mod told;
