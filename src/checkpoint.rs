@@ -30,12 +30,12 @@ const VERSION: u32 = 1;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Checkpoint {
-    pub(crate) resources: Vec<ResourceState>,
+    pub(crate) resources: Vec<CheckpointPart>,
 }
 
 /// One resource's part of a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ResourceState {
+pub(crate) struct CheckpointPart {
     pub spec: ResourceSpec,
     pub resource_version: Rv,
     pub objects: Vec<Held>,
@@ -222,7 +222,7 @@ impl Checkpoint {
                     resource_version: checked_rv(&rv, &what)?,
                 });
             }
-            resources.push(ResourceState {
+            resources.push(CheckpointPart {
                 spec,
                 resource_version,
                 objects,
@@ -232,7 +232,7 @@ impl Checkpoint {
     }
 
     /// The part for `spec`, if the checkpoint has one.
-    pub(crate) fn part(&self, spec: &ResourceSpec) -> Option<&ResourceState> {
+    pub(crate) fn part(&self, spec: &ResourceSpec) -> Option<&CheckpointPart> {
         self.resources.iter().find(|r| same_scope(&r.spec, spec))
     }
 
@@ -259,7 +259,7 @@ mod tests {
             .in_namespace("a")
             .metadata_only();
         let cp = Checkpoint {
-            resources: vec![ResourceState {
+            resources: vec![CheckpointPart {
                 spec: spec.clone(),
                 resource_version: Rv::new("42"),
                 objects: vec![
@@ -309,7 +309,7 @@ mod tests {
         let shard = |i| crate::wire::shard::Shard::new(2, i).unwrap();
         let pods = ResourceSpec::parse("pods").unwrap().remove(0);
         let cp = Checkpoint {
-            resources: vec![ResourceState {
+            resources: vec![CheckpointPart {
                 spec: pods.clone().in_shard(shard(0)),
                 resource_version: Rv::new("42"),
                 objects: Vec::new(),

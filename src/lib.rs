@@ -95,7 +95,7 @@
 //!   Built-in kinds travel as protobuf ([`Encoding::Auto`]): a full sync of
 //!   30,000 pods cost the apiserver 23% of the CPU of JSON, and tattler
 //!   about 21 µs per pod to write the JSON the server would have sent
-//!   (README, "Protobuf on the wire for built-in kinds").
+//!   (docs/agents.md, "Protobuf on the wire for built-in kinds").
 //!
 //! # Logging
 //!
@@ -107,7 +107,7 @@
 //! tattler writes its HTTP requests and reads the responses itself (no HTTP
 //! library sees a credential or a response byte; rustls, under it, is built
 //! without logging), so a host logging every target at trace gets only
-//! tattler's own lines (README, "Security").
+//! tattler's own lines (docs/security.md).
 //!
 //! # Words
 //!

@@ -1611,7 +1611,7 @@ fn a_lagging_watch_cache_ends_in_a_read_it_can_serve() {
         );
         assert!(
             took < Duration::from_secs(30),
-            "{what}: synced after {took:?}, over the README's bound"
+            "{what}: synced after {took:?}, over the bound in docs/limits.md"
         );
         let full: Vec<String> = s
             .requests()

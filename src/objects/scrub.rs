@@ -7,7 +7,7 @@
 //! the policy's (`super::policy`, one short file); the pass is `super::walk`,
 //! its tokens `super::lexer`, the annotations holding a copy of the object
 //! `super::annotation_copies`. It is iterative: nesting costs a little heap, bounded by
-//! [`MAX_DEPTH`], never stack, so no object can overflow a thread's stack
+//! [`MAX_DEPTH`](super::edits::MAX_DEPTH), never stack, so no object can overflow a thread's stack
 //! however deep it is.
 //!
 //! Keys are compared after unescaping (`"\u0065nv"` is `env`).

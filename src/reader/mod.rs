@@ -200,7 +200,7 @@ impl Reader {
     /// An entry that is ready now.
     fn ready(&self) -> Option<Entry> {
         // A stream sends a batch of entries a microsecond or so apart
-        // (deliver::BATCH): a consumer that waits a few microseconds before
+        // (`BATCH` in stream/sink.rs): a consumer that waits a few microseconds before
         // parking takes the whole batch for one wake-up instead of one per
         // entry, and while a batch is being sent it waits up to BURST_WAIT.
         // Spinning, not yielding: yielding (a system call each time) doubled
@@ -503,7 +503,7 @@ fn checkpoint_of(registry: &Registry) -> crate::checkpoint::Checkpoint {
         let resource_version = ledger.resume_point().cloned().unwrap_or_default();
         let objects = ledger.export();
         drop(ledger);
-        resources.push(crate::checkpoint::ResourceState {
+        resources.push(crate::checkpoint::CheckpointPart {
             spec,
             resource_version,
             objects,

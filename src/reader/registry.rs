@@ -195,7 +195,7 @@ impl Starter {
     pub(super) fn start_from(
         &self,
         spec: &ResourceSpec,
-        resume: Option<&crate::checkpoint::ResourceState>,
+        resume: Option<&crate::checkpoint::CheckpointPart>,
         gate: Option<(Arc<SyncGate>, u64)>,
     ) -> Result<StreamHandle, Error> {
         // A part taken while the resource was not synced has no resume

@@ -178,7 +178,7 @@ fn hand_over(
     gone: &[StreamHandle],
     kept: &[StreamHandle],
     fresh: &[ResourceSpec],
-) -> Vec<Option<crate::checkpoint::ResourceState>> {
+) -> Vec<Option<crate::checkpoint::CheckpointPart>> {
     let same = |a: &ResourceSpec, b: &ResourceSpec| {
         (&a.group, &a.version, &a.resource, &a.lookup)
             == (&b.group, &b.version, &b.resource, &b.lookup)
@@ -188,10 +188,10 @@ fn hand_over(
             .iter()
             .position(|f| same(f, spec) && f.namespace.as_deref().is_none_or(|n| ns == Some(n)))
     };
-    let mut parts: Vec<Option<crate::checkpoint::ResourceState>> = vec![None; fresh.len()];
+    let mut parts: Vec<Option<crate::checkpoint::CheckpointPart>> = vec![None; fresh.len()];
     let mut put = |at: usize, o: crate::checkpoint::Held| {
         parts[at]
-            .get_or_insert_with(|| crate::checkpoint::ResourceState {
+            .get_or_insert_with(|| crate::checkpoint::CheckpointPart {
                 spec: fresh[at].clone(),
                 resource_version: crate::resource_version::Rv::empty(),
                 objects: Vec::new(),

@@ -142,7 +142,7 @@ impl Course {
     }
 
     /// What a bookmark at `rv` means now (see [`Bookmark`]); applying it is
-    /// [`Fact::Bookmark`].
+    /// [`Fact::Bookmark`](super::vocabulary::Fact::Bookmark).
     pub(crate) fn bookmark_meaning(&self, rv: &Rv, initial_events_end: bool) -> Bookmark {
         if self.synced() {
             let unordered = |t: &Rv| t.as_str().is_empty() || rv.key().order(t.key()).is_none();
@@ -163,7 +163,7 @@ impl Course {
     /// What a protobuf piece the schema does not know (a newer server's
     /// field or kind) ends the request with: unless metadata-only (whose
     /// schema is fixed), a retry that asks for JSON from now on (applying it
-    /// is [`Fact::SchemaMissed`]); `None` leaves the piece to be skipped as
+    /// is [`Fact::SchemaMissed`](super::vocabulary::Fact::SchemaMissed)); `None` leaves the piece to be skipped as
     /// invalid.
     pub(crate) fn schema_miss_end(&self, metadata_only: bool, message: &str) -> Option<End> {
         (!metadata_only)
