@@ -13,5 +13,6 @@ mod election;
 mod faults;
 mod hostile;
 mod lifecycle;
+mod restart;
 mod shards;
 mod stream;

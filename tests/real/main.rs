@@ -17,4 +17,5 @@ mod apf;
 mod cluster;
 mod election;
 mod replicas;
+mod restart;
 mod told;

@@ -1,0 +1,144 @@
+//! Issue 36: an apiserver restart under running streams costs each stream at
+//! most one full state, counted from the requests the server received. The
+//! restart, as a real one goes: every connection cut, new ones refused for
+//! a while, and the new apiserver's watch cache starting at the current
+//! revision (an older resourceVersion has expired); then, in the variants,
+//! 403s while its RBAC cache fills and 429s while its watch cache lags.
+//! The consumer is told Stale, then gets what changed and Synced, and holds
+//! exactly the server's objects.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::common::proxy::{FaultProxy, Model};
+use crate::common::*;
+use kube_tattler::{Change, Reader};
+use tattler_fakeapi::{FakeApi, Fault};
+
+/// Requests from `since` on that asked for a full state, by collection: a
+/// watch-list, or a LIST without `continue` (one of `limit=1` included, as
+/// the fleet benchmark's audit count has it).
+fn full_states(api: &FakeApi, since: usize) -> Vec<String> {
+    api.request_log()
+        .into_iter()
+        .skip(since)
+        .filter(|r| {
+            let q = r.line.split_once('?').map_or("", |(_, q)| q);
+            let watch_list = q.split('&').any(|p| p == "sendInitialEvents=true");
+            let first_page = r.collection().is_some()
+                && !r.is_watch()
+                && !q.split('&').any(|p| p.starts_with("continue="));
+            watch_list || first_page
+        })
+        .map(|r| r.line)
+        .collect()
+}
+
+/// What the restart's variants add once the server accepts connections again.
+#[derive(Clone, Copy, Debug)]
+enum Then {
+    /// Nothing: it serves at once.
+    Serves,
+    /// 403 while its RBAC cache fills.
+    Forbids,
+    /// 429 while its watch cache lags (kubernetes#139766).
+    Throttles,
+}
+
+fn restart(then: Then) {
+    let _w = Watchdog::new("restart", Duration::from_secs(60));
+    let api = FakeApi::start();
+    let proxy = FaultProxy::start(&api.url());
+    for i in 1..=3 {
+        pod(&api, "a", &format!("p{i}"));
+    }
+    let mut c = config(&api, &["pods"]);
+    c.access.server = proxy.url();
+    let r = Reader::open(c).unwrap();
+    let mut model = Model::new();
+    let mut held = BTreeSet::new();
+    read_until_synced(&r, &mut model, &mut held);
+    let since = api.request_log().len();
+
+    // The restart: cut, refused meanwhile, changes made, history gone.
+    proxy.set_outage(true);
+    proxy.cut_all();
+    pod(&api, "a", "p4");
+    api.delete("pods", Some("a"), "p1");
+    api.compact();
+    std::thread::sleep(Duration::from_millis(300));
+    match then {
+        Then::Serves => {}
+        Then::Forbids => api.forbid("pods", true),
+        Then::Throttles => {
+            for _ in 0..2 {
+                api.push_fault(
+                    "pods",
+                    Fault::Status {
+                        code: 429,
+                        reason: "TooManyRequests".into(),
+                        message: "storage is (re)initializing".into(),
+                        retry_after: Some(0),
+                    },
+                );
+            }
+        }
+    }
+    proxy.set_outage(false);
+    if let Then::Forbids = then {
+        std::thread::sleep(Duration::from_millis(300));
+        api.forbid("pods", false);
+    }
+    let told = read_until_synced(&r, &mut model, &mut held);
+    assert!(
+        told.first().is_some_and(|t| t.starts_with("Stale pods")),
+        "{then:?}: the outage is told first: {told:?}"
+    );
+    let want: BTreeSet<String> = ["a/p2", "a/p3", "a/p4"].map(String::from).into();
+    assert_eq!(held, want, "{then:?}: {told:?}");
+    let full = full_states(&api, since);
+    assert!(
+        full.len() <= 1,
+        "{then:?}: one full state at most for the restart, got {full:?}\nafter: {:?}",
+        requests(&api)[since..].to_vec()
+    );
+}
+
+/// Reads entries until a Synced, each checked against `model` and folded
+/// into `held` (namespace/name); what came, described.
+fn read_until_synced(r: &Reader, model: &mut Model, held: &mut BTreeSet<String>) -> Vec<String> {
+    let mut told = Vec::new();
+    loop {
+        let e = next(r);
+        told.push(show(&e));
+        if let Err(why) = model.apply(&e) {
+            panic!("{why}: {told:?}");
+        }
+        let key = format!("{}/{}", e.namespace().unwrap_or(""), e.name());
+        match e.change() {
+            Change::Add | Change::Update | Change::Snapshot => {
+                held.insert(key);
+            }
+            Change::Delete => {
+                held.remove(&key);
+            }
+            Change::Synced => return told,
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn a_restart_makes_one_full_state_per_stream() {
+    restart(Then::Serves);
+}
+
+#[test]
+fn a_restart_forbidding_while_its_rbac_loads_makes_one_full_state() {
+    restart(Then::Forbids);
+}
+
+#[test]
+fn a_restart_throttling_while_its_cache_lags_makes_one_full_state() {
+    restart(Then::Throttles);
+}
