@@ -146,6 +146,12 @@ impl<'a> Parts<'a> {
         self.course.on(Fact::CatchUpTarget(target));
     }
 
+    /// A catch-up's replay went on past its patience (see
+    /// [`Fact::CatchUpSlow`]).
+    pub(crate) fn catch_up_slow(&mut self) {
+        self.course.on(Fact::CatchUpSlow);
+    }
+
     /// What a protobuf piece the schema does not know ends the request with
     /// (see [`Course::schema_miss_end`]).
     pub(crate) fn schema_miss(&mut self, message: &str) -> Option<End> {

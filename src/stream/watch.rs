@@ -11,7 +11,7 @@ use crate::api::client::is_timeout;
 use crate::api::end::End;
 use crate::entry::Reason;
 use crate::resource_version::Rv;
-use crate::stream::course::vocabulary::{Phase, Silence};
+use crate::stream::course::vocabulary::{CatchUp, Phase, Silence};
 use crate::stream::sink::{ignored_initial_events, Decoded};
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, Event};
@@ -20,6 +20,9 @@ use crate::wire::request::{self, Asking};
 
 /// How long a resumed watch must be silent to have replayed its history.
 const CATCH_UP_QUIET: Duration = Duration::from_secs(1);
+/// How long a catch-up's replay may go on without going quiet (a busy
+/// resource) before the stream asks the server how far it must go.
+const CATCH_UP_PATIENCE: Duration = Duration::from_secs(5);
 /// A watch-list's initial events end within this many initial_events_timeouts.
 const INITIAL_EVENTS_TOTAL: u32 = 10;
 
@@ -37,16 +40,18 @@ pub(crate) fn watch_list(p: &mut Parts) -> End {
     read_watch(p, &path, Some(quiet))
 }
 
-/// Live changes from the resume point. Resumed from a checkpoint, the
-/// watch first replays what changed while tattler was stopped: the
-/// resource's Synced waits until it has reached the server's
-/// resourceVersion of when the resume started, or until the replay is
-/// over (the connection silent for `CATCH_UP_QUIET`: the server sends
-/// its history at once).
+/// Live changes from the resume point. Resumed from a checkpoint (or after
+/// a Stale), the watch first replays what changed meanwhile: the
+/// resource's Synced waits until the replay is over (the connection silent
+/// for `CATCH_UP_QUIET`, the server sending its history at once, or a
+/// bookmark). Nothing is asked first: after an apiserver restart the
+/// watch's 410 is the first answer, and one full state follows. A replay
+/// that goes on past `CATCH_UP_PATIENCE` ends its watch to ask the
+/// server's resourceVersion, and the next watch goes on to reach it.
 pub(crate) fn watch_live(p: &mut Parts) -> End {
     let mut short_reads = None;
-    if let Some(target) = p.course().catch_up() {
-        if target.is_none() {
+    if let Some(catch_up) = p.course().catch_up() {
+        if *catch_up == CatchUp::Probe {
             let target = match probe_version(p) {
                 Ok(target) => target,
                 Err(End::Stopped) => return End::Stopped,
@@ -126,6 +131,9 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
         Err(end) => return end,
     };
     let mut short_reads = short_reads;
+    // A catch-up by quiet, for so long.
+    let patience = (p.course().catch_up() == Some(&CatchUp::Quiet))
+        .then(|| Instant::now() + CATCH_UP_PATIENCE);
     let mut counted = 0;
     let mut objects = 0u64;
     let end = loop {
@@ -141,6 +149,13 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
         }
         if deadline.is_some_and(|d| !p.course().synced() && Instant::now() >= d) {
             break ignored_initial_events(p.name, "no initial-events-end bookmark in time");
+        }
+        if patience
+            .is_some_and(|t| Instant::now() >= t && p.course().catch_up() == Some(&CatchUp::Quiet))
+        {
+            // Busy: ask how far the replay must go, and watch on from here.
+            p.catch_up_slow();
+            break End::Ended;
         }
         if short_reads.is_some() && p.course().synced() && p.course().catch_up().is_none() {
             short_reads = None;

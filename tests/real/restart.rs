@@ -60,17 +60,18 @@ fn tattlers_requests(log: &std::path::Path, from: usize) -> Vec<Asked> {
         let Ok(ev) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if !ev["userAgent"].as_str().unwrap_or("").starts_with("tattler/") {
+        if !ev["userAgent"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("tattler/")
+        {
             continue;
         }
         let id = ev["auditID"].as_str().unwrap_or("").to_string();
         let a = by_id.entry(id.clone()).or_insert_with(|| {
             order.push(id.clone());
             Asked {
-                received: ev["requestReceivedTimestamp"]
-                    .as_str()
-                    .unwrap_or("")
-                    .into(),
+                received: ev["requestReceivedTimestamp"].as_str().unwrap_or("").into(),
                 verb: ev["verb"].as_str().unwrap_or("").into(),
                 uri: ev["requestURI"].as_str().unwrap_or("").into(),
                 code: None,
@@ -80,7 +81,10 @@ fn tattlers_requests(log: &std::path::Path, from: usize) -> Vec<Asked> {
             a.code = Some(code);
         }
     }
-    let mut asked: Vec<Asked> = order.into_iter().filter_map(|id| by_id.remove(&id)).collect();
+    let mut asked: Vec<Asked> = order
+        .into_iter()
+        .filter_map(|id| by_id.remove(&id))
+        .collect();
     asked.sort_by(|a, b| a.received.cmp(&b.received));
     asked
 }
@@ -137,7 +141,11 @@ fn a_restart_costs_each_stream_one_full_state_at_most() {
     let mut marker = false;
     let current = loop {
         let e = r.next_timeout(Duration::from_secs(120)).unwrap();
-        told.push(format!("{:>6.2} s {}", stopped.elapsed().as_secs_f64(), show(&e)));
+        told.push(format!(
+            "{:>6.2} s {}",
+            stopped.elapsed().as_secs_f64(),
+            show(&e)
+        ));
         match e.change() {
             Change::Stale => {
                 stale.insert(e.resource().resource.clone());
@@ -173,7 +181,10 @@ fn a_restart_costs_each_stream_one_full_state_at_most() {
         );
     }
     let mut full_states: BTreeMap<String, usize> = BTreeMap::new();
-    for a in asked.iter().filter(|a| a.full_state() && a.code == Some(200)) {
+    for a in asked
+        .iter()
+        .filter(|a| a.full_state() && a.code == Some(200))
+    {
         *full_states.entry(a.resource()).or_default() += 1;
     }
     println!("full states served, by resource: {full_states:?}");

@@ -40,7 +40,7 @@ mod tests;
 use std::time::Duration;
 
 use self::stale::Cause;
-use self::vocabulary::{Bookmark, Fact, Next, Phase, Step};
+use self::vocabulary::{Bookmark, CatchUp, Fact, Next, Phase, Step};
 use crate::api::end::End;
 use crate::resource_version::Rv;
 
@@ -115,10 +115,8 @@ struct Sync {
 struct Watching {
     /// Watches in a row that ended at once with nothing in them.
     short: u32,
-    /// Not current yet (resumed, or told Stale): the server's
-    /// resourceVersion to reach, `Some(None)` while not asked for (empty:
-    /// unknown, caught up by silence).
-    catch_up: Option<Option<Rv>>,
+    /// Not current yet (resumed, or told Stale): how it catches up.
+    catch_up: Option<CatchUp>,
 }
 
 /// One stream's course: see the module's tables.
@@ -215,7 +213,7 @@ impl Course {
             Doing::Discover { .. } => Doing::Discover { resumed: true },
             _ => Doing::Watch(Watching {
                 short: 0,
-                catch_up: Some(None),
+                catch_up: Some(CatchUp::Quiet),
             }),
         };
         self
@@ -259,10 +257,19 @@ impl Course {
             }
             Fact::CatchUpTarget(target) => {
                 if let Doing::Watch(Watching {
-                    catch_up: Some(t), ..
+                    catch_up: Some(c), ..
                 }) = &mut self.doing
                 {
-                    *t = Some(target);
+                    *c = CatchUp::To(target);
+                }
+            }
+            Fact::CatchUpSlow => {
+                if let Doing::Watch(Watching {
+                    catch_up: Some(c @ CatchUp::Quiet),
+                    ..
+                }) = &mut self.doing
+                {
+                    *c = CatchUp::Probe;
                 }
             }
             Fact::CaughtUp => {
@@ -317,7 +324,7 @@ impl Course {
             self.told_stale = true;
             if let Doing::Watch(w) = &mut self.doing {
                 // Current again once the resumed watch has caught up.
-                w.catch_up = Some(None);
+                w.catch_up = Some(CatchUp::Quiet);
             }
         }
         step
@@ -508,7 +515,7 @@ impl Course {
                 self.doing = match self.doing {
                     Doing::Discover { resumed: true } => Doing::Watch(Watching {
                         short: 0,
-                        catch_up: Some(None),
+                        catch_up: Some(CatchUp::Quiet),
                     }),
                     _ => {
                         self.resync();

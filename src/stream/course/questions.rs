@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::{Course, Doing};
 use crate::api::end::End;
 use crate::resource_version::Rv;
-use crate::stream::course::vocabulary::{Bookmark, Phase, Silence, View};
+use crate::stream::course::vocabulary::{Bookmark, CatchUp, Phase, Silence, View};
 
 /// Periodic bookmarks before the initial-events-end one that a real
 /// watch-list may carry (the server bookmarks about once a minute); more,
@@ -77,12 +77,21 @@ impl Course {
         }
     }
 
-    /// Resumed and not caught up: the catch-up target, `Some(None)` while
-    /// the server's resourceVersion has not been asked for.
-    pub(crate) fn catch_up(&self) -> Option<Option<&Rv>> {
+    /// Not current yet (resumed, or told Stale): how it catches up.
+    pub(crate) fn catch_up(&self) -> Option<&CatchUp> {
+        static QUIET: CatchUp = CatchUp::Quiet;
         match &self.doing {
-            Doing::Watch(w) => w.catch_up.as_ref().map(Option::as_ref),
-            Doing::Discover { resumed: true } => Some(None),
+            Doing::Watch(w) => w.catch_up.as_ref(),
+            Doing::Discover { resumed: true } => Some(&QUIET),
+            _ => None,
+        }
+    }
+
+    /// The server's resourceVersion a catch-up must reach, when it was
+    /// asked for (empty: the answer did not say).
+    fn catch_up_target(&self) -> Option<&Rv> {
+        match self.catch_up() {
+            Some(CatchUp::To(t)) => Some(t),
             _ => None,
         }
     }
@@ -91,7 +100,7 @@ impl Course {
     /// target (opaque versions have no order: only the target itself counts;
     /// an empty target, the server's version unknown, is never reached).
     pub(crate) fn reached_target(&self) -> bool {
-        match self.catch_up().flatten() {
+        match self.catch_up_target() {
             Some(t) if t.as_str().is_empty() => false,
             Some(t) => {
                 self.cursor == *t
@@ -145,8 +154,15 @@ impl Course {
     /// [`Fact::Bookmark`](super::vocabulary::Fact::Bookmark).
     pub(crate) fn bookmark_meaning(&self, rv: &Rv, initial_events_end: bool) -> Bookmark {
         if self.synced() {
+            // A bookmark says the server has sent everything up to it: a
+            // catch-up without a target it can order against is over.
             let unordered = |t: &Rv| t.as_str().is_empty() || rv.key().order(t.key()).is_none();
-            if self.catch_up().flatten().is_some_and(unordered) {
+            let over = match self.catch_up() {
+                Some(CatchUp::Quiet) => true,
+                Some(CatchUp::To(t)) => unordered(t),
+                Some(CatchUp::Probe) | None => false,
+            };
+            if over {
                 Bookmark::CaughtUp
             } else {
                 Bookmark::Moved

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::entry::ErrorInfo;
-use crate::stream::course::vocabulary::Silence;
+use crate::stream::course::vocabulary::{CatchUp, Silence};
 
 const S: Duration = Duration::from_secs(1);
 
@@ -504,7 +504,11 @@ fn a_refused_resume_point_resyncs_once() {
 fn bookmarks_move_the_resume_point_end_a_sync_or_reveal_a_plain_watch() {
     let rv = |n: u64| Rv::from_u64(n);
     // (synced, initial_events_end, plain bookmarks before) -> meaning, cursor after
-    // Catching up with no known target: any bookmark ends the replay.
+    // Catching up by quiet (nothing asked yet), or with no known target:
+    // any bookmark ends the replay.
+    let mut c = course_in(Phase::Watch).resumed_at(rv(1));
+    assert_eq!(c.catch_up(), Some(&CatchUp::Quiet));
+    assert_eq!(bookmark(&mut c, rv(9), false), Bookmark::CaughtUp);
     let mut c = course_in(Phase::Watch).resumed_at(rv(1));
     c.on(Fact::CatchUpTarget(Rv::empty()));
     assert_eq!(bookmark(&mut c, rv(9), false), Bookmark::CaughtUp);
@@ -592,7 +596,7 @@ fn a_read_timeout_means_what_the_request_and_the_course_say() {
         let mut c = course_in(Phase::WatchList);
         set_synced(&mut c, synced);
         if let Doing::Watch(w) = &mut c.doing {
-            w.catch_up = catching_up.then_some(None);
+            w.catch_up = catching_up.then_some(CatchUp::Quiet);
         }
         assert_eq!(
             c.silence(short, idle, mid, objects),
@@ -626,6 +630,34 @@ fn a_resume_is_caught_up_at_its_target_or_past_it() {
     assert!(c.synced() && c.catch_up().is_some());
     assert!(caught_up(&mut c));
     assert!(!caught_up(&mut c), "once");
+}
+
+#[test]
+fn a_catch_up_asks_nothing_first_and_asks_once_its_replay_runs_long() {
+    let rv = |n: u64| Rv::from_u64(n);
+    // Resumed, or told Stale while current: quiet first, nothing asked.
+    let mut c = course_in(Phase::Watch).resumed_at(rv(1));
+    assert_eq!(c.catch_up(), Some(&CatchUp::Quiet));
+    let mut told = course_in(Phase::Watch);
+    told.on(Fact::Began);
+    let step = told.finish(End::Broke("cut".into()), Duration::from_millis(5), false);
+    assert!(step.notice.is_some());
+    assert_eq!(told.catch_up(), Some(&CatchUp::Quiet));
+    // A busy replay: ask, then reach what the server said.
+    c.on(Fact::CatchUpSlow);
+    assert_eq!(c.catch_up(), Some(&CatchUp::Probe));
+    assert_eq!(
+        bookmark(&mut c, rv(5), false),
+        Bookmark::Moved,
+        "asking: not over"
+    );
+    c.on(Fact::CatchUpTarget(rv(20)));
+    assert_eq!(c.catch_up(), Some(&CatchUp::To(rv(20))));
+    c.on(Fact::CatchUpSlow);
+    assert_eq!(c.catch_up(), Some(&CatchUp::To(rv(20))), "asked once");
+    assert!(!c.reached_target());
+    c.on(Fact::Judged(rv(20)));
+    assert!(c.reached_target());
 }
 
 #[test]

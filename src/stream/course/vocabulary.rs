@@ -93,6 +93,9 @@ pub(crate) enum Fact {
     SyncComplete,
     /// The server's resourceVersion when a resume started (empty: unknown).
     CatchUpTarget(Rv),
+    /// A catch-up's replay went on past its patience: the server's
+    /// resourceVersion is asked for before the next watch.
+    CatchUpSlow,
     /// A resume has replayed what changed while stopped (its Synced sent).
     CaughtUp,
     /// Another stream owns the resource: this one ends.
@@ -106,6 +109,24 @@ pub(crate) enum Fact {
     /// replacement that gave up): the budget counts the resource's full
     /// states, not one stream's.
     InheritedStreak(u32),
+}
+
+/// How a stream that was current catches up again (resumed from a
+/// checkpoint, or told Stale): what it waits for before its Synced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CatchUp {
+    /// Its watch replays what it missed: the replay is over when the watch
+    /// goes quiet (the server sends its history at once) or a bookmark
+    /// comes (the server has sent everything up to it). Nothing is asked
+    /// first: after an apiserver restart the watch's 410 comes before any
+    /// other request, and a full state follows.
+    Quiet,
+    /// The replay went on past its patience (a busy resource): the server's
+    /// resourceVersion is asked for before the next watch.
+    Probe,
+    /// The server's resourceVersion to reach (empty: unknown, by quiet or a
+    /// bookmark again).
+    To(Rv),
 }
 
 /// What the sink reads of a course: the few values it needs, never a way
