@@ -28,6 +28,7 @@ pub(crate) mod keepalive;
 pub(crate) mod kubeconfig;
 pub(crate) mod pem;
 pub(crate) mod proxy;
+pub(crate) mod reach;
 pub(crate) mod secret;
 pub(crate) mod transport;
 pub(crate) mod url;

@@ -24,6 +24,7 @@ use crate::access::credentials::Credentials;
 use crate::access::keepalive::Socket;
 use crate::access::pem::{parse_identity, provider, roots, Identity};
 use crate::access::proxy::Proxy;
+use crate::access::reach::Reach;
 use crate::access::secret::ClientIdentity;
 use crate::access::url::Url;
 use crate::error::Error;
@@ -34,6 +35,8 @@ use crate::wire::http_read::Responses;
 pub(crate) struct Transport {
     /// The credentials requests carry (refreshed as they expire).
     pub credentials: Credentials,
+    /// Whether the server answers, as the reader's requests find it.
+    pub reach: Reach,
     proxy: Option<Proxy>,
     accept_encoding: &'static str,
     connect_timeout: Duration,
@@ -104,6 +107,7 @@ impl Transport {
         }
         Ok(Transport {
             credentials: Credentials::new(access.auth.clone()),
+            reach: Reach::default(),
             // Plain http goes to loopback only, never through a proxy.
             proxy: if server.https {
                 crate::access::proxy::proxy(&access.proxy, &host, port)?

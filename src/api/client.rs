@@ -73,6 +73,16 @@ impl Client {
         &self.stop
     }
 
+    /// The reader's count of answers now (see [`Reach`](crate::access::reach::Reach)).
+    pub(crate) fn reach_mark(&self) -> u64 {
+        self.transport.reach.mark()
+    }
+
+    /// Whether any request of the reader was answered since `mark`.
+    pub(crate) fn answered_since(&self, mark: u64) -> bool {
+        self.transport.reach.answered_since(mark)
+    }
+
     /// Whether the server answered 200 since the last time this was asked.
     pub(crate) fn take_answered(&mut self) -> bool {
         std::mem::take(&mut self.answered)
@@ -171,7 +181,10 @@ impl Client {
             read_timeout,
         };
         match client.send(&req, method, body) {
-            Ok(r) => Ok(r),
+            Ok(r) => {
+                self.transport.reach.answered();
+                Ok(r)
+            }
             Err(_) if self.stop.is_set() => Err(End::Stopped),
             Err(e) => Err(End::Retry(format!("request failed: {e}"), None)),
         }

@@ -71,6 +71,12 @@ pub(crate) struct StreamInit {
 
 static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 
+/// How often a stream backing off from an unreachable server looks whether
+/// another stream of its reader got through.
+const REACH_POLL: Duration = Duration::from_millis(100);
+/// The most a stream waits once another stream of its reader got through.
+const BACK_JITTER: Duration = Duration::from_millis(250);
+
 /// One resource stream: its parts and its loop.
 pub(crate) struct Stream {
     /// The resource as the user named it.
@@ -188,6 +194,7 @@ impl Stream {
             return false;
         }
         let started = Instant::now();
+        let mark = self.client.reach_mark();
         let name = self.target.gvr();
         let end = if self.sink.place().take_resync() {
             // A relist the reader asked this stream for (opaque
@@ -271,7 +278,11 @@ impl Stream {
                 *counters.last_error.lock() = Some(why.clone());
                 log::warn!("{name}: {why}; retrying in {delay:?}");
                 counters.reconnects.fetch_add(1, Ordering::Relaxed);
-                !self.stop.sleep(delay)
+                if step.unreachable {
+                    self.pause_unreachable(delay, mark)
+                } else {
+                    !self.stop.sleep(delay)
+                }
             }
             Next::End(Some(info)) => {
                 self.parts(&name).fail(info);
@@ -286,6 +297,27 @@ impl Stream {
                     );
                 }
                 false
+            }
+        }
+    }
+
+    /// The pause after a request the server did not answer (false when
+    /// stopped): `delay`, cut short once another request of the reader was
+    /// answered after `mark` (the server is back; a jitter of up to
+    /// `BACK_JITTER` spreads the streams it wakes).
+    fn pause_unreachable(&mut self, delay: Duration, mark: u64) -> bool {
+        let end = Instant::now() + delay;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            if self.client.answered_since(mark) {
+                let jitter = self.pacing.jitter(BACK_JITTER);
+                return !self.stop.sleep(jitter.min(left));
+            }
+            if self.stop.sleep(left.min(REACH_POLL)) {
+                return false;
             }
         }
     }

@@ -57,6 +57,11 @@ impl Pacing {
         half + Duration::from_millis(self.random() % (ms + 1))
     }
 
+    /// Uniform in 0..=max: to spread streams woken together.
+    pub(crate) fn jitter(&mut self, max: Duration) -> Duration {
+        Duration::from_millis(self.random() % (max.as_millis() as u64 + 1))
+    }
+
     fn random(&mut self) -> u64 {
         self.state ^= self.state >> 12;
         self.state ^= self.state << 25;

@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::common::proxy::{FaultProxy, Model};
+use crate::common::proxy::{Fault as Net, FaultProxy, Model};
 use crate::common::*;
 use kube_tattler::{Change, Reader};
 use tattler_fakeapi::{FakeApi, Fault};
@@ -34,6 +34,15 @@ fn full_states(api: &FakeApi, since: usize) -> Vec<String> {
         .collect()
 }
 
+/// How long the server is down: a while (every connection refused until it
+/// is back), or one refused reconnect (a quick restart: the stream's next
+/// attempt finds it serving).
+#[derive(Clone, Copy, Debug)]
+enum Down {
+    AWhile,
+    OneRefusal,
+}
+
 /// What the restart's variants add once the server accepts connections again.
 #[derive(Clone, Copy, Debug)]
 enum Then {
@@ -45,7 +54,7 @@ enum Then {
     Throttles,
 }
 
-fn restart(then: Then) {
+fn restart(down: Down, then: Then) {
     let _w = Watchdog::new("restart", Duration::from_secs(60));
     let api = FakeApi::start();
     let proxy = FaultProxy::start(&api.url());
@@ -61,12 +70,17 @@ fn restart(then: Then) {
     let since = api.request_log().len();
 
     // The restart: cut, refused meanwhile, changes made, history gone.
-    proxy.set_outage(true);
-    proxy.cut_all();
+    match down {
+        Down::AWhile => proxy.set_outage(true),
+        Down::OneRefusal => proxy.push(Net::Refuse),
+    }
     pod(&api, "a", "p4");
     api.delete("pods", Some("a"), "p1");
     api.compact();
-    std::thread::sleep(Duration::from_millis(300));
+    proxy.cut_all();
+    if let Down::AWhile = down {
+        std::thread::sleep(Duration::from_millis(300));
+    }
     match then {
         Then::Serves => {}
         Then::Forbids => api.forbid("pods", true),
@@ -92,14 +106,14 @@ fn restart(then: Then) {
     let told = read_until_synced(&r, &mut model, &mut held);
     assert!(
         told.first().is_some_and(|t| t.starts_with("Stale pods")),
-        "{then:?}: the outage is told first: {told:?}"
+        "{down:?} {then:?}: the outage is told first: {told:?}"
     );
     let want: BTreeSet<String> = ["a/p2", "a/p3", "a/p4"].map(String::from).into();
-    assert_eq!(held, want, "{then:?}: {told:?}");
+    assert_eq!(held, want, "{down:?} {then:?}: {told:?}");
     let full = full_states(&api, since);
     assert!(
         full.len() <= 1,
-        "{then:?}: one full state at most for the restart, got {full:?}\nafter: {:?}",
+        "{down:?} {then:?}: one full state at most for the restart, got {full:?}\nafter: {:?}",
         requests(&api)[since..].to_vec()
     );
 }
@@ -130,15 +144,18 @@ fn read_until_synced(r: &Reader, model: &mut Model, held: &mut BTreeSet<String>)
 
 #[test]
 fn a_restart_makes_one_full_state_per_stream() {
-    restart(Then::Serves);
+    restart(Down::AWhile, Then::Serves);
+    restart(Down::OneRefusal, Then::Serves);
 }
 
 #[test]
 fn a_restart_forbidding_while_its_rbac_loads_makes_one_full_state() {
-    restart(Then::Forbids);
+    restart(Down::AWhile, Then::Forbids);
+    restart(Down::OneRefusal, Then::Forbids);
 }
 
 #[test]
 fn a_restart_throttling_while_its_cache_lags_makes_one_full_state() {
-    restart(Then::Throttles);
+    restart(Down::AWhile, Then::Throttles);
+    restart(Down::OneRefusal, Then::Throttles);
 }

@@ -306,6 +306,7 @@ impl Course {
                 resync: true,
                 reload: false,
                 why: Some("a relist by a new full state (opaque resourceVersions)".into()),
+                unreachable: false,
                 notice: None,
             }
         } else {
@@ -317,6 +318,7 @@ impl Course {
             self.next(end, seen)
         };
         let cause = std::mem::take(&mut self.cause);
+        step.unreachable = matches!(cause, Cause::Unreachable(_)) && !answered && !relist;
         if !self.replacement && !self.told_stale {
             step.notice = stale::owed(cause, &step, answered || relist);
         }
@@ -376,6 +378,7 @@ impl Course {
             resync: false,
             reload: false,
             why: Some(why),
+            unreachable: false,
             notice: None,
         }
     }
@@ -386,6 +389,7 @@ impl Course {
             resync: false,
             reload: false,
             why,
+            unreachable: false,
             notice: None,
         }
     }
@@ -396,6 +400,7 @@ impl Course {
             resync: false,
             reload: false,
             why: None,
+            unreachable: false,
             notice: None,
         }
     }
@@ -570,10 +575,15 @@ impl Course {
             }
             End::InitialError(why) => self.incomplete(why, true),
             End::Expired => {
-                // History gone: a new full state. A second in a row waits.
-                if self.failures > 0 || self.syncing() {
+                // History gone: a new full state, at once: the server
+                // answered, so what failed before (the outage of a restart,
+                // whose new watch cache starts at the current revision) is
+                // over and counts no more. One during a full state (a second
+                // in a row) waits; the request budget paces the rest.
+                if self.syncing() {
                     self.fail_and_resync("the resourceVersion expired again".into(), None)
                 } else {
+                    self.failures = 0;
                     self.resync();
                     let mut s = Self::go(Some("the resourceVersion expired; re-syncing".into()));
                     s.resync = true;

@@ -78,6 +78,7 @@ mod tests {
             resync,
             reload: false,
             why: Some("why".into()),
+            unreachable: false,
             notice: None,
         }
     }

@@ -54,6 +54,9 @@ pub(crate) struct Step {
     pub reload: bool,
     /// Why the stream retries or changed course, for the log and stats.
     pub why: Option<String>,
+    /// The request got no answer (a refused or failed connection): its
+    /// pause ends early once another request of the reader is answered.
+    pub unreachable: bool,
     /// The consumer is owed a notice that the resource is not current (see
     /// [`Course::finish`](super::Course::finish)).
     pub notice: Option<Notice>,
