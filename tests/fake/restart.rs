@@ -74,10 +74,10 @@ fn restart(down: Down, then: Then) {
         Down::AWhile => proxy.set_outage(true),
         Down::OneRefusal => proxy.push(Net::Refuse),
     }
+    proxy.cut_all();
     pod(&api, "a", "p4");
     api.delete("pods", Some("a"), "p1");
     api.compact();
-    proxy.cut_all();
     if let Down::AWhile = down {
         std::thread::sleep(Duration::from_millis(300));
     }
