@@ -267,11 +267,12 @@ impl Stream {
                 at_least,
                 syncs,
             } => {
-                let delay = self
-                    .pacing
-                    .backoff(failures)
-                    .max(at_least)
-                    .max(self.pacing.budget(syncs));
+                let backoff = if step.unreachable {
+                    self.pacing.unreachable(failures)
+                } else {
+                    self.pacing.backoff(failures)
+                };
+                let delay = backoff.max(at_least).max(self.pacing.budget(syncs));
                 let why = step.why.unwrap_or_default();
                 let counters = self.sink.counters();
                 // The stats first: whoever sees the log line sees them too.

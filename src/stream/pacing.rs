@@ -43,6 +43,17 @@ impl Pacing {
         Duration::from_millis(self.random() % (ms + 1))
     }
 
+    /// The wait after `failures` requests in a row the server did not
+    /// answer (refused or failed connections): uniform in cap..=2·cap of
+    /// the backoff, as client-go's reflector waits (factor 2, jitter 1.0),
+    /// so that an outage costs the apiserver no more connection attempts
+    /// than it does; a stream of the reader that gets through wakes the
+    /// others (`Stream::pause_unreachable`).
+    pub(crate) fn unreachable(&mut self, failures: u32) -> Duration {
+        let cap = self.backoff.cap(failures);
+        cap + self.jitter(cap)
+    }
+
     /// The request budget's wait before a full state that follows `syncs`
     /// others without healthy watching: equal jitter, uniform in
     /// cap/2..=cap of the backoff of `syncs` failures, so that the bound
@@ -99,5 +110,27 @@ mod tests {
             n += 1;
         }
         assert!(n <= 4, "{n} full states within 3 s");
+    }
+
+    #[test]
+    fn an_unreachable_server_is_tried_as_client_go_tries_it() {
+        let mut j = Pacing::seeded(11, Backoff::default());
+        for _ in 0..10_000 {
+            let first = j.unreachable(1);
+            assert!((Duration::from_millis(800)..=Duration::from_millis(1600)).contains(&first));
+            let late = j.unreachable(40);
+            assert!((Duration::from_secs(30)..=Duration::from_secs(60)).contains(&late));
+        }
+        // The bound docs/limits.md states: at most 7 attempts in a 60 s
+        // outage (the first at its start), however the draws fall.
+        let mut at = Duration::ZERO;
+        let mut attempts = 1;
+        while at < Duration::from_secs(60) {
+            at += j.backoff.cap(attempts);
+            if at < Duration::from_secs(60) {
+                attempts += 1;
+            }
+        }
+        assert_eq!(attempts, 7, "the fewest waits: each at its cap");
     }
 }

@@ -71,7 +71,10 @@ pub(crate) fn watch_live(p: &mut Parts) -> End {
             return End::Stopped;
         }
         if p.course().catch_up().is_some() {
-            short_reads = Some(CATCH_UP_QUIET);
+            // Shorter than the idle timeout, or quiet would read as a dead
+            // connection and the replay never end.
+            let idle = p.client.settings().idle_timeout;
+            short_reads = Some(CATCH_UP_QUIET.min(idle / 2));
         }
     }
     let timeout = p.pacing.timeout_secs();

@@ -164,8 +164,8 @@ fn seed(api: &FakeApi) {
     }
 }
 
-/// Every request for pods carried its reader's shardSelector (but the
-/// probe of the current resourceVersion, which reads no object).
+/// Every request for pods carried its reader's shardSelector (but a probe
+/// of the current resourceVersion, which reads no object).
 fn assert_requests_ask_for_the_shard(api: &FakeApi) {
     let pods: Vec<String> = requests(api)
         .into_iter()
