@@ -1,6 +1,6 @@
 //! tattler's HTTP client: one stream's exchanges, each a request in (a GET;
 //! the elector's PUT and POST of a Lease or a ConfigMap) and a
-//! status, headers and a body reader out ([`Client::send`], [`Response`]).
+//! status, headers and a body reader out ([`Exchange::send`], [`Answer`]).
 //! The stream sees no socket. The bytes go through tattler's code only: the
 //! request head (credentials included) is written by `wire::http` straight
 //! to the connection, and responses are read by `wire::http_read`; no
@@ -13,9 +13,9 @@
 //! [`shutdown`](AgentSlot::shutdown) shut down from another thread so that
 //! a blocked read returns at once.
 //!
-//! HTTP/2 would replace [`Client`]'s insides, not its shape: an exchange on
+//! HTTP/2 would replace [`Exchange`]'s insides, not its shape: an exchange on
 //! a shared, multiplexed connection also takes a [`Request`] and gives a
-//! [`Response`] with a `Read + Send` body.
+//! [`Answer`] with a `Read + Send` body.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -60,7 +60,7 @@ impl AgentSlot {
         self: &Arc<Self>,
         transport: &Arc<Transport>,
         current: &Current,
-    ) -> Option<Result<Client, String>> {
+    ) -> Option<Result<Exchange, String>> {
         let generation = current.identity_generation;
         let cached = {
             let st = self.state.lock();
@@ -79,7 +79,7 @@ impl AgentSlot {
                 Err(e) => return Some(Err(e)),
             },
         };
-        Some(Ok(Client {
+        Some(Ok(Exchange {
             slot: self.clone(),
             transport: transport.clone(),
             tls,
@@ -157,7 +157,7 @@ impl AgentSlot {
 }
 
 /// One stream's HTTP client for one set of credentials.
-pub(crate) struct Client {
+pub(crate) struct Exchange {
     slot: Arc<AgentSlot>,
     transport: Arc<Transport>,
     tls: Option<Arc<ClientConfig>>,
@@ -177,7 +177,7 @@ pub(crate) struct Request<'a> {
     pub read_timeout: Option<Duration>,
 }
 
-impl Client {
+impl Exchange {
     /// One exchange: the request written, the response's head read
     /// (interim answers skipped); the body is the response's to read. A
     /// kept-alive connection is used when there is one; if it turns out to
@@ -186,7 +186,7 @@ impl Client {
     /// connection's (timeouts as `TimedOut`) or HTTP's, and never quote the
     /// request head.
     #[cfg(test)]
-    pub(crate) fn get(&self, req: &Request<'_>) -> io::Result<Response> {
+    pub(crate) fn get(&self, req: &Request<'_>) -> io::Result<Answer> {
         self.send(req, "GET", None)
     }
 
@@ -201,7 +201,7 @@ impl Client {
         req: &Request<'_>,
         method: &str,
         body: Option<&[u8]>,
-    ) -> io::Result<Response> {
+    ) -> io::Result<Answer> {
         let mut head = self.transport.request_head(
             method,
             req.path,
@@ -243,7 +243,7 @@ impl Client {
         epoch: u64,
         head: &[u8],
         req: &Request<'_>,
-    ) -> io::Result<Response> {
+    ) -> io::Result<Answer> {
         let idle = self.transport.idle_timeout();
         let sent = conn
             .set_timeouts(req.read_timeout.unwrap_or(idle), idle)
@@ -263,7 +263,7 @@ impl Client {
                 return Err(e);
             }
         };
-        let mut body = Body {
+        let mut body = AnswerBody {
             reader: Some(BodyReader::new(input, framing)),
             slot: self.slot.clone(),
             ticket,
@@ -274,7 +274,7 @@ impl Client {
         if body.reader.as_ref().is_some_and(BodyReader::done) {
             body.release();
         }
-        Ok(Response {
+        Ok(Answer {
             head,
             body,
             timeout: ReadTimeout(socket),
@@ -295,9 +295,9 @@ fn closed_before_answer(e: &io::Error) -> bool {
 }
 
 /// What the stream gets back: the status, the headers, and the body.
-pub(crate) struct Response {
+pub(crate) struct Answer {
     head: Head,
-    body: Body,
+    body: AnswerBody,
     timeout: ReadTimeout,
 }
 
@@ -314,7 +314,7 @@ impl ReadTimeout {
     }
 }
 
-impl Response {
+impl Answer {
     /// The status code of the final answer (interim ones were skipped).
     pub(crate) fn status(&self) -> u16 {
         self.head.status
@@ -327,12 +327,12 @@ impl Response {
     }
 
     /// The body, decoded from its framing (not from its Content-Encoding).
-    pub(crate) fn into_body(self) -> Body {
+    pub(crate) fn into_body(self) -> AnswerBody {
         self.body
     }
 
     /// The body, and what changes how long its reads may wait.
-    pub(crate) fn into_parts(self) -> (Body, ReadTimeout) {
+    pub(crate) fn into_parts(self) -> (AnswerBody, ReadTimeout) {
         (self.body, self.timeout)
     }
 }
@@ -340,7 +340,7 @@ impl Response {
 /// A response body being read from its connection. Read to its end, the
 /// connection goes back to the slot for the next request; dropped before,
 /// it is closed (unless only framing was left, already received).
-pub(crate) struct Body {
+pub(crate) struct AnswerBody {
     reader: Option<BodyReader<Conn>>,
     slot: Arc<AgentSlot>,
     ticket: u64,
@@ -350,7 +350,7 @@ pub(crate) struct Body {
     epoch: u64,
 }
 
-impl Body {
+impl AnswerBody {
     /// Hands the connection back to the slot: kept when the body was read
     /// to its end and the response allows it.
     fn release(&mut self) {
@@ -369,7 +369,7 @@ impl Body {
     }
 }
 
-impl Read for Body {
+impl Read for AnswerBody {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let Some(reader) = &mut self.reader else {
             return Ok(0);
@@ -382,7 +382,7 @@ impl Read for Body {
     }
 }
 
-impl Drop for Body {
+impl Drop for AnswerBody {
     fn drop(&mut self) {
         if let Some(reader) = &mut self.reader {
             reader.finish_buffered();
@@ -461,7 +461,7 @@ mod tests {
         }
     }
 
-    fn body(r: Response) -> String {
+    fn body(r: Answer) -> String {
         let mut s = String::new();
         r.into_body().read_to_string(&mut s).unwrap();
         s

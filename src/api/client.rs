@@ -27,7 +27,7 @@ use crate::wire::proto_frames::{ProtoFrameReader, ProtoListReader};
 use crate::wire::request::{self, Asking};
 
 /// A response as the HTTP client hands it on: status, headers, a body.
-pub(crate) type Response = crate::access::client::Response;
+pub(crate) type Response = crate::access::client::Answer;
 
 type Body = Box<dyn Read + Send>;
 
@@ -232,7 +232,7 @@ impl Client {
     /// `reader` decoded as its `Content-Encoding` says.
     fn decoded(
         &self,
-        reader: crate::access::client::Body,
+        reader: crate::access::client::AnswerBody,
         encoding: Option<&str>,
     ) -> Result<Body, End> {
         match encoding {
