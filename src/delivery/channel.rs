@@ -4,12 +4,13 @@
 //! wait honours stop.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
 
-use crate::entry::Entry;
+use crate::entry::{Change, Entry, Resource};
+use crate::resource_version::Rv;
 use crate::sync::{Condvar, Mutex};
 
 /// Tells a stream to stop: either receiver disconnecting means stop.
@@ -259,6 +260,13 @@ impl Out {
     pub(crate) fn send(&self, entry: Entry, stop: &Stop) -> bool {
         let _delivering = self.control.delivering();
         !self.control.closed.load(Ordering::SeqCst) && self.send_open(entry, stop)
+    }
+
+    /// Sends a resource's Synced at `rv` (false when a stop came first):
+    /// the one place a Synced entry is made, whichever stream or helper
+    /// owes it.
+    pub(crate) fn send_synced(&self, resource: Arc<Resource>, rv: Rv, stop: &Stop) -> bool {
+        self.send(Entry::marker(Change::Synced, resource, rv), stop)
     }
 
     /// Queues the entry if the channel has room now, never waiting (the

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use super::registry::{Registry, Scope, StreamHandle};
 use super::threads;
 use crate::delivery::state::SyncGate;
-use crate::entry::Entry;
 use crate::error::Error;
 use crate::resource::ResourceSpec;
 use crate::stream::Role;
@@ -93,13 +92,8 @@ pub(super) fn reconcile(
         });
         let report = start.report();
         let (out, stop) = (report.out.clone(), report.stop.clone());
-        let entry = Entry::marker(
-            crate::entry::Change::Synced,
-            resource,
-            crate::resource_version::Rv::empty(),
-        );
         match threads::spawn("tattler-synced".into(), report, move || {
-            out.send(entry, &stop);
+            out.send_synced(resource, crate::resource_version::Rv::empty(), &stop);
         }) {
             Ok(t) => roster.helpers.push(t),
             Err(e) => result_spawn = Err(Error::Spawn(e)),

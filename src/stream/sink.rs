@@ -406,8 +406,7 @@ impl Sink {
         if gate && !self.place.pass_gate() {
             return true;
         }
-        let entry = Entry::marker(Change::Synced, self.resource.clone(), rv);
-        self.out.send(entry, &self.stop)
+        self.out.send_synced(self.resource.clone(), rv, &self.stop)
     }
 
     /// Completes a (re-)sync at the resume point `v.cursor`: what was
