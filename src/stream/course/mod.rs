@@ -14,7 +14,8 @@
 //! | `Discover { resumed }`   | resumed from a checkpoint: synced at the resume point            |
 //! | `Sync(Sync)`             | by watch-list or LIST; a new full state or a retry; watch-lists   |
 //! |                          | that could not complete; 429s in a row, a cache read; unpaged    |
-//! | `Watch(Watching)`        | synced; watches that ended at once; a resume's catch-up target   |
+//! | `Watch(Watching)`        | synced; watches that ended at once; a catch-up (quiet, asking,   |
+//! |                          | or a target to reach)                                            |
 //!
 //! | fact / door                         | what changes                                          |
 //! |-------------------------------------|-------------------------------------------------------|
@@ -24,7 +25,8 @@
 //! | `Listed(rv)`                        | a LIST's full state ends at `rv`                      |
 //! | `SyncGranted`                       | the full state is claimed: a retry continues it       |
 //! | `SyncComplete`                      | synced: the stream watches                            |
-//! | `CatchUpTarget(rv)`, `CaughtUp`     | a resume's target; its replay is over                 |
+//! | `CatchUpSlow`, `CatchUpTarget(rv)`  | a busy replay asks the server; the target it said      |
+//! | `CaughtUp`                          | a resume's (or a Stale's) replay is over              |
 //! | `Retired`, `Promoted`               | another stream owns the resource; a relist swapped in |
 //! | `SchemaMissed`                      | protobuf gave a field tattler does not know: JSON now |
 //! | `InheritedStreak(n)`                | the resource's request budget count goes on           |
