@@ -129,7 +129,7 @@ pub struct Config {
 /// ```
 /// use kube_tattler::LeaderElection;
 /// let mut election = LeaderElection::new("collectors", "inventory");
-/// election.identity = "replica-1".into(); // default: $POD_NAME, else the host name
+/// election.identity = "replica-1".into(); // default: $POD_NAME (else the host name), `_`, a random suffix
 /// assert_eq!(election.lease_duration.as_secs(), 15);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +141,10 @@ pub struct LeaderElection {
     pub lease: String,
     /// This replica's name in the Lease's `holderIdentity`: unique per
     /// replica. Default: the environment's `POD_NAME` (the downward API),
-    /// else the host name.
+    /// else the host name, then `_` and a random suffix of this
+    /// configuration's (as kube-controller-manager names itself), so that
+    /// two readers on one host, or two processes given one `POD_NAME`,
+    /// never take each other for the holder.
     pub identity: String,
     /// How long a standby waits, after it last saw the Lease change, before
     /// taking it. Default 15 s (client-go's).
@@ -276,9 +279,37 @@ fn is_dns_name(s: &str) -> bool {
         && !s.ends_with(['-', '.'])
 }
 
+/// The downward API's `POD_NAME`, else the host name, then `_` and 16 random
+/// hex digits (client-go's leader election names itself `host_uuid`); empty
+/// when there is no name at all (refused by validation).
+pub(crate) fn default_identity() -> String {
+    let mut base = pod_or_host();
+    if base.is_empty() {
+        return base;
+    }
+    // Room for the suffix within the 253 bytes a holderIdentity may have.
+    while base.len() > 253 - 17 {
+        base.pop();
+    }
+    format!("{base}_{:016x}", random_u64())
+}
+
+/// 64 random bits without a dependency: std's randomly keyed hasher over
+/// the time and the process.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    h.write_u128(now.as_nanos());
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
 /// The downward API's `POD_NAME`, else the host name (`/proc/sys/kernel/hostname`,
 /// else `$HOSTNAME`), else empty.
-pub(crate) fn default_identity() -> String {
+fn pod_or_host() -> String {
     if let Ok(pod) = std::env::var("POD_NAME") {
         if !pod.trim().is_empty() {
             return pod.trim().to_string();
@@ -512,6 +543,23 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_default_identity_is_the_pod_or_host_and_a_suffix_of_its_own() {
+        let base = pod_or_host();
+        if base.is_empty() {
+            return; // no name on this machine: validation refuses it
+        }
+        let (a, b) = (default_identity(), default_identity());
+        assert_ne!(a, b, "two readers on one host never share an identity");
+        for id in [&a, &b] {
+            let (head, suffix) = id.rsplit_once('_').unwrap();
+            assert!(base.starts_with(head), "{id}");
+            assert_eq!(suffix.len(), 16, "{id}");
+            assert!(suffix.bytes().all(|c| c.is_ascii_hexdigit()), "{id}");
+            assert!(id.len() <= 253);
+        }
+    }
 
     #[test]
     fn leader_election_timings_are_checked_as_client_go_does() {

@@ -128,6 +128,13 @@ pub(crate) fn must_stop(
     now >= last_renewal_start + renew_deadline
 }
 
+/// The lease duration as a Lease holds it, in whole seconds: rounded up, so
+/// that another replica never takes the Lease before this one stops (its
+/// renew deadline is less than the duration, so less than what is written).
+pub(crate) fn written_secs(lease_duration: Duration) -> u64 {
+    (lease_duration.as_secs() + u64::from(lease_duration.subsec_nanos() > 0)).max(1)
+}
+
 /// The record to write for `verdict` (not [`Verdict::Wait`]) as `me` at `now`.
 pub(crate) fn record_for(
     verdict: &Verdict,
@@ -145,7 +152,7 @@ pub(crate) fn record_for(
     };
     Record {
         holder: me.to_string(),
-        lease_duration_secs: lease_duration.as_secs().max(1),
+        lease_duration_secs: written_secs(lease_duration),
         acquire_time,
         renew_time: stamp,
         transitions,
@@ -314,6 +321,25 @@ mod tests {
         let d = Duration::from_secs(10);
         assert!(!must_stop(t0, d, t0 + Duration::from_millis(9_999)));
         assert!(must_stop(t0, d, t0 + d));
+    }
+
+    #[test]
+    fn a_sub_second_part_of_the_duration_is_written_rounded_up() {
+        let ms = Duration::from_millis;
+        let rows = [
+            (ms(1), 1),
+            (ms(999), 1),
+            (ms(1000), 1),
+            (ms(1001), 2),
+            (ms(1500), 2),
+            (ms(15_000), 15),
+            (ms(15_250), 16),
+        ];
+        for (d, want) in rows {
+            assert_eq!(written_secs(d), want, "{d:?}");
+            // Never shorter than the duration the holder stops within.
+            assert!(Duration::from_secs(want) >= d, "{d:?}");
+        }
     }
 
     #[test]

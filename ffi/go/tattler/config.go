@@ -156,8 +156,8 @@ type Config struct {
 type LeaderElection struct {
 	Namespace string
 	Lease     string
-	// Identity is this replica's name in the Lease; "": $POD_NAME, else
-	// the host name.
+	// Identity is this replica's name in the Lease; "": $POD_NAME (else
+	// the host name), "_" and a random suffix of this reader's.
 	Identity string
 	// LeaseDuration: how long a standby waits, after it last saw the
 	// Lease change, before taking it.
