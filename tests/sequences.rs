@@ -1542,8 +1542,15 @@ fn a_log_callback_that_closes_the_reader_on_a_credentials_warning_returns() {
     let path = token.clone();
     // Every request is refused as unauthorized, and the token file goes away
     // with the first: each stream reloads its credentials at once, and the
-    // file can no longer be read.
+    // file can no longer be read. No answer comes before the logger owns
+    // the reader: the warning (logged once) must find it there, however
+    // late this thread runs on a loaded machine.
+    let armed = Arc::new(AtomicBool::new(false));
+    let gate = armed.clone();
     let s = Scripted::start(move |_, _| {
+        while !gate.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let _ = std::fs::remove_file(&path);
         Reply::status(401, "Unauthorized", &[])
     });
@@ -1554,6 +1561,7 @@ fn a_log_callback_that_closes_the_reader_on_a_credentials_warning_returns() {
     c.resources.extend(ResourceSpec::parse("services").unwrap());
     let closed = HOST.closed.load(Ordering::SeqCst);
     *HOST.owned.lock().unwrap() = Some(Reader::open(c).unwrap());
+    armed.store(true, Ordering::SeqCst);
     let deadline = Instant::now() + Duration::from_secs(20);
     while HOST.closed.load(Ordering::SeqCst) == closed && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
