@@ -196,10 +196,7 @@ impl Stream {
         let started = Instant::now();
         let mark = self.client.reach_mark();
         let name = self.target.gvr();
-        let end = if self.sink.place().take_resync() {
-            // A relist the reader asked this stream for (opaque
-            // resourceVersions): the next request is a new full state.
-            log::info!("{name}: relisting by a re-sync of its own (opaque resourceVersions)");
+        let end = if self.relist_asked(&name) {
             End::Relist
         } else {
             let mut parts = self.parts(&name);
@@ -226,8 +223,7 @@ impl Stream {
         }
         // A relist asked for while the request ran ended its connection: no
         // failure of the server's.
-        let end = if end != End::Relist && self.sink.place().take_resync() {
-            log::info!("{name}: relisting by a re-sync of its own (opaque resourceVersions)");
+        let end = if end != End::Relist && self.relist_asked(&name) {
             End::Relist
         } else {
             end
@@ -300,6 +296,16 @@ impl Stream {
                 false
             }
         }
+    }
+
+    /// Whether the reader asked this stream for a relist by a new full
+    /// state of its own (opaque resourceVersions), said once.
+    fn relist_asked(&self, name: &str) -> bool {
+        let asked = self.sink.place().take_resync();
+        if asked {
+            log::info!("{name}: relisting by a re-sync of its own (opaque resourceVersions)");
+        }
+        asked
     }
 
     /// The pause after a request the server did not answer (false when

@@ -238,15 +238,12 @@ impl<'a> Parts<'a> {
         }
         let meaning = self.course.bookmark_meaning(&rv, initial_events_end);
         self.course.on(Fact::Bookmark(rv, meaning));
+        if matches!(meaning, Bookmark::Moved | Bookmark::CaughtUp) {
+            self.sink.place().advance(self.course.cursor());
+        }
         let ok = match meaning {
-            Bookmark::Moved => {
-                self.sink.place().advance(self.course.cursor());
-                self.check_caught_up()
-            }
-            Bookmark::CaughtUp => {
-                self.sink.place().advance(self.course.cursor());
-                self.caught_up()
-            }
+            Bookmark::Moved => self.check_caught_up(),
+            Bookmark::CaughtUp => self.caught_up(),
             Bookmark::EndsSync => self.finish_sync(),
             Bookmark::Plain => true,
             Bookmark::IgnoresInitialEvents => {
