@@ -55,17 +55,21 @@ pub enum Change {
     /// This reader now holds its leader-election Lease
     /// ([`Config::leader_election`](crate::Config::leader_election)) and
     /// starts its streams. [`Entry::namespace`] and [`Entry::name`] are the
-    /// Lease's, [`Entry::identity`] this reader's; the resource is
-    /// `coordination.k8s.io/v1/leases`.
+    /// Lease's, [`Entry::identity`] and [`Entry::holder`] this reader's,
+    /// [`Entry::term`] the term its entries carry until the next
+    /// `Following`; the resource is `coordination.k8s.io/v1/leases`.
     Leading = 8,
     /// This reader does not stream: it waits for its leader-election Lease
     /// (once at the start, [`Reason::Standby`]), or it held the Lease and
     /// has stopped its streams ([`Reason::LeaseLost`]: another holder took
     /// it; [`Reason::RenewFailed`]: it could not renew within the renew
-    /// deadline). Every entry of the streams came before it; the consumer's
-    /// view stays as it was, and a later [`Change::Leading`] resumes from
-    /// the checkpoint in the cluster. [`Entry::error`] says why (`ended` is
-    /// false); namespace, name and identity as on `Leading`.
+    /// deadline). Nothing of the term that ended comes after it: entries
+    /// still queued when it stepped down are dropped (the next leader
+    /// delivers them). The consumer's view stays as it was, and a later
+    /// [`Change::Leading`] resumes from the checkpoint in the cluster.
+    /// [`Entry::error`] says why (`ended` is false); namespace, name and
+    /// identity as on `Leading`; [`Entry::holder`] who holds the Lease
+    /// (a new `Following` when that changes while it waits).
     Following = 9,
 }
 
@@ -317,6 +321,10 @@ pub struct Entry {
     pub(crate) object: Option<Vec<u8>>,
     pub(crate) inferred: bool,
     pub(crate) error: Option<Box<ErrorInfo>>,
+    /// Under leader election: the term of the Lease it was delivered in.
+    pub(crate) term: Option<crate::delivery::term::Term>,
+    /// On Leading and Following: who holds the Lease now.
+    pub(crate) holder: Option<Box<str>>,
 }
 
 impl ErrorInfo {
@@ -355,6 +363,8 @@ impl Entry {
             object: None,
             inferred: false,
             error: None,
+            term: None,
+            holder: None,
         }
     }
 
@@ -484,6 +494,26 @@ impl Entry {
         matches!(self.change, Change::Leading | Change::Following).then_some(&*self.uid)
     }
 
+    /// Under leader election, the term this entry was delivered in: the
+    /// Lease's `leaseTransitions` when this replica took it. Every entry a
+    /// leading replica delivers carries it, `Leading` too; `None` without
+    /// leader election and on `Following`. A consumer writing to a store
+    /// shared by replicas keeps the highest term it has written and refuses
+    /// a lower one: a late writer whose term ended is fenced off. With
+    /// shards, each shard's Lease has its own terms.
+    pub fn term(&self) -> Option<u64> {
+        self.term.as_ref().map(|t| t.number())
+    }
+
+    /// On [`Change::Leading`] and [`Change::Following`], the replica that
+    /// holds the Lease now, as client-go's `OnNewLeader` names it: this
+    /// reader's identity on `Leading`; on `Following`, the other holder,
+    /// or `None` when nobody holds it. A new `Following` is sent when the
+    /// holder seen changes.
+    pub fn holder(&self) -> Option<&str> {
+        self.holder.as_deref()
+    }
+
     /// The failure, on an Error entry; why, on Stale and Following.
     pub fn error(&self) -> Option<&ErrorInfo> {
         self.error.as_deref()
@@ -528,6 +558,8 @@ impl fmt::Debug for Entry {
             )
             .field("inferred", &self.inferred)
             .field("error", &self.error)
+            .field("term", &self.term())
+            .field("holder", &self.holder)
             .finish()
     }
 }

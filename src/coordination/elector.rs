@@ -28,6 +28,7 @@ use crate::api::client::Client;
 use crate::api::end::End;
 use crate::config::{InClusterCheckpoint, LeaderElection};
 use crate::delivery::channel::{Out, Stop};
+use crate::delivery::term::Term;
 use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource};
 use crate::resource_version::Rv;
 
@@ -61,6 +62,8 @@ struct Held {
     renewed: Instant,
     next_renewal: Instant,
     next_checkpoint: Instant,
+    /// The term our streams' entries carry; ended when we step down.
+    term: Term,
 }
 
 /// The elector's state; see the module's header.
@@ -78,6 +81,9 @@ pub(crate) struct Elector {
     free_since: Option<Instant>,
     observed: Option<Observed>,
     held: Option<Held>,
+    /// The holder the last Following named ("" for nobody); `None` before
+    /// the first.
+    said_holder: Option<String>,
     /// The ConfigMap: `None` not known, `Some(None)` absent, else its resourceVersion.
     configmap: Option<Option<String>>,
     /// The checkpoint last written (or read): an unchanged one is not written again.
@@ -110,6 +116,7 @@ impl Elector {
             free_since: None,
             observed: None,
             held: None,
+            said_holder: None,
             configmap: None,
             written: None,
             pending: std::collections::VecDeque::new(),
@@ -124,7 +131,6 @@ impl Elector {
     /// The thread's body: stand by, lead, follow again, until the reader
     /// stops; then the last checkpoint and the release.
     pub(crate) fn run(mut self) {
-        self.follow(Reason::Standby, "waiting for the Lease".into());
         loop {
             self.flush_pending();
             let wake = match self.held.is_some() {
@@ -299,6 +305,9 @@ impl Elector {
             Ok(read) => read,
             Err(e) => {
                 self.failed(&format!("reading the Lease: {e}"));
+                if self.said_holder.is_none() {
+                    self.follow(Reason::Standby, "waiting for the Lease".into(), None);
+                }
                 return next;
             }
         };
@@ -315,6 +324,19 @@ impl Elector {
             &self.election.identity,
             Instant::now(),
         );
+        // Who holds it, said once at the start and again when it changes
+        // while we wait (client-go's OnNewLeader); a Lease we take now is
+        // said by our Leading.
+        let holder = read.as_ref().map_or("", |l| l.record.holder.as_str());
+        let changed = self.said_holder.as_deref() != Some(holder);
+        if self.said_holder.is_none() || (changed && verdict == Verdict::Wait) {
+            let why = match holder {
+                "" => "waiting for the Lease".to_string(),
+                h => format!("waiting for the Lease {h:?} holds"),
+            };
+            let holder = holder.to_string();
+            self.follow(Reason::Standby, why, Some(holder));
+        }
         if verdict == Verdict::Wait {
             self.failing = false;
             self.free_since = None;
@@ -363,20 +385,28 @@ impl Elector {
             Instant::now(),
         ));
         // Counted in `leading` since try_acquire.
+        let term = Term::new(written.record.transitions);
         self.held = Some(Held {
             lease: written,
+            term: term.clone(),
             renewed: began,
             next_renewal: began + self.election.retry_period,
             next_checkpoint: Instant::now()
                 + self.kept.as_ref().map_or(Duration::MAX / 4, |k| k.interval),
         });
-        self.send(self.marker(Change::Leading, None));
+        let mut leading = self.marker(Change::Leading, None);
+        leading.holder = Some(Box::from(self.election.identity.as_str()));
+        // The term's number, not its end: a Leading still queued when the
+        // term ends is handed out, so that the Following after it is
+        // never one the consumer cannot place.
+        self.send_in(leading, &Term::new(term.number()));
         // The send may have waited for the consumer: no stream starts on a
         // Lease that may have expired meanwhile.
         if lease::must_stop(began, self.election.renew_deadline, Instant::now()) {
             self.step_down(
                 Reason::RenewFailed,
                 "the renew deadline passed before the streams started".into(),
+                None,
             );
             return;
         }
@@ -384,7 +414,7 @@ impl Elector {
             true => self.load_checkpoint(),
             false => None,
         };
-        if let Err(e) = self.streams.start(resume.as_ref()) {
+        if let Err(e) = self.streams.start(resume.as_ref(), &term) {
             if !self.stopped() {
                 log::error!("leader election: the streams could not start: {e}");
                 let why = format!("the streams could not start: {e}");
@@ -415,6 +445,7 @@ impl Elector {
                     self.step_down(
                         Reason::LeaseLost,
                         format!("the Lease is held by {holder:?} now"),
+                        Some(holder),
                     );
                     return Instant::now() + self.election.retry_period;
                 }
@@ -429,6 +460,7 @@ impl Elector {
             self.step_down(
                 Reason::RenewFailed,
                 format!("the Lease was not renewed for {deadline:?}"),
+                None,
             );
             return Instant::now() + self.election.retry_period;
         }
@@ -480,8 +512,10 @@ impl Elector {
 
     /// Stops the streams, waits for every delivery under way, then says
     /// why in a Following entry.
-    fn step_down(&mut self, reason: Reason, why: String) {
-        if self.held.take().is_some() {
+    fn step_down(&mut self, reason: Reason, why: String, holder: Option<String>) {
+        if let Some(held) = self.held.take() {
+            // First: what the streams still have queued is not handed out.
+            held.term.end();
             self.leading.fetch_sub(1, Ordering::SeqCst);
         }
         self.streams.stop();
@@ -489,13 +523,28 @@ impl Elector {
             "leader election: stopped streaming ({}): {why}",
             reason.as_str()
         );
-        self.follow(reason, why);
+        self.follow(reason, why, holder);
     }
 
-    /// Sends a Following entry.
-    fn follow(&mut self, reason: Reason, why: String) {
+    /// Sends a Following entry naming the holder seen (`None`: nobody, or
+    /// not known).
+    fn follow(&mut self, reason: Reason, why: String, holder: Option<String>) {
         let info = ErrorInfo::ours(reason, 0, why, false);
-        self.send(self.marker(Change::Following, Some(info)));
+        let mut entry = self.marker(Change::Following, Some(info));
+        entry.holder = holder.filter(|h| !h.is_empty()).map(Box::from);
+        self.said_holder = Some(entry.holder.as_deref().unwrap_or("").to_string());
+        self.send(entry);
+    }
+
+    /// Sends a Leading entry in its term.
+    fn send_in(&self, entry: Entry, term: &Term) {
+        if let Some(out) = &self.out {
+            let stop = Stop {
+                all: self.closing.clone(),
+                own: crossbeam_channel::never(),
+            };
+            out.in_term(term.clone()).send(entry, &stop);
+        }
     }
 
     /// A Leading or Following entry: the Lease's namespace and name, our identity.

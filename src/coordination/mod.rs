@@ -13,6 +13,7 @@ pub(crate) mod lease_shares;
 use serde_json::{json, Value};
 
 use crate::checkpoint::Checkpoint;
+use crate::delivery::term::Term;
 use crate::error::Error;
 
 /// The `metadata` of an object the elector writes: its name and namespace,
@@ -28,10 +29,10 @@ pub(crate) fn write_metadata(namespace: &str, name: &str, resource_version: Opti
 /// What the elector asks of the reader's streams: the reader owns them,
 /// the elector says when they run.
 pub(crate) trait Streams: Send + Sync {
-    /// Starts the named streams, each from its part of `resume` with its
-    /// resourceVersion cleared: it re-syncs against the objects the
-    /// checkpoint says the consumer holds.
-    fn start(&self, resume: Option<&Checkpoint>) -> Result<(), Error>;
+    /// Starts the named streams, each from its part of `resume` (a watch
+    /// from its resourceVersion; a re-sync against its objects when the
+    /// server no longer has it), their entries stamped with `term`.
+    fn start(&self, resume: Option<&Checkpoint>, term: &Term) -> Result<(), Error>;
 
     /// Stops and joins the streams: once it returns, none sends again.
     fn stop(&self);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
 
+use super::term::Term;
 use crate::entry::{Change, Entry, Resource};
 use crate::resource_version::Rv;
 use crate::sync::{Condvar, Mutex};
@@ -253,11 +254,22 @@ fn charge(entry: &Entry) -> usize {
 pub(crate) struct Out {
     pub tx: Sender<Entry>,
     pub control: std::sync::Arc<ChannelControl>,
+    /// Under leader election: the term every entry sent here carries.
+    pub term: Option<Term>,
 }
 
 impl Out {
+    /// The same way out, its entries stamped with `term`.
+    pub(crate) fn in_term(&self, term: Term) -> Out {
+        Out {
+            term: Some(term),
+            ..self.clone()
+        }
+    }
+
     /// Blocks until the entry is queued (true) or a stop comes (false).
-    pub(crate) fn send(&self, entry: Entry, stop: &Stop) -> bool {
+    pub(crate) fn send(&self, mut entry: Entry, stop: &Stop) -> bool {
+        entry.term.clone_from(&self.term);
         let _delivering = self.control.delivering();
         !self.control.closed.load(Ordering::SeqCst) && self.send_open(entry, stop)
     }
@@ -273,7 +285,8 @@ impl Out {
     /// elector's Error entries: its thread must go on renewing); gives it
     /// back otherwise (`Some`), and once the reader is stopped. The byte
     /// budget is not asked: these entries carry no object.
-    pub(crate) fn try_send(&self, entry: Entry) -> Option<Entry> {
+    pub(crate) fn try_send(&self, mut entry: Entry) -> Option<Entry> {
+        entry.term.clone_from(&self.term);
         let _delivering = self.control.delivering();
         if self.control.closed.load(Ordering::SeqCst) {
             return Some(entry);
@@ -344,6 +357,7 @@ mod tests {
         let out = Out {
             tx,
             control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
+            term: None,
         };
         let stop = Stop {
             all: closing,
@@ -375,6 +389,7 @@ mod tests {
         let out = Out {
             tx,
             control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
+            term: None,
         };
         assert_eq!(out.control.deliveries(), (0, false));
         {

@@ -11,10 +11,10 @@ use super::watchset::sync_gates;
 use crate::checkpoint::Checkpoint;
 use crate::coordination::Streams;
 use crate::delivery::channel::ChannelControl;
+use crate::delivery::term::Term;
 use crate::entry::Entry;
 use crate::error::Error;
 use crate::resource::ResourceSpec;
-use crate::resource_version::Rv;
 
 /// The named streams of a reader with leader election.
 pub(super) struct LeaderStreams {
@@ -27,7 +27,7 @@ pub(super) struct LeaderStreams {
 }
 
 impl Streams for LeaderStreams {
-    fn start(&self, resume: Option<&Checkpoint>) -> Result<(), Error> {
+    fn start(&self, resume: Option<&Checkpoint>, term: &Term) -> Result<(), Error> {
         let Some(_turn) = self.registry.turn() else {
             return Err(Error::Stopped);
         };
@@ -37,16 +37,14 @@ impl Streams for LeaderStreams {
             return Err(Error::Stopped);
         };
         for (spec, gate) in self.named.iter().zip(sync_gates(&self.named)) {
-            // No resume point: a resumed stream re-syncs against the objects
-            // the checkpoint holds (Snapshot, Update, Add, inferred Delete,
-            // then Synced), so what changed during the handover comes before
-            // Synced, and nothing the consumer holds is added again.
-            let part = resume.and_then(|c| c.part(spec)).map(|p| {
-                let mut p = p.clone();
-                p.resource_version = Rv::empty();
-                p
-            });
-            let handle = start.start_from(spec, part.as_ref(), gate)?;
+            // From the checkpoint's resourceVersion by a watch, as
+            // client-go's reflector resumes: the server replays what
+            // changed since (an object created after the checkpoint and
+            // deleted since comes as ADDED then DELETED: no ghost of what
+            // the last leader delivered). Only a 410 re-syncs, against the
+            // objects the checkpoint holds, after a Stale notice.
+            let part = resume.and_then(|c| c.part(spec));
+            let handle = start.start_from(spec, part, gate, Some(term))?;
             roster.handles.push(handle);
         }
         Ok(())

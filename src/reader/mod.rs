@@ -114,14 +114,21 @@ impl Reader {
     /// entries already queued have been handed out; every later call
     /// returns it too, at once.
     pub fn next(&self) -> Result<Entry, Closed> {
-        if let Some(e) = self.ready() {
-            return Ok(self.taken(e));
+        loop {
+            if let Some(e) = self.ready() {
+                match self.taken(e) {
+                    Some(e) => return Ok(e),
+                    None => continue,
+                }
+            }
+            let e = select! {
+                recv(self.rx) -> e => e.map_err(|_| Closed),
+                recv(self.closing) -> _ => self.after_stop().ok_or(Closed),
+            };
+            if let Some(e) = self.taken(e?) {
+                return Ok(e);
+            }
         }
-        let e = select! {
-            recv(self.rx) -> e => e.map_err(|_| Closed),
-            recv(self.closing) -> _ => self.after_stop().ok_or(Closed),
-        };
-        e.map(|e| self.taken(e))
     }
 
     /// Once stopped: an entry still in the channel, when the sends under way
@@ -131,10 +138,16 @@ impl Reader {
         self.rx.try_recv().ok()
     }
 
-    /// An entry out of the channel: its bytes no longer count.
-    fn taken(&self, e: Entry) -> Entry {
+    /// An entry out of the channel: its bytes no longer count. `None` for
+    /// an entry of a leader's term that ended while it waited in the
+    /// channel (`delivery::term`): the replica stepped down, and the next
+    /// leader delivers it again.
+    fn taken(&self, e: Entry) -> Option<Entry> {
         self.control.give(&e);
-        e
+        match &e.term {
+            Some(t) if t.is_ended() => None,
+            _ => Some(e),
+        }
     }
 
     /// Blocks until the next entry or until `timeout` has passed.
@@ -158,16 +171,25 @@ impl Reader {
     /// [`wake`](Self::wake) was called; the reader runs on.
     /// [`NextTimeoutError::Closed`]: stopped or closed, and drained.
     pub fn next_timeout(&self, timeout: Duration) -> Result<Entry, NextTimeoutError> {
-        if let Some(e) = self.ready() {
-            return Ok(self.taken(e));
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(e) = self.ready() {
+                match self.taken(e) {
+                    Some(e) => return Ok(e),
+                    None => continue,
+                }
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let e = select! {
+                recv(self.rx) -> e => e.map_err(|_| NextTimeoutError::Closed),
+                recv(self.closing) -> _ => self.after_stop().ok_or(NextTimeoutError::Closed),
+                recv(self.wake_rx) -> _ => Err(NextTimeoutError::Timeout),
+                default(left) => Err(NextTimeoutError::Timeout),
+            };
+            if let Some(e) = self.taken(e?) {
+                return Ok(e);
+            }
         }
-        let e = select! {
-            recv(self.rx) -> e => e.map_err(|_| NextTimeoutError::Closed),
-            recv(self.closing) -> _ => self.after_stop().ok_or(NextTimeoutError::Closed),
-            recv(self.wake_rx) -> _ => Err(NextTimeoutError::Timeout),
-            default(timeout) => Err(NextTimeoutError::Timeout),
-        };
-        e.map(|e| self.taken(e))
     }
 
     /// Installs `hook`, called (from a stream's thread, so it must be quick
@@ -238,14 +260,18 @@ impl Reader {
     /// [`TryNextError::Empty`]: none ready yet. [`TryNextError::Closed`]:
     /// stopped or closed, and drained.
     pub fn try_next(&self) -> Result<Entry, TryNextError> {
-        match self.rx.try_recv() {
-            Ok(e) => Ok(self.taken(e)),
-            Err(TryRecvError::Disconnected) => Err(TryNextError::Closed),
-            Err(TryRecvError::Empty) if self.is_stopped() => self
-                .after_stop()
-                .map(|e| self.taken(e))
-                .ok_or(TryNextError::Closed),
-            Err(TryRecvError::Empty) => Err(TryNextError::Empty),
+        loop {
+            let e = match self.rx.try_recv() {
+                Ok(e) => e,
+                Err(TryRecvError::Disconnected) => return Err(TryNextError::Closed),
+                Err(TryRecvError::Empty) if self.is_stopped() => {
+                    self.after_stop().ok_or(TryNextError::Closed)?
+                }
+                Err(TryRecvError::Empty) => return Err(TryNextError::Empty),
+            };
+            if let Some(e) = self.taken(e) {
+                return Ok(e);
+            }
         }
     }
 
@@ -266,7 +292,9 @@ impl Reader {
     /// sources, at the price the name says: entries taken from it directly
     /// do not give back their room in `max_buffered_bytes`, so asking for it
     /// turns that bound off for this reader (`channel_capacity` still
-    /// holds). It disconnects once the reader is stopped and every stream
+    /// holds), and under leader election entries of a term that ended
+    /// while they waited are not dropped: skip what comes before a
+    /// `Following` with the [`term`](Entry::term) it ended. It disconnects once the reader is stopped and every stream
     /// thread has ended.
     ///
     /// The crossbeam-channel it comes from is re-exported as

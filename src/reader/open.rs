@@ -86,6 +86,7 @@ impl Reader {
             out: Out {
                 tx,
                 control: control.clone(),
+                term: None,
             },
             closing: closing.clone(),
         };
@@ -141,7 +142,7 @@ impl Reader {
             for (spec, gate) in named.iter().zip(gates) {
                 // On failure, dropping `reader` stops and joins what was started.
                 let part = config.resume.as_ref().and_then(|c| c.part(spec));
-                let handle = start.start_from(spec, part, gate)?;
+                let handle = start.start_from(spec, part, gate, None)?;
                 reader.registry.roster.lock().handles.push(handle);
             }
         }

@@ -16,6 +16,7 @@ use crate::access::transport::Transport;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
+use crate::delivery::term::Term;
 use crate::error::Error;
 use crate::resource::ResourceSpec;
 use crate::resource_version::Rv;
@@ -145,12 +146,17 @@ impl Starter {
     ) -> Result<Thread, Error> {
         let slot = Arc::new(AgentSlot::default());
         let (stop_tx, own) = bounded(0);
+        // A leader's stream stamps its entries with the term it runs in.
+        let out = match &h.term {
+            Some(term) => self.out.in_term(term.clone()),
+            None => self.out.clone(),
+        };
         let stream = Stream::new(StreamInit {
             spec: h.spec.clone(),
             transport: self.transport.clone(),
             slot: slot.clone(),
             settings: self.settings.clone(),
-            out: self.out.clone(),
+            out: out.clone(),
             stop: Stop {
                 all: self.closing.clone(),
                 own,
@@ -162,7 +168,7 @@ impl Starter {
         });
         let report = threads::Report {
             resource: stream.resource(),
-            out: self.out.clone(),
+            out,
             stop: stream.stop().clone(),
         };
         let name = format!("tattler-watch-{}", h.spec.shown_name());
@@ -197,6 +203,7 @@ impl Starter {
         spec: &ResourceSpec,
         resume: Option<&crate::checkpoint::CheckpointPart>,
         gate: Option<(Arc<SyncGate>, u64)>,
+        term: Option<&Term>,
     ) -> Result<StreamHandle, Error> {
         // A part taken while the resource was not synced has no resume
         // point: the new reader re-syncs against its objects.
@@ -211,6 +218,7 @@ impl Starter {
             state: Arc::new(ResourceState::new(member, resume_at.clone())),
             running: Thread::default(),
             pending: None,
+            term: term.cloned(),
         };
         if let Some(part) = resume {
             let mut ledger = h.state.ledger();
@@ -236,6 +244,8 @@ pub(super) struct StreamHandle {
     pub(super) state: Arc<ResourceState>,
     pub(super) running: Thread,
     pub(super) pending: Option<Thread>,
+    /// Under leader election: the term its entries carry (relists too).
+    pub(super) term: Option<Term>,
 }
 
 impl StreamHandle {

@@ -146,6 +146,7 @@ mod tests {
             out: Out {
                 tx: entries,
                 control: Arc::new(crate::delivery::channel::ChannelControl::new(1 << 20)),
+                term: None,
             },
             stop: Stop {
                 all: crossbeam_channel::never(),

@@ -134,7 +134,7 @@ pub(super) fn reconcile(
             g.join(m);
             Some((g, m))
         });
-        match start.start_from(spec, part.as_ref(), gate) {
+        match start.start_from(spec, part.as_ref(), gate, None) {
             Ok(mut h) => {
                 h.found = scope == Scope::Found;
                 roster.handles.push(h);

@@ -372,6 +372,8 @@ impl Sink {
                 inferred,
                 object: d.object,
                 error: None,
+                term: None,
+                holder: None,
             };
             drop(ledger);
             if !self.out.send(entry, &self.stop) {
@@ -393,6 +395,8 @@ impl Sink {
             object: None,
             inferred: true,
             error: None,
+            term: None,
+            holder: None,
         }
     }
 
