@@ -231,6 +231,62 @@ impl Checkpoint {
         Ok(Checkpoint { resources })
     }
 
+    /// Whether every part has a resume point: each stream was synced when
+    /// it was taken (a new leader can watch from it).
+    pub(crate) fn resumable(&self) -> bool {
+        self.resources
+            .iter()
+            .all(|p| !p.resource_version.as_str().is_empty())
+    }
+
+    /// One shard's checkpoint of a new shard map (`specs`, each in its
+    /// shard), from the checkpoints of every shard of another map (a
+    /// rollout that changed the shard count): per spec, the objects of the
+    /// same stream in any of them that the new shard owns, and the oldest
+    /// of their resume points, so that a watch from it replays whatever
+    /// changed since in the new shard's range (changes some old shard
+    /// already delivered come again: the ledger takes them as duplicates).
+    /// Empty when a part has no resume point or they are not numbers (the
+    /// stream re-syncs against the objects); a spec no old part covers
+    /// gets no part.
+    pub(crate) fn merged_for(specs: &[ResourceSpec], old: &[Checkpoint]) -> Checkpoint {
+        let unsharded = |s: &ResourceSpec| ResourceSpec {
+            shard: None,
+            ..s.clone()
+        };
+        let mut resources = Vec::new();
+        for spec in specs {
+            let want = unsharded(spec);
+            let parts: Vec<&CheckpointPart> = old
+                .iter()
+                .flat_map(|c| &c.resources)
+                .filter(|p| same_scope(&unsharded(&p.spec), &want))
+                .collect();
+            if parts.is_empty() {
+                continue;
+            }
+            let numbers: Option<Vec<u64>> =
+                parts.iter().map(|p| p.resource_version.number()).collect();
+            let resource_version = match numbers.and_then(|n| n.into_iter().min()) {
+                Some(n) => Rv::new(&n.to_string()),
+                None => Rv::empty(),
+            };
+            let owns = |uid: &str| spec.shard.is_none_or(|s| s.owns(uid));
+            let objects = parts
+                .iter()
+                .flat_map(|p| &p.objects)
+                .filter(|o| owns(&o.uid))
+                .cloned()
+                .collect();
+            resources.push(CheckpointPart {
+                spec: spec.clone(),
+                resource_version,
+                objects,
+            });
+        }
+        Checkpoint { resources }
+    }
+
     /// The part for `spec`, if the checkpoint has one.
     pub(crate) fn part(&self, spec: &ResourceSpec) -> Option<&CheckpointPart> {
         self.resources.iter().find(|r| same_scope(&r.spec, spec))
@@ -250,6 +306,59 @@ impl Checkpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rollout from 2 to 3 shards: each new shard's checkpoint holds the
+    /// objects it owns from both old ones, from the older resume point.
+    #[test]
+    fn a_new_shard_map_merges_the_old_maps_checkpoints() {
+        use crate::wire::shard::Shard;
+        let pods = ResourceSpec::parse("pods").unwrap().remove(0);
+        let held = |uid: &str| Held {
+            namespace: Some("a".into()),
+            name: format!("p-{uid}"),
+            uid: uid.into(),
+            resource_version: Rv::new("5"),
+        };
+        let uids: Vec<String> = (0..40).map(|i| format!("uid-{i}")).collect();
+        let old: Vec<Checkpoint> = (0..2)
+            .map(|i| {
+                let shard = Shard::new(2, i).unwrap();
+                Checkpoint {
+                    resources: vec![CheckpointPart {
+                        spec: pods.clone().in_shard(shard),
+                        resource_version: Rv::new(["90", "70"][i as usize]),
+                        objects: uids
+                            .iter()
+                            .filter(|u| shard.owns(u))
+                            .map(|u| held(u))
+                            .collect(),
+                    }],
+                }
+            })
+            .collect();
+        let mut seen = 0;
+        for i in 0..3 {
+            let shard = Shard::new(3, i).unwrap();
+            let spec = pods.clone().in_shard(shard);
+            let cp = Checkpoint::merged_for(std::slice::from_ref(&spec), &old);
+            let part = cp.part(&spec).expect("a part for the new shard");
+            assert_eq!(part.resource_version.as_str(), "70", "the older point");
+            assert!(part.objects.iter().all(|o| shard.owns(&o.uid)));
+            let want = uids.iter().filter(|u| shard.owns(u)).count();
+            assert_eq!(part.objects.len(), want);
+            seen += want;
+        }
+        assert_eq!(seen, uids.len(), "every object in exactly one new shard");
+        // An old part with no resume point: re-sync against the objects.
+        let mut unsynced = old.clone();
+        unsynced[1].resources[0].resource_version = Rv::empty();
+        let spec = pods.clone().in_shard(Shard::new(3, 0).unwrap());
+        let cp = Checkpoint::merged_for(std::slice::from_ref(&spec), &unsynced);
+        assert_eq!(cp.part(&spec).unwrap().resource_version.as_str(), "");
+        // A resource no old part covers: no part.
+        let cms = ResourceSpec::parse("configmaps").unwrap().remove(0);
+        assert_eq!(Checkpoint::merged_for(&[cms], &old).resources(), 0);
+    }
 
     #[test]
     fn a_checkpoint_round_trips_and_bad_ones_are_refused() {

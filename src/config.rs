@@ -296,7 +296,7 @@ pub(crate) fn default_identity() -> String {
 
 /// 64 random bits without a dependency: std's randomly keyed hasher over
 /// the time and the process.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     let now = std::time::SystemTime::now()

@@ -16,40 +16,67 @@ pub(crate) const KEY: &str = "checkpoint";
 /// bytes) with its metadata, and the JSON string escapes a few bytes.
 pub(crate) const MAX_BYTES: usize = 1_000_000;
 
-/// The ConfigMap to PUT (with `resource_version`) or POST (without);
+/// The ConfigMap as read: its resourceVersion (the next write's
+/// precondition), the checkpoint's bytes if it has the key, and the whole
+/// object, which the next write updates: its other keys, labels,
+/// annotations and owner references stay.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct KeptMap {
+    pub resource_version: String,
+    pub checkpoint: Option<Vec<u8>>,
+    pub object: Value,
+}
+
+/// The ConfigMap to PUT over `read` or to POST (`read` is `None`), its
+/// `checkpoint` key set, with `shards` the shard count its holder cut the
+/// resources into ([`SHARDS_ANNOTATION`](super::lease::SHARDS_ANNOTATION));
 /// `None` for a checkpoint that is not text (it is JSON, so never).
 pub(crate) fn configmap_body(
     namespace: &str,
     name: &str,
-    resource_version: Option<&str>,
+    read: Option<&KeptMap>,
     checkpoint: &[u8],
+    shards: Option<u32>,
 ) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(checkpoint).ok()?;
-    let metadata = super::write_metadata(namespace, name, resource_version);
-    let doc = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata,
-        "data": { KEY: text },
-    });
+    let mut doc = match read.map(|k| &k.object) {
+        Some(Value::Object(o)) => Value::Object(o.clone()),
+        _ => json!({"apiVersion": "v1", "kind": "ConfigMap"}),
+    };
+    super::set_metadata(
+        &mut doc,
+        namespace,
+        name,
+        read.map(|k| k.resource_version.as_str()),
+    );
+    if let Some(n) = shards {
+        doc["metadata"]["annotations"][super::lease::SHARDS_ANNOTATION] = json!(n.to_string());
+    }
+    if !doc.get("data").is_some_and(Value::is_object) {
+        doc["data"] = json!({});
+    }
+    doc["data"][KEY] = json!(text);
     serde_json::to_vec(&doc).ok()
 }
 
-/// A ConfigMap as the server sends it: its resourceVersion and the
-/// checkpoint's bytes, if it has the key. `None` when it is not a ConfigMap.
-pub(crate) fn parse_configmap(body: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
+/// A ConfigMap as the server sends it; `None` when it is not a ConfigMap.
+pub(crate) fn parse_configmap(body: &[u8]) -> Option<KeptMap> {
     let v: Value = serde_json::from_slice(body).ok()?;
-    let rv = v
+    let resource_version = v
         .get("metadata")?
         .get("resourceVersion")?
         .as_str()?
         .to_string();
-    let data = v
+    let checkpoint = v
         .get("data")
         .and_then(|d| d.get(KEY))
         .and_then(Value::as_str)
         .map(|s| s.as_bytes().to_vec());
-    Some((rv, data))
+    Some(KeptMap {
+        resource_version,
+        checkpoint,
+        object: v,
+    })
 }
 
 #[cfg(test)]
@@ -59,18 +86,50 @@ mod tests {
     #[test]
     fn a_checkpoint_round_trips_through_its_configmap() {
         let cp = crate::checkpoint::Checkpoint::default().to_bytes();
-        let body = configmap_body("ns", "cp", Some("9"), &cp).unwrap();
-        let v: Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(v["metadata"]["resourceVersion"], "9");
-        assert_eq!(parse_configmap(&body), Some(("9".into(), Some(cp.clone()))));
-        let fresh: Value =
-            serde_json::from_slice(&configmap_body("ns", "cp", None, &cp).unwrap()).unwrap();
-        assert!(fresh["metadata"].get("resourceVersion").is_none());
+        let fresh = configmap_body("ns", "cp", None, &cp, None).unwrap();
+        let v: Value = serde_json::from_slice(&fresh).unwrap();
+        assert_eq!(v["metadata"], json!({"name": "cp", "namespace": "ns"}));
+        let mut read = parse_configmap(&fresh).unwrap_or_else(|| {
+            // As the server answers: with a resourceVersion.
+            let mut v = v.clone();
+            v["metadata"]["resourceVersion"] = json!("9");
+            parse_configmap(&serde_json::to_vec(&v).unwrap()).unwrap()
+        });
+        assert_eq!(read.checkpoint.as_deref(), Some(&cp[..]));
+        read.resource_version = "9".into();
+        let put: Value =
+            serde_json::from_slice(&configmap_body("ns", "cp", Some(&read), &cp, Some(3)).unwrap())
+                .unwrap();
+        assert_eq!(put["metadata"]["resourceVersion"], "9");
+        assert_eq!(put["metadata"]["annotations"]["tattler.io/shards"], "3");
         // A ConfigMap without the key: nothing to resume from.
+        let other =
+            parse_configmap(br#"{"metadata":{"resourceVersion":"3"},"data":{"other":"x"}}"#)
+                .unwrap();
         assert_eq!(
-            parse_configmap(br#"{"metadata":{"resourceVersion":"3"},"data":{"other":"x"}}"#),
-            Some(("3".into(), None))
+            (other.resource_version.as_str(), other.checkpoint),
+            ("3", None)
         );
         assert_eq!(parse_configmap(b"nope"), None);
+    }
+
+    /// Issue 37: a write updates the ConfigMap it read; what it did not set
+    /// stays (other keys, labels, annotations, owner references).
+    #[test]
+    fn a_write_keeps_what_it_did_not_set() {
+        let read = parse_configmap(
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cp","namespace":"ns","resourceVersion":"5",
+                "labels":{"team":"a"},"annotations":{"note":"x"},
+                "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"d","uid":"u"}]},
+                "data":{"checkpoint":"old","other":"kept"}}"#,
+        )
+        .unwrap();
+        let body = configmap_body("ns", "cp", Some(&read), b"new", None).unwrap();
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["data"], json!({"checkpoint": "new", "other": "kept"}));
+        assert_eq!(v["metadata"]["labels"], json!({"team": "a"}));
+        assert_eq!(v["metadata"]["annotations"], json!({"note": "x"}));
+        assert_eq!(v["metadata"]["ownerReferences"][0]["name"], "d");
+        assert_eq!(v["metadata"]["resourceVersion"], "5");
     }
 }

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 use crossbeam_channel::{select, Receiver};
 
 use self::checkpoint::configmap_resource;
+use super::checkpoint_configmap::KeptMap;
 use super::lease::{self, Lease, Observed, Verdict};
+use super::lease_shares::ShardMap;
 use super::Streams;
 use crate::api::client::Client;
 use crate::api::end::End;
@@ -30,7 +32,12 @@ use crate::config::{InClusterCheckpoint, LeaderElection};
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::term::Term;
 use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource};
+use crate::resource::ResourceSpec;
 use crate::resource_version::Rv;
+
+/// The most sibling Leases `rollout_wait` reads: one more than the most
+/// shards. It reads `N + 1` of them per take of a Lease (not per renewal).
+const MAX_SIBLINGS: u32 = crate::wire::shard::MAX_SHARDS + 1;
 
 /// How long the last checkpoint and the release may take on close.
 const CLOSING_BUDGET: Duration = Duration::from_secs(3);
@@ -52,6 +59,10 @@ pub(crate) struct ElectorInit {
     /// Disconnects once the reader's close has joined the stream threads.
     pub finish: Receiver<()>,
     pub streams: Arc<dyn Streams>,
+    /// The shard map its Lease belongs to.
+    pub map: ShardMap,
+    /// The streams the Lease's holder runs (to merge another map's checkpoints).
+    pub named: Vec<ResourceSpec>,
 }
 
 /// The Lease while we hold it.
@@ -64,6 +75,9 @@ struct Held {
     next_checkpoint: Instant,
     /// The term our streams' entries carry; ended when we step down.
     term: Term,
+    /// When the term began, and whether its first checkpoint is written.
+    since: Instant,
+    checkpointed: bool,
 }
 
 /// The elector's state; see the module's header.
@@ -75,6 +89,8 @@ pub(crate) struct Elector {
     closing: Receiver<()>,
     finish: Receiver<()>,
     streams: Arc<dyn Streams>,
+    map: ShardMap,
+    named: Vec<ResourceSpec>,
     leading: Arc<AtomicUsize>,
     /// Since when the Lease has been seen free while the reader leads
     /// others ([`lease::patience`]).
@@ -84,8 +100,20 @@ pub(crate) struct Elector {
     /// The holder the last Following named ("" for nobody); `None` before
     /// the first.
     said_holder: Option<String>,
-    /// The ConfigMap: `None` not known, `Some(None)` absent, else its resourceVersion.
-    configmap: Option<Option<String>>,
+    /// Another replica was seen using our identity (a renewal's 409 over a
+    /// record we never wrote).
+    twin: bool,
+    /// With shards: the sibling Leases as we last saw them change, and the
+    /// rollout we last said we wait for.
+    siblings: std::collections::HashMap<String, Observed>,
+    said_rollout: Option<String>,
+    /// The ConfigMap: `None` not known, `Some(None)` absent, else as read
+    /// or last written.
+    configmap: Option<Option<KeptMap>>,
+    /// The record of our last Lease write that got no answer: a conflict
+    /// that finds it written is our own write landing, not another
+    /// replica's.
+    unanswered: Option<lease::Record>,
     /// The checkpoint last written (or read): an unchanged one is not written again.
     written: Option<Vec<u8>>,
     /// Error entries waiting for room in the channel: the elector never
@@ -112,12 +140,18 @@ impl Elector {
             closing: init.closing,
             finish: init.finish,
             streams: init.streams,
+            map: init.map,
+            named: init.named,
             leading: init.leading,
             free_since: None,
             observed: None,
             held: None,
             said_holder: None,
+            twin: false,
+            siblings: std::collections::HashMap::new(),
+            said_rollout: None,
             configmap: None,
+            unanswered: None,
             written: None,
             pending: std::collections::VecDeque::new(),
             said_forbidden_lease: false,
@@ -227,32 +261,88 @@ impl Elector {
         }
     }
 
-    /// Writes the record `verdict` calls for; the Lease as written.
-    fn write_lease(&mut self, verdict: &Verdict, read: Option<&Lease>) -> Result<Lease, String> {
+    /// Writes the record `verdict` calls for over the Lease `read` (or
+    /// creates it); the Lease as written.
+    fn write_lease(&mut self, verdict: &Verdict, read: Option<&Lease>) -> Result<Lease, Write> {
         let e = &self.election;
         let record = lease::record_for(
             verdict,
             read,
+            self.observed.as_ref().map(Observed::record),
             &e.identity,
             e.lease_duration,
             SystemTime::now(),
         );
-        let rv = read.map(|l| l.resource_version.as_str());
-        let body = lease::lease_body(&e.namespace, &e.lease, rv, &record);
+        let body = lease::lease_body(&e.namespace, &e.lease, read, &record, Some(self.map.count));
         let (method, path) = match read {
             None => ("POST", self.leases_path()),
             Some(_) => ("PUT", self.lease_path()),
         };
-        let (code, answer) = self.call(method, &path, Some(&body), self.request_timeout())?;
+        let answer = self.call(method, &path, Some(&body), self.request_timeout());
+        let (code, answer) = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                self.unanswered = Some(record);
+                return Err(Write::Failed(e));
+            }
+        };
         match code {
             200 | 201 => {
                 self.said_forbidden_lease = false;
+                self.unanswered = None;
                 lease::parse_lease(&answer)
-                    .ok_or_else(|| "the server's Lease could not be read".to_string())
+                    .ok_or_else(|| Write::Failed("the server's Lease could not be read".into()))
             }
-            409 => Err("409: the Lease changed meanwhile".into()),
-            _ => Err(self.refused("leases", code, &answer)),
+            409 => Err(Write::Conflict),
+            404 if read.is_some() => Err(Write::Gone),
+            _ => Err(Write::Failed(self.refused("leases", code, &answer))),
         }
+    }
+
+    /// Before taking a Lease: why to wait, when a Lease of another shard
+    /// map (`base` alone, `base-0`, `base-1`, … up to the first that is not
+    /// there) is held by a live replica that cuts the resources into
+    /// another number of shards: a rollout that changes `shards`. Once
+    /// every such Lease is released or expired (by our clock, as the
+    /// election judges its own), this map's replicas take every shard:
+    /// never two maps at once. A Lease that cannot be read is a reason to
+    /// wait too. A Lease written before the count was recorded counts as
+    /// this map's, or as one shard when it is named `base`.
+    fn rollout_wait(&mut self) -> Option<String> {
+        let map = self.map.clone();
+        let me = self.election.identity.clone();
+        let unsharded = (map.count > 1).then(|| map.lease_base.clone());
+        let numbered = (0..MAX_SIBLINGS).map(|i| format!("{}-{i}", map.lease_base));
+        for name in unsharded.into_iter().chain(numbered) {
+            let path = format!("{}/{name}", self.leases_path());
+            let read = match self.call("GET", &path, None, self.request_timeout()) {
+                Ok((200, body)) => lease::parse_lease(&body),
+                Ok((404, _)) if name == map.lease_base => continue,
+                Ok((404, _)) => return None,
+                Ok((code, _)) => {
+                    return Some(format!("the Lease {name} could not be read ({code})"))
+                }
+                Err(e) => return Some(format!("the Lease {name} could not be read ({e})")),
+            };
+            let Some(l) = read else {
+                return Some(format!("the Lease {name} could not be read"));
+            };
+            let theirs = lease::shards_of(&l).unwrap_or(match name == map.lease_base {
+                true => 1,
+                false => map.count,
+            });
+            let now = Instant::now();
+            let seen = Observed::note(self.siblings.remove(&name), &l.record, now);
+            let live = lease::decide(Some(&l), Some(&seen), &me, now) == Verdict::Wait;
+            self.siblings.insert(name.clone(), seen);
+            if theirs != map.count && live {
+                return Some(format!(
+                    "a rollout of shards: {:?} holds {name} with {theirs} shards, this replica has {}; waiting until it is released or expires",
+                    l.record.holder, map.count
+                ));
+            }
+        }
+        None
     }
 
     /// A failure status as text; a 403 also said once in an Error entry
@@ -300,7 +390,7 @@ impl Elector {
     /// expired. When to look again.
     fn try_acquire(&mut self) -> Instant {
         let began = Instant::now();
-        let next = began + self.election.retry_period;
+        let next = began + lease::follower_wait(self.election.retry_period, unit());
         let read = match self.read_lease() {
             Ok(read) => read,
             Err(e) => {
@@ -318,16 +408,22 @@ impl Elector {
                 Instant::now(),
             ));
         }
-        let verdict = lease::decide(
-            read.as_ref(),
-            self.observed.as_ref(),
-            &self.election.identity,
-            Instant::now(),
-        );
+        // Once another replica was seen using our identity, a Lease that
+        // names it is that replica's: taken only when it expires.
+        let me = match self.twin {
+            true => "\u{0}",
+            false => self.election.identity.as_str(),
+        };
+        let verdict = lease::decide(read.as_ref(), self.observed.as_ref(), me, Instant::now());
         // Who holds it, said once at the start and again when it changes
         // while we wait (client-go's OnNewLeader); a Lease we take now is
         // said by our Leading.
-        let holder = read.as_ref().map_or("", |l| l.record.holder.as_str());
+        // A Lease gone while held is held still (`lease::decide`), by whom we saw.
+        let holder = match (&read, &self.observed) {
+            (Some(l), _) => l.record.holder.as_str(),
+            (None, Some(o)) if verdict == Verdict::Wait => o.record().holder.as_str(),
+            (None, _) => "",
+        };
         let changed = self.said_holder.as_deref() != Some(holder);
         if self.said_holder.is_none() || (changed && verdict == Verdict::Wait) {
             let why = match holder {
@@ -357,6 +453,17 @@ impl Elector {
             return next;
         }
         self.free_since = None;
+        if let Some(why) = self.rollout_wait() {
+            // Another shard map is live: never two at once.
+            self.leading.fetch_sub(1, Ordering::SeqCst);
+            if self.said_rollout.as_deref() != Some(why.as_str()) {
+                log::info!("leader election: {why}");
+                self.said_rollout = Some(why.clone());
+                self.follow(Reason::Standby, why, None);
+            }
+            return next;
+        }
+        self.said_rollout = None;
         match self.write_lease(&verdict, read.as_ref()) {
             Ok(written) => {
                 self.failing = false;
@@ -391,8 +498,14 @@ impl Elector {
             term: term.clone(),
             renewed: began,
             next_renewal: began + self.election.retry_period,
+            // The first checkpoint as soon as the streams are synced.
             next_checkpoint: Instant::now()
-                + self.kept.as_ref().map_or(Duration::MAX / 4, |k| k.interval),
+                + self
+                    .kept
+                    .as_ref()
+                    .map_or(Duration::MAX / 4, |_| Duration::from_millis(100)),
+            since: began,
+            checkpointed: false,
         });
         let mut leading = self.marker(Change::Leading, None);
         leading.holder = Some(Box::from(self.election.identity.as_str()));
@@ -410,9 +523,19 @@ impl Elector {
             );
             return;
         }
-        let resume = match self.kept.is_some() {
-            true => self.load_checkpoint(),
-            false => None,
+        let resume = match self.load_checkpoint(began) {
+            Ok(resume) => resume,
+            Err(why) if self.stopped() => {
+                log::debug!("leader election: {why}");
+                return;
+            }
+            Err(why) => {
+                // Never from nothing while a checkpoint may be there: stand
+                // down; the next look renews the Lease and reads again.
+                log::warn!("leader election: {why}: standing down");
+                self.step_down(Reason::Checkpoint, why, None);
+                return;
+            }
         };
         if let Err(e) = self.streams.start(resume.as_ref(), &term) {
             if !self.stopped() {
@@ -447,6 +570,24 @@ impl Elector {
                         format!("the Lease is held by {holder:?} now"),
                         Some(holder),
                     );
+                    return Instant::now() + self.election.retry_period;
+                }
+                Err(Renewal::Gone) => {
+                    self.step_down(Reason::LeaseLost, "the Lease was deleted".into(), None);
+                    return Instant::now() + self.election.retry_period;
+                }
+                Err(Renewal::Twin) => {
+                    self.twin = true;
+                    let id = self.election.identity.clone();
+                    let why = format!(
+                        "another replica uses the identity {id:?}: give each replica its own"
+                    );
+                    log::error!("leader election: {why}");
+                    self.error(
+                        lease_resource(),
+                        ErrorInfo::ours(Reason::LeaseLost, 409, why.clone(), false),
+                    );
+                    self.step_down(Reason::LeaseLost, why, None);
                     return Instant::now() + self.election.retry_period;
                 }
                 Err(Renewal::Failed(e)) => self.failed(&format!("renewing the Lease: {e}")),
@@ -484,19 +625,23 @@ impl Elector {
     }
 
     /// client-go's renewal: a PUT over the Lease as we last wrote it; on a
-    /// conflict, read it and renew only if it is still ours.
+    /// conflict, read it and renew only if it is still ours. A Lease that
+    /// is gone ends our term at once; one that names us but holds a record
+    /// we never wrote is another replica's with our identity.
     fn renew(&mut self) -> Result<Lease, Renewal> {
         let Some(ours) = self.held.as_ref().map(|h| h.lease.clone()) else {
             return Err(Renewal::Failed("not held".into()));
         };
+        let last = self.unanswered.take();
         match self.write_lease(&Verdict::Renew, Some(&ours)) {
             Ok(written) => return Ok(written),
-            Err(e) if e.starts_with("409") => {}
-            Err(e) => return Err(Renewal::Failed(e)),
+            Err(Write::Conflict) => {}
+            Err(Write::Gone) => return Err(Renewal::Gone),
+            Err(Write::Failed(e)) => return Err(Renewal::Failed(e)),
         }
         let read = self.read_lease().map_err(Renewal::Failed)?;
         let Some(read) = read else {
-            return Err(Renewal::Lost(String::new()));
+            return Err(Renewal::Gone);
         };
         self.observed = Some(Observed::note(
             self.observed.take(),
@@ -506,8 +651,13 @@ impl Elector {
         if read.record.holder != self.election.identity {
             return Err(Renewal::Lost(read.record.holder));
         }
+        // Ours by name: our own write that got no answer, landed; or
+        // another replica's under the same identity.
+        if last.as_ref() != Some(&read.record) {
+            return Err(Renewal::Twin);
+        }
         self.write_lease(&Verdict::Renew, Some(&read))
-            .map_err(Renewal::Failed)
+            .map_err(|e| Renewal::Failed(e.to_string()))
     }
 
     /// Stops the streams, waits for every delivery under way, then says
@@ -615,8 +765,8 @@ impl Elector {
         while Instant::now() < until {
             let gone = lease::released(&ours, SystemTime::now());
             let e = &self.election;
-            let body =
-                lease::lease_body(&e.namespace, &e.lease, Some(&ours.resource_version), &gone);
+            let count = Some(self.map.count);
+            let body = lease::lease_body(&e.namespace, &e.lease, Some(&ours), &gone, count);
             let path = self.lease_path();
             match self.call("PUT", &path, Some(&body), self.request_timeout()) {
                 Ok((200, _)) => {
@@ -644,10 +794,39 @@ impl Elector {
     }
 }
 
+/// How a write of the Lease failed.
+enum Write {
+    /// It changed since we read it (409).
+    Conflict,
+    /// It is gone (404 on a replacement).
+    Gone,
+    /// No answer, or another failure (said as text, free of secrets).
+    Failed(String),
+}
+
+impl std::fmt::Display for Write {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Write::Conflict => f.write_str("409: the Lease changed meanwhile"),
+            Write::Gone => f.write_str("404: the Lease is gone"),
+            Write::Failed(e) => f.write_str(e),
+        }
+    }
+}
+
+/// A draw in `0.0..1.0` for the follower's jitter.
+fn unit() -> f64 {
+    (crate::config::random_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// How a renewal failed.
 enum Renewal {
-    /// Another holder has the Lease (empty: nobody, or it is gone).
+    /// Another holder has the Lease (empty: nobody).
     Lost(String),
+    /// The Lease was deleted.
+    Gone,
+    /// The Lease names us, with a record we never wrote.
+    Twin,
     /// No answer, or a failure: tried again until the deadline.
     Failed(String),
 }

@@ -33,12 +33,15 @@ pub(crate) struct Record {
     pub transitions: u64,
 }
 
-/// A Lease as read: its record and its resourceVersion (the next write's
-/// precondition).
+/// A Lease as read: its record, its resourceVersion (the next write's
+/// precondition) and the whole object, which the next write updates (as
+/// client-go's leaselock PUTs the Lease it read): labels, annotations,
+/// owner references, `spec.strategy`, `spec.preferredHolder` stay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Lease {
     pub record: Record,
     pub resource_version: String,
+    pub object: Value,
 }
 
 /// What to do with the Lease now.
@@ -75,6 +78,11 @@ impl Observed {
         }
     }
 
+    /// The record as last seen.
+    pub(crate) fn record(&self) -> &Record {
+        &self.record
+    }
+
     /// Whether the record seen is still held at `now`: its holder's duration
     /// has not passed since we saw it change (`isLeaseValid`).
     fn valid(&self, now: Instant) -> bool {
@@ -93,7 +101,15 @@ pub(crate) fn decide(
     now: Instant,
 ) -> Verdict {
     let Some(lease) = read else {
-        return Verdict::Create;
+        // Gone: one we saw held by another stays held for its duration
+        // after we saw it change, as if it were still there (a Lease
+        // deleted while held must not let a standby lead at once).
+        return match observed {
+            Some(o) if !o.record.holder.is_empty() && o.record.holder != me && o.valid(now) => {
+                Verdict::Wait
+            }
+            _ => Verdict::Create,
+        };
     };
     let holder = &lease.record.holder;
     if holder == me {
@@ -135,20 +151,25 @@ pub(crate) fn written_secs(lease_duration: Duration) -> u64 {
     (lease_duration.as_secs() + u64::from(lease_duration.subsec_nanos() > 0)).max(1)
 }
 
-/// The record to write for `verdict` (not [`Verdict::Wait`]) as `me` at `now`.
+/// The record to write for `verdict` (not [`Verdict::Wait`]) as `me` at
+/// `now`. A Lease created again after it vanished (`read` is `None`,
+/// `last_seen` the record we last saw) goes on counting its transitions:
+/// the term on entries ([`crate::Entry::term`]) never goes back.
 pub(crate) fn record_for(
     verdict: &Verdict,
     read: Option<&Lease>,
+    last_seen: Option<&Record>,
     me: &str,
     lease_duration: Duration,
     now: SystemTime,
 ) -> Record {
     let stamp = micro_time(now);
     let old = read.map(|l| &l.record);
-    let (acquire_time, transitions) = match (verdict, old) {
-        (Verdict::Renew, Some(o)) => (o.acquire_time.clone(), o.transitions),
-        (_, Some(o)) => (stamp.clone(), o.transitions + 1),
-        (_, None) => (stamp.clone(), 0),
+    let (acquire_time, transitions) = match (verdict, old, last_seen) {
+        (Verdict::Renew, Some(o), _) => (o.acquire_time.clone(), o.transitions),
+        (_, Some(o), _) => (stamp.clone(), o.transitions + 1),
+        (_, None, Some(seen)) => (stamp.clone(), seen.transitions + 1),
+        (_, None, None) => (stamp.clone(), 0),
     };
     Record {
         holder: me.to_string(),
@@ -172,27 +193,57 @@ pub(crate) fn released(read: &Lease, now: SystemTime) -> Record {
     }
 }
 
-/// The Lease document to PUT (with `resource_version`) or POST (without).
+/// The annotation on each shard's Lease that says how many shards its
+/// holder cuts the resources into: replicas of another count stand by
+/// while it is held (a rollout that changes `shards`).
+pub(crate) const SHARDS_ANNOTATION: &str = "tattler.io/shards";
+
+/// The Lease document to PUT over `read` (the object read, every field it
+/// had kept, the record's five fields set) or to POST (`read` is `None`);
+/// with `shards`, the [`SHARDS_ANNOTATION`].
 pub(crate) fn lease_body(
     namespace: &str,
     name: &str,
-    resource_version: Option<&str>,
+    read: Option<&Lease>,
     r: &Record,
+    shards: Option<u32>,
 ) -> Vec<u8> {
-    let metadata = super::write_metadata(namespace, name, resource_version);
-    let doc = json!({
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": metadata,
-        "spec": {
-            "holderIdentity": r.holder,
-            "leaseDurationSeconds": r.lease_duration_secs,
-            "acquireTime": r.acquire_time,
-            "renewTime": r.renew_time,
-            "leaseTransitions": r.transitions,
-        },
-    });
+    let mut doc = match read.map(|l| &l.object) {
+        Some(Value::Object(o)) => Value::Object(o.clone()),
+        _ => json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}),
+    };
+    let rv = read.map(|l| l.resource_version.as_str());
+    super::set_metadata(&mut doc, namespace, name, rv);
+    if let Some(n) = shards {
+        doc["metadata"]["annotations"][SHARDS_ANNOTATION] = json!(n.to_string());
+    }
+    if !doc.get("spec").is_some_and(Value::is_object) {
+        doc["spec"] = json!({});
+    }
+    let spec = &mut doc["spec"];
+    spec["holderIdentity"] = json!(r.holder);
+    spec["leaseDurationSeconds"] = json!(r.lease_duration_secs);
+    spec["acquireTime"] = json!(r.acquire_time);
+    spec["renewTime"] = json!(r.renew_time);
+    spec["leaseTransitions"] = json!(r.transitions);
     serde_json::to_vec(&doc).unwrap_or_default()
+}
+
+/// The shard count a Lease's holder wrote ([`SHARDS_ANNOTATION`]); `None`
+/// when it wrote none (no shards, or an older tattler).
+pub(crate) fn shards_of(lease: &Lease) -> Option<u32> {
+    lease.object["metadata"]["annotations"][SHARDS_ANNOTATION]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
+/// How long a replica that does not hold the Lease waits before it looks
+/// again: `retry_period` stretched by up to 1.2 times itself, as client-go's
+/// `JitterUntil` with its `JitterFactor` of 1.2 waits, so that replicas
+/// started together drift apart. `unit` is a draw in `0.0..1.0`.
+pub(crate) fn follower_wait(retry_period: Duration, unit: f64) -> Duration {
+    retry_period + retry_period.mul_f64(1.2 * unit.clamp(0.0, 1.0))
 }
 
 /// A Lease as the server sends it; `None` when it is not one.
@@ -215,15 +266,17 @@ pub(crate) fn parse_lease(body: &[u8]) -> Option<Lease> {
             .and_then(Value::as_u64)
             .unwrap_or(0)
     };
+    let record = Record {
+        holder: text("holderIdentity"),
+        lease_duration_secs: number("leaseDurationSeconds"),
+        acquire_time: text("acquireTime"),
+        renew_time: text("renewTime"),
+        transitions: number("leaseTransitions"),
+    };
     Some(Lease {
-        record: Record {
-            holder: text("holderIdentity"),
-            lease_duration_secs: number("leaseDurationSeconds"),
-            acquire_time: text("acquireTime"),
-            renew_time: text("renewTime"),
-            transitions: number("leaseTransitions"),
-        },
+        record,
         resource_version,
+        object: v,
     })
 }
 
@@ -241,6 +294,7 @@ mod tests {
                 transitions: 3,
             },
             resource_version: "42".into(),
+            object: Value::Null,
         }
     }
 
@@ -282,6 +336,13 @@ mod tests {
             // Never noted: the read itself is the observation, as a new
             // client-go elector's first read.
             (Some(&other), None, t0, Verdict::Wait),
+            // Gone while another held it: held still, for its duration
+            // after we saw it change; then created.
+            (None, Some(seen_at(&other, t0)), t0 + s(14), Verdict::Wait),
+            (None, Some(seen_at(&other, t0)), t0 + s(15), Verdict::Create),
+            // Gone after it was released, or while it was ours: created.
+            (None, Some(seen_at(&free, t0)), t0, Verdict::Create),
+            (None, Some(seen_at(&ours, t0)), t0, Verdict::Create),
         ];
         for (i, (read, observed, now, want)) in cases.into_iter().enumerate() {
             assert_eq!(decide(read, observed.as_ref(), "a", now), want, "case {i}");
@@ -347,16 +408,20 @@ mod tests {
         let now = std::time::UNIX_EPOCH + Duration::from_secs(1_796_209_200);
         let d = Duration::from_secs(15);
         let ours = lease("a", 15);
-        let r = record_for(&Verdict::Renew, Some(&ours), "a", d, now);
+        let r = record_for(&Verdict::Renew, Some(&ours), None, "a", d, now);
         assert_eq!(
             (r.acquire_time.as_str(), r.transitions),
             ("2026-12-02T11:00:00.000000Z", 3)
         );
         assert_eq!(r.renew_time, "2026-12-02T11:00:00.000000Z");
-        let r = record_for(&Verdict::Acquire, Some(&lease("b", 15)), "a", d, now);
+        let r = record_for(&Verdict::Acquire, Some(&lease("b", 15)), None, "a", d, now);
         assert_eq!((r.holder.as_str(), r.transitions), ("a", 4));
-        let r = record_for(&Verdict::Create, None, "a", d, now);
+        let r = record_for(&Verdict::Create, None, None, "a", d, now);
         assert_eq!((r.lease_duration_secs, r.transitions), (15, 0));
+        // Created again after it vanished: the terms go on.
+        let seen = lease("b", 15).record;
+        let r = record_for(&Verdict::Create, None, Some(&seen), "a", d, now);
+        assert_eq!(r.transitions, 4);
         let gone = released(&ours, now);
         assert_eq!(
             (
@@ -371,19 +436,79 @@ mod tests {
     #[test]
     fn a_lease_round_trips_through_its_document() {
         let r = lease("a", 15).record;
-        let body = lease_body("ns", "l", Some("42"), &r);
+        let fresh: Value = serde_json::from_slice(&lease_body("ns", "l", None, &r, None)).unwrap();
+        assert_eq!(fresh["metadata"], json!({"name": "l", "namespace": "ns"}));
+        let mut read = lease("a", 15);
+        read.object = fresh;
+        let body = lease_body("ns", "l", Some(&read), &r, None);
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(
             v["metadata"],
             json!({"name": "l", "namespace": "ns", "resourceVersion": "42"})
         );
-        assert_eq!(parse_lease(&body), Some(lease("a", 15)));
-        let fresh: Value = serde_json::from_slice(&lease_body("ns", "l", None, &r)).unwrap();
-        assert!(fresh["metadata"].get("resourceVersion").is_none());
+        let back = parse_lease(&body).unwrap();
+        assert_eq!((back.record, back.resource_version), (r, "42".to_string()));
         // A Lease with no spec yet: nobody holds it.
         let bare = parse_lease(br#"{"metadata":{"resourceVersion":"7"}}"#).unwrap();
         assert_eq!(bare.record, Record::default());
         assert_eq!(parse_lease(b"[]"), None);
+    }
+
+    /// Issue 37: a write updates the Lease it read, as client-go's leaselock
+    /// PUTs it: what the record does not set stays.
+    #[test]
+    fn a_write_keeps_what_it_did_not_set() {
+        let read = parse_lease(
+            br#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease",
+                "metadata":{"name":"l","namespace":"ns","resourceVersion":"8","labels":{"app":"c"},
+                  "annotations":{"note":"x"},"finalizers":["f"],
+                  "ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u"}]},
+                "spec":{"holderIdentity":"b","leaseDurationSeconds":15,"leaseTransitions":2,
+                  "strategy":"OldestEmulationVersion","preferredHolder":"c"}}"#,
+        )
+        .unwrap();
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_796_209_200);
+        let r = record_for(
+            &Verdict::Acquire,
+            Some(&read),
+            None,
+            "a",
+            Duration::from_secs(15),
+            now,
+        );
+        let v: Value =
+            serde_json::from_slice(&lease_body("ns", "l", Some(&read), &r, Some(3))).unwrap();
+        assert_eq!(v["metadata"]["labels"], json!({"app": "c"}));
+        assert_eq!(
+            v["metadata"]["annotations"],
+            json!({"note": "x", "tattler.io/shards": "3"})
+        );
+        assert_eq!(v["metadata"]["finalizers"], json!(["f"]));
+        assert_eq!(v["metadata"]["ownerReferences"][0]["name"], "p");
+        assert_eq!(v["metadata"]["resourceVersion"], "8");
+        assert_eq!(v["spec"]["strategy"], "OldestEmulationVersion");
+        assert_eq!(v["spec"]["preferredHolder"], "c");
+        assert_eq!(v["spec"]["holderIdentity"], "a");
+        assert_eq!(v["spec"]["leaseTransitions"], 3);
+        let written = parse_lease(&serde_json::to_vec(&v).unwrap()).unwrap();
+        assert_eq!(shards_of(&written), Some(3));
+        assert_eq!(shards_of(&read), None);
+    }
+
+    #[test]
+    fn a_follower_waits_between_one_and_two_point_two_retry_periods() {
+        let r = Duration::from_secs(2);
+        let rows = [
+            (0.0, 2_000),
+            (0.5, 3_200),
+            (0.999, 4_397),
+            (1.0, 4_400),
+            (7.0, 4_400),
+        ];
+        for (unit, ms) in rows {
+            let got = follower_wait(r, unit).as_millis();
+            assert!(got.abs_diff(ms) <= 1, "{unit}: {got} ms, want {ms}");
+        }
     }
 
     #[test]

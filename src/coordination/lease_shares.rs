@@ -16,6 +16,30 @@ pub(crate) struct LeaseShare {
     pub kept: Option<InClusterCheckpoint>,
     /// The streams its holder runs.
     pub named: Vec<ResourceSpec>,
+    /// The shard map it belongs to.
+    pub map: ShardMap,
+}
+
+/// The shard map a reader's Leases make: how many shards (1: none), and
+/// the names the Leases and kept checkpoints take, `base` alone or
+/// `base-0` … `base-{N-1}`. A rollout that changes `shards` meets the
+/// other count's names (`elector`: never two maps at once, and the new
+/// map's checkpoints merged from the old's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShardMap {
+    pub count: u32,
+    pub lease_base: String,
+    pub kept_base: Option<String>,
+}
+
+impl ShardMap {
+    /// The names a map of `count` shards gives its objects over `base`.
+    pub(crate) fn names(base: &str, count: u32) -> Vec<String> {
+        match count {
+            0 | 1 => vec![base.to_string()],
+            n => (0..n).map(|i| format!("{base}-{i}")).collect(),
+        }
+    }
 }
 
 /// The shares of `election` over `named`: `lease` alone, or `lease-0` …
@@ -37,6 +61,11 @@ pub(crate) fn shares(
             election: election.clone(),
             kept: kept.cloned(),
             named: named.to_vec(),
+            map: ShardMap {
+                count: 1,
+                lease_base: election.lease.clone(),
+                kept_base: kept.map(|k| k.name.clone()),
+            },
         }]);
     }
     if let Some(spec) = named.iter().find(|s| s.shard.is_some()) {
@@ -59,6 +88,11 @@ pub(crate) fn shares(
                     k
                 }),
                 named: named.iter().map(|s| s.clone().in_shard(shard)).collect(),
+                map: ShardMap {
+                    count: n,
+                    lease_base: election.lease.clone(),
+                    kept_base: kept.map(|k| k.name.clone()),
+                },
             })
         })
         .collect()
@@ -105,6 +139,12 @@ mod tests {
                 ("feed-2".into(), "feed-state-2".into(), vec![s(2), s(2)], 1),
             ]
         );
+        assert_eq!(ShardMap::names("feed", 3), ["feed-0", "feed-1", "feed-2"]);
+        assert_eq!(ShardMap::names("feed", 1), ["feed"]);
+        assert!(three
+            .iter()
+            .all(|t| t.map.count == 3 && t.map.lease_base == "feed"));
+        assert_eq!(one[0].map.kept_base.as_deref(), Some("feed-state"));
         // Without a kept checkpoint, none per shard either.
         assert!(shares(&e, None, &named)
             .unwrap()

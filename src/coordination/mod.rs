@@ -16,14 +16,29 @@ use crate::checkpoint::Checkpoint;
 use crate::delivery::term::Term;
 use crate::error::Error;
 
-/// The `metadata` of an object the elector writes: its name and namespace,
-/// and the resourceVersion a replacement (PUT) is conditional on.
-pub(crate) fn write_metadata(namespace: &str, name: &str, resource_version: Option<&str>) -> Value {
-    let mut metadata = json!({"name": name, "namespace": namespace});
-    if let Some(rv) = resource_version {
-        metadata["resourceVersion"] = json!(rv);
+/// Sets the `metadata` of an object the elector writes over what it read:
+/// its name and namespace, and the resourceVersion a replacement (PUT) is
+/// conditional on (none for a create); labels, annotations, owner
+/// references and finalizers read stay.
+pub(crate) fn set_metadata(
+    doc: &mut Value,
+    namespace: &str,
+    name: &str,
+    resource_version: Option<&str>,
+) {
+    if !doc.get("metadata").is_some_and(Value::is_object) {
+        doc["metadata"] = json!({});
     }
-    metadata
+    let m = &mut doc["metadata"];
+    m["name"] = json!(name);
+    m["namespace"] = json!(namespace);
+    match (resource_version, m.as_object_mut()) {
+        (Some(rv), _) => m["resourceVersion"] = json!(rv),
+        (None, Some(o)) => {
+            o.remove("resourceVersion");
+        }
+        (None, None) => {}
+    }
 }
 
 /// What the elector asks of the reader's streams: the reader owns them,

@@ -211,7 +211,7 @@ impl Reader {
         );
         let streams = Arc::new(leader::LeaderStreams {
             registry: self.registry.clone(),
-            named: share.named,
+            named: share.named.clone(),
             rx: self.rx.clone(),
             control: self.control.clone(),
         });
@@ -226,6 +226,8 @@ impl Reader {
                 closing: self.closing.clone(),
                 finish,
                 streams,
+                map: share.map,
+                named: share.named.clone(),
             });
         let t = threads::spawn("tattler-elector".into(), start.report(), move || {
             elector.run()

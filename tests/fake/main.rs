@@ -11,6 +11,7 @@ mod common;
 
 mod election;
 mod faults;
+mod handover;
 mod hostile;
 mod lifecycle;
 mod restart;

@@ -4,12 +4,14 @@
 //! both ways, is `checkpoint_configmap`'s (pure); when to do each, the
 //! Lease loop's (`elector`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::Elector;
 use crate::checkpoint::Checkpoint;
 use crate::config::InClusterCheckpoint;
-use crate::coordination::checkpoint_configmap;
+use crate::coordination::checkpoint_configmap::{self, KeptMap};
+use crate::coordination::lease::SHARDS_ANNOTATION;
+use crate::coordination::lease_shares::ShardMap;
 use crate::entry::{ErrorInfo, Reason, Resource};
 
 /// How soon a periodic checkpoint is tried again when entries were waiting
@@ -17,45 +19,75 @@ use crate::entry::{ErrorInfo, Reason, Resource};
 const QUIET_RETRY: Duration = Duration::from_millis(100);
 
 impl Elector {
-    /// The checkpoint in the cluster, to resume from; `None` when there is
-    /// none, or it cannot be read (then the streams start from nothing).
-    pub(super) fn load_checkpoint(&mut self) -> Option<Checkpoint> {
-        let k = self.kept.clone()?;
+    /// The checkpoint in the cluster, to resume from, for the term whose
+    /// Lease write began at `began`. A read that gets no answer, or a
+    /// failure the server may recover from (5xx, 429), is tried again until
+    /// half the renew deadline has passed; then `Err` (why): the caller
+    /// stands down rather than start from nothing. `Ok(None)`: there is
+    /// none, or it is damaged or refused for good (both said in an Error
+    /// entry): the streams start from nothing.
+    pub(super) fn load_checkpoint(&mut self, began: Instant) -> Result<Option<Checkpoint>, String> {
+        let Some(k) = self.kept.clone() else {
+            return Ok(None);
+        };
         let path = configmap_path(&k);
-        let (code, body) = match self.call("GET", &path, None, self.request_timeout()) {
-            Ok(answer) => answer,
-            Err(e) => {
-                self.failed(&format!("reading the checkpoint: {e}"));
-                let why = format!(
-                    "the checkpoint {}/{} could not be read ({e}): starting from nothing",
+        let give_up = began + self.election.renew_deadline / 2;
+        let mut pause = Duration::from_millis(100);
+        let (code, body) = loop {
+            let why = match self.call("GET", &path, None, self.request_timeout()) {
+                Ok((code, body)) if !matches!(code, 429 | 500..=599) => break (code, body),
+                Ok((code, _)) => format!("HTTP {code}"),
+                Err(e) => e,
+            };
+            self.failed(&format!("reading the checkpoint: {why}"));
+            if Instant::now() + pause >= give_up {
+                return Err(format!(
+                    "the checkpoint {}/{} could not be read ({why})",
                     k.namespace, k.name
-                );
-                self.error(
-                    configmap_resource(),
-                    ErrorInfo::ours(Reason::Checkpoint, 0, why, false),
-                );
-                return None;
+                ));
             }
+            if self.sleep_until(Instant::now() + pause) {
+                return Err("stopped".into());
+            }
+            pause = (pause * 2).min(Duration::from_secs(1));
         };
         match code {
             200 => {}
             404 => {
                 self.configmap = Some(None);
-                return None;
+                return self.other_map_checkpoint(None);
             }
             _ => {
                 let e = self.refused("configmaps", code, &body);
                 self.failed(&format!("reading the checkpoint: {e}"));
-                return None;
+                if code != 403 {
+                    // A 403 is said by `refused`, with the RBAC it needs.
+                    let why = format!(
+                        "the checkpoint {}/{} could not be read ({e}): starting from nothing",
+                        k.namespace, k.name
+                    );
+                    self.error(
+                        configmap_resource(),
+                        ErrorInfo::ours(Reason::Checkpoint, 0, why, false),
+                    );
+                }
+                return Ok(None);
             }
         }
         self.said_forbidden_configmap = false;
-        let Some((rv, data)) = checkpoint_configmap::parse_configmap(&body) else {
+        let Some(read) = checkpoint_configmap::parse_configmap(&body) else {
             self.damaged(&k, "not a ConfigMap".into());
-            return None;
+            return Ok(None);
         };
-        self.configmap = Some(Some(rv));
-        let data = data?;
+        let data = read.checkpoint.clone();
+        let own_count = kept_count(&read);
+        self.configmap = Some(Some(read.clone()));
+        if own_count.is_some_and(|n| n != self.map.count) {
+            return self.other_map_checkpoint(Some(&read));
+        }
+        let Some(data) = data else {
+            return Ok(None);
+        };
         match Checkpoint::from_bytes(&data) {
             Ok(cp) => {
                 log::info!(
@@ -66,12 +98,80 @@ impl Elector {
                     cp.objects()
                 );
                 self.written = Some(data);
-                Some(cp)
+                Ok(Some(cp))
             }
             Err(e) => {
                 self.damaged(&k, e.to_string());
-                None
+                Ok(None)
             }
+        }
+    }
+
+    /// After a rollout that changed `shards`, the checkpoints of the other
+    /// shard map, merged for this Lease's streams
+    /// ([`Checkpoint::merged_for`]): nothing any old shard's consumer was
+    /// told is lost to the new map. `own` is this Lease's ConfigMap as
+    /// read (`None`: there is none); `Ok(None)` when no other map left
+    /// checkpoints. Read once each; no answer is `Err`, as for our own.
+    fn other_map_checkpoint(
+        &mut self,
+        own: Option<&KeptMap>,
+    ) -> Result<Option<Checkpoint>, String> {
+        let Some(base) = self.map.kept_base.clone() else {
+            return Ok(None);
+        };
+        let mine = self.map.count;
+        let theirs = match own.and_then(kept_count) {
+            Some(n) => Some(n),
+            None => {
+                // Ours is not there: the other map's first, if it left one.
+                let probes = [(mine > 1).then(|| base.clone()), Some(format!("{base}-0"))];
+                let mut found = None;
+                for name in probes.into_iter().flatten() {
+                    if let Some(m) = self.read_configmap(&name)? {
+                        found = Some(kept_count(&m).unwrap_or(1));
+                        break;
+                    }
+                }
+                found
+            }
+        };
+        let Some(theirs) = theirs.filter(|&n| n != mine) else {
+            return Ok(None);
+        };
+        let mut old = Vec::new();
+        for name in ShardMap::names(&base, theirs) {
+            let Some(m) = self.read_configmap(&name)? else {
+                log::warn!("leader election: the checkpoint {name} of the {theirs}-shard map is not there: its objects start from nothing");
+                continue;
+            };
+            match m.checkpoint.as_deref().map(Checkpoint::from_bytes) {
+                Some(Ok(cp)) => old.push(cp),
+                Some(Err(e)) => log::warn!("leader election: the checkpoint {name} is damaged ({e}): its objects start from nothing"),
+                None => {}
+            }
+        }
+        let merged = Checkpoint::merged_for(&self.named, &old);
+        log::info!(
+            "leader election: a rollout from {theirs} to {mine} shards: resuming from {} checkpoints of the old map ({} objects in this shard)",
+            old.len(),
+            merged.objects()
+        );
+        Ok(Some(merged))
+    }
+
+    /// One ConfigMap of the kept checkpoint's names, once: `Ok(None)` when
+    /// it is not there; `Err` for no answer or a failure.
+    fn read_configmap(&mut self, name: &str) -> Result<Option<KeptMap>, String> {
+        let k = self.kept.as_ref().ok_or("no kept checkpoint")?;
+        let path = format!("/api/v1/namespaces/{}/configmaps/{name}", k.namespace);
+        match self.call("GET", &path, None, self.request_timeout()) {
+            Ok((200, body)) => Ok(checkpoint_configmap::parse_configmap(&body)),
+            Ok((404, _)) => Ok(None),
+            Ok((code, _)) => Err(format!(
+                "the checkpoint {name} could not be read (HTTP {code})"
+            )),
+            Err(e) => Err(format!("the checkpoint {name} could not be read ({e})")),
         }
     }
 
@@ -92,18 +192,30 @@ impl Elector {
     }
 
     /// Writes the checkpoint when the consumer has taken everything; how
-    /// long until the next try.
+    /// long until the next try. A term's first is written as soon as every
+    /// stream has a resume point (synced), not first after the interval:
+    /// until then a successor would resume from the last term's.
     pub(super) fn periodic_checkpoint(&mut self) -> Duration {
         let Some(interval) = self.kept.as_ref().map(|k| k.interval) else {
             return Duration::MAX / 4;
         };
-        match self.streams.quiet_checkpoint() {
-            Some(cp) => {
-                self.write_checkpoint(&cp);
-                interval
-            }
-            None => QUIET_RETRY,
+        let Some(cp) = self.streams.quiet_checkpoint() else {
+            return QUIET_RETRY;
+        };
+        let first = self.held.as_ref().is_some_and(|h| !h.checkpointed);
+        let due = self
+            .held
+            .as_ref()
+            .is_some_and(|h| h.since.elapsed() >= interval);
+        if first && !due && !cp.resumable() {
+            return QUIET_RETRY;
         }
+        if self.write_checkpoint(&cp) {
+            if let Some(h) = &mut self.held {
+                h.checkpointed = true;
+            }
+        }
+        interval
     }
 
     /// A read or write of the checkpoint's ConfigMap that did not go
@@ -146,24 +258,28 @@ impl Elector {
             return false;
         }
         self.said_too_large = false;
-        for _ in 0..2 {
+        let shards = Some(self.map.count);
+        for _ in 0..3 {
             if self.configmap.is_none() {
                 match self.call("GET", &configmap_path(&k), None, self.request_timeout()) {
                     Ok((200, body)) => {
-                        self.configmap =
-                            checkpoint_configmap::parse_configmap(&body).map(|(rv, _)| Some(rv));
+                        self.configmap = checkpoint_configmap::parse_configmap(&body).map(Some);
                     }
                     Ok((404, _)) => self.configmap = Some(None),
                     other => return self.checkpoint_refused(other),
                 }
             }
-            let rv = self.configmap.clone().flatten();
-            let Some(body) =
-                checkpoint_configmap::configmap_body(&k.namespace, &k.name, rv.as_deref(), &bytes)
-            else {
+            let read = self.configmap.clone().flatten();
+            let Some(body) = checkpoint_configmap::configmap_body(
+                &k.namespace,
+                &k.name,
+                read.as_ref(),
+                &bytes,
+                shards,
+            ) else {
                 return false;
             };
-            let (method, path) = match rv {
+            let (method, path) = match read {
                 Some(_) => ("PUT", configmap_path(&k)),
                 None => (
                     "POST",
@@ -173,8 +289,7 @@ impl Elector {
             match self.call(method, &path, Some(&body), self.request_timeout()) {
                 Ok((200 | 201, answer)) => {
                     self.said_forbidden_configmap = false;
-                    self.configmap =
-                        checkpoint_configmap::parse_configmap(&answer).map(|(rv, _)| Some(rv));
+                    self.configmap = checkpoint_configmap::parse_configmap(&answer).map(Some);
                     self.written = Some(bytes);
                     log::debug!(
                         "leader election: checkpoint written ({} objects)",
@@ -182,13 +297,23 @@ impl Elector {
                     );
                     return true;
                 }
-                // Changed or created meanwhile: read it again, once.
+                // Changed or created meanwhile: read it again.
                 Ok((409, _)) => self.configmap = None,
+                // Deleted meanwhile: created again.
+                Ok((404, _)) if method == "PUT" => self.configmap = Some(None),
                 other => return self.checkpoint_refused(other),
             }
         }
         false
     }
+}
+
+/// The shard count a kept ConfigMap's writer recorded.
+fn kept_count(m: &KeptMap) -> Option<u32> {
+    m.object["metadata"]["annotations"][SHARDS_ANNOTATION]
+        .as_str()?
+        .parse()
+        .ok()
 }
 
 /// The ConfigMap's path.
