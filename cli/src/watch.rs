@@ -246,7 +246,10 @@ impl<W: Write> Watch<W> {
                 let lease = format!("{}/{}", entry.namespace().unwrap_or_default(), entry.name());
                 let me = entry.identity().unwrap_or_default();
                 match err {
-                    None => self.note(&format!("leading: {me} holds the Lease {lease}")),
+                    None => self.note(&format!(
+                        "leading: {me} holds the Lease {lease} (term {})",
+                        entry.term().unwrap_or_default()
+                    )),
                     Some(err) => self.note(&format!(
                         "following: {me} does not hold the Lease {lease} ({}): {}",
                         err.reason, err.message
