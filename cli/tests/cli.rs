@@ -659,6 +659,27 @@ fn leader_election_json_carries_the_term_and_the_holder() {
         ],
         "{f:?}"
     );
+    // The run closed its reader: the Lease is released, the term kept.
+    let lease = api
+        .get("coordination.k8s.io/v1/leases", Some("ns"), "feed")
+        .unwrap();
+    assert_eq!(
+        (
+            &lease["spec"]["holderIdentity"],
+            &lease["spec"]["leaseTransitions"]
+        ),
+        (&"".into(), &5.into()),
+        "{lease}"
+    );
+    // For people, on stderr: who holds the Lease, and the term it leads in.
+    let f = run(&["--config", path, "-o", "name", "--until-synced"]);
+    assert_eq!(f.lines, ["pod/p1"], "{f:?}");
+    assert_eq!(
+        f.stderr,
+        "following: me does not hold the Lease ns/feed (Standby): waiting for the Lease\n\
+         leading: me holds the Lease ns/feed (term 6)\n",
+        "{f:?}"
+    );
 }
 
 #[test]
