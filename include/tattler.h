@@ -370,17 +370,22 @@ typedef enum tattler_change {
     /**
      * With leader election: this reader now holds its Lease and starts its
      * streams. `tattler_entry_namespace` and `tattler_entry_name` are the
-     * Lease's, `tattler_entry_identity` this reader's.
+     * Lease's, `tattler_entry_identity` and `tattler_entry_holder` this
+     * reader's, `tattler_entry_term` the term its entries carry until the
+     * next `TATTLER_CHANGE_FOLLOWING`.
      */
     TATTLER_CHANGE_LEADING = 8,
     /**
      * With leader election: this reader does not stream. Once at the start
      * (`tattler_entry_error_reason` `Standby`), and when it held the Lease
      * and stopped its streams (`LeaseLost`: another holder took it;
-     * `RenewFailed`: it could not renew in time); every entry of the
-     * streams came before it. Namespace, name and identity as on
-     * `TATTLER_CHANGE_LEADING`. Values above this one may come in later
-     * versions: treat them as unknown, not as errors.
+     * `RenewFailed`: it could not renew in time); nothing of the term that
+     * ended comes after it (entries still queued are dropped: the next
+     * leader delivers them). Namespace, name and identity as on
+     * `TATTLER_CHANGE_LEADING`; `tattler_entry_holder` who holds the Lease
+     * now (a new `TATTLER_CHANGE_FOLLOWING` when that changes while it
+     * waits); no term. Values above this one may come in later versions:
+     * treat them as unknown, not as errors.
      */
     TATTLER_CHANGE_FOLLOWING = 9,
 } tattler_change;
@@ -1757,6 +1762,49 @@ const char *tattler_entry_uid(const struct tattler_entry *e);
  * Thread safety: as `tattler_entry_change`.
  */
 const char *tattler_entry_identity(const struct tattler_entry *e);
+
+/**
+ * On `TATTLER_CHANGE_LEADING` and `TATTLER_CHANGE_FOLLOWING`, the replica
+ * that holds the Lease now (client-go's `OnNewLeader`): this reader's
+ * identity on Leading; on Following, the other holder, or `""` when nobody
+ * holds it. `""` on every other entry. A Lease's holder is never `""`, so
+ * `""` always means none.
+ *
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry).
+ *
+ * Returns: a NUL-terminated string, never NULL (`""` for none and for no
+ * entry).
+ *
+ * Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
+ *
+ * Thread safety: as `tattler_entry_change`.
+ */
+const char *tattler_entry_holder(const struct tattler_entry *e);
+
+/**
+ * Under leader election, the term the entry was delivered in: the Lease's
+ * `leaseTransitions` when this replica took it (0 for the Lease's first
+ * holder). Every entry a leading replica delivers carries it,
+ * `TATTLER_CHANGE_LEADING` too; there is none without leader election and
+ * on `TATTLER_CHANGE_FOLLOWING`. Fencing: a consumer writing to a store
+ * shared by replicas keeps the highest term it has written and refuses a
+ * lower one, so a late writer whose term ended is turned away. With
+ * shards, each shard's Lease counts its own terms.
+ *
+ * Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+ * pointer is no entry); `out`, where to write the term, or NULL to ask
+ * only whether there is one.
+ *
+ * Returns: true when the entry has a term (written to `*out`); false when
+ * it has none and for no entry (`*out` is then left as it was).
+ *
+ * Thread safety: as `tattler_entry_change`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+bool tattler_entry_term(const struct tattler_entry *e, uint64_t *out);
 
 /**
  * `tattler_entry_resource_version_str` as an integer: 0 when it is not one

@@ -261,6 +261,20 @@ public:
     // On Leading and Following, this reader's identity in its Lease; "" otherwise.
     std::string_view identity() const & noexcept { return detail::view(tattler_entry_identity(e_)); }
     std::string_view identity() const && = delete;
+    // On Leading and Following, the replica holding the Lease now: this
+    // reader on Leading; on Following the other holder, "" when nobody does.
+    // "" on every other entry.
+    std::string_view holder() const & noexcept { return detail::view(tattler_entry_holder(e_)); }
+    std::string_view holder() const && = delete;
+    // Under leader election, the term the entry was delivered in (the
+    // Lease's leaseTransitions when this reader took it), on every entry a
+    // leading reader delivers, Leading too; none without leader election and
+    // on Following. Fencing: a store shared by replicas keeps the highest
+    // term written and refuses a lower one.
+    std::optional<std::uint64_t> term() const noexcept {
+        std::uint64_t t = 0;
+        return tattler_entry_term(e_, &t) ? std::optional<std::uint64_t>(t) : std::nullopt;
+    }
     // The resourceVersion as the server sent it (opaque: compare for equality).
     std::string_view resource_version() const & noexcept { return detail::view(tattler_entry_resource_version_str(e_)); }
     std::string_view resource_version() const && = delete;

@@ -40,6 +40,10 @@ pub struct View<'a> {
     pub error: Option<(u16, &'a str, &'a str)>,
     /// The object's JSON, as sent.
     pub object: Option<&'a [u8]>,
+    /// Under leader election, the term the entry was delivered in.
+    pub term: Option<u64>,
+    /// On Leading and Following, the replica holding the Lease now.
+    pub holder: Option<&'a str>,
 }
 
 impl<'a> View<'a> {
@@ -61,6 +65,8 @@ impl<'a> View<'a> {
                 .error()
                 .map(|x| (x.code, x.reason.as_str(), x.message.as_str())),
             object: e.object(),
+            term: e.term(),
+            holder: e.holder(),
         }
     }
 
@@ -300,13 +306,20 @@ fn fields(v: &View) -> Vec<(&'static str, Value)> {
         // Which namespace's stream is not current.
         f.push(("namespace", v.namespace.into()));
     } else if matches!(v.change, Change::Leading | Change::Following) {
-        // The Lease, and this replica's identity in it.
+        // The Lease, this replica's identity in it, and who holds it now.
         f.push(("namespace", v.namespace.into()));
         f.push(("name", v.name.into()));
         f.push(("identity", v.uid.into()));
+        if let Some(holder) = v.holder {
+            f.push(("holder", holder.into()));
+        }
     }
     if v.change != Change::Error {
         f.push(("resourceVersion", v.resource_version.into()));
+    }
+    if let Some(term) = v.term {
+        // For fencing: a store shared by replicas refuses a lower term.
+        f.push(("term", term.into()));
     }
     if v.inferred {
         f.push(("inferred", true.into()));
@@ -400,6 +413,8 @@ mod tests {
             resource_version: "42",
             error: None,
             object: Some(POD.as_bytes()),
+            term: None,
+            holder: None,
         }
     }
 
@@ -477,6 +492,42 @@ mod tests {
         );
         assert!(json_line(&deployment(), false)
             .ends_with(r#""resourceVersion":"1234567","inferred":true}"#));
+    }
+
+    #[test]
+    fn under_leader_election_the_term_and_the_holder_are_fields() {
+        let lease = View {
+            change: Change::Leading,
+            group: "coordination.k8s.io",
+            resource: "leases",
+            kind: "Lease",
+            namespace: "ns",
+            name: "feed",
+            uid: "me",
+            resource_version: "",
+            object: None,
+            term: Some(5),
+            holder: Some("me"),
+            ..pod()
+        };
+        assert_eq!(
+            json_line(&lease, true),
+            r#"{"change":"Leading","group":"coordination.k8s.io","version":"v1","resource":"leases","kind":"Lease","namespace":"ns","name":"feed","identity":"me","holder":"me","resourceVersion":"","term":5}"#
+        );
+        // Following has no term; nobody holding the Lease, no holder.
+        let following = View {
+            change: Change::Following,
+            term: None,
+            holder: None,
+            ..lease
+        };
+        assert!(json_line(&following, false).ends_with(r#""identity":"me","resourceVersion":""}"#));
+        let add = View {
+            term: Some(0),
+            ..pod()
+        };
+        assert!(json_line(&add, false).ends_with(r#""resourceVersion":"42","term":0}"#));
+        assert!(yaml_document(&add, false).ends_with("resourceVersion: \"42\"\nterm: 0"));
     }
 
     #[test]

@@ -53,8 +53,17 @@ pub fn run(a: &Args) -> Result<(), String> {
         kinds: specs.len() > 1 || wildcard,
     };
     let reader = Arc::new(Reader::open(config).map_err(|e| error(&cluster::one_line(&e)))?);
-    let on_signal = reader.clone();
-    ctrlc::set_handler(move || on_signal.stop()).map_err(|e| error(&e.to_string()))?;
+    // Weak: the run's reference stays the last, so the reader is closed
+    // (dropped) when the run ends; under leader election that writes the
+    // last checkpoint to the cluster and releases the Lease, so a standby
+    // leads at its next look instead of after the lease duration.
+    let on_signal = Arc::downgrade(&reader);
+    ctrlc::set_handler(move || {
+        if let Some(reader) = on_signal.upgrade() {
+            reader.stop();
+        }
+    })
+    .map_err(|e| error(&e.to_string()))?;
 
     let stdout_terminal = io::stdout().is_terminal();
     let mut run = Watch {
@@ -246,7 +255,10 @@ impl<W: Write> Watch<W> {
                 let lease = format!("{}/{}", entry.namespace().unwrap_or_default(), entry.name());
                 let me = entry.identity().unwrap_or_default();
                 match err {
-                    None => self.note(&format!("leading: {me} holds the Lease {lease}")),
+                    None => self.note(&format!(
+                        "leading: {me} holds the Lease {lease} (term {})",
+                        entry.term().unwrap_or_default()
+                    )),
                     Some(err) => self.note(&format!(
                         "following: {me} does not hold the Lease {lease} ({}): {}",
                         err.reason, err.message

@@ -601,6 +601,87 @@ fn config_file_with_per_resource_scope_a_node_agent() {
     assert!(f.stderr.starts_with("error: /no/such/file.json: "), "{f:?}");
 }
 
+/// Under leader election, on a Lease another replica held in its fourth
+/// term and stopped renewing: `Following` names that holder, `Leading` this
+/// replica, and it and every entry after it carry the term, 5.
+#[test]
+fn leader_election_json_carries_the_term_and_the_holder() {
+    let api = FakeApi::start();
+    api.add_resource("coordination.k8s.io", "v1", "leases", "Lease", true);
+    api.apply(
+        "coordination.k8s.io/v1/leases",
+        serde_json::json!({
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"namespace": "ns", "name": "feed"},
+            "spec": {"holderIdentity": "other", "leaseDurationSeconds": 1, "leaseTransitions": 4},
+        }),
+    );
+    pod(&api, "a", "p1");
+    let dir = tmp_dir("election");
+    let file = dir.join("replica.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({
+            "server": api.url(),
+            "resources": ["pods"],
+            "leader_election": {
+                "namespace": "ns", "lease": "feed", "identity": "me",
+                "lease_duration_secs": 3, "renew_deadline_secs": 2, "retry_period_secs": 1,
+            },
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let f = run(&["--config", path, "-o", "json", "--until-synced"]);
+    assert_ok(&f);
+    let got: Vec<(String, serde_json::Value, serde_json::Value)> = f
+        .lines
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["change"].as_str().unwrap().to_string(),
+                v["holder"].clone(),
+                v["term"].clone(),
+            )
+        })
+        .collect();
+    let null = serde_json::Value::Null;
+    assert_eq!(
+        got,
+        [
+            ("Following".into(), "other".into(), null.clone()),
+            ("Leading".into(), "me".into(), 5.into()),
+            ("Add".into(), null.clone(), 5.into()),
+            ("Synced".into(), null, 5.into()),
+        ],
+        "{f:?}"
+    );
+    // The run closed its reader: the Lease is released, the term kept.
+    let lease = api
+        .get("coordination.k8s.io/v1/leases", Some("ns"), "feed")
+        .unwrap();
+    assert_eq!(
+        (
+            &lease["spec"]["holderIdentity"],
+            &lease["spec"]["leaseTransitions"]
+        ),
+        (&"".into(), &5.into()),
+        "{lease}"
+    );
+    // For people, on stderr: who holds the Lease, and the term it leads in.
+    let f = run(&["--config", path, "-o", "name", "--until-synced"]);
+    assert_eq!(f.lines, ["pod/p1"], "{f:?}");
+    assert_eq!(
+        f.stderr,
+        "following: me does not hold the Lease ns/feed (Standby): waiting for the Lease\n\
+         leading: me holds the Lease ns/feed (term 6)\n",
+        "{f:?}"
+    );
+}
+
 #[test]
 fn metadata_only_prints_partial_object_metadata() {
     let api = FakeApi::start();

@@ -45,15 +45,20 @@ pub enum tattler_change {
     TATTLER_CHANGE_STALE = 7,
     /// With leader election: this reader now holds its Lease and starts its
     /// streams. `tattler_entry_namespace` and `tattler_entry_name` are the
-    /// Lease's, `tattler_entry_identity` this reader's.
+    /// Lease's, `tattler_entry_identity` and `tattler_entry_holder` this
+    /// reader's, `tattler_entry_term` the term its entries carry until the
+    /// next `TATTLER_CHANGE_FOLLOWING`.
     TATTLER_CHANGE_LEADING = 8,
     /// With leader election: this reader does not stream. Once at the start
     /// (`tattler_entry_error_reason` `Standby`), and when it held the Lease
     /// and stopped its streams (`LeaseLost`: another holder took it;
-    /// `RenewFailed`: it could not renew in time); every entry of the
-    /// streams came before it. Namespace, name and identity as on
-    /// `TATTLER_CHANGE_LEADING`. Values above this one may come in later
-    /// versions: treat them as unknown, not as errors.
+    /// `RenewFailed`: it could not renew in time); nothing of the term that
+    /// ended comes after it (entries still queued are dropped: the next
+    /// leader delivers them). Namespace, name and identity as on
+    /// `TATTLER_CHANGE_LEADING`; `tattler_entry_holder` who holds the Lease
+    /// now (a new `TATTLER_CHANGE_FOLLOWING` when that changes while it
+    /// waits); no term. Values above this one may come in later versions:
+    /// treat them as unknown, not as errors.
     TATTLER_CHANGE_FOLLOWING = 9,
 }
 
@@ -160,9 +165,10 @@ enum Field {
     ResourceVersion,
     ErrorReason,
     ErrorMessage,
+    Holder,
 }
 
-const FIELDS: usize = Field::ErrorMessage as usize + 1;
+const FIELDS: usize = Field::Holder as usize + 1;
 
 impl EntryData {
     fn new(entry: Entry) -> EntryData {
@@ -179,6 +185,8 @@ impl EntryData {
             entry.resource_version_str(),
             err.map_or("", |e| e.reason.as_str()),
             err.map_or("", |e| e.message.as_str()),
+            // Never empty when there is one: "" is none.
+            entry.holder().unwrap_or(""),
         ];
         let (strings, at) = pack(&texts);
         EntryData { strings, at, entry }
@@ -375,6 +383,58 @@ pub extern "C" fn tattler_entry_identity(e: *const tattler_entry) -> *const c_ch
         Some(_) => d.text(Field::Uid).as_ptr(),
         None => c"".as_ptr(),
     })
+}
+
+/// On `TATTLER_CHANGE_LEADING` and `TATTLER_CHANGE_FOLLOWING`, the replica
+/// that holds the Lease now (client-go's `OnNewLeader`): this reader's
+/// identity on Leading; on Following, the other holder, or `""` when nobody
+/// holds it. `""` on every other entry. A Lease's holder is never `""`, so
+/// `""` always means none.
+///
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry).
+///
+/// Returns: a NUL-terminated string, never NULL (`""` for none and for no
+/// entry).
+///
+/// Ownership: borrowed from `e`; valid until `tattler_entry_free(e)`.
+///
+/// Thread safety: as `tattler_entry_change`.
+#[no_mangle]
+pub extern "C" fn tattler_entry_holder(e: *const tattler_entry) -> *const c_char {
+    string_field(e, Field::Holder)
+}
+
+/// Under leader election, the term the entry was delivered in: the Lease's
+/// `leaseTransitions` when this replica took it (0 for the Lease's first
+/// holder). Every entry a leading replica delivers carries it,
+/// `TATTLER_CHANGE_LEADING` too; there is none without leader election and
+/// on `TATTLER_CHANGE_FOLLOWING`. Fencing: a consumer writing to a store
+/// shared by replicas keeps the highest term it has written and refuses a
+/// lower one, so a late writer whose term ended is turned away. With
+/// shards, each shard's Lease counts its own terms.
+///
+/// Parameters: `e`, an entry from `tattler_next_entry` (NULL or any other
+/// pointer is no entry); `out`, where to write the term, or NULL to ask
+/// only whether there is one.
+///
+/// Returns: true when the entry has a term (written to `*out`); false when
+/// it has none and for no entry (`*out` is then left as it was).
+///
+/// Thread safety: as `tattler_entry_change`.
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn tattler_entry_term(e: *const tattler_entry, out: *mut u64) -> bool {
+    let Some(term) = with_entry(e, None, |d| d.entry.term()) else {
+        return false;
+    };
+    if !out.is_null() {
+        // SAFETY: non-NULL, and the caller promises it is writable.
+        unsafe { cast::write(out, term) };
+    }
+    true
 }
 
 /// `tattler_entry_resource_version_str` as an integer: 0 when it is not one
@@ -609,7 +669,7 @@ mod pack_tests {
     #[test]
     fn each_text_ends_in_one_nul_and_inner_nuls_go() {
         let texts = [
-            "", "v1", "pods", "Pod", "ns", "a\0b", "u", "42", "", "end\0",
+            "", "v1", "pods", "Pod", "ns", "a\0b", "u", "42", "", "end\0", "h",
         ];
         let (strings, at) = super::pack(&texts);
         let got: Vec<&[u8]> = at
@@ -621,9 +681,9 @@ mod pack_tests {
             })
             .collect();
         let want: Vec<&[u8]> = vec![
-            b"", b"v1", b"pods", b"Pod", b"ns", b"ab", b"u", b"42", b"", b"end",
+            b"", b"v1", b"pods", b"Pod", b"ns", b"ab", b"u", b"42", b"", b"end", b"h",
         ];
         assert_eq!(got, want);
-        assert_eq!(strings.len(), "v1podsPodnsabu42end".len() + super::FIELDS);
+        assert_eq!(strings.len(), "v1podsPodnsabu42endh".len() + super::FIELDS);
     }
 }

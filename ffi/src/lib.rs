@@ -76,9 +76,10 @@ pub use config_options::*;
 pub use entry::{
     tattler_change, tattler_change_str, tattler_entry, tattler_entry_change,
     tattler_entry_error_code, tattler_entry_error_ended, tattler_entry_error_message,
-    tattler_entry_error_reason, tattler_entry_free, tattler_entry_group, tattler_entry_inferred,
-    tattler_entry_kind, tattler_entry_name, tattler_entry_namespace, tattler_entry_object,
-    tattler_entry_resource, tattler_entry_resource_version, tattler_entry_resource_version_str,
+    tattler_entry_error_reason, tattler_entry_free, tattler_entry_group, tattler_entry_holder,
+    tattler_entry_identity, tattler_entry_inferred, tattler_entry_kind, tattler_entry_name,
+    tattler_entry_namespace, tattler_entry_object, tattler_entry_resource,
+    tattler_entry_resource_version, tattler_entry_resource_version_str, tattler_entry_term,
     tattler_entry_uid, tattler_entry_version,
 };
 #[allow(deprecated)]

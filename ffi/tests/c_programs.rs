@@ -608,6 +608,8 @@ fn the_cpp_wrapper_under_address_and_undefined_behaviour_sanitizers() {
             &format!("hpp-test-asan{std}"),
         );
         let (api, _, _) = cluster();
+        // For the reader under leader election.
+        api.add_resource("coordination.k8s.io", "v1", "leases", "Lease", true);
         let run = run(&bin, &[&api.url()], &[]);
         assert_sanitizers_quiet(&run);
         assert_eq!(

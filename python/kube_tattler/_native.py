@@ -61,6 +61,8 @@ _PROTOTYPES = {
     "tattler_entry_name": (ctypes.c_char_p, [ctypes.c_void_p]),
     "tattler_entry_uid": (ctypes.c_char_p, [ctypes.c_void_p]),
     "tattler_entry_identity": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "tattler_entry_holder": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "tattler_entry_term": (ctypes.c_bool, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]),
     "tattler_entry_resource_version": (ctypes.c_uint64, [ctypes.c_void_p]),
     "tattler_entry_resource_version_str": (ctypes.c_char_p, [ctypes.c_void_p]),
     "tattler_entry_object": (_c_u8_p, [ctypes.c_void_p, _c_size_p]),

@@ -26,9 +26,9 @@ class Change(enum.IntEnum):
     STALE = 7
     """The resource's view is not current (``Entry.error.reason``: Unreachable, Refused, Throttled, Silent, Resyncing, Credentials); SYNCED says when it is again."""
     LEADING = 8
-    """With ``leader_election``: this reader holds its Lease and starts its streams (``namespace``/``name``: the Lease; ``identity``: this reader)."""
+    """With ``leader_election``: this reader holds its Lease and starts its streams (``namespace``/``name``: the Lease; ``identity`` and ``holder``: this reader; ``term``: the term its entries carry until the next FOLLOWING)."""
     FOLLOWING = 9
-    """With ``leader_election``: this reader does not stream (``Entry.error.reason``: Standby at the start, LeaseLost or RenewFailed after it led)."""
+    """With ``leader_election``: this reader does not stream (``Entry.error.reason``: Standby at the start, LeaseLost or RenewFailed after it led; ``holder``: who holds the Lease now, ``None`` for nobody). Nothing of the term that ended comes after it."""
 
     def __str__(self) -> str:
         # "Add", as the Rust library, the C++ wrapper and the example print it.
@@ -87,11 +87,21 @@ class Entry:
     ``resource_version`` is the integer resourceVersion (0 when the server's
     is not an integer), ``resource_version_str`` the server's text; on
     ``SYNCED`` they are the version the state is complete at.
+
+    Under ``leader_election``, ``term`` is the term the entry was delivered
+    in: the Lease's ``leaseTransitions`` when this reader took it (0 for the
+    Lease's first holder), on every entry a leading reader delivers, LEADING
+    too; ``None`` without leader election and on FOLLOWING. A consumer
+    writing to a store shared by replicas keeps the highest term it has
+    written and refuses a lower one (fencing). ``holder``, on LEADING and
+    FOLLOWING, is the replica holding the Lease now (this reader on
+    LEADING); ``None`` when nobody does, and on other entries.
     """
 
     __slots__ = (
         "change", "resource", "namespace", "name", "uid",
         "resource_version", "resource_version_str", "inferred", "raw_object", "error",
+        "term", "holder",
     )  # fmt: skip
 
     def __init__(
@@ -106,6 +116,8 @@ class Entry:
         inferred: bool = False,
         raw_object: Optional[bytes] = None,
         error: Optional[ErrorInfo] = None,
+        term: Optional[int] = None,
+        holder: Optional[str] = None,
     ) -> None:
         self.change = change
         self.resource = resource
@@ -117,6 +129,8 @@ class Entry:
         self.inferred = inferred
         self.raw_object = raw_object
         self.error = error
+        self.term = term
+        self.holder = holder
 
     @property
     def identity(self) -> str:
@@ -129,7 +143,7 @@ class Entry:
 
     def __repr__(self) -> str:
         # The object is left out: it may be large, and logs must not carry it.
-        return "Entry(%s %s %s/%s rv=%s%s%s)" % (
+        return "Entry(%s %s %s/%s rv=%s%s%s%s%s)" % (
             self.change,
             self.resource,
             self.namespace,
@@ -137,6 +151,8 @@ class Entry:
             self.resource_version_str,
             " inferred" if self.inferred else "",
             "" if self.error is None else " error=%r" % (self.error,),
+            "" if self.term is None else " term=%d" % self.term,
+            "" if self.holder is None else " holder=%s" % self.holder,
         )
 
 
@@ -150,6 +166,8 @@ def copy_entry(lib: ctypes.CDLL, e: int) -> Entry:
     n = ctypes.c_size_t(0)
     p = lib.tattler_entry_object(e, ctypes.byref(n))
     raw = ctypes.string_at(p, n.value) if p else None
+    term = ctypes.c_uint64(0)
+    has_term = bool(lib.tattler_entry_term(e, ctypes.byref(term)))
     error = None
     if change in (Change.ERROR, Change.STALE, Change.FOLLOWING):
         error = ErrorInfo(
@@ -174,4 +192,7 @@ def copy_entry(lib: ctypes.CDLL, e: int) -> Entry:
         inferred=bool(lib.tattler_entry_inferred(e)),
         raw_object=raw,
         error=error,
+        term=term.value if has_term else None,
+        # "" is none: the library never names an empty holder.
+        holder=_s(lib.tattler_entry_holder(e)) or None,
     )

@@ -139,3 +139,40 @@ def test_the_readiness_fd_works_with_selectors(fake: Fake) -> None:
                     break
                 got.append(e)
         assert len(got) == 4
+
+
+def test_under_leader_election_entries_carry_their_term_and_name_the_holder(fake: Fake) -> None:
+    # Without leader election: no term, no holder.
+    with kube_tattler.open(fake.config("pods")) as r:
+        e = next_entry(r)
+        assert e.change is Change.ADD and e.term is None and e.holder is None
+    # A Lease another replica held in its fourth term and stopped renewing:
+    # FOLLOWING names it; this reader takes it in term 5, which LEADING and
+    # every entry after it carry.
+    fake.do("add-resource coordination.k8s.io v1 leases Lease namespaced")
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"namespace": "ns", "name": "feed"},
+        "spec": {"holderIdentity": "other", "leaseDurationSeconds": 1, "leaseTransitions": 4},
+    }
+    fake.do("apply-json coordination.k8s.io/v1/leases " + json.dumps(lease))
+    election = {
+        "namespace": "ns",
+        "lease": "feed",
+        "identity": "me",
+        "lease_duration_secs": 3,
+        "renew_deadline_secs": 2,
+        "retry_period_secs": 1,
+    }
+    with kube_tattler.open(fake.config("pods", leader_election=election)) as r:
+        got = until(r, lambda e: e.change == Change.SYNCED)
+    assert [(str(e.change), e.identity, e.holder, e.term) for e in got] == [
+        ("Following", "me", "other", None),
+        ("Leading", "me", "me", 5),
+        ("Add", "", None, 5),
+        ("Add", "", None, 5),
+        ("Add", "", None, 5),
+        ("Synced", "", None, 5),
+    ]
+    assert "term=5 holder=me" in repr(got[1])

@@ -8,14 +8,16 @@ package tattler
 
 // What Go copies out of an entry, gathered by one cgo call instead of one
 // per getter: group, version, resource, kind, namespace, name, uid,
-// resourceVersion.
+// resourceVersion, holder; the term when has_term.
 typedef struct {
 	int change;
-	const char *str[8];
-	size_t len[8];
+	const char *str[9];
+	size_t len[9];
 	bool inferred;
 	const uint8_t *object;
 	size_t object_len;
+	bool has_term;
+	uint64_t term;
 } tattler_go_view;
 
 static enum tattler_status tattler_go_next(struct tattler_reader *r, int64_t timeout_ms,
@@ -33,11 +35,13 @@ static enum tattler_status tattler_go_next(struct tattler_reader *r, int64_t tim
 	v->str[5] = tattler_entry_name(*e);
 	v->str[6] = tattler_entry_uid(*e);
 	v->str[7] = tattler_entry_resource_version_str(*e);
-	for (int i = 0; i < 8; i++) {
+	v->str[8] = tattler_entry_holder(*e);
+	for (int i = 0; i < 9; i++) {
 		v->len[i] = strlen(v->str[i]);
 	}
 	v->inferred = tattler_entry_inferred(*e);
 	v->object = tattler_entry_object(*e, &v->object_len);
+	v->has_term = tattler_entry_term(*e, &v->term);
 	return st;
 }
 */
@@ -77,11 +81,14 @@ const (
 	ChangeStale Change = 7
 	// ChangeLeading says this reader (with leader election) holds its Lease
 	// and starts its streams: Namespace and Name are the Lease's, Identity
-	// this reader's.
+	// and Holder this reader's, Term the term its entries carry until the
+	// next ChangeFollowing.
 	ChangeLeading Change = 8
 	// ChangeFollowing says this reader does not stream (Entry.Err, a
 	// *StreamError, says why: Reason "Standby" at the start, "LeaseLost" or
-	// "RenewFailed" after it led; every entry of its streams came before).
+	// "RenewFailed" after it led; nothing of the term that ended comes
+	// after it). Holder names who holds the Lease now; a new
+	// ChangeFollowing comes when that changes while it waits.
 	ChangeFollowing Change = 9
 )
 
@@ -138,6 +145,19 @@ type Entry struct {
 	// Identity is, on Leading and Following, this reader's identity in its
 	// Lease; "" otherwise.
 	Identity string
+	// Holder is, on Leading and Following, the replica holding the Lease
+	// now (client-go's OnNewLeader): this reader on Leading; on Following
+	// the other holder, "" when nobody holds it. "" on other entries.
+	Holder string
+	// Term is, under leader election, the term the entry was delivered in:
+	// the Lease's leaseTransitions when this reader took it (0 for the
+	// Lease's first holder), on every entry a leading reader delivers,
+	// Leading too. HasTerm says whether there is one: none without leader
+	// election and on Following. Fencing: a consumer writing to a store
+	// shared by replicas keeps the highest term it has written and refuses
+	// a lower one.
+	Term    uint64
+	HasTerm bool
 	// Err is a *StreamError on Error, Stale and Following entries, nil otherwise.
 	Err error
 }
@@ -230,7 +250,10 @@ func copyEntry(e *C.tattler_entry, v *C.tattler_go_view) Entry {
 		Name:            str(5),
 		UID:             str(6),
 		ResourceVersion: str(7),
+		Holder:          str(8),
 		Inferred:        bool(v.inferred),
+		Term:            uint64(v.term),
+		HasTerm:         bool(v.has_term),
 	}
 	if v.object != nil {
 		out.Object = C.GoBytes(unsafe.Pointer(v.object), C.int(v.object_len))

@@ -272,6 +272,45 @@ func TestEntriesOutliveTheReader(t *testing.T) {
 	}
 }
 
+// TestLeaderElectionEntriesCarryTheTermAndNameTheHolder: a Lease another
+// replica held in its fourth term and stopped renewing. Following names
+// that holder; this reader then takes the Lease in term 5, which Leading
+// and every entry after it carry. Without leader election there is none.
+func TestLeaderElectionEntriesCarryTheTermAndNameTheHolder(t *testing.T) {
+	f := startFake(t, "--pods", "1")
+	plain := open(t, f, "pods")
+	if e := next(t, plain); e.Change != ChangeAdd || e.HasTerm || e.Term != 0 || e.Holder != "" {
+		t.Fatalf("without leader election: %+v", e)
+	}
+	f.do(t, "add-resource coordination.k8s.io v1 leases Lease namespaced")
+	f.do(t, `apply-json coordination.k8s.io/v1/leases {"apiVersion":"coordination.k8s.io/v1","kind":"Lease",`+
+		`"metadata":{"namespace":"ns","name":"feed"},`+
+		`"spec":{"holderIdentity":"other","leaseDurationSeconds":1,"leaseTransitions":4}}`)
+	r, err := Open(Config{Server: f.URL, Resources: []string{"pods"}, LeaderElection: &LeaderElection{
+		Namespace: "ns", Lease: "feed", Identity: "me",
+		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: time.Second,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	var got []string
+	for len(got) < 4 {
+		e := next(t, r)
+		got = append(got, fmt.Sprintf("%s identity=%q holder=%q term=%d,%v",
+			e.Change, e.Identity, e.Holder, e.Term, e.HasTerm))
+	}
+	want := []string{
+		`Following identity="me" holder="other" term=0,false`,
+		`Leading identity="me" holder="me" term=5,true`,
+		`Add identity="" holder="" term=5,true`,
+		`Synced identity="" holder="" term=5,true`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestOpenErrorsSayWhatIsWrong(t *testing.T) {
 	cases := []struct {
 		json   string

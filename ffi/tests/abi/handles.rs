@@ -93,6 +93,8 @@ fn null_arguments_are_refused_not_followed() {
             tattler_entry_namespace,
             tattler_entry_name,
             tattler_entry_uid,
+            tattler_entry_identity,
+            tattler_entry_holder,
             tattler_entry_error_reason,
             tattler_entry_error_message,
         ] {
@@ -101,6 +103,10 @@ fn null_arguments_are_refused_not_followed() {
         assert_eq!(tattler_entry_resource_version(e), 0);
         assert!(!tattler_entry_inferred(e));
         assert_eq!(tattler_entry_error_code(e), 0);
+        let mut term = 7;
+        assert!(!tattler_entry_term(e, &mut term));
+        assert_eq!(term, 7, "*out written without a term");
+        assert!(!tattler_entry_term(e, null_mut()));
         let mut len = 99;
         assert!(tattler_entry_object(e, &mut len).is_null());
         assert_eq!(len, 0);
@@ -180,6 +186,8 @@ fn assert_no_entry(e: *mut tattler_entry) {
         tattler_entry_namespace,
         tattler_entry_name,
         tattler_entry_uid,
+        tattler_entry_identity,
+        tattler_entry_holder,
         tattler_entry_resource_version_str,
         tattler_entry_error_reason,
         tattler_entry_error_message,
@@ -194,6 +202,10 @@ fn assert_no_entry(e: *mut tattler_entry) {
     // SAFETY: a valid out-pointer; `e` is what is under test.
     assert!(unsafe { tattler_entry_object(e, &mut len) }.is_null());
     assert_eq!(len, 0);
+    let mut term = 7;
+    // SAFETY: as above.
+    assert!(!unsafe { tattler_entry_term(e, &mut term) });
+    assert_eq!(term, 7, "*out written without a term");
 }
 
 const REFUSED: [tattler_status; 6] = [TATTLER_ERR_INVALID_HANDLE; 6];

@@ -58,6 +58,9 @@ template <class T>
 struct star_name_compiles<T, std::void_t<decltype((*std::declval<T>()).name())>> : std::true_type {};
 static_assert(name_compiles<tattler::entry &>::value && name_compiles<const tattler::entry &>::value,
               "getters work on an entry in a variable");
+static_assert(std::is_same_v<decltype(std::declval<tattler::entry &>().term()), std::optional<std::uint64_t>> &&
+                  std::is_same_v<decltype(std::declval<tattler::entry &>().holder()), std::string_view>,
+              "term() is an optional, holder() a string_view");
 static_assert(!name_compiles<tattler::entry>::value && !name_compiles<tattler::entry &&>::value &&
                   !name_compiles<const tattler::entry &&>::value,
               "getters returning views are deleted on a temporary entry");
@@ -154,6 +157,7 @@ int main(int argc, char **argv) {
 
     tattler::reader r(pods);
     int adds = 0;
+    bool no_election = true;
     for (;;) {
         auto e = r.next_for(std::chrono::seconds(10));
         if (!e) {
@@ -166,11 +170,13 @@ int main(int argc, char **argv) {
                   "the Synced entry");
             break;
         }
+        no_election = no_election && !e->term() && e->holder().empty() && e->identity().empty();
         adds += e->change() == TATTLER_CHANGE_ADD && !e->namespace_().empty() && !e->name().empty() &&
                 e->kind() == "Pod" && !e->uid().empty() && e->object().substr(0, 1) == "{" &&
                 e->object().find(e->name()) != std::string_view::npos && e->resource_version_number() > 0 && !e->resource_version().empty();
     }
     check(adds == 3, "three Adds with their fields as string_views");
+    check(no_election, "no leader election: no term, holder or identity");
     // The "synced" line may come just after the Synced entry: wait for it.
     check(reentrant_status.wait_for(std::chrono::seconds(10)) == std::future_status::ready &&
               reentrant_status.get() == TATTLER_ERR_REENTRANT,
@@ -410,6 +416,29 @@ int main(int argc, char **argv) {
               "set_log_level: the same status both ways");
         tattler::set_log_level(TATTLER_LOG_INFO, ec);
         check(!ec, "set_log_level(ec)");
+    }
+
+    // Leader election on a Lease nobody held: Following (no holder, no
+    // term), then Leading in term 0, whose term every entry carries.
+    {
+        tattler::reader elected("{\"server\":\"" + server + "\",\"resources\":[\"pods\"],"
+                                "\"leader_election\":{\"namespace\":\"ns\",\"lease\":\"hpp\",\"identity\":\"me\"}}");
+        auto following = elected.next_for(std::chrono::seconds(10));
+        check(following && following->type() == tattler::Change::Following && following->identity() == "me" &&
+                  following->holder().empty() && !following->term(),
+              "Following: this reader's identity, no holder, no term");
+        auto leading = elected.next_for(std::chrono::seconds(10));
+        check(leading && leading->type() == tattler::Change::Leading && leading->holder() == "me" &&
+                  leading->term() == std::optional<std::uint64_t>(0),
+              "Leading: this reader holds the Lease, in term 0");
+        int in_term = 0;
+        while (auto e = elected.next_for(std::chrono::seconds(10))) {
+            in_term += e->term() == std::optional<std::uint64_t>(0) && e->holder().empty();
+            if (e->type() == tattler::Change::Synced) {
+                break;
+            }
+        }
+        check(in_term == 4, "three Adds and Synced carry the term");
     }
 
 #if __cplusplus >= 202002L

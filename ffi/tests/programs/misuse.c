@@ -115,7 +115,7 @@ static int no_entry(tattler_entry *e) {
     const char *strings[] = {
         tattler_entry_group(e), tattler_entry_version(e), tattler_entry_resource(e),
         tattler_entry_kind(e), tattler_entry_namespace(e), tattler_entry_name(e),
-        tattler_entry_uid(e), tattler_entry_resource_version_str(e),
+        tattler_entry_uid(e), tattler_entry_identity(e), tattler_entry_holder(e), tattler_entry_resource_version_str(e),
         tattler_entry_error_reason(e), tattler_entry_error_message(e),
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
@@ -124,9 +124,11 @@ static int no_entry(tattler_entry *e) {
         }
     }
     size_t len = 99;
+    uint64_t term = 99;
     return tattler_entry_change(e) == TATTLER_CHANGE_NONE && tattler_entry_resource_version(e) == 0 &&
            !tattler_entry_inferred(e) && !tattler_entry_error_ended(e) && tattler_entry_error_code(e) == 0 &&
-           tattler_entry_object(e, &len) == NULL && len == 0;
+           tattler_entry_object(e, &len) == NULL && len == 0 && !tattler_entry_term(e, &term) && term == 99 &&
+           !tattler_entry_term(e, NULL);
 }
 
 /* A thread calling on a reader another thread closes, until refused. */
