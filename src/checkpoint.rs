@@ -307,6 +307,37 @@ impl Checkpoint {
 mod tests {
     use super::*;
 
+    /// What an object costs in a checkpoint, the figure docs/agents.md and
+    /// the README give: its namespace, name, uid and resourceVersion and
+    /// 14 bytes of JSON. Pods as a Deployment names them (namespace 10
+    /// bytes, name 40, a uid, an 8-digit resourceVersion): 108 bytes, so a
+    /// ConfigMap (1,000,000 bytes written at most) keeps about 9,200.
+    #[test]
+    fn an_object_costs_its_four_strings_and_fourteen_bytes() {
+        let pods = ResourceSpec::parse("pods").unwrap().remove(0);
+        let part = |n: usize| Checkpoint {
+            resources: vec![CheckpointPart {
+                spec: pods.clone(),
+                resource_version: Rv::new("12345678"),
+                objects: (0..n)
+                    .map(|i| Held {
+                        namespace: Some("payments-a".into()),
+                        name: format!("checkout-7f9c8d6b5-{i:021}"),
+                        uid: "0b6e0f38-3a53-4d3f-9d8e-2c5a1e7b9f01".into(),
+                        resource_version: Rv::new("12345678"),
+                    })
+                    .collect(),
+            }],
+        };
+        let (one, many) = (part(1).to_bytes().len(), part(1001).to_bytes().len());
+        let each = (many - one) / 1000;
+        assert_eq!(each, 10 + 40 + 36 + 8 + 14);
+        assert_eq!(
+            crate::coordination::checkpoint_configmap::MAX_BYTES / each,
+            9_259
+        );
+    }
+
     /// A rollout from 2 to 3 shards: each new shard's checkpoint holds the
     /// objects it owns from both old ones, from the older resume point.
     #[test]

@@ -427,11 +427,15 @@ impl Elector {
         let changed = self.said_holder.as_deref() != Some(holder);
         if self.said_holder.is_none() || (changed && verdict == Verdict::Wait) {
             let why = match holder {
-                "" => "waiting for the Lease".to_string(),
+                h if h.is_empty() || h == self.election.identity => {
+                    "waiting for the Lease".to_string()
+                }
                 h => format!("waiting for the Lease {h:?} holds"),
             };
-            let holder = holder.to_string();
-            self.follow(Reason::Standby, why, Some(holder));
+            // A Lease naming us (a restart within its duration) is ours to
+            // take: nobody else holds it.
+            let holder = Some(holder.to_string()).filter(|h| *h != self.election.identity);
+            self.follow(Reason::Standby, why, holder);
         }
         if verdict == Verdict::Wait {
             self.failing = false;

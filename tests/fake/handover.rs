@@ -484,3 +484,89 @@ fn two_replicas_with_one_identity_are_said_and_only_one_leads() {
     let got = told.take(&first, Duration::from_secs(2), |_| false);
     assert!(!got.iter().any(|s| s.contains("Leading")), "{got:?}");
 }
+
+/// Issue 37: under 50 writes/s of churn, the leader still writes its
+/// checkpoint at least every two intervals. It is written only when the
+/// consumer has taken every entry and no delivery is under way, tried again
+/// every 100 ms until such a moment comes: a consumer that keeps up leaves
+/// one many times a second.
+#[test]
+fn under_fifty_writes_a_second_the_checkpoint_is_written_every_interval() {
+    let _w = Watchdog::new("handover_churn", Duration::from_secs(120));
+    let api = FakeApi::start();
+    api.add_resource("coordination.k8s.io", "v1", "leases", "Lease", true);
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    let consumer = std::thread::spawn(move || {
+        let mut told = Told::default();
+        told.take(&a, Duration::from_secs(16), |_| false);
+        told.objects.len()
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let began = Instant::now();
+    api.start_churn(2, 40, Duration::from_millis(20));
+    std::thread::sleep(Duration::from_secs(10));
+    let put = format!("PUT /api/v1/namespaces/{NS}/configmaps/{KEPT}");
+    let writes: Vec<Instant> = api
+        .request_log()
+        .into_iter()
+        .filter(|r| r.line == put && r.at > began)
+        .map(|r| r.at)
+        .collect();
+    let mut gaps: Vec<Duration> = writes.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.push(writes.first().map_or(Duration::MAX, |w| *w - began));
+    let longest = gaps.iter().max().copied().unwrap_or(Duration::MAX);
+    eprintln!(
+        "checkpoint writes under churn: {} in 10 s (interval 1 s), the longest gap {longest:?}",
+        writes.len()
+    );
+    assert!(
+        longest <= Duration::from_secs(2),
+        "a gap of {longest:?} between checkpoint writes: {gaps:?}"
+    );
+    assert!(consumer.join().unwrap() > 0);
+}
+
+/// Issue 37: a checkpoint grown past what a ConfigMap holds is not
+/// written, and said (an Error entry, reason Checkpoint); the last one
+/// written stays. The successor watches from that one's resourceVersion:
+/// while the server's history covers it, the hand-over is exact.
+#[test]
+fn a_checkpoint_too_large_is_said_and_the_successor_resumes_from_the_last_one() {
+    let _w = Watchdog::new("handover_too_large", Duration::from_secs(180));
+    let api = FakeApi::start();
+    api.add_resource("coordination.k8s.io", "v1", "leases", "Lease", true);
+    pod(&api, "a", "kept");
+    let mut told = Told::default();
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    told.take(&a, Duration::from_secs(30), is(Change::Synced));
+    let b = Reader::open(elected(&api, "b")).unwrap();
+    assert_eq!(next(&b).change(), Change::Following);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while kept_rv(&api).is_none() {
+        assert!(Instant::now() < deadline, "no checkpoint");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // 5,000 objects of 200-byte names: about 1.3 MB of checkpoint.
+    let long = "x".repeat(190);
+    for i in 0..5_000 {
+        api.apply(
+            "pods",
+            FakeApi::object(Some("a"), &format!("{long}-{i:05}")),
+        );
+    }
+    let got = told.take(&a, Duration::from_secs(60), |e| {
+        e.change() == Change::Error && e.error().is_some_and(|i| i.kind == Reason::Checkpoint)
+    });
+    let said = got.last().unwrap();
+    assert!(said.starts_with("Error configmaps"), "{said}");
+    assert_eq!(told.objects.len(), 5_001);
+    a.stop();
+    told.take(&a, Duration::from_secs(30), |_| false);
+    drop(a);
+    api.delete("pods", Some("a"), &format!("{long}-00007"))
+        .unwrap();
+    let got = told.take(&b, Duration::from_secs(60), is(Change::Leading));
+    assert!(got.last().is_some_and(|s| s.contains("Leading")), "{got:?}");
+    told.take(&b, Duration::from_secs(60), is(Change::Synced));
+    assert_eq!(told.objects, server(&api));
+}
