@@ -165,7 +165,10 @@ pub struct LeaderElection {
     /// before it takes one nobody holds, so that shards spread over the
     /// replicas that start (or roll out) together. A dead replica's shards
     /// go, at once once their Leases expire, to whichever replicas see it
-    /// first. Resources then have no shard of their own.
+    /// first. Resources then have no shard of their own. A rollout that
+    /// changes N runs one shard map at a time: a replica of the new count
+    /// stands by while a Lease of the old one is held, then resumes from the
+    /// old map's checkpoints.
     pub shards: u32,
 }
 
@@ -214,15 +217,17 @@ impl LeaderElection {
 /// The checkpoint kept in the cluster: a ConfigMap `name` in `namespace`,
 /// its data key `checkpoint` holding [`Checkpoint::to_bytes`](crate::Checkpoint::to_bytes).
 ///
-/// The leader writes it every `interval` and when it stops cleanly; a new
-/// leader resumes from it, re-syncing against what it says the consumer
-/// holds: changes made meanwhile come as Update, Delete and Add before
-/// Synced, unchanged objects as Snapshot, and nothing held is added twice.
-/// It holds names, uids and resourceVersions only, never an object's
-/// content, so no Secret's value can enter it. A ConfigMap, not the Lease's
-/// annotations: annotations are limited to 256 KiB in all, a ConfigMap to
-/// 1 MiB (about 10,000 objects); a larger checkpoint is not written (an
-/// Error entry says so). It needs get, create and update on `configmaps`
+/// The leader writes it as soon as its streams are synced, then every
+/// `interval` and when it stops cleanly; a new leader resumes from it by a
+/// watch from its resourceVersion: changes made meanwhile come as the
+/// server's Add, Update and Delete before Synced, and nothing held is added
+/// twice (when the server's history no longer covers it: Stale, then a
+/// re-sync against what it says the consumer holds). It holds names, uids
+/// and resourceVersions only, never an object's content, so no Secret's
+/// value can enter it. A ConfigMap, not the Lease's annotations:
+/// annotations are limited to 256 KiB in all, a ConfigMap to 1 MiB (about
+/// 9,000 objects); a larger checkpoint is not written (an Error entry says
+/// so, and the last one written stays). It needs get, create and update on `configmaps`
 /// in `namespace`. Keep it out of what the reader streams: a ConfigMap the
 /// reader watches changes with each write, and each change moves the next
 /// checkpoint, so it would be written every `interval` for nothing.
