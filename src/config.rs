@@ -161,7 +161,7 @@ pub struct LeaderElection {
     /// uid's hash ([`Shard`](crate::Shard)), shard `i` a Lease of its own,
     /// `lease-i` (and with [`checkpoint_in_cluster`](crate::Config::checkpoint_in_cluster),
     /// a ConfigMap `name-i`); each replica takes the shards it finds free, a
-    /// replica that already leads `k` shards waiting `k` retry periods
+    /// replica that already leads `k` shards waiting `k` × 2.2 retry periods
     /// before it takes one nobody holds, so that shards spread over the
     /// replicas that start (or roll out) together. A dead replica's shards
     /// go, at once once their Leases expire, to whichever replicas see it

@@ -28,6 +28,7 @@ use super::lease_shares::ShardMap;
 use super::Streams;
 use crate::api::client::Client;
 use crate::api::end::End;
+use crate::checkpoint::Checkpoint;
 use crate::config::{InClusterCheckpoint, LeaderElection};
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::term::Term;
@@ -100,6 +101,10 @@ pub(crate) struct Elector {
     /// The holder the last Following named ("" for nobody); `None` before
     /// the first.
     said_holder: Option<String>,
+    /// This term resumed from another shard map's checkpoints (a rollout):
+    /// its own are not written over the old map's names until every Lease
+    /// of this map is held by it (`checkpoint::new_map_held`).
+    merged_from: Option<u32>,
     /// Another replica was seen using our identity (a renewal's 409 over a
     /// record we never wrote).
     twin: bool,
@@ -148,6 +153,7 @@ impl Elector {
             held: None,
             said_holder: None,
             twin: false,
+            merged_from: None,
             siblings: std::collections::HashMap::new(),
             said_rollout: None,
             configmap: None,
@@ -468,10 +474,24 @@ impl Elector {
             return next;
         }
         self.said_rollout = None;
+        // The checkpoint to resume from, read before the Lease is taken: a
+        // holder that stopped wrote its last one before it stopped, and a
+        // rollout's new shard reads the old map's before its Lease tells
+        // the new map's other shards that it took over (they then may
+        // write over the old map's names).
+        let resume = match self.load_checkpoint(Instant::now()) {
+            Ok(resume) => resume,
+            Err(why) => {
+                self.leading.fetch_sub(1, Ordering::SeqCst);
+                self.failed(&format!("reading the checkpoint: {why}"));
+                return next;
+            }
+        };
+        let began = Instant::now();
         match self.write_lease(&verdict, read.as_ref()) {
             Ok(written) => {
                 self.failing = false;
-                self.lead(written, began);
+                self.lead(written, began, resume);
             }
             Err(e) => {
                 self.leading.fetch_sub(1, Ordering::SeqCst);
@@ -482,8 +502,8 @@ impl Elector {
     }
 
     /// We hold the Lease since our write that began at `began`: say so,
-    /// then start the streams from the checkpoint in the cluster.
-    fn lead(&mut self, written: Lease, began: Instant) {
+    /// then start the streams from `resume`, the checkpoint in the cluster.
+    fn lead(&mut self, written: Lease, began: Instant, resume: Option<Checkpoint>) {
         log::info!(
             "leader election: holding the Lease {}/{} as {}",
             self.election.namespace,
@@ -527,20 +547,6 @@ impl Elector {
             );
             return;
         }
-        let resume = match self.load_checkpoint(began) {
-            Ok(resume) => resume,
-            Err(why) if self.stopped() => {
-                log::debug!("leader election: {why}");
-                return;
-            }
-            Err(why) => {
-                // Never from nothing while a checkpoint may be there: stand
-                // down; the next look renews the Lease and reads again.
-                log::warn!("leader election: {why}: standing down");
-                self.step_down(Reason::Checkpoint, why, None);
-                return;
-            }
-        };
         if let Err(e) = self.streams.start(resume.as_ref(), &term) {
             if !self.stopped() {
                 log::error!("leader election: the streams could not start: {e}");
@@ -758,7 +764,9 @@ impl Elector {
         }
         let until = Instant::now() + CLOSING_BUDGET;
         self.closing_until = Some(until);
-        if self.kept.is_some() {
+        // A term resumed from another shard map's checkpoints leaves them
+        // be until its own map holds every Lease (`merged_from`).
+        if self.kept.is_some() && self.merged_from.is_none() {
             if let Some(cp) = self.streams.quiet_checkpoint() {
                 self.write_checkpoint(&cp);
             }

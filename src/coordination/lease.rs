@@ -126,12 +126,14 @@ pub(crate) fn decide(
 
 /// How long a Lease nobody holds (none yet, or released) must have been
 /// seen so before a replica that already leads `leading` other Leases
-/// (shards) takes it: a retry period per Lease it leads, so that replicas
-/// leading fewer take it first and shards spread over the replicas at a
-/// start or a rollout. One leading none takes it at once; an expired Lease
-/// (its holder stopped renewing) is taken at once by whoever sees it.
+/// (shards) takes it: per Lease it leads, the longest a follower waits
+/// between two looks ([`follower_wait`] at its top, 2.2 retry periods), so
+/// that a replica leading fewer always gets a look in first and shards
+/// spread over the replicas at a start or a rollout. One leading none
+/// takes it at once; an expired Lease (its holder stopped renewing) is
+/// taken at once by whoever sees it.
 pub(crate) fn patience(leading: usize, retry_period: Duration) -> Duration {
-    retry_period.saturating_mul(u32::try_from(leading).unwrap_or(u32::MAX))
+    follower_wait(retry_period, 1.0).saturating_mul(u32::try_from(leading).unwrap_or(u32::MAX))
 }
 
 /// Whether a holder must stop delivering: its last successful renewal
@@ -514,9 +516,18 @@ mod tests {
     #[test]
     fn patience_grows_with_the_leases_led() {
         let r = Duration::from_secs(2);
-        for (leading, want) in [(0, 0), (1, 2), (2, 4), (5, 10)] {
-            assert_eq!(patience(leading, r), Duration::from_secs(want), "{leading}");
+        for (leading, want_ms) in [(0, 0), (1, 4_400), (2, 8_800), (5, 22_000)] {
+            assert_eq!(
+                patience(leading, r),
+                Duration::from_millis(want_ms),
+                "{leading}"
+            );
+            // Longer than any follower's wait between two looks: one leading
+            // fewer looks again before this one takes the Lease.
+            if leading > 0 {
+                assert!(patience(leading, r) >= follower_wait(r, 1.0));
+            }
         }
-        assert_eq!(patience(usize::MAX, r), r.saturating_mul(u32::MAX));
+        assert!(patience(usize::MAX, r) >= r.saturating_mul(u32::MAX));
     }
 }

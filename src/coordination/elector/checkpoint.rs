@@ -10,7 +10,7 @@ use super::Elector;
 use crate::checkpoint::Checkpoint;
 use crate::config::InClusterCheckpoint;
 use crate::coordination::checkpoint_configmap::{self, KeptMap};
-use crate::coordination::lease::SHARDS_ANNOTATION;
+use crate::coordination::lease::{self, SHARDS_ANNOTATION};
 use crate::coordination::lease_shares::ShardMap;
 use crate::entry::{ErrorInfo, Reason, Resource};
 
@@ -19,14 +19,15 @@ use crate::entry::{ErrorInfo, Reason, Resource};
 const QUIET_RETRY: Duration = Duration::from_millis(100);
 
 impl Elector {
-    /// The checkpoint in the cluster, to resume from, for the term whose
-    /// Lease write began at `began`. A read that gets no answer, or a
+    /// The checkpoint in the cluster, to resume from, read from `began`
+    /// on, before the Lease is taken. A read that gets no answer, or a
     /// failure the server may recover from (5xx, 429), is tried again until
     /// half the renew deadline has passed; then `Err` (why): the caller
-    /// stands down rather than start from nothing. `Ok(None)`: there is
+    /// does not take the Lease rather than start from nothing. `Ok(None)`: there is
     /// none, or it is damaged or refused for good (both said in an Error
     /// entry): the streams start from nothing.
     pub(super) fn load_checkpoint(&mut self, began: Instant) -> Result<Option<Checkpoint>, String> {
+        self.merged_from = None;
         let Some(k) = self.kept.clone() else {
             return Ok(None);
         };
@@ -152,12 +153,36 @@ impl Elector {
             }
         }
         let merged = Checkpoint::merged_for(&self.named, &old);
+        self.merged_from = Some(theirs);
         log::info!(
             "leader election: a rollout from {theirs} to {mine} shards: resuming from {} checkpoints of the old map ({} objects in this shard)",
             old.len(),
             merged.objects()
         );
         Ok(Some(merged))
+    }
+
+    /// Whether every Lease of this shard map is held under it (annotated
+    /// with its count): each of its shards read the old map's checkpoints
+    /// before it wrote its Lease, so the old map's names are free to write.
+    fn new_map_held(&mut self) -> bool {
+        let names = ShardMap::names(&self.map.lease_base, self.map.count);
+        for name in names {
+            let path = format!(
+                "/apis/coordination.k8s.io/v1/namespaces/{}/leases/{name}",
+                self.election.namespace
+            );
+            let held = match self.call("GET", &path, None, self.request_timeout()) {
+                Ok((200, body)) => lease::parse_lease(&body).is_some_and(|l| {
+                    !l.record.holder.is_empty() && lease::shards_of(&l) == Some(self.map.count)
+                }),
+                _ => false,
+            };
+            if !held {
+                return false;
+            }
+        }
+        true
     }
 
     /// One ConfigMap of the kept checkpoint's names, once: `Ok(None)` when
@@ -199,6 +224,13 @@ impl Elector {
         let Some(interval) = self.kept.as_ref().map(|k| k.interval) else {
             return Duration::MAX / 4;
         };
+        if self.merged_from.is_some() {
+            if !self.new_map_held() {
+                // Another new shard may still need the old map's names.
+                return Duration::from_secs(1).min(interval);
+            }
+            self.merged_from = None;
+        }
         let Some(cp) = self.streams.quiet_checkpoint() else {
             return QUIET_RETRY;
         };
