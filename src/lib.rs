@@ -154,6 +154,7 @@ pub use reader::stats::StreamStats;
 pub use reader::{Iter, Reader, ReaderInfo};
 pub use resource::{Encoding, ResourceSpec};
 pub use wire::shard::Shard;
+pub use wire::sharding::Sharding;
 
 /// The crossbeam-channel whose `Receiver` [`Reader::receiver_without_byte_budget`]
 /// returns: `select!` over it and the host's own channels, with the very

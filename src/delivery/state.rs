@@ -19,6 +19,8 @@ use crate::delivery::table::{SyncEnd, Table, Vanished, Verdict};
 use crate::resource_version::Rv;
 use crate::sync::{Mutex, MutexGuard};
 use crate::wire::decode::{EventType, ObjectMeta};
+use crate::wire::shard::Shard;
+use crate::wire::sharding::{Seen, Sharding};
 
 /// Reported pieces remembered per resource, to report each once.
 const MAX_REPORTED: usize = 4096;
@@ -36,6 +38,9 @@ pub(crate) struct Counters {
     pub skipped: AtomicU64,
     /// Objects outside the stream's shard, dropped (a server that does not shard).
     pub other_shard_drops: AtomicU64,
+    /// Who keeps the stream to its shard, as far as it has seen; written
+    /// only by [`Counters::saw_sharding`].
+    sharding: Mutex<Sharding>,
     pub objects: AtomicU64,
     pub list_fallback: AtomicBool,
     pub failed: AtomicBool,
@@ -50,6 +55,24 @@ pub(crate) struct Counters {
     pub last_error: Mutex<Option<String>>,
     /// `group/version/resource` once discovery has resolved a name.
     pub resolved: Mutex<Option<String>>,
+}
+
+impl Counters {
+    /// Who keeps the stream to its shard, as far as it has seen.
+    pub(crate) fn sharding(&self) -> Sharding {
+        *self.sharding.lock()
+    }
+
+    /// A stream of shard `shard` saw `seen`: the new verdict, when it
+    /// changed (for the stream to log, after the lock).
+    pub(crate) fn saw_sharding(&self, shard: &Shard, seen: Seen<'_>) -> Option<Sharding> {
+        let mut s = self.sharding.lock();
+        let after = s.after(shard, seen);
+        (after != *s).then(|| {
+            *s = after;
+            after
+        })
+    }
 }
 
 /// A resource's lifecycle and its per-object table.

@@ -480,7 +480,8 @@ impl Reader {
     /// The counters in the Prometheus text exposition format (version
     /// 0.0.4), ready to serve on an agent's `/metrics`: per stream (labels
     /// `resource`, and `namespace`, `label_selector`, `field_selector`,
-    /// `metadata_only` where set) events, bytes, reconnects, re-syncs,
+    /// `metadata_only`, `shard` where set, and with a shard `sharding`: see
+    /// [`StreamStats::sharding`]) events, bytes, reconnects, re-syncs,
     /// relists, stale drops, skipped pieces, objects tracked, synced, failed,
     /// LIST fallback and seconds since the last full state; for the reader,
     /// entries and bytes waiting in the channel.
@@ -492,7 +493,7 @@ impl Reader {
                 .iter()
                 .map(|h| {
                     let stats = h.snapshot();
-                    (stats::metric_labels(&stats.resource, &h.spec), stats)
+                    (stats::metric_labels(&stats, &h.spec), stats)
                 })
                 .collect()
         };

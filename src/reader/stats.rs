@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 
 use super::registry::StreamHandle;
 use crate::resource::ResourceSpec;
+use crate::wire::sharding::Sharding;
 
 /// A snapshot of one resource stream's counters, from
 /// [`Reader::stats`](crate::Reader::stats).
@@ -39,6 +40,12 @@ pub struct StreamStats {
     /// does not shard (`ShardedListAndWatch` off or unsupported) and the
     /// filtering is tattler's.
     pub other_shard_drops: u64,
+    /// For a resource with a [`Shard`](crate::Shard) (of more than one),
+    /// who keeps it to its shard as far as the stream has seen: the server,
+    /// tattler, or not known yet (a stream read by watch-list learns it
+    /// only from an object outside the shard). `None` without a shard. The
+    /// metrics carry it as the `sharding` label.
+    pub sharding: Option<Sharding>,
     /// The last resourceVersion seen, as the server sent it.
     pub resource_version: String,
     /// Objects currently tracked.
@@ -193,14 +200,16 @@ pub(super) fn metrics_text(
     out
 }
 
-/// A stream's labels: `resource="v1/pods"`, and its scope where set.
-pub(super) fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
+/// A stream's labels: `resource="v1/pods"`, its scope where set, and with
+/// a shard, who keeps the stream to it (`sharding="server"`, `"here"` or
+/// `"unknown"`).
+pub(super) fn metric_labels(stats: &StreamStats, spec: &ResourceSpec) -> String {
     let esc = |v: &str| {
         v.replace('\\', "\\\\")
             .replace('"', "\\\"")
             .replace('\n', "\\n")
     };
-    let mut l = format!("resource=\"{}\"", esc(resource));
+    let mut l = format!("resource=\"{}\"", esc(&stats.resource));
     let shard = spec.shard.map(|s| s.to_string());
     for (k, v) in [
         ("namespace", spec.namespace.as_deref()),
@@ -208,6 +217,7 @@ pub(super) fn metric_labels(resource: &str, spec: &ResourceSpec) -> String {
         ("field_selector", spec.field_selector.as_deref()),
         ("metadata_only", spec.metadata_only.then_some("true")),
         ("shard", shard.as_deref()),
+        ("sharding", stats.sharding.as_ref().map(Sharding::as_str)),
     ] {
         if let Some(v) = v {
             l.push_str(&format!(",{k}=\"{}\"", esc(v)));
@@ -234,6 +244,11 @@ impl StreamHandle {
             stale_drops: c.stale_drops.load(Ordering::Relaxed),
             skipped: c.skipped.load(Ordering::Relaxed),
             other_shard_drops: c.other_shard_drops.load(Ordering::Relaxed),
+            sharding: self
+                .spec
+                .shard
+                .filter(|s| !s.is_whole())
+                .map(|_| c.sharding()),
             resource_version: resource_version.as_str().to_string(),
             objects: c.objects.load(Ordering::Relaxed),
             synced,
@@ -252,6 +267,31 @@ impl StreamHandle {
 mod tests {
     use super::*;
 
+    fn stats(resource: &str, sharding: Option<Sharding>) -> StreamStats {
+        StreamStats {
+            resource: resource.into(),
+            events: 0,
+            bytes: 0,
+            reconnects: 0,
+            resyncs: 0,
+            relists: 0,
+            stale_drops: 0,
+            skipped: 0,
+            other_shard_drops: 0,
+            sharding,
+            resource_version: String::new(),
+            objects: 0,
+            synced: false,
+            synced_at: None,
+            list_fallback: false,
+            failed: false,
+            last_error: None,
+            current: false,
+            current_at: None,
+            since_heard: None,
+        }
+    }
+
     #[test]
     fn metric_labels_are_escaped() {
         let spec = ResourceSpec::parse("pods")
@@ -261,11 +301,18 @@ mod tests {
             .with_field_selector("x=\"q\\\n")
             .metadata_only();
         assert_eq!(
-            metric_labels(&spec.gvr(), &spec),
+            metric_labels(&stats(&spec.gvr(), None), &spec),
             r#"resource="v1/pods",namespace="a",field_selector="x=\"q\\\n",metadata_only="true""#
         );
         let sharded = spec.in_shard(crate::wire::shard::Shard::new(3, 2).unwrap());
-        assert!(metric_labels(&sharded.gvr(), &sharded)
-            .ends_with(r#",metadata_only="true",shard="2/3""#));
+        for (sharding, label) in [
+            (Sharding::Unknown, "unknown"),
+            (Sharding::Server, "server"),
+            (Sharding::Here, "here"),
+        ] {
+            let l = metric_labels(&stats(&sharded.gvr(), Some(sharding)), &sharded);
+            let want = format!(r#",metadata_only="true",shard="2/3",sharding="{label}""#);
+            assert!(l.ends_with(&want), "{l}");
+        }
     }
 }

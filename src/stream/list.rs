@@ -117,6 +117,7 @@ pub(crate) fn list(p: &mut Parts) -> End {
         let Some(meta) = items.meta().cloned() else {
             return End::Retry("a list page without metadata".into(), None);
         };
+        p.listed_shard_info(meta.shard_selector.as_deref());
         match meta.continue_token {
             Some(t) => token = Some(t),
             None => {

@@ -260,6 +260,12 @@ impl<'a> Parts<'a> {
         }
     }
 
+    /// A LIST page's `metadata.shardInfo.selector`, when it had one (see
+    /// [`Sink::listed_shard_info`]).
+    pub(crate) fn listed_shard_info(&self, selector: Option<&str>) {
+        self.sink.listed_shard_info(selector);
+    }
+
     /// A LIST's last page at `rv`: the full state completes there.
     pub(crate) fn listed(&mut self, rv: Rv) -> bool {
         self.course.on(Fact::Listed(rv));

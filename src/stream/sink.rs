@@ -30,6 +30,7 @@ use crate::stream::course::vocabulary::{Fact, Notice, View};
 use crate::stream::place::Place;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::wire::shard::Shard;
+use crate::wire::sharding::{Seen, Sharding};
 
 /// At most this many object events, or this many bytes of objects, are
 /// decoded before they are judged and sent. Sending them together lets a
@@ -95,9 +96,6 @@ pub(crate) struct Sink {
     /// The stream's shard, unless it is everything: no object outside it
     /// is judged, tracked or delivered.
     shard: Option<Shard>,
-    /// An object outside the shard came (the server does not shard), and
-    /// the log said so.
-    told_unsharded: bool,
     /// What happened since the stream last applied it to its course.
     facts: Vec<Fact>,
 }
@@ -124,7 +122,6 @@ impl Sink {
             metadata_only,
             batch: Batch::default(),
             shard: shard.filter(|s| !s.is_whole()),
-            told_unsharded: false,
             facts: Vec::new(),
         }
     }
@@ -257,13 +254,8 @@ impl Sink {
         rest.clear();
         self.batch.items = rest;
         drop(turn);
-        if foreign && !self.told_unsharded {
-            self.told_unsharded = true;
-            log::info!(
-                "{}: the server sent objects outside shard {}: it does not shard (ShardedListAndWatch off or unsupported); tattler filters them out here",
-                self.resource,
-                self.shard.map(|s| s.to_string()).unwrap_or_default()
-            );
+        if foreign {
+            self.saw_sharding(Seen::Outside);
         }
         if delivered {
             self.facts.push(Fact::Delivered);
@@ -289,9 +281,43 @@ impl Sink {
         }
     }
 
+    /// A LIST page's `metadata.shardInfo.selector`, when it had one: the
+    /// server says which shard it sent.
+    pub(crate) fn listed_shard_info(&self, selector: Option<&str>) {
+        if let Some(selector) = selector {
+            self.saw_sharding(Seen::ShardInfo(selector));
+        }
+    }
+
+    /// What the stream saw that says who keeps it to its shard; the log
+    /// says so whenever the verdict changes: once per resource, unless the
+    /// server's answers disagree (see [`Sharding`]).
+    fn saw_sharding(&self, seen: Seen<'_>) {
+        let Some(shard) = self.shard else {
+            return;
+        };
+        match self.counters().saw_sharding(&shard, seen) {
+            Some(Sharding::Server) => {
+                let selector = match seen {
+                    Seen::ShardInfo(s) => s,
+                    Seen::Outside => "",
+                };
+                log::info!(
+                    "{}: the server shards (shardInfo {selector:?}): it sends only shard {shard}'s objects",
+                    self.resource
+                );
+            }
+            Some(Sharding::Here) => log::info!(
+                "{}: the server sent objects outside shard {shard}: it does not shard (ShardedListAndWatch off or unsupported); tattler filters them out here",
+                self.resource
+            ),
+            _ => {}
+        }
+    }
+
     /// Whether an object is in the stream's shard. One outside it means the
     /// server did not shard (it ignored `shardSelector`): counted (and
-    /// logged once by the flush, after the turn).
+    /// said by the flush, after the turn).
     fn in_shard(&mut self, meta: &ObjectMeta) -> bool {
         let Some(shard) = self.shard else {
             return true;

@@ -164,6 +164,9 @@ pub(crate) enum ListItem<'a> {
 pub(crate) struct ListMeta {
     pub resource_version: Rv,
     pub continue_token: Option<String>,
+    /// `shardInfo.selector`: the shard selector the server applied, echoed
+    /// in its own words (only a server that shards sends it).
+    pub shard_selector: Option<String>,
 }
 
 /// Why a LIST body could not be read.
@@ -184,6 +187,14 @@ struct RawListMeta {
     resource_version: String,
     #[serde(rename = "continue", default)]
     continue_token: Option<String>,
+    #[serde(rename = "shardInfo", default)]
+    shard_info: Option<RawShardInfo>,
+}
+
+#[derive(Deserialize)]
+struct RawShardInfo {
+    #[serde(default)]
+    selector: String,
 }
 
 /// The longest `metadata` of a LIST page, and key, read.
@@ -342,6 +353,7 @@ impl<R: Read> ListReader<R> {
                             self.meta = Some(ListMeta {
                                 resource_version: Rv::new(&raw.resource_version),
                                 continue_token: raw.continue_token.filter(|c| !c.is_empty()),
+                                shard_selector: raw.shard_info.map(|i| i.selector),
                             });
                             self.state = ListState::AfterMember;
                         }
@@ -635,6 +647,30 @@ mod tests {
         );
         let (got, _) = items(PAGE1, 1 << 20, 100).unwrap();
         assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn a_list_page_says_which_shard_the_server_sent() {
+        // As kube-apiserver v1.36.3 with ShardedListAndWatch sent it for
+        // configmaps (the request's selector had no spaces).
+        let body = br#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"204","shardInfo":{"selector":"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"}},"items":[{"a":1}]}"#;
+        for chunk in [1, 7, body.len()] {
+            let (got, meta) = items(body, 100, chunk).unwrap();
+            assert_eq!(got, [r#"{"a":1}"#]);
+            assert_eq!(
+                meta.shard_selector.as_deref(),
+                Some("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')")
+            );
+            assert_eq!(meta.resource_version, Rv::new("204"));
+        }
+        // A PartialObjectMetadataList from the same server, a server without
+        // the gate, and a null one: none.
+        for body in [
+            &br#"{"kind":"PartialObjectMetadataList","metadata":{"resourceVersion":"204"},"items":[]}"#[..],
+            br#"{"metadata":{"resourceVersion":"204","shardInfo":null},"items":[]}"#,
+        ] {
+            assert_eq!(items(body, 100, 5).unwrap().1.shard_selector, None);
+        }
     }
 
     #[test]

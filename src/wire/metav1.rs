@@ -8,7 +8,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::resource_version::Rv;
 use crate::wire::dates::civil_from_days;
+use crate::wire::frames::ListMeta;
 use crate::wire::go_json::{int, raw_json, string, Obj};
 use crate::wire::protobuf::{Fields, PbError, Value};
 
@@ -16,9 +18,12 @@ use crate::wire::protobuf::{Fields, PbError, Value};
 /// (or left out, under `omitzero`).
 const ZERO_TIME: i64 = -62_135_596_800;
 
-/// The `resourceVersion` and `continue` of a LIST's `ListMeta`.
-pub(crate) fn list_meta(raw: &[u8]) -> Result<(String, Option<String>), PbError> {
-    let (mut rv, mut cont) = (String::new(), None);
+/// The `resourceVersion`, `continue` and `shardInfo.selector` of a LIST's
+/// `ListMeta`. `shardInfo` is field 5, a `ShardInfo` whose `selector` is
+/// field 1 (kubernetes/apimachinery `pkg/apis/meta/v1/generated.proto`,
+/// commit 3f48e279c1cc5829a479abfdf7eb184a6229f1ed, `ShardedListAndWatch`).
+pub(crate) fn list_meta(raw: &[u8]) -> Result<ListMeta, PbError> {
+    let (mut rv, mut cont, mut shard_selector) = (String::new(), None, None);
     let mut f = Fields::new(raw);
     while let Some((n, v)) = f.next_field()? {
         match n {
@@ -27,10 +32,25 @@ pub(crate) fn list_meta(raw: &[u8]) -> Result<(String, Option<String>), PbError>
                 let c = utf8(v.bytes("continue")?, "continue")?;
                 cont = (!c.is_empty()).then_some(c);
             }
+            5 => {
+                let mut info = Fields::new(v.bytes("shardInfo")?);
+                // Present, even empty: the server says it sharded by this.
+                let mut selector = String::new();
+                while let Some((n, v)) = info.next_field()? {
+                    if n == 1 {
+                        selector = utf8(v.bytes("shardInfo.selector")?, "shardInfo.selector")?;
+                    }
+                }
+                shard_selector = Some(selector);
+            }
             _ => {}
         }
     }
-    Ok((rv, cont))
+    Ok(ListMeta {
+        resource_version: Rv::new(&rv),
+        continue_token: cont,
+        shard_selector,
+    })
 }
 
 fn utf8(b: &[u8], what: &str) -> Result<String, PbError> {
@@ -427,6 +447,35 @@ pub(crate) fn time(out: &mut Vec<u8>, secs: Option<i64>) -> Result<(), PbError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A length-delimited protobuf field (numbers and lengths under 128).
+    fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![number << 3 | 2, bytes.len() as u8];
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    #[test]
+    fn a_list_meta_says_which_shard_the_server_sent() {
+        let selector =
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+        let mut raw = field(2, b"204");
+        raw.extend(field(3, b"c1"));
+        raw.extend(field(5, &field(1, selector.as_bytes())));
+        let meta = list_meta(&raw).unwrap();
+        assert_eq!(meta.resource_version, Rv::new("204"));
+        assert_eq!(meta.continue_token.as_deref(), Some("c1"));
+        assert_eq!(meta.shard_selector.as_deref(), Some(selector));
+        // Without field 5: no shard said; an empty ShardInfo: present, empty.
+        assert_eq!(list_meta(&field(2, b"204")).unwrap().shard_selector, None);
+        let mut raw = field(2, b"204");
+        raw.extend(field(5, b""));
+        assert_eq!(list_meta(&raw).unwrap().shard_selector.as_deref(), Some(""));
+        // A selector that is not UTF-8 is an error, not a guess.
+        let mut raw = field(2, b"204");
+        raw.extend(field(5, &field(1, b"\xff")));
+        assert!(list_meta(&raw).is_err());
+    }
 
     #[test]
     fn times() {

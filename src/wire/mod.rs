@@ -6,7 +6,8 @@
 //! from `go_json`, the leaf), frames and objects decoded into events and
 //! metadata, Status bodies (`decode`), discovery documents (`discovery`),
 //! resourceVersions (`rv`), dates (`dates`), the shards of a collection as the
-//! apiserver's `shardRange` places objects (`shard`), and HTTP/1.1 itself: the heads
+//! apiserver's `shardRange` places objects (`shard`) and what the server's answers
+//! prove about who shards (`sharding`), and HTTP/1.1 itself: the heads
 //! tattler writes and reads and how bodies are framed (`http`), one response
 //! read by those rules from any `Read` (`http_read`); all of these readers hold
 //! what they have read in one buffered reader (`buffered`). Pure: no I/O beyond
@@ -29,3 +30,4 @@ pub(crate) mod protobuf;
 pub(crate) mod request;
 pub(crate) mod schema;
 pub(crate) mod shard;
+pub(crate) mod sharding;

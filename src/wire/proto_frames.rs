@@ -8,7 +8,6 @@
 
 use std::io::{self, Read};
 
-use crate::resource_version::Rv;
 use crate::wire::buffered::Buffered;
 use crate::wire::frames::{FrameError, ListError, ListItem, ListMeta};
 use crate::wire::proto_json::Scratch;
@@ -298,12 +297,7 @@ impl<R: Read> ProtoListReader<R> {
                     }
                     if number == 1 {
                         let raw = self.body.small(len, MAX_SMALL, "the list's metadata")?;
-                        let (rv, continue_token) =
-                            metav1::list_meta(&raw).map_err(|e| invalid(&e.message))?;
-                        self.meta = Some(ListMeta {
-                            resource_version: Rv::new(&rv),
-                            continue_token,
-                        });
+                        self.meta = Some(metav1::list_meta(&raw).map_err(|e| invalid(&e.message))?);
                         continue;
                     }
                     if len > self.max_item as u64 {

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::common::tls::capture_log;
 use crate::common::*;
-use kube_tattler::{Change, Reader, Shard};
+use kube_tattler::{Change, Reader, Shard, Sharding};
 use tattler_fakeapi::{FakeApi, Fault};
 
 /// `shardSelector` of shard 0 and 1 of 2, as the requests carry it.
@@ -219,11 +220,12 @@ fn two_shards_split_the_pods_where_the_server_does_not_shard() {
         let s = &r.reader.stats()[0];
         // The fake sent each reader every pod: the other shard's were dropped here.
         assert!(s.other_shard_drops > 0, "{s:?}");
+        assert_eq!(s.sharding, Some(Sharding::Here), "{s:?}");
         assert!(s.resyncs >= 1, "{s:?}");
         assert_eq!(s.objects as usize, r.held.len(), "{s:?}");
         let metrics = r.reader.metrics_text();
         let series = format!(
-            "tattler_other_shard_drops_total{{resource=\"v1/pods\",shard=\"{}\"}} {}",
+            "tattler_other_shard_drops_total{{resource=\"v1/pods\",shard=\"{}\",sharding=\"here\"}} {}",
             r.shard, s.other_shard_drops
         );
         assert!(metrics.contains(&series), "{series} not in\n{metrics}");
@@ -244,12 +246,143 @@ fn two_shards_where_the_server_shards_drop_nothing() {
     assert_split(&api, &mut replicas);
     churn(&api, 0);
     assert_split(&api, &mut replicas);
-    // The server sent each reader only its part: nothing to drop here.
+    // The server sent each reader only its part: nothing to drop here. By
+    // watch-list, nothing says the server shards either: its events carry
+    // no shardInfo.
     for r in &replicas {
         let s = &r.reader.stats()[0];
         assert_eq!(s.other_shard_drops, 0, "{s:?}");
+        assert_eq!(s.sharding, Some(Sharding::Unknown), "{s:?}");
+        assert!(r
+            .reader
+            .metrics_text()
+            .contains(&format!("shard=\"{}\",sharding=\"unknown\"}}", r.shard)));
     }
     assert_requests_ask_for_the_shard(&api);
+}
+
+/// The label every series of the reader's first stream carries.
+fn sharding_label(r: &Replica) -> String {
+    let metrics = r.reader.metrics_text();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("tattler_objects{"))
+        .unwrap_or_else(|| panic!("no tattler_objects in\n{metrics}"));
+    let label = line.split("sharding=\"").nth(1).unwrap_or_default();
+    label.split('"').next().unwrap_or_default().to_string()
+}
+
+/// Waits until the reader's first stream says `want`.
+fn wait_sharding(r: &mut Replica, server: &Held, want: Sharding) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while r.reader.stats()[0].sharding != Some(want) {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}, not {want:?}",
+            r.reader.stats()[0]
+        );
+        r.converge(server);
+    }
+}
+
+/// A LIST page's `metadata.shardInfo` names the shard: the stream says the
+/// server shards, in its stats, its metrics and once in the log; a server
+/// that stops sharding is caught by the first object outside the shard, and
+/// one that shards again by its next LIST.
+#[test]
+fn a_sharded_list_says_the_server_shards_and_an_object_outside_says_it_does_not() {
+    let _w = Watchdog::new(
+        "a_sharded_list_says_the_server_shards",
+        Duration::from_secs(60),
+    );
+    let log = capture_log();
+    let api = FakeApi::start();
+    api.set_sharding(true);
+    api.set_watchlist(false);
+    seed(&api);
+    let mut r = Replica::open(&api, 0);
+    r.until_synced();
+    r.converge(&server_pods(&api));
+    let s = r.reader.stats().remove(0);
+    assert!(s.list_fallback, "{s:?}");
+    assert_eq!(s.sharding, Some(Sharding::Server), "{s:?}");
+    assert_eq!(s.other_shard_drops, 0, "{s:?}");
+    assert_eq!(sharding_label(&r), "server");
+    assert!(log
+        .wait_for(
+            &[
+                "v1/pods: the server shards (shardInfo \"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')\")",
+                "shard 0/2",
+            ],
+            Duration::from_secs(5),
+        )
+        .is_some());
+    // The server stops sharding (an apiserver without the gate takes the
+    // next watch): the first pod of the other shard proves it.
+    api.set_sharding(false);
+    let before = api.requests().len();
+    api.end_watches();
+    assert!(api.wait_requests(before + 1, Duration::from_secs(10)));
+    churn(&api, 0);
+    wait_sharding(&mut r, &server_pods(&api), Sharding::Here);
+    assert!(r.reader.stats()[0].other_shard_drops > 0);
+    assert_eq!(sharding_label(&r), "here");
+    // Sharding again, the next full state (a LIST: the history is gone
+    // while the stream is kept out) says so.
+    api.set_sharding(true);
+    for _ in 0..2 {
+        api.push_fault(
+            "pods",
+            Fault::Status {
+                code: 503,
+                reason: "ServiceUnavailable".into(),
+                message: "busy".into(),
+                retry_after: Some(1),
+            },
+        );
+    }
+    let before = api.requests().len();
+    api.end_watches();
+    assert!(api.wait_requests(before + 2, Duration::from_secs(10)));
+    churn(&api, 1);
+    api.compact();
+    wait_sharding(&mut r, &server_pods(&api), Sharding::Server);
+    assert!(r.reader.stats()[0].resyncs >= 1);
+    assert_eq!(sharding_label(&r), "server");
+}
+
+/// A metadata-only LIST (a `PartialObjectMetadataList`) carries no
+/// shardInfo, even from a server that shards: the stream cannot tell.
+#[test]
+fn a_metadata_only_list_proves_nothing() {
+    let _w = Watchdog::new(
+        "a_metadata_only_list_proves_nothing",
+        Duration::from_secs(30),
+    );
+    let api = FakeApi::start();
+    api.set_sharding(true);
+    api.set_watchlist(false);
+    seed(&api);
+    let mut c = config(&api, &["pods"]);
+    let pods: kube_tattler::ResourceSpec = "pods".parse().unwrap();
+    c.resources = vec![pods.metadata_only().in_shard(Shard::new(2, 1).unwrap())];
+    let mut r = Replica {
+        shard: Shard::new(2, 1).unwrap(),
+        reader: Reader::open(c).unwrap(),
+        held: Held::new(),
+    };
+    r.until_synced();
+    r.converge(&server_pods(&api));
+    let s = r.reader.stats().remove(0);
+    assert!(s.list_fallback, "{s:?}");
+    assert_eq!(s.other_shard_drops, 0, "{s:?}");
+    assert_eq!(s.sharding, Some(Sharding::Unknown), "{s:?}");
+    assert_eq!(sharding_label(&r), "unknown");
+    // Without a shard there is nothing to say.
+    let plain = open(&api, &["pods"]);
+    let s = plain.stats().remove(0);
+    assert_eq!(s.sharding, None, "{s:?}");
+    assert!(!plain.metrics_text().contains("sharding="));
 }
 
 #[test]

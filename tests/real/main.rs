@@ -4,7 +4,8 @@
 //! where only the real server can produce the case (`access`), the APF
 //! kit for a DaemonSet of agents (`apf`), leader election with the
 //! checkpoint kept in a ConfigMap (`election`), and collectors of several
-//! replicas, elected and sharded, killed one after the other (`replicas`).
+//! replicas, elected and sharded, killed one after the other, and whether
+//! the server shards each stream (`replicas`).
 //! `cargo test --test real cluster::` runs one topic.
 
 #[path = "../common/mod.rs"]

@@ -11,6 +11,9 @@
 //! the killed ones' included, is the server's state (a new leader resumes
 //! from the kept checkpoint: it tells its consumer what changed, not again
 //! what the store holds).
+//!
+//! And whether the server shards, as each stream of a sharded reader tells
+//! it (`StreamStats::sharding`), with `ShardedListAndWatch` on and off.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
@@ -476,4 +479,87 @@ fn measure_what_server_side_shards_save() {
         on.0 / off.0,
         on.1 as f64 / off.1 as f64
     );
+}
+
+/// Whether the server shards, as each stream tells it, against the real
+/// `ShardedListAndWatch` with watch-list off (a paged LIST, then a watch):
+/// a LIST of full objects, JSON or protobuf, echoes the selector in
+/// `metadata.shardInfo` (the server's own spacing); a metadata-only LIST
+/// (`PartialObjectMetadataList`) does not, so that stream cannot tell. With
+/// the gate off, the first configmap outside the shard says tattler filters.
+#[test]
+fn streams_say_whether_the_apiserver_shards() {
+    use kube_tattler::{Access, Change, Config, Encoding, Reader, ResourceSpec, Shard, Sharding};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for gate in [true, false] {
+        let extra: &[&str] = if gate {
+            &["--feature-gates=ShardedListAndWatch=true,WatchList=false"]
+        } else {
+            &["--feature-gates=WatchList=false"]
+        };
+        let c = Cluster::up(Duration::from_secs(240), extra);
+        let items: Vec<String> = (0..20)
+            .map(|i| {
+                format!(
+                    r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}","namespace":"{NS}"}}}}"#
+                )
+            })
+            .collect();
+        c.apply(&format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n"
+        ));
+        c.kubectl_in(
+            &["create", "-f", "-"],
+            Some(&format!(
+                r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+                items.join(",")
+            )),
+        );
+        let configmaps = ResourceSpec::parse("configmaps")
+            .unwrap()
+            .remove(0)
+            .in_namespace(NS)
+            .in_shard(Shard::new(2, 0).unwrap());
+        let streams = [
+            ("protobuf", configmaps.clone()),
+            ("json", configmaps.clone().with_encoding(Encoding::Json)),
+            ("metadata", configmaps.metadata_only()),
+        ];
+        let mut seen = Vec::new();
+        for (what, spec) in streams {
+            let mut cfg =
+                Config::new(Access::from_kubeconfig(Some(c.kubeconfig().as_ref()), None).unwrap());
+            cfg.tuning.page_size = 5;
+            cfg.resources = vec![spec];
+            let r = Reader::open(cfg).unwrap();
+            loop {
+                let e = r.next_timeout(Duration::from_secs(60)).unwrap();
+                match e.change() {
+                    Change::Synced => break,
+                    Change::Add | Change::Stale => {}
+                    other => panic!("{what}: {other} while syncing: {:?}", e.error()),
+                }
+            }
+            let s = r.stats().remove(0);
+            assert!(s.list_fallback, "{what}: {s:?}");
+            let label = format!("shard=\"0/2\",sharding=\"{}\"", s.sharding.unwrap());
+            assert!(r.metrics_text().contains(&label), "{what}: {label}");
+            seen.push((what, s.sharding.unwrap()));
+            r.close();
+        }
+        let want = if gate {
+            [Sharding::Server, Sharding::Server, Sharding::Unknown]
+        } else {
+            [Sharding::Here; 3]
+        };
+        assert_eq!(
+            seen,
+            [
+                ("protobuf", want[0]),
+                ("json", want[1]),
+                ("metadata", want[2])
+            ],
+            "ShardedListAndWatch={gate}"
+        );
+    }
 }

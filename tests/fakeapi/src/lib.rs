@@ -347,8 +347,10 @@ impl FakeApi {
 
     /// `true`: behave like a server with the `ShardedListAndWatch` feature gate (KEP-5866):
     /// lists and watches with `shardSelector=shardRange(object.metadata.uid, '0x…', '0x…')`
-    /// get only the objects whose uid's FNV-1a 64 hash is in range. Off by default, as in
-    /// Kubernetes 1.36: the parameter is ignored.
+    /// get only the objects whose uid's FNV-1a 64 hash is in range, and a JSON list of full
+    /// objects says so in `metadata.shardInfo.selector` (a metadata-only list and watch events
+    /// do not, as on kube-apiserver v1.36.3). Off by default, as in Kubernetes 1.36: the
+    /// parameter is ignored.
     pub fn set_sharding(&self, on: bool) {
         self.shared.state.lock().sharding = on;
     }

@@ -1554,6 +1554,11 @@ fn serve_list(
             list_meta["remainingItemCount"] = json!(matching.len() - take);
         }
     }
+    // The applied shard selector, echoed in the server's words, on every page of a full
+    // object list; a PartialObjectMetadataList carries none (as kube-apiserver v1.36.3 does).
+    if !filter.shards.is_empty() && !meta {
+        list_meta["shardInfo"] = json!({"selector": store::shard_selector_text(&filter.shards)});
+    }
     let items: Vec<Value> = matching[..take]
         .iter()
         .map(|(_, obj)| {

@@ -856,6 +856,18 @@ pub(crate) fn parse_shard_selector(s: &str) -> Result<Vec<(u128, u128)>, String>
     Ok(out)
 }
 
+/// A shard selector as the apiserver writes it back in a list's `metadata.shardInfo`
+/// (`selector.go`'s `String()`): a space after each comma, whatever the request had.
+pub(crate) fn shard_selector_text(ranges: &[(u128, u128)]) -> String {
+    ranges
+        .iter()
+        .map(|(start, end)| {
+            format!("shardRange(object.metadata.uid, '0x{start:016x}', '0x{end:016x}')")
+        })
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
 pub(crate) fn parse_field_selector(s: &str) -> Result<Vec<FieldReq>, String> {
     let mut out = Vec::new();
     if s.trim().is_empty() {
@@ -1006,6 +1018,12 @@ mod tests {
         let both =
             format!("{upper} || shardRange(object.metadata.uid, '0x0', '0x8000000000000000')");
         assert_eq!(parse_shard_selector(&both).unwrap().len(), 2);
+        // Written back as the apiserver writes it, whatever spacing the request had.
+        let unspaced = "shardRange(object.metadata.uid,'0x0000000000000000','0x8000000000000000')";
+        assert_eq!(
+            shard_selector_text(&parse_shard_selector(unspaced).unwrap()),
+            "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+        );
         for bad in [
             "shardRange(object.metadata.name, '0x0', '0x1')",
             "shardRange(object.metadata.uid, 0x0, '0x1')",
