@@ -11,6 +11,9 @@ on a freshly restarted apiserver, each through the same phases:
   restart     cluster.sh restart-apiserver, then a marker; until every agent saw it
   compaction  apiserver stopped, etcd's revision moved past every agent's and
               compacted there, apiserver started, then a marker; until every agent saw it
+  outage      apiserver stopped for OUTAGE seconds (60; etcd keeps running), the
+              agents' connection attempts counted meanwhile, then started and a
+              marker; until every agent saw it
 
 and before them the same with no agents (the baseline). Per phase: the
 apiserver's CPU (utime+stime, the window opening on a collected heap), its
@@ -18,15 +21,25 @@ peak RSS (VmHWM, reset through /proc/PID/clear_refs), established TCP
 connections on its port, the agents' full states and resumes (from the audit
 log: the agents' ServiceAccount at Metadata level), and the seconds until
 every agent is current. At the end of each variant: the apiserver's memory
-with the fleet's idle connections and without them. Writes OUT_DIR/raw.json.
+with the fleet's idle connections and without them. TCP connection attempts
+(SYNs to the apiserver's port) and accepted connections (its SYN-ACKs) are
+counted on "lo" through a raw socket in the restart, compaction and outage
+phases. In the baseline: the apiserver CPU of a TLS handshake (fresh
+connections against one kept-alive connection). Writes OUT_DIR/raw.json.
 """
 
 import base64
+import ctypes
+import http.client
 import json
 import os
 import re
+import socket
+import ssl
+import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -44,6 +57,8 @@ RESOURCES = ("pods", "nodes", "namespaces", "services")
 TCK = os.sysconf("SC_CLK_TCK")
 KNOWN_EVENTS = {"open", "Synced", "Error", "marker", "stats", "closed", "reopen"}
 REOPEN = os.environ.get("REOPEN", "1") == "1"
+OUTAGE = float(os.environ.get("OUTAGE", "60"))  # seconds the apiserver is down in the outage phase
+TLS_N = int(os.environ.get("TLS_N", "1000"))  # connections per round of the handshake probe
 
 
 def log(msg):
@@ -230,6 +245,180 @@ def summarize(reqs):
                 s["full_state_nodes"][res].add(sel.split("=", 1)[1])
     s["full_state_nodes"] = {k: len(v) for k, v in s["full_state_nodes"].items()}
     return s
+
+
+# ---------------------------------------------------------------- connection attempts
+
+class Syns:
+    """SYNs to the apiserver's port (connection attempts) and its SYN-ACKs
+    (connections it accepted), seen on "lo" through an AF_PACKET socket with a
+    classic BPF filter: it watches and changes nothing. Kernel timestamps,
+    turned into time.monotonic()'s clock."""
+
+    def __init__(self, port):
+        self.port, self.syn, self.synack, self.error = int(port), [], [], None
+        self.lock = threading.Lock()
+        self.stopping = False
+        try:
+            self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+            self.sock.setsockopt(socket.SOL_SOCKET, 26, self.filter())  # SO_ATTACH_FILTER
+            self.sock.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS
+            self.sock.bind(("lo", 0x0800))
+            self.sock.settimeout(0.2)
+        except OSError as e:
+            self.error, self.sock = str(e), None
+            log(f"raw socket on lo refused ({e}): no SYN counts")
+            return
+        self.offset = time.time() - time.monotonic()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def filter(self):
+        # IPv4, TCP, not a fragment, SYN set, either port the apiserver's: what
+        # 'tcp[tcpflags] & tcp-syn != 0 and tcp port P' means, by hand (no tcpdump
+        # here); the kernel drops everything else, so the apiserver's traffic costs
+        # this thread nothing. (code, jump if true, jump if false, k) per instruction.
+        P, drop, accept = self.port, 14, 13
+        prog = [(0x28, 0, 0, 12), (0x15, 0, drop - 2, 0x0800), (0x30, 0, 0, 23), (0x15, 0, drop - 4, 6),
+                (0x28, 0, 0, 20), (0x45, drop - 6, 0, 0x1fff), (0xb1, 0, 0, 14), (0x50, 0, 0, 27),
+                (0x45, 0, drop - 9, 0x02), (0x48, 0, 0, 14), (0x15, accept - 11, 0, P), (0x48, 0, 0, 16),
+                (0x15, 0, drop - 13, P), (0x06, 0, 0, 0xffff), (0x06, 0, 0, 0)]
+        self.prog = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in prog))
+        return struct.pack("HL", len(prog), ctypes.addressof(self.prog))
+
+    def run(self):
+        while not self.stopping:
+            try:
+                data, anc, _, addr = self.sock.recvmsg(128, 64)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if addr[2] == 4:  # PACKET_OUTGOING: loopback shows it again as received
+                continue
+            t = None
+            for level, kind, val in anc:
+                if level == socket.SOL_SOCKET and kind == 35 and len(val) >= 16:
+                    sec, ns = struct.unpack("qq", val[:16])
+                    t = sec + ns / 1e9 - self.offset
+            t = t if t is not None else time.monotonic()
+            ihl = (data[14] & 0x0f) * 4
+            sport, dport = struct.unpack("!HH", data[14 + ihl:18 + ihl])
+            flags = data[14 + ihl + 13]
+            with self.lock:
+                if dport == self.port and not flags & 0x10:
+                    self.syn.append(t)
+                elif sport == self.port and flags & 0x10:
+                    self.synack.append(t)
+
+    def count(self, t0, t1):
+        """(attempts, accepted) with kernel time in [t0, t1)."""
+        if self.sock is None:
+            return None
+        with self.lock:
+            return (sum(t0 <= t < t1 for t in self.syn), sum(t0 <= t < t1 for t in self.synack))
+
+    def times(self, t0, t1):
+        with self.lock:
+            return [t - t0 for t in self.syn if t0 <= t < t1]
+
+    def close(self):
+        self.stopping = True
+        if self.sock is not None:
+            self.thread.join()
+            self.sock.close()
+
+
+def syn_summary(syns, t0, t1, agents, buckets=10.0):
+    """Attempts and accepted connections in [t0, t1), per second and per agent
+    per minute, and attempts per `buckets` seconds (the shape of the backoff)."""
+    c = syns.count(t0, t1) if syns else None
+    if c is None:
+        return {"method": "none", "error": syns.error if syns else "no counter"}
+    span = t1 - t0
+    ts = syns.times(t0, t1)
+    hist = [0] * max(1, int(span // buckets + (span % buckets > 0.5)))
+    for t in ts:
+        hist[min(len(hist) - 1, int(t // buckets))] += 1
+    return {"method": "AF_PACKET raw socket on lo (SYN to the apiserver port, SYN-ACK from it)",
+            "seconds": span, "attempts": c[0], "accepted": c[1], "attempts_per_s": c[0] / span,
+            "attempts_per_agent_per_min": c[0] / agents / span * 60 if agents else None,
+            "bucket_s": buckets, "attempts_by_bucket": hist}
+
+
+# ---------------------------------------------------------------- TLS handshakes
+
+def tls_probe(token):
+    """The apiserver CPU of a TLS handshake: N authenticated GETs (the agents'
+    token, one Node) on N fresh connections (full handshakes), on N connections
+    resuming one TLS session, and on one kept-alive connection; twice, in turn.
+    The difference per connection is what a connection costs beyond its request."""
+    e = env()
+    host, port = "127.0.0.1", int(e["APISERVER_PORT"])
+    ctx = ssl.create_default_context(cafile=e["K8S_CA"])
+    hdrs = {"Authorization": "Bearer " + token, "Accept": "application/json"}
+    path = "/api/v1/nodes/node-000"
+
+    def get(c):
+        c.request("GET", path, headers=hdrs)
+        r = c.getresponse()
+        r.read()
+        if r.status != 200:
+            raise SystemExit(f"tls probe: GET {path}: {r.status}")
+
+    def fresh(n):
+        for _ in range(n):
+            c = http.client.HTTPSConnection(host, port, context=ctx, timeout=30)
+            get(c)
+            c.close()
+
+    def resumed(n):
+        c = http.client.HTTPSConnection(host, port, context=ctx, timeout=30)
+        get(c)  # TLS 1.3 tickets arrive after the handshake: read a response first
+        sess = c.sock.session
+        c.close()
+        reused = 0
+        for _ in range(n):
+            raw = socket.create_connection((host, port), timeout=30)
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client's own connect does
+            s = ctx.wrap_socket(raw, server_hostname=host, session=sess)
+            reused += s.session_reused
+            c = http.client.HTTPSConnection(host, port, context=ctx, timeout=30)
+            c.sock = s
+            get(c)
+            if s.session is not None:
+                sess = s.session
+            c.close()
+        return reused
+
+    def kept(n):
+        c = http.client.HTTPSConnection(host, port, context=ctx, timeout=30)
+        for _ in range(n):
+            get(c)
+        c.close()
+
+    pid = e["APISERVER_PID"]
+    out = {"n": TLS_N, "path": path, "rounds": []}
+    kept(50)
+    fresh(20)  # warm the token cache and the handshake path
+    for _ in range(2):
+        rnd = {}
+        for name, f in (("kept_alive", kept), ("fresh", fresh), ("resumed", resumed)):
+            settle()
+            c0, t0 = cpu_ticks(pid), time.monotonic()
+            x = f(TLS_N)
+            rnd[name] = {"cpu_s": (cpu_ticks(pid) - c0) / TCK, "wall_s": time.monotonic() - t0}
+            if name == "resumed":
+                rnd[name]["sessions_reused"] = x
+        out["rounds"].append(rnd)
+    for k in ("kept_alive", "fresh", "resumed"):
+        out[k + "_cpu_s"] = sum(r[k]["cpu_s"] for r in out["rounds"])
+    n = TLS_N * len(out["rounds"])
+    out["full_handshake_cpu_ms"] = (out["fresh_cpu_s"] - out["kept_alive_cpu_s"]) / n * 1000
+    out["resumed_handshake_cpu_ms"] = (out["resumed_cpu_s"] - out["kept_alive_cpu_s"]) / n * 1000
+    with ctx.wrap_socket(socket.create_connection((host, port)), server_hostname=host) as t:
+        out["tls_version"], out["cipher"] = t.version(), t.cipher()[0]
+    return out
 
 
 # ---------------------------------------------------------------- the agents
@@ -439,14 +628,16 @@ def phase_churn(fleet):
                    agent_events=fleet.events(w.t0, time.monotonic()) if fleet else {})
 
 
-def phase_restart(fleet, compaction=False):
+def phase_restart(fleet, mode="restart"):
+    """restart: cluster.sh restart-apiserver; compaction: stopped, etcd compacted
+    past every resourceVersion, started; outage: stopped for OUTAGE seconds, started."""
     settle()
     before = fleet.stats() if fleet else []
     w = Window()
     w.apiserver_stopping()
     t_stop = time.monotonic()
     extra = {}
-    if compaction:
+    if mode == "compaction":
         _, down_s = cluster("stop-apiserver")
         # Move etcd's revision past every agent's (puts outside /registry), then
         # compact there: whatever resourceVersion an agent holds is gone, and the
@@ -460,6 +651,13 @@ def phase_restart(fleet, compaction=False):
         rev, _ = cluster("compact")
         extra["compacted_at"] = rev.splitlines()[-1]
         _, up_s = cluster("start-apiserver")
+    elif mode == "outage":
+        cluster("stop-apiserver")
+        t_down = time.monotonic()
+        time.sleep(OUTAGE)
+        t_start = time.monotonic()
+        cluster("start-apiserver")
+        extra.update(outage_s=OUTAGE, seconds_stopping=t_down - t_stop, seconds_starting=time.monotonic() - t_start)
     else:
         cluster("restart-apiserver")
     t_ready = time.monotonic()
@@ -470,8 +668,19 @@ def phase_restart(fleet, compaction=False):
     else:
         last, missing = time.monotonic(), 0
     after = fleet.stats() if fleet else []
+    t_end = time.monotonic()
     r = w.close(t_stop=t_stop, t_ready=t_ready, seconds_down=t_ready - t_stop, seconds_to_current=(last - t_ready) if last else None,
                 seconds_from_stop=(last - t_stop) if last else None, agents_missing=missing, **extra)
+    agents = A if fleet else 0
+    # Connection attempts (SYNs) and accepted connections (SYN-ACKs) over the
+    # phase, and in its parts: until /readyz, and after it.
+    r["syns"] = {"window": syn_summary(SYNS, t_stop, t_end, agents),
+                 "until_ready": syn_summary(SYNS, t_stop, t_ready, agents),
+                 "after_ready": syn_summary(SYNS, t_ready, t_end, agents)}
+    if mode == "outage":
+        r["syns"].update(stopping=syn_summary(SYNS, t_stop, t_down, agents),
+                         down=syn_summary(SYNS, t_down, t_start, agents),
+                         starting=syn_summary(SYNS, t_start, t_ready, agents))
     r["stats_delta"] = stats_delta(before, after)
     if fleet:
         r["told"] = told(fleet, t_stop, t_ready, last or time.monotonic())
@@ -525,13 +734,15 @@ def told(fleet, t_stop, t_ready, t_end):
 
 
 def main():
-    global BIN_T, PODMAP
+    global BIN_T, PODMAP, SYNS
     BIN_T = os.environ["FLEET_BIN"]
     PODMAP = os.path.join(OUT, "podmap.json")
     raw = {"agents": A, "nodes": NODES, "churn_writes": CHURN, "churn_rate": RATE, "variants": {},
            "nproc": os.cpu_count(), "started_load": loadavg()}
     raw["setup"] = {"podmap": loader("podmap", "-o", PODMAP)}
     kubeconfig = os.path.join(OUT, "agent.kubeconfig")
+    SYNS = Syns(env()["APISERVER_PORT"])
+    raw["syn_counter"] = "AF_PACKET raw socket on lo" if SYNS.sock is not None else f"none: {SYNS.error}"
 
     log("baseline: no agents")
     cluster("restart-apiserver")
@@ -542,9 +753,14 @@ def main():
     time.sleep(10)
     base = {"idle_cpu_s_per_s": (cpu_ticks(e["APISERVER_PID"]) - c0) / TCK / (time.monotonic() - t0),
             "memory": memory()}
+    token = re.search(r'token: "([^"]+)"', open(kubeconfig).read()).group(1)
+    base["tls"] = tls_probe(token)
+    log(f"baseline: TLS handshake {base['tls']['full_handshake_cpu_ms']:.3f} ms of apiserver CPU "
+        f"(resumed {base['tls']['resumed_handshake_cpu_ms']:.3f})")
     base["churn"] = phase_churn(None)
     base["restart"] = phase_restart(None)
-    base["compaction"] = phase_restart(None, compaction=True)
+    base["compaction"] = phase_restart(None, "compaction")
+    base["outage"] = phase_restart(None, "outage")
     raw["baseline"] = base
     log(f"baseline: {json.dumps({k: v.get('apiserver_cpu_s') for k, v in base.items() if isinstance(v, dict)})}")
 
@@ -560,9 +776,12 @@ def main():
         log(f"{variant}: churn {r['churn']['apiserver_cpu_s']:.2f} CPU-s")
         r["restart"] = phase_restart(fleet)
         log(f"{variant}: restart {r['restart']['seconds_to_current']} s")
-        r["compaction"] = phase_restart(fleet, compaction=True)
+        r["compaction"] = phase_restart(fleet, "compaction")
         log(f"{variant}: compaction {r['compaction']['seconds_to_current']} s, "
             f"full states {r['compaction']['audit']['full_state']}")
+        r["outage"] = phase_restart(fleet, "outage")
+        log(f"{variant}: outage {r['outage']['syns']['down'].get('attempts')} connection attempts in "
+            f"{OUTAGE:.0f} s, current {r['outage']['seconds_to_current']} s after /readyz")
         time.sleep(5)
         r["memory_with"] = memory()
         r["open"] = next((l for l in fleet.lines(0) if l.get("ev") == "open"), {})
@@ -573,6 +792,7 @@ def main():
         with open(os.path.join(OUT, "raw.json"), "w") as f:
             json.dump(raw, f, indent=1)
     raw["finished_load"] = loadavg()
+    SYNS.close()
     with open(os.path.join(OUT, "raw.json"), "w") as f:
         json.dump(raw, f, indent=1)
     log("done")

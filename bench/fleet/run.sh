@@ -10,17 +10,24 @@
 #
 # Environment: AGENTS (100), NODES (100), PODS (3000), SERVICES (20), CHURN
 # (2000 pod updates), RATE (50 writes/s), VARIANTS ("tattler client-go-metadata
-# client-go-typed"), WAIT (240 s a phase may wait for its agents), SKIP_BUILD=1,
-# KEEP=1 (leave the cluster up), NO_REPORT=1.
+# client-go-typed"), WAIT (240 s a phase may wait for its agents), OUTAGE (60 s
+# the apiserver is down in the outage phase), TLS_N (1000 connections per round of
+# the baseline's TLS probe), FLEET_OUT (bench/out/fleet: the raw outputs),
+# SKIP_BUILD=1 (use the binaries built before; the report names the commit they
+# were built from, bench/target/release/BUILT_AT), KEEP=1 (leave the cluster
+# up), NO_REPORT=1.
 #
 # Writes bench/fleet/results.md and results.json (the report), raw outputs in
-# bench/out/fleet/ (not committed). Needs cargo, go, python3, curl, ss.
+# $FLEET_OUT (not committed). Several runs into one report:
+#   FLEET_OUT=bench/out/fleet-run1 NO_REPORT=1 bench/fleet/run.sh   (and run2, run3)
+#   bench/fleet/report.py bench/out/fleet-run{1,2,3} bench/fleet/results.md bench/fleet/results.json
+# Needs cargo, go, python3, curl, ss; root (or CAP_NET_RAW) to count SYNs on lo.
 set -euo pipefail
 
 FLEET="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BENCH="$(cd "$FLEET/.." && pwd)"
 ROOT="$(cd "$BENCH/.." && pwd)"
-OUT="$BENCH/out/fleet"
+OUT="$(mkdir -p "${FLEET_OUT:-$BENCH/out/fleet}" && cd "${FLEET_OUT:-$BENCH/out/fleet}" && pwd)"
 CLUSTER="$OUT/cluster"
 export CARGO_TARGET_DIR="$BENCH/target"
 export FLEET_BIN="$BENCH/target/release"
@@ -32,16 +39,23 @@ log() { printf '[fleet %s] %s\n' "$(date +%T)" "$*" >&2; }
 
 mkdir -p "$OUT" "$FLEET_BIN"
 STARTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-INVOCATION="bench/fleet/run.sh  (AGENTS=$AGENTS NODES=$NODES PODS=$PODS SERVICES=$SERVICES CHURN=$CHURN RATE=$RATE${VARIANTS:+ VARIANTS=\"$VARIANTS\"})"
+INVOCATION="bench/fleet/run.sh  (AGENTS=$AGENTS NODES=$NODES PODS=$PODS SERVICES=$SERVICES CHURN=$CHURN RATE=$RATE OUTAGE=${OUTAGE:-60}${VARIANTS:+ VARIANTS=\"$VARIANTS\"}${FLEET_OUT:+ FLEET_OUT=$FLEET_OUT})"
 
 if [ -z "${SKIP_BUILD:-}" ]; then
     log "build: tattler's agent, client-go's agent, the loaders"
+    # What the agent is built from, said before the build reads it: another
+    # engineer may edit src/ while a run goes on, and the report names this.
+    BUILT_COMMIT="$(git -C "$ROOT" rev-parse --short HEAD)"
+    BUILT_DIRTY="$(git -C "$ROOT" status --porcelain -- src Cargo.toml Cargo.lock | wc -l)"
     nice -n 10 cargo build --release --manifest-path "$FLEET/agent/Cargo.toml" >"$OUT/build-agent.log" 2>&1 ||
         { tail -n 30 "$OUT/build-agent.log" >&2; exit 1; }
     (cd "$FLEET/client-go-agent" && nice -n 10 go build -o "$FLEET_BIN/client-go-agent" .)
     (cd "$FLEET/loader" && nice -n 10 go build -o "$FLEET_BIN/fleet-loader" .)
     (cd "$BENCH/real/loader" && nice -n 10 go build -o "$FLEET_BIN/loader" .)
+    printf 'tattler_commit=%s\ntattler_dirty=%s\nbuilt=%s\n' "$BUILT_COMMIT" "$BUILT_DIRTY" \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$FLEET_BIN/BUILT_AT"
 fi
+[ -f "$FLEET_BIN/BUILT_AT" ] || { log "no $FLEET_BIN/BUILT_AT: build once without SKIP_BUILD"; exit 1; }
 K8S_BIN="${TATTLER_K8S_BIN:-$("$K8S/build.sh" | tail -n 1)}"
 export TATTLER_K8S_BIN="$K8S_BIN"
 
@@ -95,8 +109,9 @@ python3 "$FLEET/fleet.py" "$OUT" "$CLUSTER" "$K8S_BIN"
     echo "invocation=$INVOCATION"
     echo "started=$STARTED"
     echo "finished=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "tattler_commit=$(git -C "$ROOT" rev-parse --short HEAD)"
-    echo "tattler_dirty=$(git -C "$ROOT" status --porcelain -- src Cargo.toml | wc -l)"
+    # The commit the agent was built from (not HEAD now: SKIP_BUILD runs reuse a build).
+    grep -E '^(tattler_commit|tattler_dirty|built)=' "$FLEET_BIN/BUILT_AT"
+    echo "head_at_report=$(git -C "$ROOT" rev-parse --short HEAD)"
     echo "nproc=$(nproc)"
     echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
     echo "mem=$(grep MemTotal /proc/meminfo | awk '{print $2 " kB"}')"
@@ -112,4 +127,4 @@ python3 "$FLEET/fleet.py" "$OUT" "$CLUSTER" "$K8S_BIN"
     echo "pods=$PODS"
 } >"$OUT/machine.txt"
 [ -n "${NO_REPORT:-}" ] || python3 "$FLEET/report.py" "$OUT" "$FLEET/results.md" "$FLEET/results.json"
-log "done: bench/fleet/results.md"
+log "done: $OUT${NO_REPORT:+ (no report: NO_REPORT=1)}"
