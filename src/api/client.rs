@@ -386,7 +386,27 @@ impl Frames {
             Frames::Proto(r) => r.bytes(),
         }
     }
+
+    /// Reads on to the body's end, each read waiting at most `each`, over
+    /// at most [`FINISH_FRAMES`] frames: whether it ended (its connection
+    /// then serves the next request, no new TCP and TLS handshake). For a
+    /// watch the server ended after its ERROR event; what comes is
+    /// dropped, and a stop shuts the socket, so no read outlasts it.
+    pub(crate) fn finish(&mut self, timeout: &ReadTimeout, each: Duration) -> bool {
+        timeout.set(each);
+        for _ in 0..FINISH_FRAMES {
+            match self.next_frame() {
+                Ok(None) => return true,
+                Ok(Some(_)) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    }
 }
+
+/// The most frames [`Frames::finish`] reads past the server's ERROR event.
+const FINISH_FRAMES: usize = 4;
 
 /// A LIST body's items, each a JSON object.
 pub(crate) enum Items {

@@ -26,6 +26,10 @@ const CATCH_UP_PATIENCE: Duration = Duration::from_secs(5);
 /// A watch-list's initial events end within this many initial_events_timeouts.
 const INITIAL_EVENTS_TOTAL: u32 = 10;
 
+/// How long each read after the server's ERROR event may wait for the end
+/// of the watch's body (`Frames::finish`).
+const FINISH_WAIT: Duration = Duration::from_millis(200);
+
 /// The full state by watch-list; the same connection goes on with live
 /// events. Its reads wait at most `initial_events_timeout`: a server that
 /// ignores `sendInitialEvents` never sends the bookmark that ends them.
@@ -227,8 +231,17 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
         };
         p.counters().events.fetch_add(1, Ordering::Relaxed);
         match on_frame(p, frame) {
-            Ok(true) => objects += 1,
-            Ok(false) => {}
+            Ok(Handled::Object) => objects += 1,
+            Ok(Handled::Other) => {}
+            Ok(Handled::ServerError(end)) => {
+                // The server ends the watch right after its ERROR event:
+                // read to the end, so that the connection carries the next
+                // request (a 410's full state) without a new handshake.
+                if !frames.finish(&read_timeout, FINISH_WAIT) {
+                    log::debug!("{}: the watch did not end after its ERROR event", p.name);
+                }
+                break end;
+            }
             Err(end) => break end,
         }
     };
@@ -253,14 +266,23 @@ fn invalid_protobuf<'a>(message: String) -> Piece<'a> {
     })
 }
 
-/// Handles one frame: an object event joins the sink's batch (true). `Err`
-/// ends the connection.
-fn on_frame(p: &mut Parts, frame: &[u8]) -> Result<bool, End> {
+/// What one frame was.
+enum Handled {
+    /// An object event: it joined the sink's batch.
+    Object,
+    /// A bookmark, or a piece skipped.
+    Other,
+    /// The server's ERROR event: the watch ends, as this says.
+    ServerError(End),
+}
+
+/// Handles one frame. `Err` ends the connection.
+fn on_frame(p: &mut Parts, frame: &[u8]) -> Result<Handled, End> {
     let event = match decode::event(frame, p.edits()) {
         Ok(e) => e,
         Err(e) => {
             p.skip(e, frame)?;
-            return Ok(false);
+            return Ok(Handled::Other);
         }
     };
     match event {
@@ -289,15 +311,18 @@ fn on_frame(p: &mut Parts, frame: &[u8]) -> Result<bool, End> {
                 meta.kind = None; // only read to learn the kind
             }
             p.push(Decoded { kind, meta, object });
-            Ok(true)
+            Ok(Handled::Object)
         }
         Event::Bookmark {
             resource_version,
             initial_events_end,
         } => {
             p.bookmark(resource_version, initial_events_end)?;
-            Ok(false)
+            Ok(Handled::Other)
         }
-        Event::Error(s) => Err(answer::error_event(&s, !p.course().synced())),
+        Event::Error(s) => Ok(Handled::ServerError(answer::error_event(
+            &s,
+            !p.course().synced(),
+        ))),
     }
 }

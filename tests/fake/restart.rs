@@ -159,3 +159,32 @@ fn a_restart_throttling_while_its_cache_lags_makes_one_full_state() {
     restart(Down::AWhile, Then::Throttles);
     restart(Down::OneRefusal, Then::Throttles);
 }
+
+/// Issue 36 item 5: the server ends a watch right after a 410 in its 200
+/// (the last chunk in a write of its own, as the apiserver sends it); the
+/// stream reads to the end, so the full state that follows goes on the
+/// same connection: no new TCP and TLS handshake per stream per event.
+#[test]
+fn the_full_state_after_a_410_in_the_stream_goes_on_the_same_connection() {
+    let _w = Watchdog::new("restart_same_connection", Duration::from_secs(120));
+    let api = FakeApi::start();
+    pod(&api, "a", "p0");
+    let r = open(&api, &["pods"]);
+    assert_eq!(until_synced(&r), ["Add a/p0", "Synced pods"]);
+    let before = api.connections_accepted();
+    api.push_fault("pods", Fault::ExpiredInStream);
+    api.end_watches();
+    let mut got = Vec::new();
+    while !got.iter().any(|s: &String| s == "Synced pods") {
+        got.push(show(&next(&r)));
+    }
+    assert_eq!(
+        got,
+        ["Stale pods Resyncing", "Snapshot a/p0", "Synced pods"]
+    );
+    assert_eq!(
+        api.connections_accepted(),
+        before,
+        "the resume, its 410 and the full state on the connection already open"
+    );
+}

@@ -446,6 +446,11 @@ impl FakeApi {
         self.shared.state.lock().faults.clear();
     }
 
+    /// How many TCP connections it has accepted so far.
+    pub fn connections_accepted(&self) -> u64 {
+        self.shared.conns.lock().next_id
+    }
+
     /// Every request's `Accept` header so far (empty when absent), in arrival order.
     pub fn accepts(&self) -> Vec<String> {
         self.shared.state.lock().accepts.clone()

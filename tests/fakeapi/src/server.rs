@@ -33,7 +33,7 @@ pub(crate) struct Conns {
     pub(crate) closed: bool,
     pub(crate) streams: HashMap<u64, TcpStream>,
     pub(crate) threads: Vec<JoinHandle<()>>,
-    next_id: u64,
+    pub(crate) next_id: u64,
 }
 
 const FLOWSCHEMA_UID: &str = "f22c9e51-e1d0-4690-b566-ab0892e2d633";
@@ -1635,8 +1635,13 @@ fn stream_error(conn: &Conn, resp: &Resp, status: &Value) -> Flow {
     let mut chunker = Chunker::new(resp.gzip, resp.members);
     let payload = chunker.payload(&frame("ERROR", &json::compact(status, Ctx::Top)));
     out.extend_from_slice(&Chunker::frame(&payload));
-    out.extend_from_slice(&chunker.finish());
-    flow(resp, conn.send(&out))
+    if !conn.send(&out) {
+        return flow(resp, false);
+    }
+    // The apiserver writes the event, flushes, and ends the body when its
+    // handler returns: the last chunk comes in a write of its own.
+    thread::sleep(Duration::from_millis(20));
+    flow(resp, conn.send(&chunker.finish()))
 }
 
 /// Writes a watch body, applying CutAfter.
