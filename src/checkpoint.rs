@@ -239,6 +239,25 @@ impl Checkpoint {
             .all(|p| !p.resource_version.as_str().is_empty())
     }
 
+    /// Each part without a resume point (its stream was replaying or
+    /// re-syncing when it was taken) replaced by `earlier`'s part for the
+    /// same stream, when that one has a resume point: a reader resumed from
+    /// it replays what changed since, whatever the consumer took meanwhile
+    /// (taken twice is a duplicate, never a gap), where a part without one
+    /// would re-sync.
+    pub(crate) fn keep_resume_points(&mut self, earlier: &Checkpoint) {
+        for part in &mut self.resources {
+            if !part.resource_version.as_str().is_empty() {
+                continue;
+            }
+            if let Some(old) = earlier.part(&part.spec) {
+                if !old.resource_version.as_str().is_empty() {
+                    *part = old.clone();
+                }
+            }
+        }
+    }
+
     /// One shard's checkpoint of a new shard map (`specs`, each in its
     /// shard), from the checkpoints of every shard of another map (a
     /// rollout that changed the shard count): per spec, the objects of the
@@ -336,6 +355,43 @@ mod tests {
             crate::coordination::checkpoint_configmap::MAX_BYTES / each,
             9_259
         );
+    }
+
+    /// A part taken without a resume point keeps the earlier one's, so
+    /// that a leader that resumed and dies mid-replay leaves one to watch
+    /// from; a part with its own resume point stays.
+    #[test]
+    fn parts_without_a_resume_point_keep_the_earlier_ones() {
+        let pods = ResourceSpec::parse("pods").unwrap().remove(0);
+        let cms = ResourceSpec::parse("configmaps").unwrap().remove(0);
+        let part = |spec: &ResourceSpec, rv: &str, n: usize| CheckpointPart {
+            spec: spec.clone(),
+            resource_version: Rv::new(rv),
+            objects: (0..n)
+                .map(|i| Held {
+                    namespace: Some("a".into()),
+                    name: format!("o{i}"),
+                    uid: format!("u{i}"),
+                    resource_version: Rv::new("1"),
+                })
+                .collect(),
+        };
+        let earlier = Checkpoint {
+            resources: vec![part(&pods, "40", 2), part(&cms, "41", 3)],
+        };
+        let mut now = Checkpoint {
+            resources: vec![part(&pods, "", 5), part(&cms, "77", 4)],
+        };
+        now.keep_resume_points(&earlier);
+        assert_eq!(now.resources[0], earlier.resources[0]);
+        assert_eq!(now.resources[1].resource_version.as_str(), "77");
+        assert_eq!(now.resources[1].objects.len(), 4);
+        // Nothing earlier for it: left as it is.
+        let mut fresh = Checkpoint {
+            resources: vec![part(&pods, "", 5)],
+        };
+        fresh.keep_resume_points(&Checkpoint::default());
+        assert_eq!(fresh.resources[0].objects.len(), 5);
     }
 
     /// A rollout from 2 to 3 shards: each new shard's checkpoint holds the

@@ -93,8 +93,8 @@ const MOST_ALIVE: usize = 4;
 /// Seeds per run when `TATTLER_REPLICAS_SEEDS` is not set: about two
 /// minutes on an idle 2-core machine, within four on a loaded one.
 const DEFAULT_SEEDS: u64 = 8;
-/// Seeds kept out of the default run: each fails for a reason in the
-/// library, reported, and has an ignored regression test below.
+/// Seeds kept out of the default run: they have a regression test of
+/// their own below.
 const OUT_OF_DEFAULT: &[u64] = &[2, 3, 4, 6, 10, 11];
 /// Violations kept per seed (the trace has them all).
 const MOST_VIOLATIONS: usize = 20;
@@ -1295,8 +1295,8 @@ fn replicas_keep_every_invariant() {
 }
 
 // ---------------------------------------------------------------------------
-// Seeds kept out of the default run (`OUT_OF_DEFAULT`): each fails for a
-// reason in the library, reported on issue 37. Run with `--ignored`.
+// Seeds kept out of the default run (`OUT_OF_DEFAULT`): each once failed
+// for a reason in the library (issue 37), and runs here as its regression.
 
 fn regression(seeds: &[u64]) {
     let _serial = SERIAL.lock();
@@ -1309,11 +1309,13 @@ fn regression(seeds: &[u64]) {
 /// saw it (opened meanwhile) or whose last look is older than the last
 /// take: it counts the terms from 0, or from what it last saw, and leads at
 /// once, while the holder delivers until its next renewal meets the 404.
-/// The terms of that Lease go down (invariant 3), one term is delivered by
-/// two replicas (invariant 2), and a consumer fencing by term would refuse
-/// the new leader.
+/// The terms of that Lease went down (invariant 3), one term was delivered
+/// by two replicas (invariant 2). Fixed: the kept checkpoint records its
+/// writer's term (`tattler.io/term`), a Lease created again counts on from
+/// the higher of it and the last record seen, and a replica that never saw
+/// the Lease does not create it before it has been absent for a lease
+/// duration while that term is recorded.
 #[test]
-#[ignore = "the library: a Lease created again counts its terms only from what its creator saw (issue 37)"]
-fn seeds_2_3_4_6_10_11_a_lease_created_again_restarts_its_terms() {
+fn seeds_2_3_4_6_10_11_a_lease_created_again_counts_its_terms_on() {
     regression(&[2, 3, 4, 6, 10, 11]);
 }

@@ -27,16 +27,23 @@ pub(crate) struct KeptMap {
     pub object: Value,
 }
 
+/// The annotation on the kept ConfigMap that records the term of the
+/// leader that wrote it: a Lease created again (it was deleted) counts its
+/// terms on from there, and a replica that never saw the Lease does not
+/// create it at once while the election has run before.
+pub(crate) const TERM_ANNOTATION: &str = "tattler.io/term";
+
 /// The ConfigMap to PUT over `read` or to POST (`read` is `None`), its
-/// `checkpoint` key set, with `shards` the shard count its holder cut the
-/// resources into ([`SHARDS_ANNOTATION`](super::lease::SHARDS_ANNOTATION));
-/// `None` for a checkpoint that is not text (it is JSON, so never).
+/// `checkpoint` key set and `annotations` (the shard count,
+/// [`SHARDS_ANNOTATION`](super::lease::SHARDS_ANNOTATION), and the
+/// [`TERM_ANNOTATION`]); `None` for a checkpoint that is not text (it is
+/// JSON, so never).
 pub(crate) fn configmap_body(
     namespace: &str,
     name: &str,
     read: Option<&KeptMap>,
     checkpoint: &[u8],
-    shards: Option<u32>,
+    annotations: &[(&str, String)],
 ) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(checkpoint).ok()?;
     let mut doc = match read.map(|k| &k.object) {
@@ -49,8 +56,8 @@ pub(crate) fn configmap_body(
         name,
         read.map(|k| k.resource_version.as_str()),
     );
-    if let Some(n) = shards {
-        doc["metadata"]["annotations"][super::lease::SHARDS_ANNOTATION] = json!(n.to_string());
+    for (k, v) in annotations {
+        doc["metadata"]["annotations"][*k] = json!(v);
     }
     if !doc.get("data").is_some_and(Value::is_object) {
         doc["data"] = json!({});
@@ -79,6 +86,14 @@ pub(crate) fn parse_configmap(body: &[u8]) -> Option<KeptMap> {
     })
 }
 
+/// The term recorded on a kept ConfigMap ([`TERM_ANNOTATION`]).
+pub(crate) fn recorded_term(m: &KeptMap) -> Option<u64> {
+    m.object["metadata"]["annotations"][TERM_ANNOTATION]
+        .as_str()?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,7 +101,7 @@ mod tests {
     #[test]
     fn a_checkpoint_round_trips_through_its_configmap() {
         let cp = crate::checkpoint::Checkpoint::default().to_bytes();
-        let fresh = configmap_body("ns", "cp", None, &cp, None).unwrap();
+        let fresh = configmap_body("ns", "cp", None, &cp, &[]).unwrap();
         let v: Value = serde_json::from_slice(&fresh).unwrap();
         assert_eq!(v["metadata"], json!({"name": "cp", "namespace": "ns"}));
         let mut read = parse_configmap(&fresh).unwrap_or_else(|| {
@@ -97,11 +112,25 @@ mod tests {
         });
         assert_eq!(read.checkpoint.as_deref(), Some(&cp[..]));
         read.resource_version = "9".into();
-        let put: Value =
-            serde_json::from_slice(&configmap_body("ns", "cp", Some(&read), &cp, Some(3)).unwrap())
-                .unwrap();
+        let put: Value = serde_json::from_slice(
+            &configmap_body(
+                "ns",
+                "cp",
+                Some(&read),
+                &cp,
+                &[
+                    ("tattler.io/shards", "3".into()),
+                    (TERM_ANNOTATION, "7".into()),
+                ],
+            )
+            .unwrap(),
+        )
+        .unwrap();
         assert_eq!(put["metadata"]["resourceVersion"], "9");
         assert_eq!(put["metadata"]["annotations"]["tattler.io/shards"], "3");
+        assert_eq!(put["metadata"]["annotations"]["tattler.io/term"], "7");
+        let back = parse_configmap(&serde_json::to_vec(&put).unwrap()).unwrap();
+        assert_eq!(recorded_term(&back), Some(7));
         // A ConfigMap without the key: nothing to resume from.
         let other =
             parse_configmap(br#"{"metadata":{"resourceVersion":"3"},"data":{"other":"x"}}"#)
@@ -124,7 +153,7 @@ mod tests {
                 "data":{"checkpoint":"old","other":"kept"}}"#,
         )
         .unwrap();
-        let body = configmap_body("ns", "cp", Some(&read), b"new", None).unwrap();
+        let body = configmap_body("ns", "cp", Some(&read), b"new", &[]).unwrap();
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["data"], json!({"checkpoint": "new", "other": "kept"}));
         assert_eq!(v["metadata"]["labels"], json!({"team": "a"}));

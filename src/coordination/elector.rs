@@ -79,6 +79,10 @@ struct Held {
     /// When the term began, and whether its first checkpoint is written.
     since: Instant,
     checkpointed: bool,
+    /// The checkpoint the term resumed from: a part whose stream has no
+    /// resume point yet (still replaying, or re-syncing) is written as it
+    /// was there, never as one without a resume point.
+    resumed: Option<Checkpoint>,
 }
 
 /// The elector's state; see the module's header.
@@ -105,6 +109,9 @@ pub(crate) struct Elector {
     /// its own are not written over the old map's names until every Lease
     /// of this map is held by it (`checkpoint::new_map_held`).
     merged_from: Option<u32>,
+    /// Since when the Lease has been seen absent by a replica that never
+    /// saw it, while the kept checkpoint records a term.
+    absent_since: Option<Instant>,
     /// Another replica was seen using our identity (a renewal's 409 over a
     /// record we never wrote).
     twin: bool,
@@ -154,6 +161,7 @@ impl Elector {
             said_holder: None,
             twin: false,
             merged_from: None,
+            absent_since: None,
             siblings: std::collections::HashMap::new(),
             said_rollout: None,
             configmap: None,
@@ -271,10 +279,12 @@ impl Elector {
     /// creates it); the Lease as written.
     fn write_lease(&mut self, verdict: &Verdict, read: Option<&Lease>) -> Result<Lease, Write> {
         let e = &self.election;
+        let recorded = self.recorded_term();
         let record = lease::record_for(
             verdict,
             read,
             self.observed.as_ref().map(Observed::record),
+            recorded,
             &e.identity,
             e.lease_duration,
             SystemTime::now(),
@@ -349,6 +359,14 @@ impl Elector {
             }
         }
         None
+    }
+
+    /// The term the kept checkpoint records, as last read or written.
+    fn recorded_term(&self) -> Option<u64> {
+        self.configmap
+            .as_ref()?
+            .as_ref()
+            .and_then(super::checkpoint_configmap::recorded_term)
     }
 
     /// A failure status as text; a 403 also said once in an Error entry
@@ -487,11 +505,28 @@ impl Elector {
                 return next;
             }
         };
+        // No Lease, never seen by us, while the kept checkpoint says the
+        // election ran before: it may have been deleted under a holder
+        // that still delivers (it stops at its next renewal, a 404). Not
+        // created before it has been seen absent for a lease duration.
+        if read.is_none() && self.observed.is_none() && self.recorded_term().is_some() {
+            let since = *self.absent_since.get_or_insert(Instant::now());
+            if Instant::now() < since + self.election.lease_duration {
+                self.leading.fetch_sub(1, Ordering::SeqCst);
+                return next;
+            }
+        }
+        self.absent_since = None;
         let began = Instant::now();
         match self.write_lease(&verdict, read.as_ref()) {
             Ok(written) => {
                 self.failing = false;
                 self.lead(written, began, resume);
+                // A holder's turn next, at once: its first checkpoint is
+                // due as soon as its streams are synced.
+                if self.held.is_some() {
+                    return Instant::now();
+                }
             }
             Err(e) => {
                 self.leading.fetch_sub(1, Ordering::SeqCst);
@@ -530,6 +565,7 @@ impl Elector {
                     .map_or(Duration::MAX / 4, |_| Duration::from_millis(100)),
             since: began,
             checkpointed: false,
+            resumed: resume.clone(),
         });
         let mut leading = self.marker(Change::Leading, None);
         leading.holder = Some(Box::from(self.election.identity.as_str()));
@@ -547,6 +583,7 @@ impl Elector {
             );
             return;
         }
+        self.record_term();
         if let Err(e) = self.streams.start(resume.as_ref(), &term) {
             if !self.stopped() {
                 log::error!("leader election: the streams could not start: {e}");

@@ -154,24 +154,33 @@ pub(crate) fn written_secs(lease_duration: Duration) -> u64 {
 }
 
 /// The record to write for `verdict` (not [`Verdict::Wait`]) as `me` at
-/// `now`. A Lease created again after it vanished (`read` is `None`,
-/// `last_seen` the record we last saw) goes on counting its transitions:
-/// the term on entries ([`crate::Entry::term`]) never goes back.
+/// `now`. A Lease created again after it vanished (`read` is `None`)
+/// goes on counting its transitions from the last record we saw and the
+/// term the kept checkpoint records (`recorded`): the term on entries
+/// ([`crate::Entry::term`]) never goes back.
 pub(crate) fn record_for(
     verdict: &Verdict,
     read: Option<&Lease>,
     last_seen: Option<&Record>,
+    recorded: Option<u64>,
     me: &str,
     lease_duration: Duration,
     now: SystemTime,
 ) -> Record {
     let stamp = micro_time(now);
     let old = read.map(|l| &l.record);
-    let (acquire_time, transitions) = match (verdict, old, last_seen) {
-        (Verdict::Renew, Some(o), _) => (o.acquire_time.clone(), o.transitions),
-        (_, Some(o), _) => (stamp.clone(), o.transitions + 1),
-        (_, None, Some(seen)) => (stamp.clone(), seen.transitions + 1),
-        (_, None, None) => (stamp.clone(), 0),
+    let (acquire_time, transitions) = match (verdict, old) {
+        (Verdict::Renew, Some(o)) => (o.acquire_time.clone(), o.transitions),
+        (_, Some(o)) => (stamp.clone(), o.transitions + 1),
+        (_, None) => {
+            let next = last_seen
+                .map(|r| r.transitions)
+                .into_iter()
+                .chain(recorded)
+                .max()
+                .map_or(0, |t| t.saturating_add(1));
+            (stamp.clone(), next)
+        }
     };
     Record {
         holder: me.to_string(),
@@ -410,20 +419,34 @@ mod tests {
         let now = std::time::UNIX_EPOCH + Duration::from_secs(1_796_209_200);
         let d = Duration::from_secs(15);
         let ours = lease("a", 15);
-        let r = record_for(&Verdict::Renew, Some(&ours), None, "a", d, now);
+        let r = record_for(&Verdict::Renew, Some(&ours), None, None, "a", d, now);
         assert_eq!(
             (r.acquire_time.as_str(), r.transitions),
             ("2026-12-02T11:00:00.000000Z", 3)
         );
         assert_eq!(r.renew_time, "2026-12-02T11:00:00.000000Z");
-        let r = record_for(&Verdict::Acquire, Some(&lease("b", 15)), None, "a", d, now);
+        let r = record_for(
+            &Verdict::Acquire,
+            Some(&lease("b", 15)),
+            None,
+            None,
+            "a",
+            d,
+            now,
+        );
         assert_eq!((r.holder.as_str(), r.transitions), ("a", 4));
-        let r = record_for(&Verdict::Create, None, None, "a", d, now);
+        let r = record_for(&Verdict::Create, None, None, None, "a", d, now);
         assert_eq!((r.lease_duration_secs, r.transitions), (15, 0));
-        // Created again after it vanished: the terms go on.
+        // Created again after it vanished: the terms go on, from the last
+        // record seen or the term the kept checkpoint records, the higher.
         let seen = lease("b", 15).record;
-        let r = record_for(&Verdict::Create, None, Some(&seen), "a", d, now);
-        assert_eq!(r.transitions, 4);
+        let create = |seen, recorded| {
+            record_for(&Verdict::Create, None, seen, recorded, "a", d, now).transitions
+        };
+        assert_eq!(create(Some(&seen), None), 4);
+        assert_eq!(create(None, Some(9)), 10);
+        assert_eq!(create(Some(&seen), Some(2)), 4);
+        assert_eq!(create(Some(&seen), Some(6)), 7);
         let gone = released(&ours, now);
         assert_eq!(
             (
@@ -473,6 +496,7 @@ mod tests {
         let r = record_for(
             &Verdict::Acquire,
             Some(&read),
+            None,
             None,
             "a",
             Duration::from_secs(15),

@@ -156,10 +156,16 @@ fn a_leader_cut_off_stops_before_its_lease_expires_and_the_standby_takes_over() 
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(said(&next(&b)), "Following b Standby");
     wait_kept(&api, 2);
+    // a renews (its first checkpoint may come before its first renewal).
+    let lease_put = format!("PUT /apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !api.request_log().iter().any(|r| r.line == lease_put) {
+        assert!(Instant::now() < deadline, "a never renewed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // a can read but no longer write its Lease.
     api.refuse_writes(LEASES, Some(r#""holderIdentity":"a""#));
     let cut = Instant::now();
-    let lease_put = format!("PUT /apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}");
     let last_renewal = api
         .request_log()
         .into_iter()

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::Elector;
 use crate::checkpoint::Checkpoint;
 use crate::config::InClusterCheckpoint;
-use crate::coordination::checkpoint_configmap::{self, KeptMap};
+use crate::coordination::checkpoint_configmap::{self, KeptMap, TERM_ANNOTATION};
 use crate::coordination::lease::{self, SHARDS_ANNOTATION};
 use crate::coordination::lease_shares::ShardMap;
 use crate::entry::{ErrorInfo, Reason, Resource};
@@ -162,6 +162,62 @@ impl Elector {
         Ok(Some(merged))
     }
 
+    /// Records the new term on the kept ConfigMap as read (its checkpoint
+    /// unchanged), before the streams start: a Lease deleted and created
+    /// again counts its terms on from it, so a term never goes back to one
+    /// a fencing consumer has seen passed. Best effort: a failure is
+    /// logged, and the term goes on. Nothing while a rollout's merge
+    /// leaves the old map's names alone, or when there is no checkpoint in
+    /// it yet (the first one written records the term).
+    pub(super) fn record_term(&mut self) {
+        let (Some(k), Some(Some(read)), Some(term)) = (
+            self.kept.clone(),
+            self.configmap.clone(),
+            self.held.as_ref().map(|h| h.term.number()),
+        ) else {
+            return;
+        };
+        if self.merged_from.is_some() || checkpoint_configmap::recorded_term(&read) == Some(term) {
+            return;
+        }
+        let Some(data) = read.checkpoint.clone() else {
+            return;
+        };
+        let annotations = [
+            (SHARDS_ANNOTATION, self.map.count.to_string()),
+            (TERM_ANNOTATION, term.to_string()),
+        ];
+        let Some(body) = checkpoint_configmap::configmap_body(
+            &k.namespace,
+            &k.name,
+            Some(&read),
+            &data,
+            &annotations,
+        ) else {
+            return;
+        };
+        match self.call(
+            "PUT",
+            &configmap_path(&k),
+            Some(&body),
+            self.request_timeout(),
+        ) {
+            Ok((200, answer)) => {
+                self.configmap = checkpoint_configmap::parse_configmap(&answer).map(Some);
+            }
+            Ok((code, _)) => {
+                self.configmap = None;
+                log::warn!("leader election: the term could not be recorded on the checkpoint (HTTP {code})");
+            }
+            Err(e) => {
+                self.configmap = None;
+                log::warn!(
+                    "leader election: the term could not be recorded on the checkpoint: {e}"
+                );
+            }
+        }
+    }
+
     /// Whether every Lease of this shard map is held under it (annotated
     /// with its count): each of its shards read the old map's checkpoints
     /// before it wrote its Lease, so the old map's names are free to write.
@@ -231,9 +287,12 @@ impl Elector {
             }
             self.merged_from = None;
         }
-        let Some(cp) = self.streams.quiet_checkpoint() else {
+        let Some(mut cp) = self.streams.quiet_checkpoint() else {
             return QUIET_RETRY;
         };
+        if let Some(resumed) = self.held.as_ref().and_then(|h| h.resumed.as_ref()) {
+            cp.keep_resume_points(resumed);
+        }
         let first = self.held.as_ref().is_some_and(|h| !h.checkpointed);
         let due = self
             .held
@@ -290,7 +349,6 @@ impl Elector {
             return false;
         }
         self.said_too_large = false;
-        let shards = Some(self.map.count);
         for _ in 0..3 {
             if self.configmap.is_none() {
                 match self.call("GET", &configmap_path(&k), None, self.request_timeout()) {
@@ -302,12 +360,16 @@ impl Elector {
                 }
             }
             let read = self.configmap.clone().flatten();
+            let mut annotations = vec![(SHARDS_ANNOTATION, self.map.count.to_string())];
+            if let Some(h) = &self.held {
+                annotations.push((TERM_ANNOTATION, h.term.number().to_string()));
+            }
             let Some(body) = checkpoint_configmap::configmap_body(
                 &k.namespace,
                 &k.name,
                 read.as_ref(),
                 &bytes,
-                shards,
+                &annotations,
             ) else {
                 return false;
             };
