@@ -58,8 +58,12 @@ const LAGGING_CACHE: u32 = 3;
 /// 403s in a row a stream that was allowed before retries before it ends:
 /// an apiserver that is starting answers before its RBAC is loaded
 /// ("clusterrole not found"), for seconds; a permission really taken away
-/// ends the stream after about a minute of backoff.
-const FORBIDDEN_RETRIES: u32 = 6;
+/// ends the stream after about a minute of backoff. Each waits at least
+/// [`FORBIDDEN_PAUSE`], so that the retries last seconds whatever the
+/// jitter draws.
+const FORBIDDEN_RETRIES: u32 = 10;
+/// The least wait before a 403 is retried (see [`FORBIDDEN_RETRIES`]).
+const FORBIDDEN_PAUSE: Duration = Duration::from_millis(500);
 
 /// What else the stream saw of the request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -129,6 +133,9 @@ pub(crate) struct Course {
     /// comes by LIST.
     list_mode: bool,
     failures: u32,
+    /// The failures in a row so far are the server's silence (no answer):
+    /// a refusal after them starts its backoff again.
+    unreachable_spell: bool,
     reauthed: bool,
     /// A healthy connection this long forgets the failures before it.
     reset_after: Duration,
@@ -180,6 +187,7 @@ impl Course {
             doing: Doing::Discover { resumed: false },
             list_mode,
             failures: 0,
+            unreachable_spell: false,
             reauthed: false,
             reset_after,
             short_watch,
@@ -365,6 +373,18 @@ impl Course {
     }
 
     fn fail(&mut self, why: String, at_least: Option<Duration>) -> Step {
+        // A refusal after a spell of no answer (an apiserver back from a
+        // restart that answers 403 until its RBAC is loaded, or 429 while
+        // its cache fills) backs off from the first step again: the
+        // outage's length says nothing about how long the refusals last.
+        match self.cause {
+            Cause::Unreachable(_) => self.unreachable_spell = true,
+            Cause::Refused(..) if self.unreachable_spell => {
+                self.unreachable_spell = false;
+                self.failures = 0;
+            }
+            _ => self.unreachable_spell = false,
+        }
         self.failures = self.failures.saturating_add(1);
         let next = if self.replacement && self.failures >= REPLACEMENT_FAILURES {
             Next::End(None)
@@ -473,7 +493,7 @@ impl Course {
                         "forbidden ({}), though allowed before: retried (an apiserver starting answers so until its RBAC is loaded)",
                         info.message
                     ),
-                    hint: None,
+                    hint: Some(FORBIDDEN_PAUSE),
                 }
             }
             end => end,

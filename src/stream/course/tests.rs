@@ -174,6 +174,49 @@ fn failures_back_off_honour_the_server_and_reset_after_a_healthy_while() {
     );
 }
 
+/// Issue 36: the fleet's restart runs where resumes met a 403 while the
+/// new apiserver's RBAC loaded took 2.8-9.9 s to be current: the 403s
+/// backed off from the outage's count of failures. A refusal after a spell
+/// of no answer backs off from the first step again; refusals in a row
+/// then count as ever.
+#[test]
+fn a_refusal_after_an_outage_backs_off_from_the_first_step() {
+    let mut m = course_in(Phase::Watch);
+    m.next(End::Ended, seen(300_000, true));
+    let forbidden = || End::Fatal(info(403));
+    let throttled = || End::Refused {
+        code: 429,
+        why: "too many requests".into(),
+        hint: None,
+    };
+    let refused = || End::Broke("connection refused".into());
+    assert_eq!(
+        run(
+            &mut m,
+            vec![
+                (refused(), seen(5, false)),
+                (refused(), seen(5, false)),
+                (refused(), seen(5, false)),
+                (forbidden(), seen(5, false)),
+                (forbidden(), seen(5, false)),
+                (throttled(), seen(5, false)),
+                (refused(), seen(5, false)),
+                (forbidden(), seen(5, false)),
+            ]
+        ),
+        [
+            (Phase::Watch, pause(1, Duration::ZERO), false),
+            (Phase::Watch, pause(2, Duration::ZERO), false),
+            (Phase::Watch, pause(3, Duration::ZERO), false),
+            (Phase::Watch, pause(1, FORBIDDEN_PAUSE), false),
+            (Phase::Watch, pause(2, FORBIDDEN_PAUSE), false),
+            (Phase::Watch, pause(3, Duration::ZERO), false),
+            (Phase::Watch, pause(4, Duration::ZERO), false),
+            (Phase::Watch, pause(1, FORBIDDEN_PAUSE), false),
+        ]
+    );
+}
+
 #[test]
 fn watches_that_end_at_once_with_nothing_are_failures_and_then_a_resync() {
     let mut m = course_in(Phase::Watch);
@@ -722,7 +765,7 @@ fn a_403_ends_a_stream_never_allowed_and_is_retried_a_while_by_one_that_was() {
         steps[..FORBIDDEN_RETRIES as usize]
             .iter()
             .enumerate()
-            .all(|(i, n)| *n == pause(i as u32 + 1, Duration::ZERO)),
+            .all(|(i, n)| *n == pause(i as u32 + 1, FORBIDDEN_PAUSE)),
         "{steps:?}"
     );
     assert_eq!(
