@@ -1,6 +1,7 @@
 //! What the reader hands out: one [`Entry`] per change.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::resource_version::Rv;
@@ -322,7 +323,7 @@ pub struct Entry {
     pub(crate) inferred: bool,
     pub(crate) error: Option<Box<ErrorInfo>>,
     /// Under leader election: the term of the Lease it was delivered in.
-    pub(crate) term: Option<crate::delivery::term::Term>,
+    pub(crate) term: Option<Term>,
     /// On Leading and Following: who holds the Lease now.
     pub(crate) holder: Option<Box<str>>,
 }
@@ -666,5 +667,56 @@ mod tests {
         let boxed: Box<dyn std::error::Error + Send + Sync> =
             e.error().cloned().map(Into::into).unwrap();
         assert_eq!(boxed.to_string(), "Forbidden (403): pods is forbidden");
+    }
+}
+
+/// A leader's term as its entries carry it (issue 37, fencing): the
+/// number, the Lease's `leaseTransitions` when this replica took it, and
+/// whether the term has ended. The elector makes one per acquisition and
+/// ends it before it says `Following`; the reader drops an entry of an
+/// ended term that is still in the channel (`Reader::next`): no checkpoint
+/// covers it, and the next leader delivers it again. Clones share whether
+/// it ended.
+#[derive(Clone, Debug)]
+pub(crate) struct Term {
+    number: u64,
+    ended: Arc<AtomicBool>,
+}
+
+impl Term {
+    pub(crate) fn new(number: u64) -> Term {
+        Term {
+            number,
+            ended: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The Lease's `leaseTransitions` at acquisition.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// From now on, entries of this term still queued are dropped.
+    pub(crate) fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn is_ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod term_tests {
+    use super::*;
+
+    #[test]
+    fn clones_share_the_end() {
+        let t = Term::new(4);
+        let stamped = t.clone();
+        assert!(!stamped.is_ended());
+        t.end();
+        assert!(stamped.is_ended());
+        assert_eq!(stamped.number(), 4);
     }
 }

@@ -31,7 +31,7 @@ use crate::api::end::End;
 use crate::checkpoint::Checkpoint;
 use crate::config::{InClusterCheckpoint, LeaderElection};
 use crate::delivery::channel::{Out, Stop};
-use crate::delivery::term::Term;
+use crate::entry::Term;
 use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource};
 use crate::resource::ResourceSpec;
 use crate::resource_version::Rv;

@@ -13,7 +13,7 @@ pub(crate) mod lease_shares;
 use serde_json::{json, Value};
 
 use crate::checkpoint::Checkpoint;
-use crate::delivery::term::Term;
+use crate::entry::Term;
 use crate::error::Error;
 
 /// Sets the `metadata` of an object the elector writes over what it read:

@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{select, Receiver, Sender, TryRecvError, TrySendError};
 
-use super::term::Term;
-use crate::entry::{Change, Entry, Resource};
+use crate::entry::{Change, Entry, Resource, Term};
 use crate::resource_version::Rv;
 use crate::sync::{Condvar, Mutex};
 

@@ -9,12 +9,10 @@
 //!   it resumes, the namespaces' Synced gate (pure, table-tested).
 //! - `table`: what the consumer holds of each object, and the verdicts;
 //!   `store`: the compact bytes under it.
-//! - `channel`: the way out, bounded in entries and bytes; `term`: a
-//!   leader's term on its entries, and its end.
+//! - `channel`: the way out, bounded in entries and bytes.
 
 pub(crate) mod channel;
 pub(crate) mod lifecycle;
 pub(crate) mod state;
 mod store;
 pub(crate) mod table;
-pub(crate) mod term;

@@ -11,8 +11,8 @@ use super::watchset::sync_gates;
 use crate::checkpoint::Checkpoint;
 use crate::coordination::Streams;
 use crate::delivery::channel::ChannelControl;
-use crate::delivery::term::Term;
 use crate::entry::Entry;
+use crate::entry::Term;
 use crate::error::Error;
 use crate::resource::ResourceSpec;
 

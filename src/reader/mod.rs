@@ -140,7 +140,7 @@ impl Reader {
 
     /// An entry out of the channel: its bytes no longer count. `None` for
     /// an entry of a leader's term that ended while it waited in the
-    /// channel (`delivery::term`): the replica stepped down, and the next
+    /// channel (`entry::Term`): the replica stepped down, and the next
     /// leader delivers it again.
     fn taken(&self, e: Entry) -> Option<Entry> {
         self.control.give(&e);

@@ -16,7 +16,7 @@ use crate::access::transport::Transport;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::state::{ResourceState, SyncGate};
-use crate::delivery::term::Term;
+use crate::entry::Term;
 use crate::error::Error;
 use crate::resource::ResourceSpec;
 use crate::resource_version::Rv;
