@@ -155,9 +155,10 @@ pub(crate) fn written_secs(lease_duration: Duration) -> u64 {
 
 /// The record to write for `verdict` (not [`Verdict::Wait`]) as `me` at
 /// `now`. A Lease created again after it vanished (`read` is `None`)
-/// goes on counting its transitions from the last record we saw and the
-/// term the kept checkpoint records (`recorded`): the term on entries
-/// ([`crate::Entry::term`]) never goes back.
+/// goes on counting its transitions [`CREATED_AGAIN_GAP`] past the higher
+/// of the last record we saw and the term the kept checkpoint records
+/// (`recorded`): the term on entries ([`crate::Entry::term`]) never goes
+/// back, even past terms begun while their record could not be written.
 pub(crate) fn record_for(
     verdict: &Verdict,
     read: Option<&Lease>,
@@ -178,7 +179,7 @@ pub(crate) fn record_for(
                 .into_iter()
                 .chain(recorded)
                 .max()
-                .map_or(0, |t| t.saturating_add(1));
+                .map_or(0, |t| t.saturating_add(CREATED_AGAIN_GAP));
             (stamp.clone(), next)
         }
     };
@@ -190,6 +191,12 @@ pub(crate) fn record_for(
         transitions,
     }
 }
+
+/// How far past the last term it knows of a Lease created again starts:
+/// the last record seen may be older than the Lease deleted, and a term is
+/// recorded on the kept checkpoint best effort (a holder whose ConfigMap
+/// writes fail leads without it), so terms begun unseen stay below.
+pub(crate) const CREATED_AGAIN_GAP: u64 = 100;
 
 /// The record that gives the Lease up (`release`): no holder, a duration of
 /// one second, so that a standby takes it at its next look.
@@ -443,10 +450,10 @@ mod tests {
         let create = |seen, recorded| {
             record_for(&Verdict::Create, None, seen, recorded, "a", d, now).transitions
         };
-        assert_eq!(create(Some(&seen), None), 4);
-        assert_eq!(create(None, Some(9)), 10);
-        assert_eq!(create(Some(&seen), Some(2)), 4);
-        assert_eq!(create(Some(&seen), Some(6)), 7);
+        assert_eq!(create(Some(&seen), None), 103);
+        assert_eq!(create(None, Some(9)), 109);
+        assert_eq!(create(Some(&seen), Some(2)), 103);
+        assert_eq!(create(Some(&seen), Some(6)), 106);
         let gone = released(&ours, now);
         assert_eq!(
             (
