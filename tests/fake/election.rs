@@ -12,11 +12,11 @@ use kube_tattler::{
 };
 use tattler_fakeapi::FakeApi;
 
-const NS: &str = "kube-system";
-const LEASE: &str = "collector";
-const LEASES: &str = "coordination.k8s.io/v1/leases";
-const KEPT: &str = "collector-checkpoint";
-const LEASE_DURATION: Duration = Duration::from_secs(3);
+pub(crate) const NS: &str = "kube-system";
+pub(crate) const LEASE: &str = "collector";
+pub(crate) const LEASES: &str = "coordination.k8s.io/v1/leases";
+pub(crate) const KEPT: &str = "collector-checkpoint";
+pub(crate) const LEASE_DURATION: Duration = Duration::from_secs(3);
 const RETRY: Duration = Duration::from_millis(500);
 
 fn serve_leases(api: &FakeApi) {
@@ -25,7 +25,7 @@ fn serve_leases(api: &FakeApi) {
 
 /// A config for pods under the Lease, as `identity`, keeping its checkpoint
 /// in the cluster every second.
-fn elected(api: &FakeApi, identity: &str) -> Config {
+pub(crate) fn elected(api: &FakeApi, identity: &str) -> Config {
     let mut c = config(api, &["pods"]);
     let mut e = LeaderElection::new(NS, LEASE);
     e.identity = identity.into();

@@ -11,14 +11,10 @@ use std::time::{Duration, Instant};
 
 use crate::common::watchdog::Watchdog;
 use crate::common::*;
-use kube_tattler::{Change, Config, InClusterCheckpoint, LeaderElection, Reader, Reason};
+use kube_tattler::{Change, Reader, Reason};
 use tattler_fakeapi::{FakeApi, Fault};
 
-const NS: &str = "kube-system";
-const LEASE: &str = "collector";
-const LEASES: &str = "coordination.k8s.io/v1/leases";
-const KEPT: &str = "collector-checkpoint";
-const LEASE_DURATION: Duration = Duration::from_secs(3);
+use crate::election::{elected, KEPT, LEASE, LEASES, LEASE_DURATION, NS};
 
 /// How the leader goes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,18 +31,13 @@ enum Goes {
     CheckpointReadFails,
 }
 
-fn elected(api: &FakeApi, identity: &str) -> Config {
-    let mut c = config(api, &["pods"]);
-    let mut e = LeaderElection::new(NS, LEASE);
-    e.identity = identity.into();
-    e.lease_duration = LEASE_DURATION;
-    e.renew_deadline = Duration::from_secs(2);
-    e.retry_period = Duration::from_millis(500);
-    c.leader_election = Some(e);
-    let mut k = InClusterCheckpoint::new(NS, KEPT);
-    k.interval = Duration::from_secs(1);
-    c.checkpoint_in_cluster = Some(k);
-    c
+/// Waits (30 s at most: a hang, not a slow run) until `ok` holds.
+fn wait_for(what: &str, ok: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ok() {
+        assert!(Instant::now() < deadline, "waited 30 s for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// What the consumers were told, one store: uid → name.
@@ -129,11 +120,7 @@ fn hand_over(goes: Goes) -> Vec<String> {
     assert_eq!(first.change(), Change::Following);
     assert_eq!(first.holder(), Some("a"));
     // The first checkpoint comes once a's streams are synced.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while kept_rv(&api).is_none() {
-        assert!(Instant::now() < deadline, "no checkpoint after a's Synced");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for("no checkpoint after a's Synced", || kept_rv(&api).is_some());
     // From now on no checkpoint is written: `after` is in none.
     api.refuse_writes("configmaps", Some(r#""checkpoint""#));
     std::thread::sleep(Duration::from_millis(300));
@@ -290,18 +277,11 @@ fn a_kept_checkpoint_deleted_while_leading_is_created_again_and_keeps_other_keys
     let a = Reader::open(elected(&api, "a")).unwrap();
     let mut told = Told::default();
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
-    let wait = |what: &str, ok: &dyn Fn() -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !ok() {
-            assert!(Instant::now() < deadline, "{what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    wait("a checkpoint", &|| kept_rv(&api).is_some());
+    wait_for("a checkpoint", || kept_rv(&api).is_some());
     api.delete("configmaps", Some(NS), KEPT).unwrap();
     pod(&api, "a", "p1");
     told.take(&a, Duration::from_secs(30), |e| e.name() == "p1");
-    wait("the checkpoint created again", &|| kept_rv(&api).is_some());
+    wait_for("the checkpoint created again", || kept_rv(&api).is_some());
     // Somebody else's key and label on it.
     let mut cm = api.get("configmaps", Some(NS), KEPT).unwrap();
     cm["data"]["note"] = "kept".into();
@@ -309,7 +289,7 @@ fn a_kept_checkpoint_deleted_while_leading_is_created_again_and_keeps_other_keys
     api.apply("configmaps", cm);
     pod(&api, "a", "p2");
     told.take(&a, Duration::from_secs(30), |e| e.name() == "p2");
-    wait("a checkpoint of three pods", &|| {
+    wait_for("a checkpoint of three pods", || {
         api.get("configmaps", Some(NS), KEPT)
             .and_then(|cm| {
                 let text = cm["data"]["checkpoint"].as_str()?.to_string();
@@ -342,11 +322,7 @@ fn an_expired_checkpoint_is_said_before_the_resync_and_a_sweep_leaves_no_ghost()
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(next(&b).change(), Change::Following);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while kept_rv(&api).is_none() {
-        assert!(Instant::now() < deadline, "no checkpoint");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for("no checkpoint", || kept_rv(&api).is_some());
     api.refuse_writes("configmaps", Some(r#""checkpoint""#));
     pod(&api, "a", "after");
     told.take(&a, Duration::from_secs(30), |e| e.name() == "after");
@@ -542,11 +518,7 @@ fn a_checkpoint_too_large_is_said_and_the_successor_resumes_from_the_last_one() 
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(next(&b).change(), Change::Following);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while kept_rv(&api).is_none() {
-        assert!(Instant::now() < deadline, "no checkpoint");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for("no checkpoint", || kept_rv(&api).is_some());
     // 5,000 objects of 200-byte names: about 1.3 MB of checkpoint.
     let long = "x".repeat(190);
     for i in 0..5_000 {
