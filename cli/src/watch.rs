@@ -52,6 +52,7 @@ pub fn run(a: &Args) -> Result<(), String> {
         namespace: namespaces.contains(&None) || namespaces.len() > 1,
         kinds: specs.len() > 1 || wildcard,
     };
+    let flush_each = config.checkpoint_in_cluster.is_some();
     let reader = Arc::new(Reader::open(config).map_err(|e| error(&cluster::one_line(&e)))?);
     // Weak: the run's reference stays the last, so the reader is closed
     // (dropped) when the run ends; under leader election that writes the
@@ -84,6 +85,7 @@ pub fn run(a: &Args) -> Result<(), String> {
         retries: HashMap::new(),
         warn_retries: a.verbosity == 0,
         stdout_terminal,
+        flush_each,
     };
     let end = run.stream(&reader);
 
@@ -158,6 +160,9 @@ struct Watch<W: Write> {
     /// Warn of retries (without `-v`, which logs them itself).
     warn_retries: bool,
     stdout_terminal: bool,
+    /// Under leader election with a checkpoint kept in the cluster: each
+    /// entry written out before the next is asked for.
+    flush_each: bool,
 }
 
 impl<W: Write> Watch<W> {
@@ -268,6 +273,13 @@ impl<W: Write> Watch<W> {
             (Change::Leading | Change::Following, _) => {}
             _ if !self.synced_all => self.objects += 1,
             _ => {}
+        }
+        // Asking for the next entry tells the reader this one is done: a
+        // checkpoint kept in the cluster may hold it from then on, so it
+        // must be out of our buffer before, or a replica killed then loses it.
+        if self.flush_each {
+            self.printer.release(&mut self.out)?;
+            self.out.flush()?;
         }
         Ok(())
     }

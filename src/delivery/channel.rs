@@ -61,6 +61,14 @@ pub(crate) struct ChannelControl {
     /// is exact when none began while the ledgers were read (the elector's
     /// periodic checkpoint kept in the cluster).
     begun: AtomicU64,
+    /// Entries that entered the channel (counted inside their delivery, so
+    /// that a checkpoint's look sees either the count or the delivery).
+    entered: AtomicU64,
+    /// Entries the consumer took out of the channel.
+    taken: AtomicU64,
+    /// Entries the consumer is done with: those it had taken when it last
+    /// asked for another ([`ChannelControl::asks`]).
+    done: AtomicU64,
     /// Called after each entry enters the channel and once at the stop
     /// ([`crate::Reader::set_ready_hook`]: the C library's readiness fd).
     ready: OnceLock<ReadyHook>,
@@ -112,6 +120,9 @@ impl ChannelControl {
             closed: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
             begun: AtomicU64::new(0),
+            entered: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+            done: AtomicU64::new(0),
             ready: OnceLock::new(),
         }
     }
@@ -165,6 +176,33 @@ impl ChannelControl {
     pub(crate) fn deliveries(&self) -> (u64, bool) {
         let begun = self.begun.load(Ordering::SeqCst);
         (begun, self.inflight.load(Ordering::SeqCst) > 0)
+    }
+
+    /// The consumer took an entry out of the channel.
+    pub(crate) fn took(&self) {
+        self.taken.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The consumer asks for another entry: it is done with every entry it
+    /// took before. An entry counts as delivered (a checkpoint kept in the
+    /// cluster may hold it) only from then on, so that one the consumer
+    /// still holds when its process dies comes again from the next leader.
+    pub(crate) fn asks(&self) {
+        self.done
+            .store(self.taken.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+
+    /// Whether every entry that entered the channel was taken, and the
+    /// consumer has asked for another since (a moment's answer: between
+    /// two looks at [`deliveries`](Self::deliveries) that agree, exact).
+    pub(crate) fn all_done(&self) -> bool {
+        let entered = self.entered.load(Ordering::SeqCst);
+        entered == self.done.load(Ordering::SeqCst)
+    }
+
+    /// Whether the raw receiver was handed out: its takes are not counted.
+    pub(crate) fn is_off(&self) -> bool {
+        self.off.load(Ordering::Relaxed)
     }
 
     /// A stream starts sending a batch: until the guard is dropped, a reader
@@ -292,6 +330,7 @@ impl Out {
         }
         match self.tx.try_send(entry) {
             Ok(()) => {
+                self.control.entered.fetch_add(1, Ordering::SeqCst);
                 self.control.ready();
                 None
             }
@@ -310,6 +349,7 @@ impl Out {
         // Room in the channel (the common case): no select needed.
         let entry = match self.tx.try_send(entry) {
             Ok(()) => {
+                self.control.entered.fetch_add(1, Ordering::SeqCst);
                 self.control.ready();
                 return true;
             }
@@ -325,6 +365,7 @@ impl Out {
             recv(stop.own) -> _ => false,
         };
         if sent {
+            self.control.entered.fetch_add(1, Ordering::SeqCst);
             self.control.ready();
         } else {
             give_back(&self.control);
@@ -402,6 +443,37 @@ mod tests {
         out.control.close();
         assert!(out.try_send(entry()).is_some(), "closed: given back");
         assert!(rx.try_recv().is_err());
+    }
+
+    /// An entry is done only once the consumer asks for another after
+    /// taking it: sent, taken and held are not done; a send given back
+    /// (full, closed) is not counted.
+    #[test]
+    fn an_entry_is_done_once_the_consumer_asks_again() {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let out = Out {
+            tx,
+            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
+            term: None,
+        };
+        let c = &out.control;
+        assert!(c.all_done(), "nothing sent");
+        assert!(out.try_send(entry()).is_none());
+        assert!(!c.all_done(), "in the channel");
+        assert!(out.try_send(entry()).is_some(), "full: given back");
+        c.asks();
+        assert!(!c.all_done(), "asked, but not taken yet");
+        assert!(rx.try_recv().is_ok());
+        c.took();
+        assert!(!c.all_done(), "taken, still in the consumer's hands");
+        c.asks();
+        assert!(c.all_done(), "asked again: done");
+        let stop = Stop {
+            all: crossbeam_channel::never(),
+            own: crossbeam_channel::never(),
+        };
+        assert!(out.send(entry(), &stop));
+        assert!(!c.all_done(), "a new one sent");
     }
 
     /// A delivery under way (a change in the table, its entry not yet sent

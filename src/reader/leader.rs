@@ -78,12 +78,27 @@ impl Streams for LeaderStreams {
 
     fn quiet_checkpoint(&self) -> Option<Checkpoint> {
         let (begun, busy) = self.control.deliveries();
-        if busy || !self.rx.is_empty() {
+        if busy || !self.consumer_done() {
             return None;
         }
         let mut cp = super::checkpoint_of(&self.registry);
         cp.resources.retain(|r| self.named.contains(&r.spec));
         let (after, busy) = self.control.deliveries();
-        (after == begun && !busy && self.rx.is_empty()).then_some(cp)
+        (after == begun && !busy && self.consumer_done()).then_some(cp)
+    }
+}
+
+impl LeaderStreams {
+    /// Whether the consumer is done with every entry sent: it took them
+    /// all and has asked for another since (`ChannelControl::asks`), so
+    /// none is still in its hands (a line in a buffer not yet written, a
+    /// row not yet committed) when its process dies. With the raw receiver
+    /// handed out, takes are not seen: an empty channel is all there is.
+    fn consumer_done(&self) -> bool {
+        if self.control.is_off() {
+            self.rx.is_empty()
+        } else {
+            self.control.all_done()
+        }
     }
 }

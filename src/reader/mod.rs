@@ -100,6 +100,15 @@ const SPINS: u32 = 64;
 impl Reader {
     /// Blocks until the next entry.
     ///
+    /// Asking for an entry says you are done with those taken before it:
+    /// under leader election the checkpoint kept in the cluster holds an
+    /// entry only from then on, so finish an entry (write it out, commit
+    /// it) before you ask for the next, and one still in your hands when
+    /// the process dies comes again from the next leader. Every way of
+    /// asking ([`try_next`](Self::try_next), [`next_timeout`](Self::next_timeout),
+    /// the iterator) counts; with several threads taking entries, any
+    /// thread's asking counts for all.
+    ///
     /// ```no_run
     /// # let reader: kube_tattler::Reader = unimplemented!();
     /// while let Ok(entry) = reader.next() {
@@ -114,6 +123,7 @@ impl Reader {
     /// entries already queued have been handed out; every later call
     /// returns it too, at once.
     pub fn next(&self) -> Result<Entry, Closed> {
+        self.control.asks();
         loop {
             if let Some(e) = self.ready() {
                 match self.taken(e) {
@@ -144,6 +154,7 @@ impl Reader {
     /// leader delivers it again.
     fn taken(&self, e: Entry) -> Option<Entry> {
         self.control.give(&e);
+        self.control.took();
         match &e.term {
             Some(t) if t.is_ended() => None,
             _ => Some(e),
@@ -171,6 +182,7 @@ impl Reader {
     /// [`wake`](Self::wake) was called; the reader runs on.
     /// [`NextTimeoutError::Closed`]: stopped or closed, and drained.
     pub fn next_timeout(&self, timeout: Duration) -> Result<Entry, NextTimeoutError> {
+        self.control.asks();
         let deadline = std::time::Instant::now() + timeout;
         loop {
             if let Some(e) = self.ready() {
@@ -260,6 +272,7 @@ impl Reader {
     /// [`TryNextError::Empty`]: none ready yet. [`TryNextError::Closed`]:
     /// stopped or closed, and drained.
     pub fn try_next(&self) -> Result<Entry, TryNextError> {
+        self.control.asks();
         loop {
             let e = match self.rx.try_recv() {
                 Ok(e) => e,

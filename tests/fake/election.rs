@@ -65,10 +65,15 @@ fn kept_objects(api: &FakeApi) -> Option<usize> {
         .map(|c| c.objects())
 }
 
-/// Waits until the checkpoint kept in the cluster holds `n` objects.
-fn wait_kept(api: &FakeApi, n: usize) {
+/// Waits until the checkpoint kept in the cluster holds `n` objects, while
+/// `consumer` asks for more (none comes): asking again says it is done with
+/// what it took, which a checkpoint may hold only from then on.
+fn wait_kept(api: &FakeApi, consumer: &Reader, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while kept_objects(api) != Some(n) {
+        if let Ok(e) = consumer.next_timeout(Duration::ZERO) {
+            panic!("nothing more was due, {} came", show(&e));
+        }
         assert!(
             Instant::now() < deadline,
             "no checkpoint of {n} objects within 30 s: {:?}",
@@ -104,7 +109,7 @@ fn one_of_two_readers_leads_and_the_standby_resumes_from_the_kept_checkpoint_on_
     assert_eq!(lease["spec"]["holderIdentity"], "a");
     assert_eq!(lease["spec"]["leaseDurationSeconds"], 3);
     // The periodic checkpoint holds what a's consumer took.
-    wait_kept(&api, 3);
+    wait_kept(&api, &a, 3);
     a.stop();
     assert!(a.next_timeout(Duration::from_secs(30)).is_err(), "drained");
     // Changes during the handover: a streams no more, b not yet.
@@ -155,7 +160,7 @@ fn a_leader_cut_off_stops_before_its_lease_expires_and_the_standby_takes_over() 
     assert_eq!(until_synced(&a), ["Add a/p0", "Add a/p1", "Synced pods"]);
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(said(&next(&b)), "Following b Standby");
-    wait_kept(&api, 2);
+    wait_kept(&api, &a, 2);
     // a renews (its first checkpoint may come before its first renewal).
     let lease_put = format!("PUT /apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}");
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -240,7 +245,7 @@ fn leader_election_refuses_what_it_cannot_do() {
 }
 
 #[test]
-fn the_kept_checkpoint_holds_only_what_the_consumer_took() {
+fn the_kept_checkpoint_holds_only_what_the_consumer_is_done_with() {
     let _w = Watchdog::new("election_kept_taken", Duration::from_secs(120));
     let api = FakeApi::start();
     serve_leases(&api);
@@ -251,7 +256,7 @@ fn the_kept_checkpoint_holds_only_what_the_consumer_took() {
     assert_eq!(said(&next(&a)), "Following a Standby");
     assert_eq!(said(&next(&a)), "Leading a");
     assert_eq!(until_synced(&a), ["Add a/p0", "Add a/p1", "Synced pods"]);
-    wait_kept(&api, 2);
+    wait_kept(&api, &a, 2);
     // In the channel, not taken: three intervals pass without it in the
     // checkpoint.
     pod(&api, "a", "p2");
@@ -261,7 +266,13 @@ fn the_kept_checkpoint_holds_only_what_the_consumer_took() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(take(&a, 1), ["Add a/p2"]);
-    wait_kept(&api, 3);
+    // Taken, and still in the consumer's hands: not kept either.
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        assert_eq!(kept_objects(&api), Some(2), "an entry still held was kept");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_kept(&api, &a, 3);
 }
 
 #[test]
@@ -289,7 +300,7 @@ fn a_damaged_kept_checkpoint_is_said_and_the_leader_starts_from_nothing() {
     );
     assert_eq!(until_synced(&a), ["Add a/p0", "Synced pods"]);
     // Written over with a good one.
-    wait_kept(&api, 1);
+    wait_kept(&api, &a, 1);
 }
 
 /// Issue 37: after a replica says Following, its consumer gets nothing

@@ -120,6 +120,8 @@ fn hand_over(goes: Goes) -> Vec<String> {
     assert_eq!(first.change(), Change::Following);
     assert_eq!(first.holder(), Some("a"));
     // The first checkpoint comes once a's streams are synced.
+    // Asking again (nothing comes): done with what it took.
+    told.take(&a, Duration::ZERO, |_| false);
     wait_for("no checkpoint after a's Synced", || kept_rv(&api).is_some());
     // From now on no checkpoint is written: `after` is in none.
     api.refuse_writes("configmaps", Some(r#""checkpoint""#));
@@ -277,10 +279,14 @@ fn a_kept_checkpoint_deleted_while_leading_is_created_again_and_keeps_other_keys
     let a = Reader::open(elected(&api, "a")).unwrap();
     let mut told = Told::default();
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
+    // Asking again (nothing comes): done with what it took.
+    told.take(&a, Duration::ZERO, |_| false);
     wait_for("a checkpoint", || kept_rv(&api).is_some());
     api.delete("configmaps", Some(NS), KEPT).unwrap();
     pod(&api, "a", "p1");
     told.take(&a, Duration::from_secs(30), |e| e.name() == "p1");
+    // Asking again (nothing comes): done with what it took.
+    told.take(&a, Duration::ZERO, |_| false);
     wait_for("the checkpoint created again", || kept_rv(&api).is_some());
     // Somebody else's key and label on it.
     let mut cm = api.get("configmaps", Some(NS), KEPT).unwrap();
@@ -289,6 +295,8 @@ fn a_kept_checkpoint_deleted_while_leading_is_created_again_and_keeps_other_keys
     api.apply("configmaps", cm);
     pod(&api, "a", "p2");
     told.take(&a, Duration::from_secs(30), |e| e.name() == "p2");
+    // Asking again (nothing comes): done with what it took.
+    told.take(&a, Duration::ZERO, |_| false);
     wait_for("a checkpoint of three pods", || {
         api.get("configmaps", Some(NS), KEPT)
             .and_then(|cm| {
@@ -322,6 +330,8 @@ fn an_expired_checkpoint_is_said_before_the_resync_and_a_sweep_leaves_no_ghost()
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(next(&b).change(), Change::Following);
+    // Asking again (nothing comes): done with what it took.
+    told.take(&a, Duration::ZERO, |_| false);
     wait_for("no checkpoint", || kept_rv(&api).is_some());
     api.refuse_writes("configmaps", Some(r#""checkpoint""#));
     pod(&api, "a", "after");
@@ -518,6 +528,8 @@ fn a_checkpoint_too_large_is_said_and_the_successor_resumes_from_the_last_one() 
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(next(&b).change(), Change::Following);
+    // Asking again (nothing comes): done with what it took.
+    told.take(&a, Duration::ZERO, |_| false);
     wait_for("no checkpoint", || kept_rv(&api).is_some());
     // 5,000 objects of 200-byte names: about 1.3 MB of checkpoint.
     let long = "x".repeat(190);
@@ -541,5 +553,69 @@ fn a_checkpoint_too_large_is_said_and_the_successor_resumes_from_the_last_one() 
     let got = told.take(&b, Duration::from_secs(60), is(Change::Leading));
     assert!(got.last().is_some_and(|s| s.contains("Leading")), "{got:?}");
     told.take(&b, Duration::from_secs(60), is(Change::Synced));
+    assert_eq!(told.objects, server(&api));
+}
+
+/// The checkpoint kept in the cluster holds an entry only once the
+/// consumer has asked for another: one still in its hands (a line in a
+/// buffer, a row not yet committed) when the process dies comes again
+/// from the next leader. Under load, the command's replicas lost an
+/// entry this way: taken into its output buffer, covered by a checkpoint
+/// written before the buffer was, then killed (`tests/real/replicas.rs`).
+#[test]
+fn an_entry_the_consumer_still_holds_is_in_no_checkpoint_until_it_asks_again() {
+    let _w = Watchdog::new("handover_held", Duration::from_secs(120));
+    let api = FakeApi::start();
+    api.add_resource("coordination.k8s.io", "v1", "leases", "Lease", true);
+    pod(&api, "a", "kept");
+    let mut told = Told::default();
+    let a = Reader::open(elected(&api, "a")).unwrap();
+    told.take(&a, Duration::from_secs(30), is(Change::Synced));
+    // Asking again (nothing comes): done with Synced and what came before.
+    told.take(&a, Duration::from_millis(100), |_| false);
+    wait_for("no checkpoint after a's Synced", || kept_rv(&api).is_some());
+    let holds = |name: &str| {
+        api.get("configmaps", Some(NS), KEPT).is_some_and(|cm| {
+            cm["data"]["checkpoint"]
+                .as_str()
+                .is_some_and(|c| c.contains(&format!("\"{name}\"")))
+        })
+    };
+    pod(&api, "a", "held");
+    let got = told.take(&a, Duration::from_secs(30), |e| e.name() == "held");
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("Add a/held"),
+        "{got:?}"
+    );
+    // Held: the checkpoint is tried every 100 ms and due every second.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !holds("held"),
+        "a checkpoint holds an entry the consumer still holds"
+    );
+    // Asked again: done with it, and the next checkpoint holds it.
+    assert!(a.next_timeout(Duration::from_millis(10)).is_err());
+    wait_for(
+        "no checkpoint holding the entry once the consumer asked again",
+        || holds("held"),
+    );
+    // Killed while holding the next one: the successor delivers it.
+    pod(&api, "a", "dying");
+    let got = told.take(&a, Duration::from_secs(30), |e| e.name() == "dying");
+    assert_eq!(
+        got.last().map(String::as_str),
+        Some("Add a/dying"),
+        "{got:?}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    api.refuse_writes(LEASES, Some(r#""holderIdentity":"a""#));
+    api.refuse_writes("configmaps", Some(r#""checkpoint""#));
+    drop(a);
+    api.refuse_writes("configmaps", None);
+    let b = Reader::open(elected(&api, "b")).unwrap();
+    let got = told.take(&b, Duration::from_secs(60), is(Change::Synced));
+    assert!(got.contains(&"Add a/dying".to_string()), "{got:?}");
+    assert!(!got.contains(&"Add a/held".to_string()), "{got:?}");
     assert_eq!(told.objects, server(&api));
 }
