@@ -1,8 +1,9 @@
 //! What the reader hands out: one [`Entry`] per change.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use crate::resource_version::Rv;
 
@@ -671,29 +672,60 @@ mod tests {
 }
 
 /// A leader's term as its entries carry it (issue 37, fencing): the
-/// number, the Lease's `leaseTransitions` when this replica took it, and
-/// whether the term has ended. The elector makes one per acquisition and
-/// ends it before it says `Following`; the reader drops an entry of an
-/// ended term that is still in the channel (`Reader::next`): no checkpoint
-/// covers it, and the next leader delivers it again. Clones share whether
-/// it ended.
+/// number, the Lease's `leaseTransitions` when this replica took it,
+/// whether the term has ended, and until when it may deliver: its last
+/// renewal's start plus the renew deadline. The elector makes one per
+/// acquisition, moves its end on at each renewal, and ends it before it
+/// says `Following`. The reader drops an entry of a term that ended, or
+/// whose time ran out while the elector could not run (a starved thread):
+/// no checkpoint covers it, and the next leader delivers it again.
+/// Clones share the end and the time.
 #[derive(Clone, Debug)]
 pub(crate) struct Term {
     number: u64,
     ended: Arc<AtomicBool>,
+    /// Nanoseconds after [`base`] until which the term may deliver.
+    until: Arc<AtomicU64>,
+}
+
+/// The instant terms count their time from.
+fn base() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
+}
+
+fn nanos(at: Instant) -> u64 {
+    u64::try_from(at.saturating_duration_since(base()).as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl Term {
-    pub(crate) fn new(number: u64) -> Term {
+    /// A term that may deliver until `until`.
+    pub(crate) fn new(number: u64, until: Instant) -> Term {
         Term {
             number,
             ended: Arc::new(AtomicBool::new(false)),
+            until: Arc::new(AtomicU64::new(nanos(until))),
+        }
+    }
+
+    /// A term's number alone, for an entry handed out whatever becomes of
+    /// the term (its `Leading`).
+    pub(crate) fn marker(number: u64) -> Term {
+        Term {
+            number,
+            ended: Arc::new(AtomicBool::new(false)),
+            until: Arc::new(AtomicU64::new(u64::MAX)),
         }
     }
 
     /// The Lease's `leaseTransitions` at acquisition.
     pub(crate) fn number(&self) -> u64 {
         self.number
+    }
+
+    /// Renewed: the term may deliver until `until`.
+    pub(crate) fn extend(&self, until: Instant) {
+        self.until.store(nanos(until), Ordering::SeqCst);
     }
 
     /// From now on, entries of this term still queued are dropped.
@@ -704,15 +736,50 @@ impl Term {
     pub(crate) fn is_ended(&self) -> bool {
         self.ended.load(Ordering::SeqCst)
     }
+
+    /// Whether an entry of this term may still be handed out at `now`; a
+    /// term whose time ran out is ended here, so that its elector steps
+    /// down at its next look even if a late renewal succeeds.
+    pub(crate) fn delivers(&self, now: Instant) -> bool {
+        if self.is_ended() {
+            return false;
+        }
+        if nanos(now) > self.until.load(Ordering::SeqCst) {
+            self.end();
+            return false;
+        }
+        true
+    }
 }
 
 #[cfg(test)]
 mod term_tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_term_delivers_until_its_time_runs_out_then_ends() {
+        let now = Instant::now();
+        let t = Term::new(1, now + Duration::from_secs(2));
+        assert!(t.delivers(now));
+        assert!(t.delivers(now + Duration::from_secs(2)));
+        // Renewed: on until the new time.
+        t.extend(now + Duration::from_secs(4));
+        assert!(t.delivers(now + Duration::from_secs(3)));
+        // Past it: not handed out, and ended for good (a late renewal
+        // does not bring it back).
+        let stamped = t.clone();
+        assert!(!stamped.delivers(now + Duration::from_secs(5)));
+        t.extend(now + Duration::from_secs(10));
+        assert!(t.is_ended());
+        assert!(!t.delivers(now + Duration::from_secs(6)));
+        // A Leading's term never runs out.
+        assert!(Term::marker(1).delivers(now + Duration::from_secs(86_400 * 365)));
+    }
 
     #[test]
     fn clones_share_the_end() {
-        let t = Term::new(4);
+        let t = Term::new(4, Instant::now() + Duration::from_secs(60));
         let stamped = t.clone();
         assert!(!stamped.is_ended());
         t.end();

@@ -309,8 +309,11 @@ impl Book {
             ));
         }
         let base = term_base(&lease);
-        if !(base..base + TERM_BAND).contains(&t) {
-            // Invariant 3: its terms began again (a Lease created from nothing).
+        // Invariant 3: its terms began again (a Lease created from nothing)
+        // after a term of it was delivered. A Lease deleted before any
+        // replica saw it or recorded a term of it (the seeded term was
+        // never led) may start from 0: no consumer holds a term to compare.
+        if !(base..base + TERM_BAND).contains(&t) && self.led.contains_key(&lease) {
             self.violation(format!(
                 "invariant 3: {who} leads {lease} in term {t}, below the {base} it started at"
             ));
@@ -1316,15 +1319,20 @@ fn regression(seeds: &[u64]) {
 /// the Lease does not create it before it has been absent for a lease
 /// duration while that term is recorded.
 ///
-/// Ignored: under CI's load (stress-ng on both cores) seeds 2 and 3 each
-/// failed once (2026-12-06): an old holder's entries still taken after the
-/// re-created Lease's first delivery. The sim's lease leaves 1 s between
-/// the renew deadline (2 s) and the lease (3 s), and a starved elector
-/// thread ended its term later than that: the documented bound on two
-/// holders (docs/agents.md), not yet fenced by time at the consumer's
-/// take. Run with `--ignored`.
+/// Under CI's load (stress-ng on both cores) seeds 2 and 3 each failed
+/// once (2026-12-06): an old holder's entries still taken after the
+/// re-created Lease's first delivery, its starved elector thread ending
+/// its term past the 1 s between the renew deadline (2 s) and the lease
+/// (3 s). Fixed: a term delivers only until its last renewal's start plus
+/// the renew deadline, judged at the consumer's take (`Term::delivers`),
+/// and a vanished Lease is created again only a lease duration after it
+/// was first seen absent.
+///
+/// Still ignored: under stress-ng, seed 6 gives one term to two replicas
+/// (a Lease deleted twice, each time created again by a replica that knew
+/// the same last term, so both count on to the same number), left open.
 #[test]
-#[ignore = "overlaps past the 1 s lease margin under CI load (issue 37, left)"]
+#[ignore = "seed 6 under load: a Lease created again twice gets the same term twice (issue 37, left)"]
 fn seeds_2_3_4_6_10_11_a_lease_created_again_counts_its_terms_on() {
     regression(&[2, 3, 4, 6, 10, 11]);
 }

@@ -505,11 +505,14 @@ impl Elector {
                 return next;
             }
         };
-        // No Lease, never seen by us, while the kept checkpoint says the
-        // election ran before: it may have been deleted under a holder
-        // that still delivers (it stops at its next renewal, a 404). Not
-        // created before it has been seen absent for a lease duration.
-        if read.is_none() && self.observed.is_none() && self.recorded_term().is_some() {
+        // No Lease, while we saw it before or the kept checkpoint says the
+        // election ran: it may have been deleted under a holder that still
+        // delivers (it stops at its next renewal, a 404, and delivers no
+        // later than the renew deadline after that renewal began, before
+        // the delete). Not created before it has been seen absent for a
+        // lease duration: the last change we saw of it may be older than
+        // the holder's last renewal (a look missed while starved).
+        if read.is_none() && (self.observed.is_some() || self.recorded_term().is_some()) {
             let since = *self.absent_since.get_or_insert(Instant::now());
             if Instant::now() < since + self.election.lease_duration {
                 self.leading.fetch_sub(1, Ordering::SeqCst);
@@ -551,7 +554,10 @@ impl Elector {
             Instant::now(),
         ));
         // Counted in `leading` since try_acquire.
-        let term = Term::new(written.record.transitions);
+        let term = Term::new(
+            written.record.transitions,
+            began + self.election.renew_deadline,
+        );
         self.held = Some(Held {
             lease: written,
             term: term.clone(),
@@ -572,7 +578,7 @@ impl Elector {
         // The term's number, not its end: a Leading still queued when the
         // term ends is handed out, so that the Following after it is
         // never one the consumer cannot place.
-        self.send_in(leading, &Term::new(term.number()));
+        self.send_in(leading, &Term::marker(term.number()));
         // The send may have waited for the consumer: no stream starts on a
         // Lease that may have expired meanwhile.
         if lease::must_stop(began, self.election.renew_deadline, Instant::now()) {
@@ -600,6 +606,17 @@ impl Elector {
     /// checkpoint when due. When to wake next.
     fn hold(&mut self) -> Instant {
         let deadline = self.election.renew_deadline;
+        // The consumer took an entry past the renew deadline (this thread
+        // could not run): the term ended there, and what it dropped comes
+        // again only from a new term, resumed from the checkpoint.
+        if self.held.as_ref().is_some_and(|h| h.term.is_ended()) {
+            self.step_down(
+                Reason::RenewFailed,
+                format!("the Lease was not renewed for {deadline:?} (an entry was due meanwhile)"),
+                None,
+            );
+            return Instant::now() + self.election.retry_period;
+        }
         let now = Instant::now();
         if self.held.as_ref().is_some_and(|h| now >= h.next_renewal) {
             let began = now;
@@ -609,6 +626,7 @@ impl Elector {
                     if let Some(h) = &mut self.held {
                         h.lease = written;
                         h.renewed = began;
+                        h.term.extend(began + deadline);
                     }
                 }
                 Err(Renewal::Lost(holder)) => {
@@ -793,10 +811,11 @@ impl Elector {
         self.out = None;
         self.pending.clear();
         let _ = self.finish.recv();
-        let Some(renewed) = self.held.as_ref().map(|h| h.renewed) else {
+        let Some((renewed, ended)) = self.held.as_ref().map(|h| (h.renewed, h.term.is_ended()))
+        else {
             return;
         };
-        if lease::must_stop(renewed, self.election.renew_deadline, Instant::now()) {
+        if ended || lease::must_stop(renewed, self.election.renew_deadline, Instant::now()) {
             return;
         }
         let until = Instant::now() + CLOSING_BUDGET;

@@ -156,7 +156,7 @@ impl Reader {
         self.control.give(&e);
         self.control.took();
         match &e.term {
-            Some(t) if t.is_ended() => None,
+            Some(t) if !t.delivers(std::time::Instant::now()) => None,
             _ => Some(e),
         }
     }

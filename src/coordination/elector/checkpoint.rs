@@ -290,6 +290,13 @@ impl Elector {
         let Some(mut cp) = self.streams.quiet_checkpoint() else {
             return QUIET_RETRY;
         };
+        // Looked at after the consumer was seen done: an entry dropped
+        // because the term's time ran out ended the term before the
+        // consumer asked again, so a checkpoint that covers it is never
+        // written (the elector steps down at its next look).
+        if self.held.as_ref().is_none_or(|h| h.term.is_ended()) {
+            return QUIET_RETRY;
+        }
         if let Some(resumed) = self.held.as_ref().and_then(|h| h.resumed.as_ref()) {
             cp.keep_resume_points(resumed);
         }
