@@ -121,6 +121,7 @@ impl Client {
             return Ok(resp);
         }
         let hint = answer::retry_after(resp.header("Retry-After"), SystemTime::now());
+        let content_type = resp.header("Content-Type").map(str::to_string);
         let mut body = Vec::new();
         let protobuf = is_protobuf(&resp);
         let _ = resp.into_body().take(64 << 10).read_to_end(&mut body);
@@ -128,7 +129,7 @@ impl Client {
         if protobuf {
             body = crate::wire::envelope::status_doc(&body).unwrap_or_default();
         }
-        let status = decode::status(&body);
+        let status = decode::described_status(&body, content_type.as_deref());
         Err(answer::classify(
             code,
             status,

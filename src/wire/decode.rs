@@ -356,8 +356,16 @@ pub(crate) fn checked_rv(text: &str) -> Result<Rv, String> {
     Ok(Rv::new(text))
 }
 
-/// A Status body; anything unparsable becomes a Status with just the text.
+/// A Status body. Any other body is described by its length, never quoted:
+/// it may be an object's bytes (a Secret list answered with an unexpected
+/// code, a proxy's page carrying a token).
 pub(crate) fn status(body: &[u8]) -> Status {
+    described_status(body, None)
+}
+
+/// As [`status`], naming the body's `Content-Type` (its media type only,
+/// at most 64 characters of `[A-Za-z0-9/+.-]`) when it is not a Status.
+pub(crate) fn described_status(body: &[u8], content_type: Option<&str>) -> Status {
     match serde_json::from_slice::<StatusBody>(body) {
         Ok(s) => {
             let details = s.details.unwrap_or_default();
@@ -373,11 +381,30 @@ pub(crate) fn status(body: &[u8]) -> Status {
             }
         }
         Err(_) => Status {
-            message: String::from_utf8_lossy(&body[..body.len().min(512)])
-                .trim()
-                .to_string(),
+            message: describe_body(body, content_type),
             ..Status::default()
         },
+    }
+}
+
+/// How a body that is not a Status is said: its length and media type.
+fn describe_body(body: &[u8], content_type: Option<&str>) -> String {
+    if body.trim_ascii().is_empty() {
+        return String::new();
+    }
+    let media: String = content_type
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take(64)
+        .filter(|c| c.is_ascii_alphanumeric() || "/+.-".contains(*c))
+        .collect();
+    match media.as_str() {
+        "" => format!("a body of {} bytes that is not a Status", body.len()),
+        m => format!("a {m} body of {} bytes that is not a Status", body.len()),
     }
 }
 
@@ -392,6 +419,31 @@ mod tests {
     const TOO_LARGE: &[u8] = include_bytes!("../../tests/wire/i-watchlist-future-rv.body.jsonl");
     const PAGE1: &[u8] = include_bytes!("../../tests/wire/d-list-page1.json");
     const FORBIDDEN: &[u8] = include_bytes!("../../tests/wire/f-403-nobody-watchlist.json");
+
+    /// A body that is not a Status is said by its length and media type,
+    /// never quoted (issue 38: a proxy's page, or an object's bytes).
+    #[test]
+    fn a_body_that_is_not_a_status_is_never_quoted() {
+        let secret = b"<html>token: sk-0123456789</html>";
+        for (ct, want) in [
+            (None, "a body of 33 bytes that is not a Status"),
+            (
+                Some("text/html; charset=utf-8"),
+                "a text/html body of 33 bytes that is not a Status",
+            ),
+            (
+                Some("text/\u{1b}ht ml"),
+                "a text/html body of 33 bytes that is not a Status",
+            ),
+        ] {
+            let s = described_status(secret, ct);
+            assert_eq!(s.message, want);
+            assert_eq!((s.code, s.reason.as_str()), (0, ""));
+        }
+        assert_eq!(status(b" \n").message, "");
+        // A Status says its own message.
+        assert!(status(FORBIDDEN).message.starts_with("pods is forbidden"));
+    }
 
     fn lines(body: &[u8]) -> Vec<Vec<u8>> {
         let mut r = FrameReader::new(body, 1 << 20);
@@ -516,7 +568,7 @@ mod tests {
         );
         assert_eq!(
             status(b"<html>bad gateway</html>").message,
-            "<html>bad gateway</html>"
+            "a body of 24 bytes that is not a Status"
         );
     }
 
