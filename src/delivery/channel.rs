@@ -380,6 +380,15 @@ mod tests {
     use crate::entry::Change;
     use crate::resource_version::Rv;
 
+    /// A way out into `tx` with a 1 MiB budget and no term.
+    fn out_of(tx: Sender<Entry>) -> Out {
+        Out {
+            tx,
+            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
+            term: None,
+        }
+    }
+
     fn entry() -> Entry {
         let resource = crate::entry::Resource {
             group: String::new(),
@@ -394,11 +403,7 @@ mod tests {
     fn once_closed_nothing_enters_and_settle_waits_for_sends_under_way() {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let (closing_tx, closing) = crossbeam_channel::bounded::<()>(0);
-        let out = Out {
-            tx,
-            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
-            term: None,
-        };
+        let out = out_of(tx);
         let stop = Stop {
             all: closing,
             own: crossbeam_channel::never(),
@@ -426,11 +431,7 @@ mod tests {
     #[test]
     fn deliveries_are_counted_and_try_send_never_waits() {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let out = Out {
-            tx,
-            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
-            term: None,
-        };
+        let out = out_of(tx);
         assert_eq!(out.control.deliveries(), (0, false));
         {
             let _d = out.control.delivering();
@@ -451,11 +452,7 @@ mod tests {
     #[test]
     fn an_entry_is_done_once_the_consumer_asks_again() {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let out = Out {
-            tx,
-            control: std::sync::Arc::new(ChannelControl::new(1 << 20)),
-            term: None,
-        };
+        let out = out_of(tx);
         let c = &out.control;
         assert!(c.all_done(), "nothing sent");
         assert!(out.try_send(entry()).is_none());

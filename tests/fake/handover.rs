@@ -95,6 +95,13 @@ fn kept_rv(api: &FakeApi) -> Option<String> {
     Some(cm["metadata"]["resourceVersion"].as_str()?.to_string())
 }
 
+/// `a`'s consumer asks again (nothing comes: done with what it took),
+/// then waits for a checkpoint kept in the cluster.
+fn asks_then_kept(told: &mut Told, a: &Reader, api: &FakeApi) {
+    told.take(a, Duration::ZERO, |_| false);
+    wait_for("no checkpoint", || kept_rv(api).is_some());
+}
+
 fn is(change: Change) -> impl Fn(&kube_tattler::Entry) -> bool {
     move |e| e.change() == change
 }
@@ -120,9 +127,7 @@ fn hand_over(goes: Goes) -> Vec<String> {
     assert_eq!(first.change(), Change::Following);
     assert_eq!(first.holder(), Some("a"));
     // The first checkpoint comes once a's streams are synced.
-    // Asking again (nothing comes): done with what it took.
-    told.take(&a, Duration::ZERO, |_| false);
-    wait_for("no checkpoint after a's Synced", || kept_rv(&api).is_some());
+    asks_then_kept(&mut told, &a, &api);
     // From now on no checkpoint is written: `after` is in none.
     api.refuse_writes("configmaps", Some(r#""checkpoint""#));
     std::thread::sleep(Duration::from_millis(300));
@@ -279,15 +284,11 @@ fn a_kept_checkpoint_deleted_while_leading_is_created_again_and_keeps_other_keys
     let a = Reader::open(elected(&api, "a")).unwrap();
     let mut told = Told::default();
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
-    // Asking again (nothing comes): done with what it took.
-    told.take(&a, Duration::ZERO, |_| false);
-    wait_for("a checkpoint", || kept_rv(&api).is_some());
+    asks_then_kept(&mut told, &a, &api);
     api.delete("configmaps", Some(NS), KEPT).unwrap();
     pod(&api, "a", "p1");
     told.take(&a, Duration::from_secs(30), |e| e.name() == "p1");
-    // Asking again (nothing comes): done with what it took.
-    told.take(&a, Duration::ZERO, |_| false);
-    wait_for("the checkpoint created again", || kept_rv(&api).is_some());
+    asks_then_kept(&mut told, &a, &api);
     // Somebody else's key and label on it.
     let mut cm = api.get("configmaps", Some(NS), KEPT).unwrap();
     cm["data"]["note"] = "kept".into();
@@ -330,9 +331,7 @@ fn an_expired_checkpoint_is_said_before_the_resync_and_a_sweep_leaves_no_ghost()
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(next(&b).change(), Change::Following);
-    // Asking again (nothing comes): done with what it took.
-    told.take(&a, Duration::ZERO, |_| false);
-    wait_for("no checkpoint", || kept_rv(&api).is_some());
+    asks_then_kept(&mut told, &a, &api);
     api.refuse_writes("configmaps", Some(r#""checkpoint""#));
     pod(&api, "a", "after");
     told.take(&a, Duration::from_secs(30), |e| e.name() == "after");
@@ -528,9 +527,7 @@ fn a_checkpoint_too_large_is_said_and_the_successor_resumes_from_the_last_one() 
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
     let b = Reader::open(elected(&api, "b")).unwrap();
     assert_eq!(next(&b).change(), Change::Following);
-    // Asking again (nothing comes): done with what it took.
-    told.take(&a, Duration::ZERO, |_| false);
-    wait_for("no checkpoint", || kept_rv(&api).is_some());
+    asks_then_kept(&mut told, &a, &api);
     // 5,000 objects of 200-byte names: about 1.3 MB of checkpoint.
     let long = "x".repeat(190);
     for i in 0..5_000 {
@@ -571,9 +568,7 @@ fn an_entry_the_consumer_still_holds_is_in_no_checkpoint_until_it_asks_again() {
     let mut told = Told::default();
     let a = Reader::open(elected(&api, "a")).unwrap();
     told.take(&a, Duration::from_secs(30), is(Change::Synced));
-    // Asking again (nothing comes): done with Synced and what came before.
-    told.take(&a, Duration::from_millis(100), |_| false);
-    wait_for("no checkpoint after a's Synced", || kept_rv(&api).is_some());
+    asks_then_kept(&mut told, &a, &api);
     let holds = |name: &str| {
         api.get("configmaps", Some(NS), KEPT).is_some_and(|cm| {
             cm["data"]["checkpoint"]
