@@ -7,9 +7,11 @@
 //!
 //! Limits, each with its reason:
 //! - a response head is at most [`MAX_HEAD`] (64 KiB, what ureq allowed
-//!   before, so no server that worked stops working) and
-//!   [`MAX_HEADERS`] (128) fields, the size of the array `httparse` parses
-//!   into (ureq-proto's choice too);
+//!   before, so no server that worked stops working), with any number of
+//!   fields within it, as Go's client takes them (its only bound is
+//!   `Transport.MaxResponseHeaderBytes`, 10 MB by default: tattler's is
+//!   smaller because its read buffer is fixed; an apiserver's heads are a
+//!   few hundred bytes);
 //! - at most [`MAX_INTERIM`] (5) interim 1xx answers before the final one,
 //!   as Go's `net/http` client allows;
 //! - chunk-size lines and trailers: see `http_read`.
@@ -18,8 +20,9 @@ use std::fmt;
 
 /// The longest response head read, interim answers each counted alone.
 pub(crate) const MAX_HEAD: usize = 64 << 10;
-/// The most header fields a response head may have.
-pub(crate) const MAX_HEADERS: usize = 128;
+/// The header fields parsed at first: a head with more is parsed again
+/// with room for as many as it has lines.
+const FIRST_FIELDS: usize = 64;
 /// The most interim (1xx) answers skipped before the final one.
 pub(crate) const MAX_INTERIM: usize = 5;
 /// Sent as `User-Agent`.
@@ -40,8 +43,6 @@ pub(crate) enum HttpError {
     TruncatedHead,
     /// A response head longer than [`MAX_HEAD`].
     HeadTooLarge,
-    /// More than [`MAX_HEADERS`] header fields.
-    TooManyHeaders,
     /// Not an HTTP/1.x response head (`httparse`'s reason).
     Malformed(&'static str),
     /// A status code below 100.
@@ -75,9 +76,6 @@ impl fmt::Display for HttpError {
             }
             HttpError::HeadTooLarge => {
                 write!(f, "a response head over {} KiB", MAX_HEAD >> 10)
-            }
-            HttpError::TooManyHeaders => {
-                write!(f, "a response head with over {MAX_HEADERS} fields")
             }
             HttpError::Malformed(why) => write!(f, "a malformed response head ({why})"),
             HttpError::Status(code) => write!(f, "a malformed response status ({code})"),
@@ -322,20 +320,48 @@ impl Head {
 /// incomplete, else its length (the body starts there) and the head.
 /// Line endings CRLF or a bare LF, as `httparse` reads them; obs-fold
 /// continuation lines are joined with spaces (RFC 9112 §5.2 asks a user
-/// agent to accept them).
+/// agent to accept them). The status line is split as Go's
+/// `http.ReadResponse` splits it: any number of spaces after the version
+/// and after the code (`HTTP/1.1  200 OK`). Any number of fields, bounded
+/// by [`MAX_HEAD`] alone.
 pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HttpError> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = httparse::Response::new(&mut fields);
+    match parse_with(buf, &mut [httparse::EMPTY_HEADER; FIRST_FIELDS])? {
+        Parsed::Done(got) => return Ok(got),
+        Parsed::MoreFields => {}
+    }
+    // Each field takes a line of its own: as many as the lines within the
+    // bound is always room enough.
+    let within = &buf[..buf.len().min(MAX_HEAD + 1)];
+    let lines = within.iter().filter(|&&b| b == b'\n').count() + 1;
+    match parse_with(buf, &mut vec![httparse::EMPTY_HEADER; lines])? {
+        Parsed::Done(got) => Ok(got),
+        // More fields than lines within the bound: the head goes past it.
+        Parsed::MoreFields => Err(HttpError::HeadTooLarge),
+    }
+}
+
+/// What one parse with a given number of field slots says.
+enum Parsed {
+    /// The head, or `None` while it is incomplete.
+    Done(Option<(usize, Head)>),
+    /// More fields than slots.
+    MoreFields,
+}
+
+fn parse_with<'b>(buf: &'b [u8], fields: &mut [httparse::Header<'b>]) -> Result<Parsed, HttpError> {
+    let mut resp = httparse::Response::new(fields);
     let parsed = httparse::ParserConfig::default()
         .allow_obsolete_multiline_headers_in_responses(true)
+        .allow_multiple_spaces_in_response_status_delimiters(true)
         .parse_response(&mut resp, buf);
     let len = match parsed {
         Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+        // Not ended within the bound: longer than it, whatever follows.
+        Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD => {
             return Err(HttpError::HeadTooLarge)
         }
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::TooManyHeaders),
+        Ok(httparse::Status::Partial) => return Ok(Parsed::Done(None)),
+        Err(httparse::Error::TooManyHeaders) => return Ok(Parsed::MoreFields),
         Err(e) => return Err(HttpError::Malformed(reason(e))),
     };
     if len > MAX_HEAD {
@@ -357,14 +383,14 @@ pub(crate) fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HttpError>
                 .collect(),
         })
         .collect();
-    Ok(Some((
+    Ok(Parsed::Done(Some((
         len,
         Head {
             status,
             minor: resp.version.unwrap_or(1),
             fields,
         },
-    )))
+    ))))
 }
 
 /// `httparse`'s reason, in its words.
@@ -657,12 +683,18 @@ mod tests {
 
     #[test]
     fn bad_heads_are_refused_with_their_reason() {
-        let many: String = (0..=MAX_HEADERS).map(|i| format!("X-{i}: v\r\n")).collect();
-        let many = format!("HTTP/1.1 200 OK\r\n{many}\r\n");
         let huge = format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n", "a".repeat(MAX_HEAD));
+        let ended = format!("{huge}\r\n");
+        // Fields of 3 bytes each: more than the first parse has room for,
+        // and more than fit the bound.
+        let tiny = format!("HTTP/1.1 200 OK\n{}\n", "a:\n".repeat(MAX_HEAD / 3 + 1));
+        let cut_tiny = &tiny.as_bytes()[..MAX_HEAD];
         for (text, want) in [
-            (many.as_bytes(), HttpError::TooManyHeaders),
             (huge.as_bytes(), HttpError::HeadTooLarge),
+            (&huge.as_bytes()[..MAX_HEAD], HttpError::HeadTooLarge),
+            (ended.as_bytes(), HttpError::HeadTooLarge),
+            (tiny.as_bytes(), HttpError::HeadTooLarge),
+            (cut_tiny, HttpError::HeadTooLarge),
             (b"HTTP/1.1 099 Low\r\n\r\n", HttpError::Status(99)),
             (
                 b"HTTP/2.0 200 OK\r\n\r\n",
@@ -696,12 +728,98 @@ mod tests {
                 String::from_utf8_lossy(&text[..40.min(text.len())])
             );
         }
-        // Just at the bound is fine.
+        // Just at the bound is fine; one byte short of its end is not yet
+        // too large.
         let fits = format!(
             "HTTP/1.1 200 OK\r\nX: {}\r\n\r\n",
-            "a".repeat(MAX_HEAD - 30)
+            "a".repeat(MAX_HEAD - 24)
         );
-        assert_eq!(head(fits.as_bytes()).unwrap().unwrap().0, fits.len());
+        assert_eq!(fits.len(), MAX_HEAD);
+        assert_eq!(head(fits.as_bytes()).unwrap().unwrap().0, MAX_HEAD);
+        assert_eq!(head(&fits.as_bytes()[..MAX_HEAD - 1]), Ok(None));
+    }
+
+    /// Go's client reads any number of fields (its only bound is
+    /// `MaxResponseHeaderBytes`); so does tattler, within [`MAX_HEAD`].
+    #[test]
+    fn any_number_of_fields_within_the_bound_is_read() {
+        for n in [
+            0,
+            1,
+            FIRST_FIELDS - 1,
+            FIRST_FIELDS,
+            FIRST_FIELDS + 1,
+            128,
+            129,
+            3000,
+        ] {
+            let fields: String = (0..n).map(|i| format!("X-{i}: v{i}\r\n")).collect();
+            let text = format!("HTTP/1.1 200 OK\r\n{fields}Content-Length: 0\r\n\r\n");
+            let (len, h) = head(text.as_bytes()).unwrap().unwrap();
+            assert_eq!(len, text.len(), "{n}");
+            assert_eq!(h.fields.len(), n + 1, "{n}");
+            assert_eq!(h.text("content-length"), Some("0"), "{n}");
+            if n > 0 {
+                let last = format!("x-{}", n - 1);
+                assert_eq!(h.text(&last), Some(format!("v{}", n - 1).as_str()));
+            }
+        }
+        // Three-byte fields filling the bound to its last byte.
+        let fill = (MAX_HEAD - "HTTP/1.1 200 OK\n".len() - 1) / 3;
+        let text = format!("HTTP/1.1 200 OK\n{}\n", "a:\n".repeat(fill));
+        assert!(text.len() <= MAX_HEAD);
+        assert_eq!(head(text.as_bytes()).unwrap().unwrap().1.fields.len(), fill);
+    }
+
+    /// The status line as Go's `http.ReadResponse` splits it: the version
+    /// up to the first space, spaces trimmed, a code of three digits up to
+    /// the next space; the reason is anything.
+    #[test]
+    fn status_lines_are_split_as_go_splits_them() {
+        for (line, want) in [
+            ("HTTP/1.1 200 OK", Ok((1, 200))),
+            ("HTTP/1.1  200 OK", Ok((1, 200))),
+            ("HTTP/1.1    200    OK", Ok((1, 200))),
+            ("HTTP/1.1 200  OK", Ok((1, 200))),
+            ("HTTP/1.1 200", Ok((1, 200))),
+            ("HTTP/1.1  200", Ok((1, 200))),
+            ("HTTP/1.1 200 ", Ok((1, 200))),
+            ("HTTP/1.0  404 Not Found", Ok((0, 404))),
+            ("HTTP/1.1 200 OK with spaces\there", Ok((1, 200))),
+            (
+                "HTTP/1.1\t200 OK",
+                Err(HttpError::Malformed("invalid HTTP version")),
+            ),
+            (
+                "HTTP/1.1200 OK",
+                Err(HttpError::Malformed("invalid HTTP version")),
+            ),
+            (
+                " HTTP/1.1 200 OK",
+                Err(HttpError::Malformed("invalid HTTP version")),
+            ),
+            (
+                "HTTP/1.1 20 OK",
+                Err(HttpError::Malformed("invalid response status")),
+            ),
+            (
+                "HTTP/1.1 200\tOK",
+                Err(HttpError::Malformed("invalid response status")),
+            ),
+            (
+                "HTTP/1.1 2OO OK",
+                Err(HttpError::Malformed("invalid response status")),
+            ),
+        ] {
+            for ending in ["\r\n", "\n"] {
+                let text = format!("{line}{ending}Content-Length: 0{ending}{ending}");
+                let got = head(text.as_bytes()).map(|h| {
+                    let (_, h) = h.expect("complete");
+                    (h.minor, h.status)
+                });
+                assert_eq!(got, want, "{line:?}");
+            }
+        }
     }
 
     #[test]

@@ -106,6 +106,8 @@ impl<R: Read> Responses<R> {
             if end && got.is_empty() {
                 return Err(HttpError::Closed.into());
             }
+            // At MAX_HEAD bytes without an end, parse_head says HeadTooLarge:
+            // the buffer (BUF >= MAX_HEAD) is never filled past it here.
             if end || got.len() >= MAX_HEAD || has_blank_line(&got[scanned.saturating_sub(2)..]) {
                 if let Some((len, head)) = parse_head(got)? {
                     self.consume(len);
@@ -114,12 +116,6 @@ impl<R: Read> Responses<R> {
                 if end {
                     return Err(HttpError::TruncatedHead.into());
                 }
-            }
-            if got.len() == BUF {
-                // 64 KiB of a head that has not ended: parse_head refuses
-                // only over MAX_HEAD, and there is no room for the byte that
-                // would be. The words are the old reader's.
-                return Err(io::Error::other("the response buffer is full"));
             }
             scanned = got.len();
             end = self.bytes.fill()? == 0;
@@ -775,10 +771,17 @@ mod tests {
         );
         assert!(got.is_err());
         assert_eq!(most, BUF);
-        // A head that fills the buffer without ending: refused, not grown.
+        // A head that fills the buffer without ending: refused as too
+        // large, not grown, however it comes.
         let head = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(BUF));
-        let (got, most) = read_response(Responses::new(Trickle(head.as_bytes(), 1000)), 4096);
-        assert_eq!(got.unwrap_err(), "the response buffer is full");
-        assert_eq!(most, BUF);
+        for piece in [1000, 7, BUF + 10] {
+            let (got, most) = read_response(Responses::new(Trickle(head.as_bytes(), piece)), 4096);
+            assert_eq!(got.unwrap_err(), "a response head over 64 KiB", "{piece}");
+            assert_eq!(most, BUF);
+        }
+        let mut input = Responses::new(Trickle(head.as_bytes(), 1000));
+        let e = input.read_head().unwrap_err();
+        assert_eq!(http_error(&e), Some(&HttpError::HeadTooLarge));
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
     }
 }
