@@ -486,15 +486,18 @@ pub(crate) fn framing(head: &Head) -> Result<Framing, HttpError> {
 /// Whether the connection can carry another request once this response's
 /// body has been read to its end: HTTP/1.1 without `Connection: close`
 /// (HTTP/1.0 only with `Connection: keep-alive`), a body that ends by its
-/// framing, and not both `Transfer-Encoding` and `Content-Length` (RFC 9112
-/// §6.3 asks a client to close after such a response).
+/// framing, not both `Transfer-Encoding` and `Content-Length` (RFC 9112
+/// §6.3 asks a client to close after such a response), and no
+/// `Transfer-Encoding` in an HTTP/1.0 answer (§6.1: its framing is faulty
+/// and the connection closes after it, `Connection: keep-alive` or not).
 pub(crate) fn reusable(head: &Head, framing: Framing) -> bool {
+    let encoded = head.bytes("transfer-encoding").is_some();
     let persistent = if head.minor >= 1 {
         !head.lists("connection", "close")
     } else {
-        head.lists("connection", "keep-alive")
+        head.lists("connection", "keep-alive") && !encoded
     };
-    let both = head.bytes("transfer-encoding").is_some() && head.bytes("content-length").is_some();
+    let both = encoded && head.bytes("content-length").is_some();
     persistent && framing != Framing::Close && !both
 }
 
@@ -964,6 +967,24 @@ mod tests {
             ..Head::new(200, &[("Connection", b"Keep-Alive")])
         };
         assert!(reusable(&h10, Framing::Length(2)));
+        // HTTP/1.0 with Transfer-Encoding: closed after it, whatever else.
+        for fields in [
+            &[("Transfer-Encoding", &b"chunked"[..])][..],
+            &[
+                ("Connection", b"keep-alive"),
+                ("Transfer-Encoding", b"chunked"),
+            ],
+            &[
+                ("Transfer-Encoding", b"chunked"),
+                ("Connection", b"Keep-Alive"),
+            ],
+        ] {
+            let h = Head {
+                minor: 0,
+                ..Head::new(200, fields)
+            };
+            assert!(!reusable(&h, Framing::Chunked), "HTTP/1.0 {fields:?}");
+        }
         for fields in [
             &[("Connection", &b"close"[..])][..],
             &[("Connection", b"upgrade, Close")],
