@@ -214,8 +214,9 @@ impl Exchange {
         if let Some(conn) = self.slot.take_idle(self.generation) {
             let ticket = self.slot.register(conn.socket(), epoch)?;
             match self.exchange(conn, ticket, epoch, &head, req) {
-                Err(e) if closed_before_answer(&e) => {}
-                done => return done,
+                Err(Failed::BeforeAnswer(_)) => {}
+                Err(Failed::Other(e)) => return Err(e),
+                Ok(answer) => return Ok(answer),
             }
         }
         let ticket = std::cell::Cell::new(None);
@@ -234,8 +235,10 @@ impl Exchange {
             .get()
             .ok_or_else(|| io::Error::other("a connection was made without its ticket"))?;
         self.exchange(conn, ticket, epoch, &head, req)
+            .map_err(Failed::into_inner)
     }
 
+    /// The request written on `conn` and the response's head read.
     fn exchange(
         &self,
         mut conn: Conn,
@@ -243,7 +246,7 @@ impl Exchange {
         epoch: u64,
         head: &[u8],
         req: &Request<'_>,
-    ) -> io::Result<Answer> {
+    ) -> Result<Answer, Failed> {
         let idle = self.transport.idle_timeout();
         let sent = conn
             .set_timeouts(req.read_timeout.unwrap_or(idle), idle)
@@ -258,9 +261,14 @@ impl Exchange {
         let (head, framing) = match answer {
             Ok(got) => got,
             Err(e) => {
+                let before_answer = input.nothing_received() && cut(&e);
                 self.slot
                     .release(ticket, None, false, self.generation, epoch);
-                return Err(e);
+                return Err(if before_answer {
+                    Failed::BeforeAnswer(e)
+                } else {
+                    Failed::Other(e)
+                });
             }
         };
         let mut body = AnswerBody {
@@ -282,13 +290,38 @@ impl Exchange {
     }
 }
 
-/// Whether a request on a kept-alive connection failed because the server
-/// had closed it before answering (its idle timeout): worth one retry.
-fn closed_before_answer(e: &io::Error) -> bool {
+/// How an exchange failed.
+enum Failed {
+    /// The connection ended (see [`cut`]) before any byte of a response
+    /// came: on a kept-alive connection, the server (or a load balancer
+    /// before it) closed it while it was idle, maybe as the request went.
+    /// Worth one retry on a new connection, as Go's `persistConn` retries
+    /// (`shouldRetryRequest`: `errServerClosedIdle`, a
+    /// `transportReadFromServerError` before the response, or
+    /// `nothingWrittenError`).
+    BeforeAnswer(io::Error),
+    /// Anything else: a timeout, a response begun and cut, bad HTTP.
+    Other(io::Error),
+}
+
+impl Failed {
+    fn into_inner(self) -> io::Error {
+        match self {
+            Failed::BeforeAnswer(e) | Failed::Other(e) => e,
+        }
+    }
+}
+
+/// Whether `e` says the connection ended: its clean close
+/// ([`HttpError::Closed`]), a close without TLS's close_notify (rustls's
+/// `UnexpectedEof`, what a load balancer that drops idle connections
+/// leaves), a reset, or a write to a closed socket.
+fn cut(e: &io::Error) -> bool {
     http_error(e) == Some(&HttpError::Closed)
         || matches!(
             e.kind(),
-            io::ErrorKind::ConnectionReset
+            io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::ConnectionReset
                 | io::ErrorKind::BrokenPipe
                 | io::ErrorKind::ConnectionAborted
         )
@@ -441,8 +474,86 @@ mod tests {
         (url, rx)
     }
 
+    /// What a TLS server does with a request.
+    enum Script {
+        /// Answers with these bytes.
+        Answer(&'static [u8]),
+        /// Writes these bytes, then closes the TCP connection without TLS's
+        /// close_notify, as a load balancer dropping an idle connection.
+        Drop(&'static [u8]),
+    }
+
+    /// A TLS server on 127.0.0.1 for `Script`s, one request each, and the
+    /// CA's PEM; reports which connection (from 1) each request came on.
+    fn serve_tls(script: Vec<Script>) -> (String, Vec<u8>, mpsc::Receiver<usize>) {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_pem = ca.self_signed(&ca_key).unwrap().pem().into_bytes();
+        let issuer = Issuer::new(ca, ca_key);
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap(),
+        );
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}", l.local_addr().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut script = script.into_iter();
+            for (n, s) in l.incoming().enumerate() {
+                let Ok(s) = s else { return };
+                let tls = rustls::ServerConnection::new(config.clone()).unwrap();
+                let mut r = io::BufReader::new(rustls::StreamOwned::new(tls, s));
+                loop {
+                    let mut line = String::new();
+                    match r.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) if line != "\r\n" => continue,
+                        Ok(_) => {}
+                    }
+                    let _ = tx.send(n + 1);
+                    let w = r.get_mut();
+                    match script.next() {
+                        Some(Script::Answer(a)) => {
+                            if w.write_all(a).and_then(|()| w.flush()).is_err() {
+                                break;
+                            }
+                        }
+                        Some(Script::Drop(a)) => {
+                            let _ = w.write_all(a).and_then(|()| w.flush());
+                            let _ = w.sock.shutdown(Shutdown::Both);
+                            break;
+                        }
+                        None => return,
+                    }
+                }
+            }
+        });
+        (url, ca_pem, rx)
+    }
+
     fn transport(url: &str) -> Arc<Transport> {
+        transport_with(url, None)
+    }
+
+    fn transport_with(url: &str, ca_pem: Option<Vec<u8>>) -> Arc<Transport> {
         let mut access = crate::access::cluster::Access::new(url);
+        access.ca_pem = ca_pem;
         access.proxy = crate::access::proxy::ProxyConfig::None;
         let server = access.validate().unwrap();
         let tuning = crate::access::transport::Connecting {
@@ -537,6 +648,78 @@ mod tests {
         assert_eq!(body(c.get(&get).unwrap()), "{}");
         let conns: Vec<usize> = rx.try_iter().map(|(n, _)| n).collect();
         assert_eq!(conns, [1, 2, 2, 3]);
+    }
+
+    /// A load balancer that dropped a kept TLS connection, without
+    /// close_notify, as the next request went: that request goes again on
+    /// a new connection, once, as Go retries it. A response begun and cut,
+    /// or a new connection's failure, is not retried.
+    #[test]
+    fn a_kept_tls_connection_closed_without_close_notify_is_retried_once() {
+        let get = Request {
+            path: "/api",
+            accept: "application/json",
+            read_timeout: None,
+        };
+        let (url, ca, rx) = serve_tls(vec![
+            Script::Answer(OK),
+            Script::Drop(b""),
+            Script::Answer(OK),
+            Script::Answer(OK),
+        ]);
+        let t = transport_with(&url, Some(ca));
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot.client(&t, &current(None)).unwrap().unwrap();
+        assert_eq!(body(c.get(&get).unwrap()), "{}");
+        assert_eq!(body(c.get(&get).unwrap()), "{}", "retried");
+        assert_eq!(body(c.get(&get).unwrap()), "{}");
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 1, 2, 2]);
+
+        // Part of a head came before the close: not retried.
+        let (url, ca, rx) = serve_tls(vec![
+            Script::Answer(OK),
+            Script::Drop(b"HTTP/1.1 200 OK\r\nContent-"),
+            Script::Answer(OK),
+        ]);
+        let t = transport_with(&url, Some(ca));
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot.client(&t, &current(None)).unwrap().unwrap();
+        assert_eq!(body(c.get(&get).unwrap()), "{}");
+        let e = c.get(&get).err().expect("a cut head is an error");
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 1]);
+
+        // A new connection dropped before its answer: not retried.
+        let (url, ca, rx) = serve_tls(vec![Script::Drop(b""), Script::Answer(OK)]);
+        let t = transport_with(&url, Some(ca));
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot.client(&t, &current(None)).unwrap().unwrap();
+        let e = c.get(&get).err().expect("not retried");
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1]);
+    }
+
+    /// An HTTP/1.0 answer with Transfer-Encoding closes its connection
+    /// after its body (RFC 9112 §6.1), even with `Connection: keep-alive`.
+    #[test]
+    fn an_http_1_0_answer_with_transfer_encoding_is_not_reused() {
+        let te10 = b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n".to_vec();
+        let kept10 =
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}".to_vec();
+        let (url, rx) = serve(vec![kept10, te10, OK.to_vec()]);
+        let t = transport(&url);
+        let slot = Arc::new(AgentSlot::default());
+        let c = slot.client(&t, &current(None)).unwrap().unwrap();
+        let get = Request {
+            path: "/api",
+            accept: "application/json",
+            read_timeout: None,
+        };
+        for _ in 0..3 {
+            assert_eq!(body(c.get(&get).unwrap()), "{}");
+        }
+        let conns: Vec<usize> = rx.try_iter().map(|(n, _)| n).collect();
+        assert_eq!(conns, [1, 1, 2]);
     }
 
     #[test]

@@ -55,6 +55,13 @@ impl<R> Responses<R> {
         }
     }
 
+    /// Whether no byte at all has come from the source: a connection that
+    /// fails so failed before any of a response (Go's `persistConn` retries
+    /// a request on a reused connection then).
+    pub(crate) fn nothing_received(&self) -> bool {
+        self.bytes.bytes_read() == 0
+    }
+
     /// The bytes read and not used yet.
     pub(crate) fn buffered(&self) -> &[u8] {
         self.bytes.pending()
