@@ -1,5 +1,6 @@
-//! What the server said, turned into how the request ended: an HTTP answer
-//! that is not 200 (by its status, the server's `Status` body and its hint
+//! What the server said, turned into how the request ended: whether an
+//! answer's status is a success ([`succeeded`]), an HTTP answer that is
+//! not (by its status, the server's `Status` body and its hint
 //! of when to come back), and an ERROR event inside a 200 stream (by the
 //! same rules: 410 and the resourceVersion too large mean the same in both).
 
@@ -8,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use crate::api::end::End;
 use crate::entry::ErrorInfo;
 use crate::wire::decode::Status;
+use crate::wire::request::Asking;
 
 /// A server's hint is followed up to this long (a later one would park a
 /// stream for hours on one answer).
@@ -26,6 +28,17 @@ pub(crate) fn retry_after(header: Option<&str>, now: SystemTime) -> Option<Durat
             .unwrap_or(Duration::ZERO)
             .min(MAX_HINT),
     )
+}
+
+/// Whether an answer with `code` to a request for `what` is a success, as
+/// client-go takes it: a watch only with 200 (`Request.Watch` opens its
+/// stream on 200 alone), any other GET with 200–206 (`transformResponse`
+/// errs below 200 and above 206 Partial Content).
+pub(crate) fn succeeded(code: u16, what: Asking) -> bool {
+    match what {
+        Asking::Objects => code == 200,
+        Asking::List | Asking::Document | Asking::Discovery(_) => (200..=206).contains(&code),
+    }
 }
 
 /// How a request answered with `code` ended. `status` is the body's Status
@@ -128,6 +141,40 @@ mod tests {
             assert_eq!(ra(bad), None, "{bad}");
         }
         assert_eq!(retry_after(None, now), None);
+    }
+
+    #[test]
+    fn a_list_succeeds_with_200_to_206_and_a_watch_with_200_alone() {
+        let kinds = [
+            Asking::Objects,
+            Asking::List,
+            Asking::Document,
+            Asking::Discovery("application/json"),
+        ];
+        // (code, watch, everything else)
+        for (code, watch, other) in [
+            (100, false, false),
+            (199, false, false),
+            (200, true, true),
+            (201, false, true),
+            (203, false, true),
+            (204, false, true),
+            (206, false, true),
+            (207, false, false),
+            (226, false, false),
+            (299, false, false),
+            (304, false, false),
+            (410, false, false),
+        ] {
+            for what in kinds {
+                let want = if what == Asking::Objects {
+                    watch
+                } else {
+                    other
+                };
+                assert_eq!(succeeded(code, what), want, "{code} {what:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A stream's client: one GET at a time over the stream's own connection
-//! slot, its credentials current, a non-200 answer turned into how the
-//! request ended (`answer`), a 200's body opened by its Content-Type (JSON,
+//! slot, its credentials current, an answer that is not a success turned
+//! into how the request ended (`answer`), a success's body opened by its Content-Type (JSON,
 //! or protobuf turned into the same JSON as it is read) and encoding (gzip
 //! only when asked for), as watch frames, LIST items or a whole document;
 //! and discovery's documents. It knows nothing of what the stream decides or
@@ -43,7 +43,8 @@ pub(crate) struct Client {
     slot: Arc<AgentSlot>,
     settings: Arc<StreamSettings>,
     stop: Stop,
-    /// The server answered 200 since the last [`Client::take_answered`].
+    /// The server answered with a success since the last
+    /// [`Client::take_answered`].
     answered: bool,
 }
 
@@ -83,7 +84,8 @@ impl Client {
         self.transport.reach.answered_since(mark)
     }
 
-    /// Whether the server answered 200 since the last time this was asked.
+    /// Whether the server answered with a success since the last time this
+    /// was asked.
     pub(crate) fn take_answered(&mut self) -> bool {
         std::mem::take(&mut self.answered)
     }
@@ -93,19 +95,22 @@ impl Client {
         self.transport.credentials.invalidate();
     }
 
-    /// One GET with `accept`; `protobuf_ok`: a protobuf body is readable (it
-    /// was asked for). A non-200 answer is turned into how the request
-    /// ended. `read_timeout`: a shorter idle limit for this request's reads.
+    /// One GET for `what` with `accept`; `protobuf_ok`: a protobuf body is
+    /// readable (it was asked for). An answer that is not a success for
+    /// `what` ([`answer::succeeded`]: a watch's 200, a LIST's 200–206, as
+    /// client-go has them) is turned into how the request ended.
+    /// `read_timeout`: a shorter idle limit for this request's reads.
     pub(crate) fn get(
         &mut self,
         path: &str,
+        what: Asking,
         accept: &str,
         protobuf_ok: bool,
         read_timeout: Option<Duration>,
     ) -> Result<Response, End> {
         let resp = self.exchange(path, accept, read_timeout, "GET", None)?;
         let code = resp.status();
-        if code == 200 {
+        if answer::succeeded(code, what) {
             // A proxy's error page, say: not an answer of the apiserver's.
             let content_type = resp.header("Content-Type").unwrap_or("application/json");
             let readable = content_type.to_ascii_lowercase().contains("json")
@@ -113,7 +118,7 @@ impl Client {
             if !readable {
                 let shown: String = content_type.chars().take(64).collect();
                 return Err(End::Retry(
-                    format!("the server answered 200 with Content-Type {shown:?}, not JSON"),
+                    format!("the server answered {code} with Content-Type {shown:?}, not JSON"),
                     None,
                 ));
             }
@@ -282,7 +287,7 @@ impl Client {
     /// A GET of a discovery document, its body read (bounded).
     pub(crate) fn document(&mut self, path: &str, what: Asking) -> Result<Vec<u8>, End> {
         let accept = request::accept(what, false, false, false);
-        let resp = self.get(path, &accept, false, None)?;
+        let resp = self.get(path, what, &accept, false, None)?;
         let mut body = Vec::new();
         let mut reader = self.body(resp)?;
         reader

@@ -107,7 +107,9 @@ impl<'a> Parts<'a> {
             self.target.metadata_only,
             self.sink.edits().drop_managed_fields,
         );
-        let resp = self.client.get(path, &accept, protobuf, read_timeout)?;
+        let resp = self
+            .client
+            .get(path, what, &accept, protobuf, read_timeout)?;
         self.sink.heard();
         Ok(resp)
     }
