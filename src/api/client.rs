@@ -245,9 +245,7 @@ impl Client {
             None | Some("" | "identity") => Ok(Box::new(reader)),
             // Any number of members: a 1.37 apiserver (WatchListCompression)
             // gzips each event of a watch-list as a member of its own.
-            Some("gzip") if self.settings.gzip => {
-                Ok(Box::new(flate2::read::MultiGzDecoder::new(reader)))
-            }
+            Some("gzip") if self.settings.gzip => Ok(Box::new(Gunzip::new(reader))),
             Some(other) => {
                 let shown: String = other.chars().take(32).collect();
                 Err(End::Retry(
@@ -341,6 +339,48 @@ impl Client {
             );
         }
         Ok(out)
+    }
+}
+
+/// A gzip body read as Go's transport reads one (its `gzipReader`): the
+/// gzip header is read at the first read, not when the body is opened
+/// (flate2's decoders read it in their constructor, from the network,
+/// before the stream's stop and deadline checks could run), and a body
+/// without a byte (`Content-Length: 0`, or a chunked body with no member)
+/// is an empty body, where flate2 says the header is cut (Go's
+/// `gzip.NewReader` gives `io.EOF` then). Any number of members.
+struct Gunzip<R> {
+    /// The body before its first byte came.
+    input: Option<std::io::BufReader<R>>,
+    decoder: Option<flate2::bufread::MultiGzDecoder<std::io::BufReader<R>>>,
+}
+
+impl<R: Read> Gunzip<R> {
+    /// Reads nothing yet.
+    fn new(input: R) -> Gunzip<R> {
+        Gunzip {
+            input: Some(std::io::BufReader::with_capacity(32 << 10, input)),
+            decoder: None,
+        }
+    }
+}
+
+impl<R: Read> Read for Gunzip<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.decoder.is_none() {
+            let Some(input) = self.input.as_mut() else {
+                return Ok(0);
+            };
+            // An error (a timeout) leaves it unread: the next read tries again.
+            if std::io::BufRead::fill_buf(input)?.is_empty() {
+                return Ok(0);
+            }
+            self.decoder = self.input.take().map(flate2::bufread::MultiGzDecoder::new);
+        }
+        match &mut self.decoder {
+            Some(d) => d.read(out),
+            None => Ok(0),
+        }
     }
 }
 
@@ -442,5 +482,99 @@ impl Items {
             Items::Json(r) => r.bytes(),
             Items::Proto(r) => r.bytes(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{self, Write};
+
+    fn gzip(members: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for m in members {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(m).unwrap();
+            out.extend(e.finish().unwrap());
+        }
+        out
+    }
+
+    /// A source that counts its reads and fails the first `failing` of
+    /// them with a timeout.
+    struct Source {
+        bytes: Vec<u8>,
+        at: usize,
+        reads: usize,
+        failing: usize,
+    }
+
+    impl Read for Source {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            if self.reads <= self.failing {
+                return Err(io::Error::new(io::ErrorKind::TimedOut, "idle"));
+            }
+            let n = (self.bytes.len() - self.at).min(out.len());
+            out[..n].copy_from_slice(&self.bytes[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    fn source(bytes: Vec<u8>, failing: usize) -> Source {
+        Source {
+            bytes,
+            at: 0,
+            reads: 0,
+            failing,
+        }
+    }
+
+    fn all(g: &mut Gunzip<Source>) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        g.read_to_end(&mut out).map(|_| out)
+    }
+
+    #[test]
+    fn an_empty_gzip_body_is_an_empty_body() {
+        let mut g = Gunzip::new(source(Vec::new(), 0));
+        assert_eq!(all(&mut g).unwrap(), b"");
+        assert_eq!(g.read(&mut [0; 8]).unwrap(), 0, "and stays so");
+        // flate2 alone calls it a cut header: what Gunzip is for.
+        let e = flate2::read::MultiGzDecoder::new(&b""[..])
+            .read(&mut [0; 8])
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn gzip_members_decode_to_their_bytes() {
+        for (members, want) in [
+            (&[&b"{\"a\":1}\n"[..]][..], &b"{\"a\":1}\n"[..]),
+            (&[b"{\"a\":1}\n", b"{\"b\":2}\n"], b"{\"a\":1}\n{\"b\":2}\n"),
+            (&[b""], b""),
+        ] {
+            let mut g = Gunzip::new(source(gzip(members), 0));
+            assert_eq!(all(&mut g).unwrap(), want);
+        }
+        // Not gzip, or cut inside its header: errors, as before.
+        for bad in [&b"{}"[..], &[0x1f, 0x8b, 8]] {
+            let mut g = Gunzip::new(source(bad.to_vec(), 0));
+            assert!(all(&mut g).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_gzip_header_is_read_at_the_first_read_and_a_timeout_leaves_it_unread() {
+        let mut g = Gunzip::new(source(gzip(&[b"{}"]), 1));
+        assert_eq!(
+            g.input.as_ref().map(|i| i.get_ref().reads),
+            Some(0),
+            "nothing read when opened"
+        );
+        let e = g.read(&mut [0; 8]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(all(&mut g).unwrap(), b"{}", "read again after the timeout");
     }
 }
