@@ -365,9 +365,18 @@ pub struct Tuning {
     /// bookmark intervals (TCP keepalive probes, every connection's, usually
     /// notice it sooner).
     pub idle_timeout: Duration,
-    /// Limit on establishing a TCP connection. Default 5 s. A thread in the
-    /// middle of a connect finishes it before [`Reader::close`](crate::Reader::close)
-    /// can join it, so this also bounds how long a close can take.
+    /// Limit on reaching the server, in total (not per read): the TCP
+    /// connection, tried over the host's addresses as Go's dialer tries them
+    /// (each address an equal share of at least 2 s; IPv4 and IPv6 raced,
+    /// the second family 300 ms after the first), and with a proxy its
+    /// answer (CONNECT, or the SOCKS5 negotiation) within the same time;
+    /// the TLS handshake then has as long again. Default 5 s. `0`: no limit
+    /// of tattler's own on the TCP connect (the system's, about two minutes
+    /// on Linux, as Go's `Dialer` with no `Timeout`), and client-go's 10 s
+    /// for a proxy's answer and for the handshake. A thread in the middle
+    /// of a TCP connect finishes it before [`Reader::close`](crate::Reader::close)
+    /// can join it (a handshake or a proxy's answer ends at once), so this
+    /// also bounds how long a close can take.
     pub connect_timeout: Duration,
     /// During a watch-list's initial state, a stream that receives nothing
     /// for this long without the initial-events-end bookmark takes the

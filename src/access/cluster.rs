@@ -39,8 +39,10 @@ pub struct Access {
     pub auth: Auth,
     /// A client certificate and key for TLS client authentication.
     pub client_identity: Option<ClientIdentity>,
-    /// Which HTTP proxy to use. Default: `HTTPS_PROXY` / `HTTP_PROXY` / `ALL_PROXY`
-    /// with `NO_PROXY` honoured; loopback servers are never proxied.
+    /// Which proxy to use: HTTP CONNECT (`http://`, `https://`) or SOCKS5
+    /// (`socks5://`, `socks5h://`). Default: `HTTPS_PROXY` with `NO_PROXY`
+    /// honoured, as Go reads them (`ALL_PROXY` is not read); loopback
+    /// servers are never proxied.
     pub proxy: ProxyConfig,
     /// Skip TLS certificate verification. Never on by default; logs a warning;
     /// refused together with `ca_pem`, as client-go refuses it.

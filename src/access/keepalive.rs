@@ -20,26 +20,11 @@ pub(crate) const INTERVAL: Duration = Duration::from_secs(10);
 /// Unanswered probes before the kernel gives up on the connection.
 pub(crate) const COUNT: u32 = 3;
 
-/// Connects to each address in turn (each within `timeout`), with
-/// `TCP_NODELAY` (a request head goes out at once) and keepalive on.
-pub(crate) fn tcp(addrs: &[std::net::SocketAddr], timeout: Duration) -> std::io::Result<TcpStream> {
-    let mut last = None;
-    for addr in addrs {
-        match TcpStream::connect_timeout(addr, timeout) {
-            Ok(s) => {
-                s.set_nodelay(true)?;
-                set_keepalive(&s)?;
-                return Ok(s);
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::ConnectionRefused,
-            "no address to connect to",
-        )
-    }))
+/// Readies a new connection: `TCP_NODELAY` (a request head goes out at
+/// once) and keepalive probes on (`access::dial` connects).
+pub(crate) fn configure(s: &TcpStream) -> std::io::Result<()> {
+    s.set_nodelay(true)?;
+    set_keepalive(s)
 }
 
 /// A TCP socket whose reads and writes that wait past their timeout fail
@@ -103,11 +88,8 @@ mod tests {
     fn a_read_past_its_timeout_says_timed_out() {
         use std::io::Read;
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let s = super::tcp(
-            &[l.local_addr().unwrap()],
-            std::time::Duration::from_secs(5),
-        )
-        .unwrap();
+        let s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        super::configure(&s).unwrap();
         let _peer = l.accept().unwrap();
         s.set_read_timeout(Some(std::time::Duration::from_millis(20)))
             .unwrap();

@@ -6,7 +6,9 @@
 //! plugins (`exec`), secrets that never print (`secret`), bounded file reads
 //! (`files`), pure TLS checks (`pem`), URLs read as Go reads them (`url`),
 //! proxies and NO_PROXY (`proxy`), the way to the server (`transport`: TLS,
-//! the loopback rule, a proxy's CONNECT, over `keepalive`'s TCP) and
+//! the loopback rule, a proxy's CONNECT or SOCKS5 negotiation (`socks`),
+//! each phase within its deadline, over `dial`'s TCP connection, Go's
+//! dialer's, with `keepalive`'s probes) and
 //! tattler's own HTTP/1.1 client over it (`client`: one exchange at a time,
 //! a kept-alive connection per stream, the slot that stops it), which
 //! writes and reads every byte itself with `wire::http`, so that no library
@@ -20,6 +22,7 @@ pub(crate) mod auth;
 pub(crate) mod client;
 pub(crate) mod cluster;
 pub(crate) mod credentials;
+pub(crate) mod dial;
 pub(crate) mod exec;
 pub(crate) mod files;
 mod go_base64;
@@ -30,6 +33,7 @@ pub(crate) mod pem;
 pub(crate) mod proxy;
 pub(crate) mod reach;
 pub(crate) mod secret;
+pub(crate) mod socks;
 pub(crate) mod transport;
 pub(crate) mod url;
 mod yaml;

@@ -10,8 +10,9 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
@@ -23,11 +24,12 @@ use crate::access::cluster::{Access, ServerUrl};
 use crate::access::credentials::Credentials;
 use crate::access::keepalive::Socket;
 use crate::access::pem::{parse_identity, provider, roots, Identity};
-use crate::access::proxy::Proxy;
+use crate::access::proxy::{Proxy, ProxyKind};
 use crate::access::reach::Reach;
 use crate::access::secret::ClientIdentity;
 use crate::access::url::Url;
 use crate::error::Error;
+use crate::sync::Mutex;
 use crate::wire::http::{connect_head, request_head, Get, HttpError};
 use crate::wire::http_read::Responses;
 
@@ -186,14 +188,24 @@ impl Transport {
     /// A new connection to the server, through its proxy when it has one,
     /// over TLS with `tls` for https. `register` gets the TCP socket as
     /// soon as it connects (before any handshake), so that a stop can shut
-    /// it down; an error from it ends the attempt. Connecting, the
-    /// handshakes and the proxy's answer each wait at most the connect
-    /// timeout for a byte.
+    /// it down; an error from it ends the attempt.
+    ///
+    /// Each phase is bounded in total, not per read (a peer that sends a
+    /// byte now and then cannot hold it): the TCP connect (Go's dialer over
+    /// every address, `access::dial`) and then a proxy's answer (its TLS
+    /// handshake for an https proxy, CONNECT or the SOCKS5 negotiation)
+    /// share one deadline, the connect timeout after the start; the
+    /// server's TLS handshake has the connect timeout of its own. With a
+    /// connect timeout of 0 the TCP connect has no limit but the system's,
+    /// and each of the other two phases has client-go's 10 s.
     pub(crate) fn open(
         &self,
         tls: Option<&Arc<ClientConfig>>,
         register: &dyn Fn(&Arc<TcpStream>) -> io::Result<()>,
     ) -> io::Result<Conn> {
+        let started = Instant::now();
+        let limit = Some(self.connect_timeout).filter(|t| !t.is_zero());
+        let connect_until = limit.map(|t| started + t);
         let (host, port) = match &self.proxy {
             Some(p) => (p.host.as_str(), p.port),
             None => (self.host.as_str(), self.port),
@@ -206,22 +218,48 @@ impl Transport {
             // Plain http: every connection goes to loopback only.
             None => loopback_only(host, addrs)?,
         };
-        let socket = crate::access::keepalive::tcp(&addrs, self.connect_timeout).map_err(named)?;
+        let socket = crate::access::dial::connect(&addrs, connect_until).map_err(named)?;
         let handle = Arc::new(socket.try_clone()?);
         register(&handle)?;
-        let setup = Some(self.connect_timeout).filter(|t| !t.is_zero());
-        socket.set_read_timeout(setup)?;
-        socket.set_write_timeout(setup)?;
-        let mut wire: Box<dyn ByteStream> = Box::new(Socket(socket));
+        let clock = Arc::new(Clock::default());
+        let mut wire: Box<dyn ByteStream> = Box::new(Timed {
+            socket: Socket(socket),
+            clock: clock.clone(),
+        });
         if let (Some(proxy), Some(config)) = (&self.proxy, tls) {
-            if proxy.tls {
-                wire = handshake(wire, config, &proxy.host)?;
+            let phase_limit = limit.unwrap_or(HANDSHAKE_LIMIT);
+            let until = connect_until.unwrap_or_else(|| Instant::now() + phase_limit);
+            let what = match proxy.kind {
+                ProxyKind::Socks5 => "the SOCKS5 proxy's negotiation",
+                _ => "the proxy's answer to CONNECT",
+            };
+            clock.arm(what, phase_limit, until);
+            match proxy.kind {
+                ProxyKind::Http => wire = self.tunnel(wire, proxy)?,
+                ProxyKind::Https => {
+                    wire = handshake(wire, config, &proxy.host)?;
+                    wire = self.tunnel(wire, proxy)?;
+                }
+                ProxyKind::Socks5 => {
+                    crate::access::socks::connect(
+                        &mut wire,
+                        &self.host,
+                        self.port,
+                        proxy.socks_user(),
+                    )?;
+                }
             }
-            wire = self.tunnel(wire, proxy)?;
         }
         if let (Some(setup), Some(config)) = (&self.tls, tls) {
+            let phase_limit = limit.unwrap_or(HANDSHAKE_LIMIT);
+            clock.arm(
+                "the TLS handshake",
+                phase_limit,
+                Instant::now() + phase_limit,
+            );
             wire = handshake_for(wire, config, setup.name.clone())?;
         }
+        clock.disarm();
         Ok(Conn {
             wire,
             socket: handle,
@@ -328,6 +366,102 @@ fn handshake_for(
         }
     }
     Ok(Box::new(stream))
+}
+
+/// A TLS handshake's limit when the connect timeout is 0: client-go's
+/// `TLSHandshakeTimeout`.
+const HANDSHAKE_LIMIT: Duration = Duration::from_secs(10);
+
+/// The deadline of the phase of a connection's setup under way (`None`
+/// once it is set up), which [`Timed`] holds every read and write to.
+#[derive(Default)]
+struct Clock {
+    /// Whether a phase is under way: after setup, every read checks this
+    /// alone.
+    armed: AtomicBool,
+    phase: Mutex<Option<Phase>>,
+}
+
+#[derive(Clone, Copy)]
+struct Phase {
+    what: &'static str,
+    limit: Duration,
+    until: Instant,
+}
+
+impl Clock {
+    /// The phase `what` may last until `until` (`limit` after its start).
+    fn arm(&self, what: &'static str, limit: Duration, until: Instant) {
+        *self.phase.lock() = Some(Phase { what, limit, until });
+        self.armed.store(true, Ordering::Release);
+    }
+
+    /// Set up: reads and writes are the HTTP client's to time.
+    fn disarm(&self) {
+        self.armed.store(false, Ordering::Release);
+        *self.phase.lock() = None;
+    }
+
+    fn phase(&self) -> Option<Phase> {
+        if !self.armed.load(Ordering::Acquire) {
+            return None;
+        }
+        *self.phase.lock()
+    }
+}
+
+/// The socket under a connection: during its setup each read and write
+/// waits at most what is left of the phase's time (the socket's timeout is
+/// set to it before each), so that a total, not a per-read, limit holds.
+struct Timed {
+    socket: Socket,
+    clock: Arc<Clock>,
+}
+
+impl Timed {
+    /// Sets `set` (the read or the write timeout) to the phase's time left.
+    fn left(&self, set: fn(&TcpStream, Option<Duration>) -> io::Result<()>) -> io::Result<()> {
+        let Some(phase) = self.clock.phase() else {
+            return Ok(());
+        };
+        let left = phase.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{} did not end within {:?}", phase.what, phase.limit),
+            ));
+        }
+        set(&self.socket.0, Some(left))
+    }
+
+    /// A timeout during setup says which phase ran out of time.
+    fn named(&self, e: io::Error) -> io::Error {
+        match (e.kind(), self.clock.phase()) {
+            (io::ErrorKind::TimedOut, Some(phase)) => io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("{} did not end within {:?}", phase.what, phase.limit),
+            ),
+            _ => e,
+        }
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.left(TcpStream::set_read_timeout)?;
+        self.socket.read(buf).map_err(|e| self.named(e))
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.left(TcpStream::set_write_timeout)?;
+        self.socket.write(buf).map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.socket.flush()
+    }
 }
 
 /// A connection's bytes: TCP, or TLS over TCP or over a proxy's tunnel.
@@ -543,6 +677,117 @@ mod tests {
         assert_eq!(
             keep(&["10.1.2.3:8080", "127.0.0.1:8080", "[::1]:8080"]).unwrap(),
             ["127.0.0.1:8080", "[::1]:8080"]
+        );
+    }
+
+    /// A peer that accepts one connection and sends `bytes` one at a time,
+    /// one every `gap`, until they run out or the client goes.
+    fn dribbler(bytes: Vec<u8>, gap: Duration) -> (u16, std::thread::JoinHandle<()>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let t = std::thread::spawn(move || {
+            let Ok((mut c, _)) = l.accept() else { return };
+            for b in bytes {
+                if c.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(gap);
+            }
+        });
+        (port, t)
+    }
+
+    fn transport(server: &str, proxy: Option<String>, connect_timeout: Duration) -> Transport {
+        let mut access = Access::new(server);
+        access.insecure_skip_tls_verify = true;
+        if let Some(p) = proxy {
+            access.proxy = crate::access::proxy::ProxyConfig::Url(p);
+        }
+        let url = ServerUrl::parse(server).unwrap();
+        let tuning = Connecting {
+            gzip: false,
+            connect_timeout,
+            idle_timeout: Duration::from_secs(150),
+        };
+        Transport::new(&access, &url, tuning).unwrap()
+    }
+
+    /// Opens a connection; the error and how long it took.
+    fn open_err(t: &Transport) -> (io::Error, Duration) {
+        let tls = t.tls_config(None).unwrap();
+        let start = Instant::now();
+        let e = t
+            .open(tls.as_ref(), &|_| Ok(()))
+            .err()
+            .expect("a failed open");
+        (e, start.elapsed())
+    }
+
+    /// A byte every 0.3 s for 12 s: every read gets one well within any
+    /// per-read limit; only a total limit ends the phase.
+    const GAP: Duration = Duration::from_millis(300);
+    const LIMIT: Duration = Duration::from_secs(1);
+
+    fn assert_ended_in_time(e: &io::Error, took: Duration, phase: &str) {
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        let want = format!("{phase} did not end within 1s");
+        assert!(e.to_string().contains(&want), "{e}");
+        // At the limit; the bound is generous for a loaded machine, and far
+        // below the dribbler's 12 s.
+        assert!(took >= LIMIT - Duration::from_millis(50), "{took:?}");
+        assert!(took < Duration::from_secs(6), "{took:?}");
+    }
+
+    #[test]
+    fn a_dribbled_tls_handshake_ends_at_its_total_limit() {
+        // A TLS record header announcing 16 KiB of handshake, then zeros.
+        let mut bytes = vec![0x16, 0x03, 0x03, 0x40, 0x00];
+        bytes.resize(40, 0);
+        let (port, peer) = dribbler(bytes, GAP);
+        let t = transport(&format!("https://127.0.0.1:{port}"), None, LIMIT);
+        let (e, took) = open_err(&t);
+        assert_ended_in_time(&e, took, "the TLS handshake");
+        peer.join().unwrap();
+    }
+
+    #[test]
+    fn a_dribbled_connect_answer_ends_at_the_connect_deadline() {
+        let mut bytes = b"HTTP/1.1 200 Connection established\r\nX-A: ".to_vec();
+        bytes.resize(40, b'a');
+        let (port, peer) = dribbler(bytes, GAP);
+        let proxy = Some(format!("http://127.0.0.1:{port}"));
+        let t = transport("https://kubernetes.internal:6443", proxy, LIMIT);
+        let (e, took) = open_err(&t);
+        assert_ended_in_time(&e, took, "the proxy's answer to CONNECT");
+        peer.join().unwrap();
+    }
+
+    #[test]
+    fn a_dribbled_socks5_negotiation_ends_at_the_connect_deadline() {
+        // Method chosen, CONNECT succeeded, a 255-byte bound name to come.
+        let mut bytes = vec![5, 0, 5, 0, 0, 3, 255];
+        bytes.resize(40, b'a');
+        let (port, peer) = dribbler(bytes, GAP);
+        let proxy = Some(format!("socks5://127.0.0.1:{port}"));
+        let t = transport("https://kubernetes.internal:6443", proxy, LIMIT);
+        let (e, took) = open_err(&t);
+        assert_ended_in_time(&e, took, "the SOCKS5 proxy's negotiation");
+        peer.join().unwrap();
+    }
+
+    /// `connect_timeout` 0 is no limit of tattler's own on the TCP connect,
+    /// as Go's `Dialer` with no `Timeout`: std's `connect_timeout` refuses
+    /// a zero duration, and every connect failed.
+    #[test]
+    fn a_zero_connect_timeout_connects() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let t = transport(&format!("http://127.0.0.1:{port}"), None, Duration::ZERO);
+        let conn = t.open(None, &|_| Ok(())).unwrap();
+        let (peer, _) = l.accept().unwrap();
+        assert_eq!(
+            conn.socket().local_addr().unwrap(),
+            peer.peer_addr().unwrap()
         );
     }
 }
