@@ -7,6 +7,9 @@ pub mod tls;
 /// The fault-injecting TCP proxy and the consumer's view of the reliability tests.
 pub mod proxy;
 
+/// A scripted SOCKS5 proxy that records what clients send.
+pub mod socks;
+
 /// A server answering each request with the test's raw bytes.
 pub mod scripted;
 
