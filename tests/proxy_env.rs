@@ -1,6 +1,7 @@
 //! Cluster access that depends on the process environment: `KUBECONFIG`
 //! merging, `HOME`, in-cluster (`KUBERNETES_SERVICE_HOST` / `_PORT`),
-//! `Config::infer`, `HTTPS_PROXY` / `NO_PROXY`, and the system trust store
+//! `Config::infer`, `HTTPS_PROXY` / `NO_PROXY` (HTTP CONNECT and SOCKS5;
+//! `ALL_PROXY` ignored, as Go ignores it), and the system trust store
 //! (`SSL_CERT_FILE`) used when no CA is configured.
 //!
 //! The environment is global to the process, so this binary has exactly one
@@ -14,6 +15,7 @@ mod common;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
+use common::socks::{SocksMode, SocksProxy};
 use common::tls::*;
 use common::*;
 use kube_tattler::{Access, Auth, Backoff, Config, ProxyConfig, Reader};
@@ -128,7 +130,8 @@ fn environment_dependent_cluster_access() {
     checks.run("in-cluster errors", in_cluster_errors);
     checks.run("infer order", infer_order);
     checks.run("HTTPS_PROXY and NO_PROXY", https_proxy_and_no_proxy);
-    checks.run("proxy variable precedence", proxy_precedence);
+    checks.run("ALL_PROXY is not read", all_proxy_is_not_read);
+    checks.run("HTTPS_PROXY naming a SOCKS5 proxy", https_proxy_socks5);
 
     // After the whole run: no secret in any line tattler or its HTTP stack logged.
     let mut leaks = Vec::new();
@@ -165,6 +168,7 @@ const SECRETS: &[&str] = &[
     "tok-incluster-two-7a7a",
     "tok-env-proxy-8b8b",
     "env-proxy-pw-9c9c",
+    "env-socks-pw-1b1b",
     "tok-trust-store-0d0d",
 ];
 
@@ -679,18 +683,67 @@ fn https_proxy_and_no_proxy() {
     );
 }
 
-/// `ProxyConfig::FromEnv` documents the order `HTTPS_PROXY`, `HTTP_PROXY`,
-/// `ALL_PROXY` (curl's: the scheme's own variable before the catch-all).
-fn proxy_precedence() {
+/// Go's `ProxyFromEnvironment` reads no `ALL_PROXY` (curl's), so kubectl
+/// goes direct where it is set, and so does tattler: a SOCKS5 or an HTTP
+/// proxy in `ALL_PROXY` neither stops `Reader::open` nor gets a connection.
+/// `HTTPS_PROXY` still wins with `ALL_PROXY` beside it.
+fn all_proxy_is_not_read() {
     let (c, server) = not_loopback_cluster();
-    let wanted = ConnectProxy::start();
     let other = ConnectProxy::start();
+    let socks = SocksProxy::start(SocksMode::Tunnel);
+    for (name, value) in [
+        ("ALL_PROXY", socks.url()),
+        ("all_proxy", socks.url()),
+        ("ALL_PROXY", other.url()),
+        ("all_proxy", other.url()),
+    ] {
+        set(name, &value);
+        drop(streams_one_pod(&c.api, env_config(&c, &server)));
+        std::env::remove_var(name);
+    }
+    let wanted = ConnectProxy::start();
     set("HTTPS_PROXY", &wanted.url());
     set("ALL_PROXY", &other.url());
     drop(streams_one_pod(&c.api, env_config(&c, &server)));
     assert_eq!(
         (wanted.targets().len(), other.targets().len()),
         (1, 0),
-        "HTTPS_PROXY must win over ALL_PROXY"
+        "only HTTPS_PROXY is used"
     );
+    assert_eq!(socks.seen(|s| s.greetings.len()), 0, "ALL_PROXY=socks5://");
+}
+
+/// `HTTPS_PROXY=socks5://user:password@host:port`, as Go's net/http takes
+/// it: RFC 1929 credentials, the server's host sent as it is; `socks5h://`
+/// the same; `NO_PROXY` still exempts.
+fn https_proxy_socks5() {
+    let (c, server) = not_loopback_cluster();
+    let socks = SocksProxy::start(SocksMode::Login(
+        "envsocks".into(),
+        "env-socks-pw-1b1b".into(),
+    ));
+    let port = c.front.port();
+    let mut want = vec![5, 1, 0, 1, 0, 0, 0, 0];
+    want.extend_from_slice(&port.to_be_bytes());
+    for scheme in ["socks5", "socks5h"] {
+        let url = socks.url().replace(
+            "socks5://",
+            &format!("{scheme}://envsocks:env-socks-pw-1b1b@"),
+        );
+        set("HTTPS_PROXY", &url);
+        drop(streams_one_pod(&c.api, env_config(&c, &server)));
+    }
+    socks.seen(|s| {
+        assert_eq!(s.greetings, [vec![5, 2, 0, 2], vec![5, 2, 0, 2]]);
+        assert_eq!(s.logins.len(), 2);
+        assert!(s
+            .logins
+            .iter()
+            .all(|l| *l == ("envsocks".to_string(), "env-socks-pw-1b1b".to_string())));
+        // 0.0.0.0 is an IP literal: ATYP 01.
+        assert_eq!(s.connects, [want.clone(), want.clone()]);
+    });
+    set("NO_PROXY", "0.0.0.0");
+    drop(streams_one_pod(&c.api, env_config(&c, &server)));
+    assert_eq!(socks.seen(|s| s.connects.len()), 2, "NO_PROXY exempts");
 }
