@@ -165,9 +165,10 @@ fn expired_in_stream_resyncs_and_infers_deletes() {
             WATCH_LIST.to_string(),
             watch_from(rv),
             // Told not current by the 503: the resumed watch catches up,
-            // asking nothing first; its history has expired.
+            // asking nothing first; its history has expired: the full
+            // state reads the watch cache, not older than the resume point.
             watch_from(rv),
-            WATCH_LIST.to_string()
+            format!("{WATCH_LIST}&resourceVersion={rv}")
         ]
     );
     let s = &r.stats()[0];
@@ -214,6 +215,61 @@ fn http_410_and_too_large_resource_version_resync() {
         ]
     );
     assert_eq!(r.stats()[0].resyncs, 2);
+}
+
+/// After a watch's 410 the full state reads the watch cache not older than
+/// the resume point (client-go's reflector does the same): no consistent
+/// read, which waits for a cache that may lag. A server that has not reached
+/// that point (restored from a backup) gets a consistent read next.
+#[test]
+fn after_a_410_the_full_state_reads_the_cache_and_a_too_large_answer_reads_consistently() {
+    let _w = Watchdog::new("after_a_410_reads_the_cache", Duration::from_secs(30));
+    let api = FakeApi::start();
+    let r = synced_pods(&api);
+    let rv = api.current_rv();
+    let gone = Fault::Status {
+        code: 410,
+        reason: "Expired".into(),
+        message: "gone".into(),
+        retry_after: None,
+    };
+    api.push_fault("pods", gone.clone());
+    api.end_watches();
+    assert_eq!(
+        until_synced(&r),
+        [
+            "Snapshot a/p1",
+            "Snapshot a/p2",
+            "Snapshot b/p3",
+            "Stale pods Resyncing",
+            "Synced pods"
+        ]
+    );
+    let cache_read = format!("{WATCH_LIST}&resourceVersion={rv}");
+    assert_eq!(
+        requests(&api),
+        [WATCH_LIST.to_string(), watch_from(rv), cache_read.clone()]
+    );
+    let before = requests(&api).len();
+    api.push_fault("pods", gone);
+    api.push_fault("pods", Fault::TooLargeInStream);
+    api.end_watches();
+    assert_eq!(
+        until_synced(&r),
+        [
+            "Snapshot a/p1",
+            "Snapshot a/p2",
+            "Snapshot b/p3",
+            "Stale pods Resyncing",
+            "Synced pods"
+        ]
+    );
+    assert_eq!(
+        requests(&api)[before..],
+        [watch_from(rv), cache_read, WATCH_LIST.to_string()]
+    );
+    // The too-large answer began that full state anew (no state was served).
+    assert_eq!(r.stats()[0].resyncs, 3);
 }
 
 #[test]

@@ -360,6 +360,14 @@ impl Course {
         }
     }
 
+    /// The full state under way is read consistently (no resourceVersion).
+    fn consistent_read(&mut self) {
+        if let Doing::Sync(s) = &mut self.doing {
+            s.cache_read = false;
+            s.throttled = 0;
+        }
+    }
+
     /// The full state under way goes on by LIST: for good (`sticky`), or
     /// for this full state only.
     fn fall_back_to_list(&mut self, sticky: bool) {
@@ -602,11 +610,24 @@ impl Course {
                 // whose new watch cache starts at the current revision) is
                 // over and counts no more. One during a full state (a second
                 // in a row) waits; the request budget paces the rest.
+                //
+                // The new full state reads what the watch cache holds, not
+                // older than the resume point, as client-go's reflector does
+                // after a watch's 410: the server's cache serves it at once,
+                // with no consistent read (a round trip to etcd, and a wait
+                // for a cache that may lag: kubernetes#139766). Only a
+                // number: another server may refuse an opaque one.
                 if self.syncing() {
+                    self.consistent_read();
                     self.fail_and_resync("the resourceVersion expired again".into(), None)
                 } else {
                     self.failures = 0;
                     self.resync();
+                    if self.cursor.number().is_some() {
+                        if let Doing::Sync(s) = &mut self.doing {
+                            s.cache_read = true;
+                        }
+                    }
                     let mut s = Self::go(Some("the resourceVersion expired; re-syncing".into()));
                     s.resync = true;
                     s
@@ -623,10 +644,28 @@ impl Course {
                     None,
                 )
             }
-            End::TooLarge(hint) => self.fail_and_resync(
-                "the resourceVersion is ahead of the server; re-syncing".into(),
-                hint,
-            ),
+            End::TooLarge(hint) => {
+                // The resume point is not the server's (restored from a
+                // backup, another cluster): a consistent read, as client-go
+                // then asks.
+                self.consistent_read();
+                self.fail_and_resync(
+                    "the resourceVersion is ahead of the server; re-syncing".into(),
+                    hint,
+                )
+            }
+            End::Rejected(info) if self.cache_read().is_some() => {
+                // The server refuses to read its cache at this resource
+                // version: the same full state, read consistently.
+                self.consistent_read();
+                self.fail(
+                    format!(
+                        "the server refuses to read its cache at this resourceVersion ({} {}); reading consistently",
+                        info.code, info.message
+                    ),
+                    None,
+                )
+            }
             End::Rejected(info) if phase == Phase::WatchList => {
                 self.fall_back_to_list(true);
                 Self::go(Some(format!(

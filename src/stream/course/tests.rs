@@ -796,3 +796,48 @@ fn a_schema_miss_turns_to_json_except_for_metadata() {
     );
     assert!(!c.asks_protobuf(true) && !c.asks_protobuf(false));
 }
+
+/// After a watch's 410 the full state reads the watch cache not older than
+/// the resume point, as client-go's reflector does; a resourceVersion the
+/// server does not have (ahead of it, refused, or expired again) goes back
+/// to a consistent read, and an opaque one never asks the cache.
+#[test]
+fn after_an_expired_watch_the_full_state_reads_the_cache_not_older_than_the_resume_point() {
+    let expired_while_watching = |cursor: &str| {
+        let mut m = course_in(Phase::Watch);
+        m.on(Fact::Listed(Rv::new(cursor)));
+        let step = m.next(End::Expired, seen(5, false));
+        assert!(step.resync);
+        assert_eq!(m.phase(), Phase::WatchList);
+        m
+    };
+    let m = expired_while_watching("8481");
+    assert_eq!(m.cache_read(), Some("8481"));
+    let m = expired_while_watching("opaque/7");
+    assert_eq!(
+        m.cache_read(),
+        None,
+        "an opaque resourceVersion is not asked for"
+    );
+
+    let ends: [(End, &str); 3] = [
+        (End::TooLarge(None), "ahead of the server"),
+        (End::Rejected(info(400)), "refused"),
+        (End::Expired, "expired again"),
+    ];
+    for (end, what) in ends {
+        let mut m = expired_while_watching("8481");
+        let step = m.next(end, seen(5, false));
+        assert_eq!(
+            (m.phase(), m.cache_read()),
+            (Phase::WatchList, None),
+            "{what}: a consistent read next"
+        );
+        assert!(matches!(step.next, Next::Pause { .. }), "{what}: {step:?}");
+    }
+    // A LIST reads the cache the same way.
+    let mut m = expired_while_watching("8481");
+    m.list_mode = true;
+    m.resync();
+    assert_eq!((m.phase(), m.cache_read()), (Phase::List, Some("8481")));
+}
