@@ -134,6 +134,9 @@ struct BookmarkMeta<'a> {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct StatusBody {
+    kind: String,
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
     code: u16,
     reason: String,
     message: String,
@@ -356,9 +359,11 @@ pub(crate) fn checked_rv(text: &str) -> Result<Rv, String> {
     Ok(Rv::new(text))
 }
 
-/// A Status body. Any other body is described by its length, never quoted:
-/// it may be an object's bytes (a Secret list answered with an unexpected
-/// code, a proxy's page carrying a token).
+/// A Status body: JSON with `"kind":"Status"` (and `"apiVersion":"v1"`
+/// when it names one), as client-go decodes a `metav1.Status`. Any other
+/// body is described by its length, never quoted, whatever its members
+/// (a top-level `message` too): it may be an object's bytes (a Secret list
+/// answered with an unexpected code, a proxy's page carrying a token).
 pub(crate) fn status(body: &[u8]) -> Status {
     described_status(body, None)
 }
@@ -366,8 +371,11 @@ pub(crate) fn status(body: &[u8]) -> Status {
 /// As [`status`], naming the body's `Content-Type` (its media type only,
 /// at most 64 characters of `[A-Za-z0-9/+.-]`) when it is not a Status.
 pub(crate) fn described_status(body: &[u8], content_type: Option<&str>) -> Status {
-    match serde_json::from_slice::<StatusBody>(body) {
-        Ok(s) => {
+    let parsed = serde_json::from_slice::<StatusBody>(body)
+        .ok()
+        .filter(|s| s.kind == "Status" && s.api_version.as_deref().is_none_or(|v| v == "v1"));
+    match parsed {
+        Some(s) => {
             let details = s.details.unwrap_or_default();
             Status {
                 code: s.code,
@@ -380,7 +388,7 @@ pub(crate) fn described_status(body: &[u8], content_type: Option<&str>) -> Statu
                     .any(|c| c.reason == "ResourceVersionTooLarge"),
             }
         }
-        Err(_) => Status {
+        None => Status {
             message: describe_body(body, content_type),
             ..Status::default()
         },
@@ -443,6 +451,48 @@ mod tests {
         assert_eq!(status(b" \n").message, "");
         // A Status says its own message.
         assert!(status(FORBIDDEN).message.starts_with("pods is forbidden"));
+    }
+
+    /// Only a Status is quoted: JSON with a top-level `message` that is
+    /// not one (an object, another API's error) is said by its length.
+    #[test]
+    fn only_a_kubernetes_status_is_quoted() {
+        let quoted = |body: &str| {
+            let s = described_status(body.as_bytes(), Some("application/json"));
+            (s.code, s.message)
+        };
+        for (body, want) in [
+            (
+                r#"{"kind":"Status","apiVersion":"v1","code":403,"message":"m"}"#,
+                Some(403),
+            ),
+            (
+                r#"{"apiVersion":"v1","message":"m","kind":"Status","code":500}"#,
+                Some(500),
+            ),
+            (r#"{"kind":"Status","code":503,"message":"m"}"#, Some(503)),
+            (r#"{"message":"s3cr3t","code":500}"#, None),
+            (r#"{"kind":"Secret","message":"s3cr3t","code":500}"#, None),
+            (
+                r#"{"kind":"Status","apiVersion":"apps/v1","message":"s3cr3t"}"#,
+                None,
+            ),
+            (r#"{"kind":"status","message":"s3cr3t"}"#, None),
+            (r#"{"kind":1,"message":"s3cr3t"}"#, None),
+            (r#"["Status","s3cr3t"]"#, None),
+        ] {
+            let said = match want {
+                Some(code) => (code, "m".to_string()),
+                None => (
+                    0,
+                    format!(
+                        "a application/json body of {} bytes that is not a Status",
+                        body.len()
+                    ),
+                ),
+            };
+            assert_eq!(quoted(body), said, "{body}");
+        }
     }
 
     fn lines(body: &[u8]) -> Vec<Vec<u8>> {
