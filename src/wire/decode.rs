@@ -157,6 +157,19 @@ struct StatusCause {
     reason: String,
 }
 
+/// A `serde_json` error said by its category and place only: its own
+/// message can quote a value of the server's (`invalid type: string
+/// "s3cr3t", expected …`), and what it says reaches Error entries and logs.
+pub(crate) fn json_error(e: &serde_json::Error) -> String {
+    let what = match e.classify() {
+        serde_json::error::Category::Io => "could not be read",
+        serde_json::error::Category::Syntax => "is not valid JSON",
+        serde_json::error::Category::Data => "has a value of the wrong type or shape",
+        serde_json::error::Category::Eof => "ends early",
+    };
+    format!("{what} (line {}, column {})", e.line(), e.column())
+}
+
 /// Decodes one watch frame (`{"type":…,"object":{…}}`).
 pub(crate) fn event(frame: &[u8], edits: Edits) -> Result<Event<'_>, DecodeError> {
     // The apiserver writes `{"type":"…","object":{…}}`: find the object
@@ -184,8 +197,9 @@ pub(crate) fn event(frame: &[u8], edits: Edits) -> Result<Event<'_>, DecodeError
             })
         }
         "BOOKMARK" => {
-            let b: BookmarkHead = serde_json::from_str(obj)
-                .map_err(|e| DecodeError::new(INVALID_FRAME, format!("BOOKMARK object: {e}")))?;
+            let b: BookmarkHead = serde_json::from_str(obj).map_err(|e| {
+                DecodeError::new(INVALID_FRAME, format!("BOOKMARK object {}", json_error(&e)))
+            })?;
             let initial_events_end = b
                 .metadata
                 .annotations
@@ -245,9 +259,9 @@ fn general_envelope(frame: &[u8]) -> Result<(Cow<'_, str>, &str), DecodeError> {
             ))
         }
         Err(Bad::NotJson) => {
-            // Let serde say what is wrong and where (it never quotes values here).
+            // Let serde say where it is wrong, not what it found.
             let why = match serde_json::from_slice::<serde::de::IgnoredAny>(frame) {
-                Err(e) => e.to_string(),
+                Err(e) => format!("it {}", json_error(&e)),
                 Ok(_) => "not a JSON object".into(),
             };
             return Err(bad(&format!("not a watch event: {why}")));
@@ -258,8 +272,8 @@ fn general_envelope(frame: &[u8]) -> Result<(Cow<'_, str>, &str), DecodeError> {
             "not a watch event: it needs a string `type` and an object `object`",
         ));
     };
-    let kind =
-        serde_json::from_str::<String>(&text[ts..te]).map_err(|e| bad(&format!("type: {e}")))?;
+    let kind = serde_json::from_str::<String>(&text[ts..te])
+        .map_err(|e| bad(&format!("its type {}", json_error(&e))))?;
     Ok((Cow::Owned(kind), &text[os..oe]))
 }
 
@@ -293,7 +307,7 @@ pub(crate) fn object_walk(
         }
         Err(Bad::NotJson) => {
             let why = match serde_json::from_str::<serde::de::IgnoredAny>(obj) {
-                Err(e) => format!("object: {e}"),
+                Err(e) => format!("object {}", json_error(&e)),
                 Ok(_) => "object is not a JSON object".into(),
             };
             return Err(named(DecodeError::new(INVALID_OBJECT, why)));
@@ -493,6 +507,54 @@ mod tests {
             };
             assert_eq!(quoted(body), said, "{body}");
         }
+    }
+
+    /// serde_json's messages can quote a value; what reaches an error says
+    /// where and what kind of fault, never the value.
+    #[test]
+    fn json_errors_name_their_place_and_never_a_value() {
+        let err = |text: &str| {
+            json_error(
+                &serde_json::from_str::<BookmarkHead>(text)
+                    .err()
+                    .expect(text),
+            )
+        };
+        for (text, want) in [
+            (
+                r#"{"metadata":"s3cr3t"}"#,
+                "has a value of the wrong type or shape (line 1, column 20)",
+            ),
+            (
+                r#"{"metadata":{"resourceVersion":12345678}}"#,
+                "has a value of the wrong type or shape (line 1, column 39)",
+            ),
+            (
+                r#"{"metadata":{"resourceVersion":"1","annotations":{"k":"s3cr3t","j":7}}}"#,
+                "has a value of the wrong type or shape (line 1, column 68)",
+            ),
+            (
+                r#"{"metadata":s3cr3t}"#,
+                "is not valid JSON (line 1, column 13)",
+            ),
+            (r#"{"metadata":{"#, "ends early (line 1, column 13)"),
+        ] {
+            let got = err(text);
+            assert_eq!(got, want, "{text}");
+            assert!(!got.contains("s3cr3t") && !got.contains("1234"), "{got}");
+        }
+        // What serde says by itself, which this is for.
+        let raw = serde_json::from_str::<BookmarkHead>(r#"{"metadata":"s3cr3t"}"#)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(raw.contains("s3cr3t"), "{raw}");
+        let bookmark = br#"{"type":"BOOKMARK","object":{"metadata":"s3cr3t"}}"#;
+        let e = event(bookmark, Edits::NONE).unwrap_err();
+        assert_eq!(
+            e.message,
+            "BOOKMARK object has a value of the wrong type or shape (line 1, column 20)"
+        );
     }
 
     fn lines(body: &[u8]) -> Vec<Vec<u8>> {

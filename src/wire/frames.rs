@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::resource_version::Rv;
 use crate::wire::buffered::Buffered;
+use crate::wire::decode::json_error;
 
 /// Errors of the frame reader.
 #[derive(Debug)]
@@ -349,7 +350,12 @@ impl<R: Read> ListReader<R> {
                             let raw: RawListMeta = serde_json::from_slice(
                                 self.input.take_bytes(len),
                             )
-                            .map_err(|e| ListError::Invalid(format!("the list's metadata: {e}")))?;
+                            .map_err(|e| {
+                                ListError::Invalid(format!(
+                                    "the list's metadata {}",
+                                    json_error(&e)
+                                ))
+                            })?;
                             self.meta = Some(ListMeta {
                                 resource_version: Rv::new(&raw.resource_version),
                                 continue_token: raw.continue_token.filter(|c| !c.is_empty()),
@@ -411,13 +417,15 @@ impl<R: Read> ListReader<R> {
         }
     }
 
+    /// What was found instead of `want`: JSON's own punctuation is named,
+    /// any other byte is not (it may be a value's).
     fn unexpected(&self, found: Option<u8>, want: &str) -> ListError {
+        let at = self.input.bytes_used();
         ListError::Invalid(match found {
-            Some(b) => format!(
-                "expected {want}, found {:?} after {} bytes",
-                b as char,
-                self.input.bytes_used()
-            ),
+            Some(b) if b"{}[],:\"".contains(&b) => {
+                format!("expected {want}, found {:?} after {at} bytes", b as char)
+            }
+            Some(_) => format!("expected {want}, found another byte after {at} bytes"),
             None => format!("expected {want}, found the end of the body"),
         })
     }
@@ -462,7 +470,7 @@ impl<R: Read> ListReader<R> {
             .ok_or_else(|| ListError::Invalid("a key of the list is over 1 KiB".into()))?;
         serde_json::from_slice::<String>(self.input.take_bytes(len))
             .map(String::into_bytes)
-            .map_err(|e| ListError::Invalid(format!("a key of the list: {e}")))
+            .map_err(|e| ListError::Invalid(format!("a key of the list {}", json_error(&e))))
     }
 
     fn skip_value(&mut self) -> Result<(), ListError> {
@@ -690,6 +698,47 @@ mod tests {
         ] {
             let e = items(body, 100, 2).unwrap_err();
             assert!(e.contains(want), "{}: {e}", String::from_utf8_lossy(body));
+        }
+    }
+
+    /// What a bad page's error says reaches an Error entry and a log line:
+    /// never a byte of the page's values (issue 38 item 4).
+    #[test]
+    fn a_bad_list_page_is_said_without_a_byte_of_its_values() {
+        for (body, want) in [
+            (
+                &br#"{"metadata":{"resourceVersion":"1","shardInfo":"s3cr3t"},"items":[]}"#[..],
+                "the list's metadata has a value of the wrong type or shape (line 1, column 43)",
+            ),
+            (
+                br#"{"metadata":{"resourceVersion":31415926},"items":[]}"#,
+                "the list's metadata has a value of the wrong type or shape (line 1, column 27)",
+            ),
+            (
+                br#"{"metadata":{"continue":["s3cr3t"]},"items":[]}"#,
+                "the list's metadata has a value of the wrong type or shape (line 1, column 12)",
+            ),
+            (
+                br#"{"metadata":{},"items":[{}]s3cr3t}"#,
+                "expected `,` or `}` after a member, found another byte after 27 bytes",
+            ),
+            (
+                br#"{"metadata":{}} s3cr3t"#,
+                "expected the end of the body, found another byte after 16 bytes",
+            ),
+            (
+                br#"{"k\u00zz":1}"#,
+                "a key of the list is not valid JSON (line 1, column 8)",
+            ),
+            (
+                br#"{"items":[{}] :}"#,
+                "expected `,` or `}` after a member, found ':' after 14 bytes",
+            ),
+        ] {
+            for chunk in [1, 5, body.len()] {
+                let e = items(body, 100, chunk).unwrap_err();
+                assert_eq!(e, want, "{}", String::from_utf8_lossy(body));
+            }
         }
     }
 }

@@ -1317,3 +1317,91 @@ fn plain_http_and_skipping_tls_checks_need_an_explicit_switch_and_warn() {
         .is_some());
     drop(r);
 }
+
+/// What a server's bytes may carry (a Secret's value, a token) reaches no
+/// Error entry and no log line when a LIST goes wrong (issue 38 item 4): an
+/// error body that is JSON but not a Kubernetes `Status` is said by its
+/// length, and a bad LIST page by where and what kind of fault, never by
+/// serde_json's own words (they quote values: `invalid type: string "…"`).
+#[test]
+fn a_bad_list_page_or_an_error_body_quotes_no_byte_of_it() {
+    use crate::common::scripted::{list_body, pod_json, uid, Reply, Scripted, Then};
+    const PAGE_SECRET: &str = "pg-secret-7f3a9c-NEVER-LOG-ME";
+    let _w = Watchdog::new("bad_list_page", Duration::from_secs(60));
+    let log = capture_log();
+    let pod = pod_json("p1", &uid(1), "5", ",\"spec\":{}")
+        .replace("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", "");
+    let error_body = format!(r#"{{"message":"{PAGE_SECRET}","code":500}}"#);
+    let said = format!(
+        "server error 500: a application/json body of {} bytes that is not a Status",
+        error_body.len()
+    );
+    let lists = std::sync::atomic::AtomicUsize::new(0);
+    let s = Scripted::start(move |_, path| {
+        if path.contains("sendInitialEvents=true") {
+            // No watch-list here: the stream falls back to LIST.
+            return Reply::status(422, "Invalid", &[]);
+        }
+        if path.contains("watch=true") {
+            return Reply::json(vec![], Then::Hang);
+        }
+        let body = match lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            // JSON with a top-level message, not a Status.
+            0 => {
+                let mut r = Reply::json(vec![error_body.clone().into_bytes()], Then::Close);
+                r.status = 500;
+                return r;
+            }
+            // A page whose metadata serde cannot take: it would quote the value.
+            1 => format!(
+                r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"5","shardInfo":"{PAGE_SECRET}"}},"items":[{pod}]}}"#
+            )
+            .into_bytes(),
+            // A byte where a comma belongs, inside a value's text.
+            2 => format!(
+                r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"5"}},"items":[{pod}]{PAGE_SECRET}}}"#
+            )
+            .into_bytes(),
+            _ => list_body(std::slice::from_ref(&pod), "5"),
+        };
+        Reply::json(vec![body], Then::Close)
+    });
+    let mut c = Config::new(Access::new(s.url())).watch(["pods"]).unwrap();
+    c.tuning.backoff = kube_tattler::Backoff {
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(100),
+        reset_after: Duration::from_secs(120),
+    };
+    let r = Reader::open(c).unwrap();
+    let mut got = Vec::new();
+    loop {
+        let e = next(&r);
+        let dbg = format!("{e:?}");
+        assert!(!dbg.contains(PAGE_SECRET), "{dbg}");
+        if let Some(err) = e.error() {
+            assert!(!err.message.contains(PAGE_SECRET), "{}", err.message);
+        }
+        got.push(show(&e));
+        if e.change() == Change::Synced {
+            break;
+        }
+    }
+    assert_eq!(got, ["Stale pods Refused 500", "Add a/p1", "Synced pods"]);
+    r.close();
+    // Each fault was met and said, in words of tattler's own.
+    for parts in [
+        &[said.as_str()][..],
+        &[
+            "bad list page: the list's metadata has a value of the wrong type or shape (line 1, column",
+        ],
+        &["bad list page: expected `,` or `}` after a member, found another byte after"],
+    ] {
+        assert!(
+            log.wait_for(parts, Duration::from_secs(5)).is_some(),
+            "no line with {parts:?} in {:#?}",
+            log.matching(&["pods"])
+        );
+    }
+    let leaks = log.leaks(PAGE_SECRET);
+    assert!(leaks.is_empty(), "{PAGE_SECRET} logged: {leaks:#?}");
+}
