@@ -231,7 +231,8 @@ impl Transport {
             let until = connect_until.unwrap_or_else(|| Instant::now() + phase_limit);
             let what = match proxy.kind {
                 ProxyKind::Socks5 => "the SOCKS5 proxy's negotiation",
-                _ => "the proxy's answer to CONNECT",
+                ProxyKind::Https => "the proxy's TLS handshake and answer to CONNECT",
+                ProxyKind::Http => "the proxy's answer to CONNECT",
             };
             clock.arm(what, phase_limit, until);
             match proxy.kind {
