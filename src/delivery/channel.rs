@@ -162,12 +162,21 @@ impl ChannelControl {
     /// go: until the guard is dropped, [`settle`](Self::settle) waits, so
     /// that a checkpoint taken once a stopped reader is drained never holds
     /// a change whose entry was not sent (nor misses one taken back late).
-    pub(crate) fn delivering(&self) -> Delivering<'_> {
+    ///
+    /// `None` once the reader is closed: nothing may change then, not even
+    /// for a moment. A delivery that began after [`settle`](Self::settle)
+    /// looked would otherwise change the table under a checkpoint being
+    /// taken, and take the change back only after it.
+    pub(crate) fn delivering(&self) -> Option<Delivering<'_>> {
         // Under way before counted: whoever sees the count moved sees it
         // under way too, or over.
         self.inflight.fetch_add(1, Ordering::SeqCst);
         self.begun.fetch_add(1, Ordering::SeqCst);
-        Delivering(self)
+        let under_way = Delivering(self);
+        // After the count (both SeqCst, as close and settle are): either
+        // settle saw this delivery under way and waits for it, or this sees
+        // the reader closed.
+        (!self.closed.load(Ordering::SeqCst)).then_some(under_way)
     }
 
     /// Deliveries begun so far, and whether one is under way now: equal
@@ -307,8 +316,10 @@ impl Out {
     /// Blocks until the entry is queued (true) or a stop comes (false).
     pub(crate) fn send(&self, mut entry: Entry, stop: &Stop) -> bool {
         entry.term.clone_from(&self.term);
-        let _delivering = self.control.delivering();
-        !self.control.closed.load(Ordering::SeqCst) && self.send_open(entry, stop)
+        let Some(_delivering) = self.control.delivering() else {
+            return false;
+        };
+        self.send_open(entry, stop)
     }
 
     /// Sends a resource's Synced at `rv` (false when a stop came first):
@@ -324,10 +335,9 @@ impl Out {
     /// budget is not asked: these entries carry no object.
     pub(crate) fn try_send(&self, mut entry: Entry) -> Option<Entry> {
         entry.term.clone_from(&self.term);
-        let _delivering = self.control.delivering();
-        if self.control.closed.load(Ordering::SeqCst) {
+        let Some(_delivering) = self.control.delivering() else {
             return Some(entry);
-        }
+        };
         match self.tx.try_send(entry) {
             Ok(()) => {
                 self.control.entered.fetch_add(1, Ordering::SeqCst);
@@ -434,7 +444,7 @@ mod tests {
         let out = out_of(tx);
         assert_eq!(out.control.deliveries(), (0, false));
         {
-            let _d = out.control.delivering();
+            let _d = out.control.delivering().expect("open");
             assert_eq!(out.control.deliveries(), (1, true));
         }
         assert!(out.try_send(entry()).is_none());
@@ -473,6 +483,20 @@ mod tests {
         assert!(!c.all_done(), "a new one sent");
     }
 
+    /// Once closed no delivery begins, so none can change the table after
+    /// settle has looked (a checkpoint taken then saw a change for a moment
+    /// that was taken back after it: tests/fake/lifecycle.rs,
+    /// a_checkpoint_after_stop_and_drain_is_exactly_what_the_consumer_got).
+    #[test]
+    fn once_closed_no_delivery_begins() {
+        let control = ChannelControl::new(1 << 20);
+        assert!(control.delivering().is_some());
+        control.close();
+        control.settle();
+        assert!(control.delivering().is_none());
+        assert_eq!(control.deliveries().1, false, "refused: not under way");
+    }
+
     /// A delivery under way (a change in the table, its entry not yet sent
     /// or taken back) holds settle until it is over.
     #[test]
@@ -482,7 +506,7 @@ mod tests {
             let control = control.clone();
             let (held_tx, held) = crossbeam_channel::bounded(0);
             let t = std::thread::spawn(move || {
-                let _d = control.delivering();
+                let _d = control.delivering().expect("open");
                 held_tx.send(()).unwrap();
                 std::thread::sleep(Duration::from_millis(100));
                 std::time::Instant::now()

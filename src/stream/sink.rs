@@ -344,7 +344,9 @@ impl Sink {
         // From the verdict to the send (or its undo), for a checkpoint taken
         // after a stop.
         let control = self.out.control.clone();
-        let _delivering = control.delivering();
+        let Some(_delivering) = control.delivering() else {
+            return Judged::Stopped;
+        };
         // Not delivered: as far as the consumer goes, the object is gone.
         let kind = if d.object.is_some() {
             d.kind
@@ -452,7 +454,9 @@ impl Sink {
         let turn = state.turn();
         // From the inferred deletes to their restore, for a checkpoint.
         let control = self.out.control.clone();
-        let delivering = control.delivering();
+        let Some(delivering) = control.delivering() else {
+            return false;
+        };
         let ended = {
             let mut ledger = state.ledger();
             if !ledger.current(id) {
