@@ -124,6 +124,19 @@ fn framings() -> Vec<(&'static str, Vec<u8>)> {
                 b"0\r\n\r\n",
             ]),
         ),
+        (
+            // As Go's ReadResponse takes a head: spaces after the version,
+            // and any number of fields (128 failed before).
+            "Go's heads: spaces in the status line, 300 fields",
+            cat(&[
+                b"HTTP/1.1   200  OK\r\nContent-Type: application/json\r\n",
+                cookie.as_bytes(),
+                (0..300).map(|i| format!("X-Field-{i}: {i}\r\n")).collect::<String>().as_bytes(),
+                b"Transfer-Encoding: chunked\r\n\r\n",
+                &framed,
+                b"0\r\n\r\n",
+            ]),
+        ),
         ("padded chunk sizes", cat(&[&chunked, &padded, b"0000000000000000\r\n\r\n"])),
         ("chunk extensions", cat(&[&chunked, &extended, b"0;last=\"yes\"\r\n\r\n"])),
         ("trailers", cat(&[&head("Transfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"), &framed, &trailers])),
@@ -403,4 +416,76 @@ fn every_framing_decodes_the_same_with_and_without_a_trace_logger_and_nothing_le
             .any(|l| l.contains("GET /api/v1/pods?watch=true")),
         "the capture saw tattler's own request lines"
     );
+}
+
+/// Answers as client-go takes them (issue 38 item 3): a LIST answered 203
+/// is a success; a watch whose gzip body is empty (`Content-Length: 0`, or
+/// chunked with no member) is a watch that ended, not a broken one: the
+/// stream watches again from where it was, and says nothing.
+#[test]
+fn a_list_answered_203_and_empty_gzip_watches_are_taken_as_client_go_takes_them() {
+    let _w = Watchdog::new("client_go_answers", Duration::from_secs(60));
+    let pod = common::scripted::pod_json("p1", &uid(1), "5", ",\"spec\":{}")
+        .replace("\"kind\":\"Pod\",\"apiVersion\":\"v1\",", "");
+    let list = common::scripted::list_body(&[pod], "5");
+    let watches = Arc::new(AtomicUsize::new(0));
+    let counted = watches.clone();
+    let server = Scripted::start(move |_, path| {
+        if path.contains("sendInitialEvents=true") {
+            return Reply::status(422, "Invalid", &[]);
+        }
+        if !path.contains("watch=true") {
+            let mut head = format!(
+                "HTTP/1.1 203 Non-Authoritative Information\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                list.len()
+            )
+            .into_bytes();
+            head.extend(&list);
+            return Reply::raw(head, 4096, Then::Close);
+        }
+        let empty: &[u8] = match counted.fetch_add(1, Ordering::SeqCst) {
+            0 => b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n",
+            1 => b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            _ => return Reply::json(Vec::new(), Then::Hang),
+        };
+        Reply::raw(empty.to_vec(), empty.len(), Then::Close)
+    });
+    let mut c = Config::new(Access::new(server.url()).token(TOKEN))
+        .watch(["pods"])
+        .unwrap();
+    c.tuning.gzip = true;
+    c.tuning.backoff = Backoff {
+        initial: Duration::from_millis(1),
+        max: Duration::from_millis(5),
+        reset_after: Duration::from_secs(120),
+    };
+    let r = Reader::open(c).unwrap();
+    let got: Vec<String> = (0..2).map(|_| show(&next(&r))).collect();
+    assert_eq!(got, ["Add a/p1", "Synced pods"]);
+    assert!(
+        server.wait_requests(5, Duration::from_secs(20)),
+        "{:?}",
+        server.requests()
+    );
+    // Nothing went wrong: no Stale, no Error.
+    if let Ok(e) = r.next_timeout(Duration::from_millis(300)) {
+        panic!("unexpected entry {}", show(&e));
+    }
+    let watched: Vec<String> = server
+        .requests()
+        .iter()
+        .skip(2)
+        .map(|p| {
+            p.split("timeoutSeconds")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        watched, ["/api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion=5&"; 3],
+        "each watch from where the list was"
+    );
+    assert_eq!(r.stats()[0].reconnects, 2);
+    r.close();
 }
