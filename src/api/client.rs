@@ -312,8 +312,9 @@ impl Client {
         match parse_aggregated(&apis).map_err(|e| bad("/apis", e))? {
             Some(v) => out.extend(v),
             None => {
-                let groups: GroupList =
-                    serde_json::from_slice(&apis).map_err(|e| bad("/apis", e.to_string()))?;
+                let groups: GroupList = serde_json::from_slice(&apis).map_err(|e| {
+                    bad("/apis", format!("the document {}", decode::json_error(&e)))
+                })?;
                 for g in groups.groups {
                     if !group_path_ok(&g.name, &g.preferred.version) {
                         log::warn!("discovery: a group left out: its name or version is not as Kubernetes allows");

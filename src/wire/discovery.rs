@@ -4,6 +4,7 @@
 
 use serde::Deserialize;
 
+use crate::wire::decode::json_error;
 use crate::wire::names::dns_name;
 
 /// Aggregated discovery (one document for every group), with plain JSON
@@ -108,8 +109,8 @@ struct KindOnly {
 /// Reads an aggregated discovery document; `None` when the server answered
 /// with a legacy one instead.
 pub(crate) fn parse_aggregated(body: &[u8]) -> Result<Option<Vec<Served>>, String> {
-    let list: GroupDiscoveryList =
-        serde_json::from_slice(body).map_err(|e| format!("discovery: {e}"))?;
+    let list: GroupDiscoveryList = serde_json::from_slice(body)
+        .map_err(|e| format!("discovery: the document {}", json_error(&e)))?;
     if list.kind != "APIGroupDiscoveryList" {
         return Ok(None);
     }
@@ -160,7 +161,8 @@ pub(crate) fn parse_resource_list(
     version: &str,
     body: &[u8],
 ) -> Result<Vec<Served>, String> {
-    let list: ResourceList = serde_json::from_slice(body).map_err(|e| format!("discovery: {e}"))?;
+    let list: ResourceList = serde_json::from_slice(body)
+        .map_err(|e| format!("discovery: the document {}", json_error(&e)))?;
     Ok(list
         .resources
         .into_iter()
@@ -238,6 +240,23 @@ mod tests {
         let mut all = parse_resource_list("", "v1", CORE).unwrap();
         all.extend(parse_aggregated(AGG).unwrap().unwrap());
         all
+    }
+
+    /// A discovery document that cannot be read is said by where, never by
+    /// serde_json's words, which quote values (issue 38 item 4).
+    #[test]
+    fn an_unreadable_document_is_said_without_its_values() {
+        assert_eq!(
+            parse_aggregated(br#"{"kind":"APIGroupDiscoveryList","items":"s3cr3t"}"#),
+            Err(
+                "discovery: the document has a value of the wrong type or shape (line 1, column 48)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            parse_resource_list("", "v1", br#"{"resources":[{"name":"s3cr3t"#),
+            Err("discovery: the document ends early (line 1, column 29)".into())
+        );
     }
 
     #[test]
