@@ -213,13 +213,24 @@ pub(crate) fn event(frame: &[u8], edits: Edits) -> Result<Event<'_>, DecodeError
             })
         }
         "ERROR" => Ok(Event::Error(status(obj.as_bytes()))),
-        other => {
-            let shown: String = other.chars().take(32).collect();
+        // Named only when it has an event type's shape (a newer server's
+        // type); anything else may be a value's bytes.
+        other
+            if (1..=32).contains(&other.len())
+                && other.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') =>
+        {
             Err(DecodeError::new(
                 INVALID_FRAME,
-                format!("unknown watch event type {shown:?}"),
+                format!("unknown watch event type {other:?}"),
             ))
         }
+        other => Err(DecodeError::new(
+            INVALID_FRAME,
+            format!(
+                "a watch event type of {} bytes that is none Kubernetes sends",
+                other.len()
+            ),
+        )),
     }
 }
 
@@ -693,6 +704,17 @@ mod tests {
         assert!(e(b"{\"type\":\"NOPE\",\"object\":{}}")
             .message
             .contains("\"NOPE\""));
+        for odd in ["s3cr3t", "Added", "ADDED ", &"A".repeat(33)] {
+            let frame = format!(r#"{{"type":"{odd}","object":{{}}}}"#);
+            assert_eq!(
+                e(frame.as_bytes()).message,
+                format!(
+                    "a watch event type of {} bytes that is none Kubernetes sends",
+                    odd.len()
+                ),
+                "not quoted: {odd}"
+            );
+        }
         assert!(e(b"{\"type\":\"ADDED\"}").message.contains("`object`"));
         let missing = e(obj(r#""name":"x","namespace":"ns","uid":"u""#).as_bytes());
         assert_eq!(
