@@ -2,15 +2,22 @@
 # Build kube-apiserver, kubectl (k8s.io/kubernetes) and a small embedded etcd
 # from the Go module in this directory, and cache them by version.
 #
-#   tests/k8s/build.sh            -> last line of stdout is the bin dir
+#   tests/k8s/build.sh [VERSION]  -> last line of stdout is the bin dir
+#   tests/k8s/build.sh all        -> builds every version, one bin dir a line
+#
+# VERSION is a Kubernetes minor: 1.37 (the default, the newest) or 1.36; the
+# argument wins over TATTLER_K8S_VERSION. The newest is go.mod/go.sum, each
+# older one k8s-<minor>.mod/.sum beside it (go build -modfile), so that all
+# share cmd/ and one module root.
 #
 # Cache: ${TATTLER_K8S_CACHE:-/var/cache/tattler-k8s}/<k8s-version>-<etcd-version>/bin/
-# A cached bin dir is reused as long as its stamp (a hash of go.mod, go.sum and
-# cmd/) matches; set TATTLER_K8S_REBUILD=1 to force a rebuild.
+# A cached bin dir is reused as long as its stamp (a hash of the version's
+# .mod and .sum and cmd/) matches; set TATTLER_K8S_REBUILD=1 to force a rebuild.
 # Progress goes to stderr; only the bin dir is printed on stdout.
-# The first build compiles all of kube-apiserver: ~15-25 min on 2 cores.
+# The first build compiles all of kube-apiserver: ~4-17 min on 2 cores.
 #
 # Env:
+#   TATTLER_K8S_VERSION  1.37 (default) or 1.36, when no argument is given
 #   TATTLER_K8S_CACHE    cache root (default /var/cache/tattler-k8s, falls back
 #                        to ~/.cache/tattler-k8s when that is not writable)
 #   TATTLER_K8S_REBUILD  1 = ignore the cache
@@ -21,17 +28,33 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 log() { echo "build.sh: $*" >&2; }
 die() { echo "build.sh: ERROR: $*" >&2; exit 1; }
 
-modver() { # module path -> version from go.mod (handles both require forms)
+# Newest first; the first is the default and lives in go.mod.
+versions=(1.37 1.36)
+
+want="${1:-${TATTLER_K8S_VERSION:-${versions[0]}}}"
+if [[ "$want" == all ]]; then
+  for v in "${versions[@]}"; do "$0" "$v" | tail -n 1; done
+  exit 0
+fi
+case "$want" in
+  "${versions[0]}") modfile=go.mod ;;
+  1.36) modfile="k8s-$want.mod" ;;
+  *) die "unknown Kubernetes version '$want' (one of: ${versions[*]}, all)" ;;
+esac
+sumfile="${modfile%.mod}.sum"
+
+modver() { # module path -> version from the mod file (handles both require forms)
   awk -v m="$1" '
     $1 == m && $2 ~ /^v/ { print $2; exit }
     $1 == "require" && $2 == m { print $3; exit }
-  ' "$here/go.mod"
+  ' "$here/$modfile"
 }
 
 k8s_version="$(modver k8s.io/kubernetes)"
 etcd_version="$(modver go.etcd.io/etcd/server/v3)"
-[[ -n "$k8s_version" ]] || die "cannot find k8s.io/kubernetes version in $here/go.mod"
-[[ -n "$etcd_version" ]] || die "cannot find go.etcd.io/etcd/server/v3 version in $here/go.mod"
+[[ -n "$k8s_version" ]] || die "cannot find k8s.io/kubernetes version in $here/$modfile"
+[[ -n "$etcd_version" ]] || die "cannot find go.etcd.io/etcd/server/v3 version in $here/$modfile"
+[[ "$k8s_version" == "v$want".* ]] || die "$modfile holds k8s.io/kubernetes $k8s_version, not $want"
 
 cache_root="${TATTLER_K8S_CACHE:-/var/cache/tattler-k8s}"
 if ! mkdir -p "$cache_root" 2>/dev/null || [[ ! -w "$cache_root" ]]; then
@@ -48,7 +71,7 @@ dest="$cache_root/$key"
 bin="$dest/bin"
 binaries=(kube-apiserver kubectl etcd)
 
-stamp="$(cd "$here" && find go.mod go.sum cmd -type f -print0 | LC_ALL=C sort -z \
+stamp="$(cd "$here" && find "$modfile" "$sumfile" cmd -type f -print0 | LC_ALL=C sort -z \
   | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
 
 cached_ok() {
@@ -93,6 +116,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 cd "$here"
 export GOFLAGS="${GOFLAGS:-} -mod=mod -buildvcs=false"
+# go.mod must exist (it marks the module root) even when another file is used.
+[[ "$modfile" == go.mod ]] || export GOFLAGS="$GOFLAGS -modfile=$modfile"
 # Download first so a registry failure is reported as such.
 if ! go mod download >&2; then
   die "go mod download failed (is the Go module proxy reachable? GOPROXY=$(go env GOPROXY))"

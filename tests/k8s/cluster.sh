@@ -9,7 +9,8 @@
 #   cluster.sh env DIR              print DIR/env (eval "$(cluster.sh env DIR)")
 #   cluster.sh status DIR
 #
-# Binaries come from build.sh (cached; the first build took 4.5 min here).
+# Binaries come from build.sh (cached; the first build took 4.5 min here):
+# Kubernetes 1.37 unless TATTLER_K8S_VERSION=1.36.
 # Set TATTLER_K8S_BIN=/path/to/bin to skip build.sh.
 #
 # DIR gets: kubeconfig, kubeconfig-nobody, admin.token, nobody.token, ca.crt,
@@ -25,7 +26,7 @@ READY_TIMEOUT="${TATTLER_K8S_READY_TIMEOUT:-120}"
 
 log() { echo "cluster.sh: $*" >&2; }
 die() { echo "cluster.sh: ERROR: $*" >&2; exit 1; }
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 bindir() {
   if [[ -n "${TATTLER_K8S_BIN:-}" ]]; then echo "$TATTLER_K8S_BIN"; return; fi
@@ -208,6 +209,10 @@ apiserver_args() { # dir -> fills global array ARGS
     --etcd-servers="$ETCD_ENDPOINT"
     --bind-address=127.0.0.1
     --advertise-address=127.0.0.1
+    # 1.37 refuses a loopback advertise address under the default (lease)
+    # reconciler, which would write it into the kubernetes Service's
+    # endpoints; nothing here reaches the apiserver through that Service.
+    --endpoint-reconciler-type=none
     --secure-port="$APISERVER_PORT"
     --cert-dir="$dir/pki"
     --tls-cert-file="$dir/pki/apiserver.crt"

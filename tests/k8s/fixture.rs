@@ -32,32 +32,54 @@ pub fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds (or finds cached) kube-apiserver, kubectl and etcd once per run.
+/// Runs `tests/k8s/build.sh [minor]` and returns the bin dir it printed
+/// (its last line). Without `minor`, build.sh reads TATTLER_K8S_VERSION.
+fn build(minor: Option<&str>) -> PathBuf {
+    let out = Command::new(repo().join("tests/k8s/build.sh"))
+        .args(minor)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run tests/k8s/build.sh (needs Go)");
+    assert!(
+        out.status.success(),
+        "tests/k8s/build.sh {minor:?} failed: the real-cluster tests need Go and the module proxy"
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    PathBuf::from(
+        text.lines()
+            .last()
+            .expect("build.sh prints the bin dir")
+            .trim(),
+    )
+}
+
+/// kube-apiserver, kubectl and etcd of the Kubernetes the suite runs on:
+/// TATTLER_K8S_BIN if set (no build), else build.sh's choice, 1.37 unless
+/// TATTLER_K8S_VERSION says 1.36. Built or found cached once per run.
 pub fn bin_dir() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let out = Command::new(repo().join("tests/k8s/build.sh"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run tests/k8s/build.sh (needs Go)");
-        assert!(
-            out.status.success(),
-            "tests/k8s/build.sh failed: the real-cluster tests need Go and the module proxy"
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
-        PathBuf::from(
-            text.lines()
-                .last()
-                .expect("build.sh prints the bin dir")
-                .trim(),
-        )
+    BIN.get_or_init(|| match std::env::var_os("TATTLER_K8S_BIN") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => build(None),
     })
+}
+
+/// The binaries of one Kubernetes minor ("1.36", "1.37"), whichever the
+/// suite runs on: for the tests that are about a version.
+pub fn bin_dir_of(minor: &str) -> PathBuf {
+    static BINS: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut bins = BINS.lock().unwrap_or_else(|e| e.into_inner());
+    bins.entry(minor.to_string())
+        .or_insert_with(|| build(Some(minor)))
+        .clone()
 }
 
 /// One apiserver + etcd, stopped on drop (its logs are kept if a test failed).
 pub struct Cluster {
     pub dir: PathBuf,
     pub env: HashMap<String, String>,
+    /// Where its kube-apiserver, kubectl and etcd are.
+    pub bin: PathBuf,
     /// The test's time limit, armed once the cluster was up.
     _limit: watchdog::Watchdog,
 }
@@ -69,6 +91,17 @@ impl Cluster {
     pub fn up(limit: std::time::Duration, extra: &[&str]) -> Cluster {
         // The one-time build (or the cache's answer) comes first, untimed.
         let bin = bin_dir();
+        Cluster::start(bin.to_path_buf(), limit, extra)
+    }
+
+    /// [`Cluster::up`] on Kubernetes `minor` ("1.36", "1.37") whatever the
+    /// suite runs on.
+    pub fn up_k8s(minor: &str, limit: std::time::Duration, extra: &[&str]) -> Cluster {
+        let bin = bin_dir_of(minor);
+        Cluster::start(bin, limit, extra)
+    }
+
+    fn start(bin: PathBuf, limit: std::time::Duration, extra: &[&str]) -> Cluster {
         let dir = std::env::temp_dir().join(format!(
             "tattler-real-{}-{}",
             std::process::id(),
@@ -81,7 +114,7 @@ impl Cluster {
             .arg("up")
             .arg(&dir)
             .args(extra)
-            .env("TATTLER_K8S_BIN", bin)
+            .env("TATTLER_K8S_BIN", &bin)
             .stdout(Stdio::null())
             .status()
             .unwrap();
@@ -105,7 +138,12 @@ impl Cluster {
             .unwrap_or("a real-cluster test")
             .to_string();
         let _limit = watchdog::Watchdog::with_cleanup(&test, limit, move || down(&stop_dir));
-        Cluster { dir, env, _limit }
+        Cluster {
+            dir,
+            env,
+            bin,
+            _limit,
+        }
     }
 
     /// `cluster.sh CMD DIR`: restart-apiserver, stop-apiserver, start-apiserver, compact.
@@ -113,7 +151,7 @@ impl Cluster {
         let st = Command::new(repo().join("tests/k8s/cluster.sh"))
             .arg(cmd)
             .arg(&self.dir)
-            .env("TATTLER_K8S_BIN", bin_dir())
+            .env("TATTLER_K8S_BIN", &self.bin)
             .stdout(Stdio::null())
             .status()
             .unwrap();
@@ -125,7 +163,7 @@ impl Cluster {
     }
 
     pub fn kubectl_in(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let mut child = Command::new(bin_dir().join("kubectl"))
+        let mut child = Command::new(self.bin.join("kubectl"))
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
             .args(args)
@@ -197,7 +235,6 @@ fn down(dir: &Path) {
     let _ = Command::new(repo().join("tests/k8s/cluster.sh"))
         .arg("down")
         .arg(dir)
-        .env("TATTLER_K8S_BIN", bin_dir())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
