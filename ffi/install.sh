@@ -3,6 +3,7 @@
 #
 #   ffi/install.sh --prefix DIR [--libdir DIR] [--includedir DIR] [--datadir DIR]
 #                  [--destdir DIR] [--library both|shared|static] [--no-build]
+#                  [--relocatable]
 #   ffi/install.sh --build-only      build and prepare TARGET/dist/stage only
 #
 # TARGET is cargo's target directory as `cargo metadata` reports it (so
@@ -16,6 +17,9 @@
 #   lib/libtattler.a             one prelinked object: only tattler_* global
 #   include/tattler.h, include/tattler.hpp
 #   lib/pkgconfig/tattler.pc     shared: --libs; static: --static (Libs.private)
+#       with --relocatable its prefix is ${pcfiledir}/../.. (the tree may be
+#       moved, as a release tarball is unpacked anywhere); the CMake files
+#       always find the library relative to themselves
 #   lib/cmake/tattler/tattlerConfig.cmake, tattlerConfigVersion.cmake
 #   share/tattler/valgrind.supp, tsan.supp   suppressions for the host's tests
 #
@@ -34,9 +38,9 @@ set -euo pipefail
 
 ffi_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$ffi_dir")
-prefix="" libdir="" includedir="" datadir="" destdir="" library=both build=1 build_only=0
+prefix="" libdir="" includedir="" datadir="" destdir="" library=both build=1 build_only=0 relocatable=0
 usage() {
-    sed -n '3,6p' "$0" | sed 's/^# *//' >&2
+    sed -n '3,7p' "$0" | sed 's/^# *//' >&2
     exit 2
 }
 while (($#)); do
@@ -48,6 +52,7 @@ while (($#)); do
     --destdir) destdir=${2-}; shift 2 ;;
     --library) library=${2:?}; shift 2 ;;
     --no-build) build=0; shift ;;
+    --relocatable) relocatable=1; shift ;;
     --build-only) build_only=1 prefix=/build-only; shift ;;
     *) usage ;;
     esac
@@ -136,11 +141,16 @@ fi
 
 # The pkg-config and CMake files.
 rel() { realpath -m --relative-to="$1" "$2"; }
-pc_libdir=$libdir pc_includedir=$includedir
+pc_prefix=$prefix pc_libdir=$libdir pc_includedir=$includedir
+if ((relocatable)); then
+    [[ "$libdir" == "$prefix/lib" ]] ||
+        { echo "install.sh: --relocatable needs the default --libdir (PREFIX/lib)" >&2; exit 2; }
+    pc_prefix='${pcfiledir}/../..'
+fi
 [[ "$libdir" == "$prefix"/* ]] && pc_libdir="\${prefix}/${libdir#"$prefix"/}"
 [[ "$includedir" == "$prefix"/* ]] && pc_includedir="\${prefix}/${includedir#"$prefix"/}"
 subst() {
-    sed -e "s|@PREFIX@|$prefix|g" -e "s|@LIBDIR@|$pc_libdir|g" -e "s|@INCLUDEDIR@|$pc_includedir|g" \
+    sed -e "s|@PREFIX@|$pc_prefix|g" -e "s|@LIBDIR@|$pc_libdir|g" -e "s|@INCLUDEDIR@|$pc_includedir|g" \
         -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" -e "s|@ABI@|$abi|g" \
         -e "s|@REL_LIBDIR@|$(rel "$libdir/cmake/tattler" "$libdir")|g" \
         -e "s|@REL_INCLUDEDIR@|$(rel "$libdir/cmake/tattler" "$includedir")|g" "$1" >"$2"
