@@ -3,8 +3,10 @@
 The library is $KUBE_TATTLER_BUILD_LIB when set (build_wheel.sh sets it),
 else built here by ../ffi/install.sh --build-only: cargo's `dist` profile,
 stripped, its exports checked, as `make install` builds it. The wheel is a
-platform wheel (py3-none-linux_x86_64): any Python 3, one machine type. An
-editable install (pip install -e) carries no library: the package finds the
+platform wheel (py3-none-linux_x86_64): any Python 3, one machine type;
+$KUBE_TATTLER_WHEEL_PLATFORM names another platform tag, such as the
+manylinux_2_34_x86_64 the release's glibc floor allows (dist/wheel.sh finds it
+with objdump and has auditwheel confirm it). An editable install (pip install -e) carries no library: the package finds the
 checkout's target/debug or target/release one.
 """
 
@@ -60,7 +62,7 @@ class BinaryDistribution(Distribution):
 class BdistWheel(bdist_wheel):
     def get_tag(self):
         # ctypes, no extension module: any Python 3, no ABI, this platform.
-        return "py3", "none", super().get_tag()[2]
+        return "py3", "none", os.environ.get("KUBE_TATTLER_WHEEL_PLATFORM") or super().get_tag()[2]
 
 
 setup(distclass=BinaryDistribution, cmdclass={"build_py": BuildPy, "bdist_wheel": BdistWheel})
