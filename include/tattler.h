@@ -1063,8 +1063,15 @@ enum tattler_status tattler_config_set_channel_capacity(struct tattler_config *c
 enum tattler_status tattler_config_set_idle_timeout_secs(struct tattler_config *cfg, uint64_t value);
 
 /**
- * Sets `connect_timeout_secs`: the seconds a TCP connect may take; it also
- * bounds how long `tattler_close` takes. Default 5.
+ * Sets `connect_timeout_secs`: the limit on reaching the server, in total
+ * (not per read): the TCP connect, over the host's addresses as Go's dialer
+ * tries them, and a proxy's answer (CONNECT, or the SOCKS5 negotiation)
+ * within the same time; the TLS handshake then has as long again. Default
+ * 5. `0`: no limit of tattler's own on the TCP connect, which lasts until
+ * the server answers, the system gives up (about two minutes on Linux) or
+ * `tattler_close`; 10 s for a proxy's answer and for the handshake.
+ * `tattler_close` ends every phase at once (a TCP connect within 0.1 s on
+ * Linux; elsewhere it runs to its end, bounded by this).
  *
  * Parameters: `cfg`; `value`. Setting it again replaces it.
  *
@@ -1395,10 +1402,11 @@ void tattler_wake(struct tattler_reader *r);
 /**
  * Stops the reader, joins its threads and frees it.
  *
- * Returns within about a second whatever the streams are doing (a thread in
- * the middle of a TCP connect finishes it first, bounded by
- * `connect_timeout_secs`; one in a DNS lookup, by the system resolver's own
- * timeout). Entries already handed out stay valid.
+ * Returns within about a second whatever the streams are doing (a TCP
+ * connect under way ends within 0.1 s on Linux, elsewhere it finishes
+ * first, bounded by `connect_timeout_secs`; a thread in a DNS lookup
+ * finishes it first, bounded by the system resolver's own timeout).
+ * Entries already handed out stay valid.
  *
  * Parameters: `r`, the reader, or NULL (then nothing happens).
  *

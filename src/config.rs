@@ -371,12 +371,13 @@ pub struct Tuning {
     /// the second family 300 ms after the first), and with a proxy its
     /// answer (CONNECT, or the SOCKS5 negotiation) within the same time;
     /// the TLS handshake then has as long again. Default 5 s. `0`: no limit
-    /// of tattler's own on the TCP connect (the system's, about two minutes
-    /// on Linux, as Go's `Dialer` with no `Timeout`), and client-go's 10 s
-    /// for a proxy's answer and for the handshake. A thread in the middle
-    /// of a TCP connect finishes it before [`Reader::close`](crate::Reader::close)
-    /// can join it (a handshake or a proxy's answer ends at once), so this
-    /// also bounds how long a close can take.
+    /// of tattler's own on the TCP connect, which lasts until the server
+    /// answers, the system gives up (about two minutes on Linux, as Go's
+    /// `Dialer` with no `Timeout`) or a close; client-go's 10 s for a
+    /// proxy's answer and for the handshake. [`Reader::close`](crate::Reader::close)
+    /// (and a relist) ends every phase at once, a TCP connect under way
+    /// within 0.1 s on Linux (elsewhere it runs to its end, bounded by
+    /// this), so this does not bound how long a close takes.
     pub connect_timeout: Duration,
     /// During a watch-list's initial state, a stream that receives nothing
     /// for this long without the initial-events-end bookmark takes the

@@ -150,6 +150,13 @@ impl AgentSlot {
         drop(dropped);
     }
 
+    /// Whether a stop or an interrupt came since `epoch`: a connect under
+    /// way then ends (no socket is registered yet to shut down).
+    fn ended(&self, epoch: u64) -> bool {
+        let st = self.state.lock();
+        st.stopped || st.epoch != epoch
+    }
+
     /// The interrupts so far.
     fn epoch(&self) -> u64 {
         self.state.lock().epoch
@@ -222,7 +229,7 @@ impl Exchange {
         let ticket = std::cell::Cell::new(None);
         let conn = self
             .transport
-            .open(self.tls.as_ref(), &|socket| {
+            .open(self.tls.as_ref(), &|| self.slot.ended(epoch), &|socket| {
                 ticket.set(Some(self.slot.register(socket, epoch)?));
                 Ok(())
             })
@@ -771,5 +778,52 @@ mod tests {
             .read(&mut [0; 8])
             .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+
+    /// A stop ends a TCP connect under way at once, though the connect
+    /// timeout is 0 (no limit of tattler's own: only the system's, about
+    /// two minutes), and so a close need not wait for it.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn a_stop_ends_a_connect_under_way() {
+        let Some((_hole, _filler, dead)) = crate::access::dial::tests::black_hole("127.0.0.1")
+        else {
+            return;
+        };
+        let mut access = crate::access::cluster::Access::new(format!("http://{dead}"));
+        access.proxy = crate::access::proxy::ProxyConfig::None;
+        let server = access.validate().unwrap();
+        let tuning = crate::access::transport::Connecting {
+            gzip: false,
+            connect_timeout: Duration::ZERO,
+            idle_timeout: Duration::from_secs(60),
+        };
+        let t = Arc::new(Transport::new(&access, &server, tuning).unwrap());
+        for stop in [AgentSlot::shutdown, AgentSlot::interrupt] {
+            let slot = Arc::new(AgentSlot::default());
+            let c = slot.client(&t, &current(None)).unwrap().unwrap();
+            let stopper = {
+                let slot = slot.clone();
+                std::thread::spawn(move || {
+                    // Under way by then (the black hole answers no SYN).
+                    std::thread::sleep(Duration::from_millis(300));
+                    stop(&slot);
+                    std::time::Instant::now()
+                })
+            };
+            let get = Request {
+                path: "/api",
+                accept: "application/json",
+                read_timeout: None,
+            };
+            let e = c.get(&get).err().expect("no connection to a black hole");
+            let ended = std::time::Instant::now();
+            let stopped = stopper.join().unwrap();
+            assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted, "{e}");
+            assert!(e.to_string().contains("ended by a stop or a relist"), "{e}");
+            // One look at the stop (100 ms), and a margin for a loaded machine.
+            let late = ended.saturating_duration_since(stopped);
+            assert!(late < Duration::from_millis(600), "{late:?}");
+        }
     }
 }

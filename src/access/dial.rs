@@ -13,10 +13,12 @@
 //!   is the answer.
 //!
 //! No thread and no async runtime: on Linux the attempts are non-blocking
-//! sockets waited on together with `poll`, so nothing outlives the call.
-//! Elsewhere the lists are tried one after the other with the same shares
-//! of time (no race). The plan (which list, which share) is pure and
-//! table-tested; [`connect`] only carries it out.
+//! sockets waited on together with `poll`, so nothing outlives the call,
+//! and a stop is looked at every [`STOP_POLL`], so that it ends a connect
+//! under way (Go's dialer ends at its context's cancel). Elsewhere the
+//! lists are tried one after the other with the same shares of time (no
+//! race), and a stop is seen only between addresses. The plan (which list,
+//! which share) is pure and table-tested; [`connect`] only carries it out.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -29,14 +31,30 @@ pub(crate) const FALLBACK_DELAY: Duration = Duration::from_millis(300);
 /// while more than that is left.
 const SANE_MINIMUM: Duration = Duration::from_secs(2);
 
+/// How often a connect under way looks at its stop.
+pub(crate) const STOP_POLL: Duration = Duration::from_millis(100);
+
 /// Connects to one of `addrs` before `deadline` (`None`: no limit of
 /// tattler's own, the system's connect timeout), with `TCP_NODELAY` and
-/// keepalive probes on. Errors keep their kind (`TimedOut` at the deadline);
-/// with several addresses the message names the one that failed.
-pub(crate) fn connect(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream> {
-    let stream = race(addrs, deadline)?;
+/// keepalive probes on, unless `stopped` says true first: then it ends
+/// within [`STOP_POLL`] with `ConnectionAborted`. Errors keep their kind
+/// (`TimedOut` at the deadline); with several addresses the message names
+/// the one that failed.
+pub(crate) fn connect(
+    addrs: &[SocketAddr],
+    deadline: Option<Instant>,
+    stopped: &dyn Fn() -> bool,
+) -> io::Result<TcpStream> {
+    let stream = race(addrs, deadline, stopped)?;
     crate::access::keepalive::configure(&stream)?;
     Ok(stream)
+}
+
+fn ended_by_stop() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the connect was ended by a stop or a relist",
+    )
 }
 
 /// Go's `partition`: the addresses of the first one's family, in order,
@@ -140,7 +158,11 @@ impl Lane {
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn race(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream> {
+fn race(
+    addrs: &[SocketAddr],
+    deadline: Option<Instant>,
+    stopped: &dyn Fn() -> bool,
+) -> io::Result<TcpStream> {
     // No race here: the primaries, then the fallbacks, each address with
     // its share of the time.
     let several = addrs.len() > 1;
@@ -148,6 +170,9 @@ fn race(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream
     let mut first = None;
     for list in [primaries, fallbacks] {
         for (i, addr) in list.iter().enumerate() {
+            if stopped() {
+                return Err(ended_by_stop());
+            }
             let attempt = match partial_deadline(Instant::now(), deadline, list.len() - i) {
                 Ok(Some(until)) => TcpStream::connect_timeout(
                     addr,
@@ -170,7 +195,11 @@ fn race(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn race(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream> {
+fn race(
+    addrs: &[SocketAddr],
+    deadline: Option<Instant>,
+    stopped: &dyn Fn() -> bool,
+) -> io::Result<TcpStream> {
     use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
     use nix::errno::Errno;
@@ -214,6 +243,10 @@ fn race(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream
     let mut fallback_at = (!lanes[1].addrs.is_empty()).then_some(started + FALLBACK_DELAY);
     let mut running: [Option<Attempt>; 2] = [None, None];
     loop {
+        if stopped() {
+            // The attempts under way are closed as they drop.
+            return Err(ended_by_stop());
+        }
         let now = Instant::now();
         if fallback_at.is_some_and(|t| t <= now) {
             fallback_at = None;
@@ -246,23 +279,20 @@ fn race(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream
             fallback_at = Some(now);
             continue;
         }
-        // Wait for an attempt to finish, the earliest attempt deadline or
-        // the fallbacks' start.
+        // Wait for an attempt to finish, the earliest attempt deadline,
+        // the fallbacks' start or the next look at the stop.
         let wake = running
             .iter()
             .flatten()
             .filter_map(|a| a.until)
             .chain(fallback_at)
-            .min();
-        let timeout = match wake {
-            Some(t) => {
-                let left = t.saturating_duration_since(now);
-                // Rounded up: never a busy wait on a sub-millisecond rest.
-                let ms = left.as_micros().div_ceil(1000);
-                PollTimeout::from(u16::try_from(ms).unwrap_or(u16::MAX))
-            }
-            None => PollTimeout::NONE,
-        };
+            .fold(now + STOP_POLL, Instant::min);
+        // Rounded up: never a busy wait on a sub-millisecond rest.
+        let ms = wake
+            .saturating_duration_since(now)
+            .as_micros()
+            .div_ceil(1000);
+        let timeout = PollTimeout::from(u16::try_from(ms).unwrap_or(u16::MAX));
         let mut which = Vec::with_capacity(2);
         let mut fds = Vec::with_capacity(2);
         for (i, a) in running.iter().enumerate() {
@@ -306,7 +336,7 @@ fn race(addrs: &[SocketAddr], deadline: Option<Instant>) -> io::Result<TcpStream
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn addrs(list: &[&str]) -> Vec<SocketAddr> {
@@ -386,7 +416,7 @@ mod tests {
     /// queue is full drops every further SYN, as a black hole does. `None`
     /// (the test skips) where the family or that behaviour is missing.
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    fn black_hole(ip: &str) -> Option<(std::net::TcpListener, TcpStream, SocketAddr)> {
+    pub(crate) fn black_hole(ip: &str) -> Option<(std::net::TcpListener, TcpStream, SocketAddr)> {
         use nix::sys::socket::{
             bind, listen, socket, AddressFamily, Backlog, SockFlag, SockType, SockaddrStorage,
         };
@@ -424,7 +454,12 @@ mod tests {
         let good = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let live = good.local_addr().unwrap();
         let start = Instant::now();
-        let s = connect(&[dead, live], Some(start + Duration::from_secs(20))).unwrap();
+        let s = connect(
+            &[dead, live],
+            Some(start + Duration::from_secs(20)),
+            &|| false,
+        )
+        .unwrap();
         let took = start.elapsed();
         assert_eq!(s.peer_addr().unwrap(), live);
         assert!(s.nodelay().unwrap());
@@ -446,7 +481,12 @@ mod tests {
         let good = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let live = good.local_addr().unwrap();
         let start = Instant::now();
-        let s = connect(&[dead, live], Some(start + Duration::from_millis(4200))).unwrap();
+        let s = connect(
+            &[dead, live],
+            Some(start + Duration::from_millis(4200)),
+            &|| false,
+        )
+        .unwrap();
         let took = start.elapsed();
         assert_eq!(s.peer_addr().unwrap(), live);
         assert!(took >= Duration::from_millis(2050), "{took:?}");
@@ -454,7 +494,10 @@ mod tests {
         // Under a 1 s deadline the first address takes it all (Go's 2 s
         // minimum share): a timeout that names it, the second never tried.
         let start = Instant::now();
-        let e = connect(&[dead, live], Some(start + Duration::from_secs(1))).unwrap_err();
+        let e = connect(&[dead, live], Some(start + Duration::from_secs(1)), &|| {
+            false
+        })
+        .unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
         assert_eq!(e.to_string(), format!("{dead}: connect timed out"));
         assert!(
@@ -479,17 +522,56 @@ mod tests {
         let good = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let live = good.local_addr().unwrap();
         let start = Instant::now();
-        let s = connect(&[closed, live], Some(start + Duration::from_secs(20))).unwrap();
+        let s = connect(
+            &[closed, live],
+            Some(start + Duration::from_secs(20)),
+            &|| false,
+        )
+        .unwrap();
         assert_eq!(s.peer_addr().unwrap(), live);
         assert!(start.elapsed() < FALLBACK_DELAY, "{:?}", start.elapsed());
         let closed4 = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap()
         };
-        let e = connect(&[closed, closed4], None).unwrap_err();
+        let e = connect(&[closed, closed4], None, &|| false).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused);
         assert!(e.to_string().starts_with(&format!("{closed}: ")), "{e}");
-        let e = connect(&[], None).unwrap_err();
+        let e = connect(&[], None, &|| false).unwrap_err();
         assert_eq!(e.to_string(), "no address to connect to");
+    }
+
+    /// A stop ends a connect to a black hole within [`STOP_POLL`] (and a
+    /// margin for a loaded machine), with no deadline of its own (a connect
+    /// timeout of 0) as with one, and before a fallback is even started.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn a_stop_ends_a_connect_under_way() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let Some((_hole, _filler, dead)) = black_hole("127.0.0.1") else {
+            return;
+        };
+        for deadline in [None, Some(Instant::now() + Duration::from_secs(60))] {
+            let stop = Arc::new(AtomicBool::new(false));
+            let stopper = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(400));
+                    stop.store(true, Ordering::SeqCst);
+                    Instant::now()
+                })
+            };
+            let e = connect(&[dead, dead], deadline, &|| stop.load(Ordering::SeqCst)).unwrap_err();
+            let ended = Instant::now();
+            let stopped_at = stopper.join().unwrap();
+            assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted, "{e}");
+            assert_eq!(e.to_string(), "the connect was ended by a stop or a relist");
+            let late = ended.saturating_duration_since(stopped_at);
+            assert!(late < STOP_POLL + Duration::from_millis(400), "{late:?}");
+        }
+        // Stopped before it starts: no attempt at all.
+        let e = connect(&[dead], None, &|| true).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionAborted);
     }
 }

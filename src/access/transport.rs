@@ -186,9 +186,11 @@ impl Transport {
     }
 
     /// A new connection to the server, through its proxy when it has one,
-    /// over TLS with `tls` for https. `register` gets the TCP socket as
-    /// soon as it connects (before any handshake), so that a stop can shut
-    /// it down; an error from it ends the attempt.
+    /// over TLS with `tls` for https. `stopped` is looked at while the TCP
+    /// connect is under way (every `dial::STOP_POLL`): true ends it with
+    /// `ConnectionAborted`. `register` gets the TCP socket as soon as it
+    /// connects (before any handshake), so that a stop can shut it down;
+    /// an error from it ends the attempt.
     ///
     /// Each phase is bounded in total, not per read (a peer that sends a
     /// byte now and then cannot hold it): the TCP connect (Go's dialer over
@@ -196,11 +198,12 @@ impl Transport {
     /// handshake for an https proxy, CONNECT or the SOCKS5 negotiation)
     /// share one deadline, the connect timeout after the start; the
     /// server's TLS handshake has the connect timeout of its own. With a
-    /// connect timeout of 0 the TCP connect has no limit but the system's,
-    /// and each of the other two phases has client-go's 10 s.
+    /// connect timeout of 0 the TCP connect has no limit but the system's
+    /// (and a stop), and each of the other two phases has client-go's 10 s.
     pub(crate) fn open(
         &self,
         tls: Option<&Arc<ClientConfig>>,
+        stopped: &dyn Fn() -> bool,
         register: &dyn Fn(&Arc<TcpStream>) -> io::Result<()>,
     ) -> io::Result<Conn> {
         let started = Instant::now();
@@ -218,7 +221,7 @@ impl Transport {
             // Plain http: every connection goes to loopback only.
             None => loopback_only(host, addrs)?,
         };
-        let socket = crate::access::dial::connect(&addrs, connect_until).map_err(named)?;
+        let socket = crate::access::dial::connect(&addrs, connect_until, stopped).map_err(named)?;
         let handle = Arc::new(socket.try_clone()?);
         register(&handle)?;
         let clock = Arc::new(Clock::default());
@@ -718,7 +721,7 @@ mod tests {
         let tls = t.tls_config(None).unwrap();
         let start = Instant::now();
         let e = t
-            .open(tls.as_ref(), &|_| Ok(()))
+            .open(tls.as_ref(), &|| false, &|_| Ok(()))
             .err()
             .expect("a failed open");
         (e, start.elapsed())
@@ -784,7 +787,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let t = transport(&format!("http://127.0.0.1:{port}"), None, Duration::ZERO);
-        let conn = t.open(None, &|_| Ok(())).unwrap();
+        let conn = t.open(None, &|| false, &|_| Ok(())).unwrap();
         let (peer, _) = l.accept().unwrap();
         assert_eq!(
             conn.socket().local_addr().unwrap(),

@@ -117,8 +117,15 @@ type Config struct {
 	// IdleTimeout: a stream that receives no byte this long is
 	// reconnected. Default 2m30s.
 	IdleTimeout time.Duration
-	// ConnectTimeout bounds a TCP connect (and so how long Close can
-	// take). Default 5s.
+	// ConnectTimeout limits reaching the server, in total (not per read):
+	// the TCP connect, over the host's addresses as Go's dialer tries
+	// them, and a proxy's answer (CONNECT, or the SOCKS5 negotiation)
+	// within the same time; the TLS handshake then has as long again.
+	// Default 5s (0 here keeps the default; the C and JSON setting's 0,
+	// no limit of tattler's own on the TCP connect, is not offered). Close
+	// ends every phase at once (a TCP connect within 0.1s on Linux;
+	// elsewhere it runs to its end, bounded by this), so this does not
+	// bound how long Close takes.
 	ConnectTimeout time.Duration
 	// InitialEventsTimeout is the silence during a watch-list's initial
 	// state after which a stream falls back to LIST + WATCH. Default 30s.
