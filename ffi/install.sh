@@ -4,7 +4,9 @@
 #   ffi/install.sh --prefix DIR [--libdir DIR] [--includedir DIR] [--datadir DIR]
 #                  [--destdir DIR] [--library both|shared|static] [--no-build]
 #                  [--relocatable]
-#   ffi/install.sh --build-only      build and prepare TARGET/dist/stage only
+#   ffi/install.sh --build-only [--target TRIPLE]
+#                                    build and prepare TARGET/dist/stage only
+#                                    (TARGET/TRIPLE/dist/stage for another target)
 #
 # TARGET is cargo's target directory as `cargo metadata` reports it (so
 # CARGO_TARGET_DIR and build.target-dir are honoured): what is installed is
@@ -34,13 +36,18 @@
 # dropped), every symbol but tattler_* made local, COMDAT groups renamed
 # private, debug info and embedded LLVM bitcode removed.
 # Needs cargo, and binutils (ld, objcopy, nm, ar, readelf).
+#
+# --target TRIPLE cross-builds for ARCH-unknown-linux-gnu with Debian's
+# cross toolchain: the Rust standard library for it (rustup target add
+# TRIPLE), and gcc and binutils named ARCH-linux-gnu-* (Debian's
+# gcc-ARCH-linux-gnu), which link it, compile ring's C and make the archive.
 set -euo pipefail
 
 ffi_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$ffi_dir")
-prefix="" libdir="" includedir="" datadir="" destdir="" library=both build=1 build_only=0 relocatable=0
+prefix="" libdir="" includedir="" datadir="" destdir="" library=both build=1 build_only=0 relocatable=0 triple=""
 usage() {
-    sed -n '3,7p' "$0" | sed 's/^# *//' >&2
+    sed -n '3,9p' "$0" | sed 's/^# *//' >&2
     exit 2
 }
 while (($#)); do
@@ -53,6 +60,7 @@ while (($#)); do
     --library) library=${2:?}; shift 2 ;;
     --no-build) build=0; shift ;;
     --relocatable) relocatable=1; shift ;;
+    --target) triple=${2:?}; shift 2 ;;
     --build-only) build_only=1 prefix=/build-only; shift ;;
     *) usage ;;
     esac
@@ -63,9 +71,24 @@ done
 libdir=${libdir:-$prefix/lib}
 includedir=${includedir:-$prefix/include}
 datadir=${datadir:-$prefix/share}
-for tool in cargo ld objcopy nm ar readelf strip; do
-    command -v "$tool" >/dev/null || { echo "install.sh: $tool is missing (binutils, cargo)" >&2; exit 1; }
+# The binutils of the target: the host's, or a cross toolchain's (ARCH-linux-gnu-ld, ...).
+cross=""
+if [[ -n "$triple" ]]; then
+    [[ "$triple" =~ ^([a-z0-9_]+)-unknown-linux-gnu$ ]] ||
+        { echo "install.sh: --target takes ARCH-unknown-linux-gnu, not $triple" >&2; exit 2; }
+    cross=${BASH_REMATCH[1]}-linux-gnu-
+fi
+for tool in "${cross}gcc" "${cross}ld" "${cross}objcopy" "${cross}nm" "${cross}ar" "${cross}readelf" "${cross}strip"; do
+    [[ "$tool" == gcc ]] && continue
+    command -v "$tool" >/dev/null || { echo "install.sh: $tool is missing (binutils${cross:+, gcc-${cross%-}})" >&2; exit 1; }
 done
+command -v cargo >/dev/null || { echo "install.sh: cargo is missing" >&2; exit 1; }
+ld() { "${cross}ld" "$@"; }
+objcopy() { "${cross}objcopy" "$@"; }
+nm() { "${cross}nm" "$@"; }
+ar() { "${cross}ar" "$@"; }
+readelf() { "${cross}readelf" "$@"; }
+strip() { "${cross}strip" "$@"; }
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ffi_dir/Cargo.toml" | head -1)
 IFS=. read -r major minor _ <<<"$version"
@@ -76,6 +99,14 @@ target=$(cd "$root" && cargo metadata --format-version 1 --no-deps |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 [[ -n "$target" ]] || { echo "install.sh: cargo metadata did not say where the target directory is" >&2; exit 1; }
 out=$target/dist
+cargo_target=()
+if [[ -n "$triple" ]]; then
+    out=$target/$triple/dist
+    cargo_target=(--target "$triple")
+    # cargo links with, and the cc crate (ring) compiles with, the cross gcc.
+    t=$(tr 'a-z-' 'A-Z_' <<<"$triple")
+    export "CARGO_TARGET_${t}_LINKER=${cross}gcc" "CC_${triple//-/_}=${cross}gcc" "AR_${triple//-/_}=${cross}ar"
+fi
 
 if ((build)); then
     # cargo's own progress shows (a bar on a terminal, a line per crate
@@ -83,7 +114,7 @@ if ((build)); then
     echo "install.sh: building libtattler with cargo's dist profile (a first build compiles ~90 crates)" >&2
     # Only the final crate gets the SONAME (cargo rustc): every other build
     # of libtattler.so stays as cargo makes it.
-    (cd "$root" && cargo rustc --profile dist -p tattler-ffi --lib -- \
+    (cd "$root" && cargo rustc --profile dist -p tattler-ffi --lib "${cargo_target[@]}" -- \
         -C "link-arg=-Wl,-soname,$soname")
 fi
 [[ -f "$out/libtattler.a" && -f "$out/libtattler.so" ]] ||
