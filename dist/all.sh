@@ -4,7 +4,7 @@
 # there too, in deps/, build/ and stage/):
 #
 #   tattler-VERSION-linux-x86_64.tar.gz            C and C++ (dist/c.sh)
-#   go/proxy/, go/module/, go/repo/                Go (dist/go.sh)
+#   go/proxy/, go/module/, go/repo/                Go, linux amd64 and arm64 (dist/go.sh)
 #   kube_tattler-VERSION-py3-none-manylinux_*.whl  Python (dist/wheel.sh)
 #   crates/*.crate                                 Rust (dist/crates.sh)
 #
@@ -19,6 +19,18 @@ say() { echo "dist: $* ($(($(date +%s) - start)) s)"; }
 "$root/dist/project.sh" check
 "$root/ffi/install.sh" --build-only
 say "libtattler built"
+# linux/arm64 for the Go module: Rust's standard library for the target and
+# Debian's cross gcc and binutils, installed when missing.
+arm64=aarch64-unknown-linux-gnu
+if [[ ! -d "$(rustc --print target-libdir --target "$arm64" 2>/dev/null)" ]]; then
+    rustup target add "$arm64" || { echo "dist: cannot add Rust's $arm64 target (rustup)" >&2; exit 1; }
+fi
+if ! command -v aarch64-linux-gnu-gcc >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-aarch64-linux-gnu >/dev/null; } ||
+        { echo "dist: cannot install gcc-aarch64-linux-gnu (apt-get)" >&2; exit 1; }
+fi
+"$root/ffi/install.sh" --build-only --target "$arm64"
+say "libtattler built for $arm64"
 "$root/dist/c.sh"
 "$root/dist/go.sh"
 "$root/dist/wheel.sh"

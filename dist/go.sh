@@ -6,7 +6,7 @@
 #
 #   module/   the module's tree at the release: ffi/go's package and example,
 #             the licenses, include/tattler.h, and lib/GOOS_GOARCH/libtattler.a
-#             for each platform shipped (linux_amd64 only: see PLATFORMS)
+#             for each platform shipped (PLATFORMS: linux_amd64, linux_arm64)
 #   repo/     a git repository holding that tree at ffi/go/, committed and
 #             tagged ffi/go/vVERSION: the tag a `go get` of a module in the
 #             ffi/go subdirectory reads from the published repository
@@ -31,15 +31,19 @@ version=$("$root/dist/project.sh" get version)
 module=$("$root/dist/project.sh" get go-module)
 [[ "$(sed -n 's/^module //p' "$root/ffi/go/go.mod")" == "$module" ]] ||
     { echo "dist/go.sh: ffi/go/go.mod is not $module (dist/project.sh check)" >&2; exit 1; }
-# GOOS/GOARCH shipped, each with the archive built for it. Only linux/amd64:
-# this machine has no Rust standard library for another target (rustup
-# cannot download one here), so a cross build is not practical.
-PLATFORMS=(linux/amd64)
+# GOOS/GOARCH shipped, each with the archive built for it: linux/amd64 here,
+# linux/arm64 cross-built (ffi/install.sh --build-only --target
+# aarch64-unknown-linux-gnu, with Debian's gcc-aarch64-linux-gnu).
+PLATFORMS=(linux/amd64 linux/arm64)
 archive() { # GOOS/GOARCH: the archive built for it
+    local a
     case "$1" in
-    linux/amd64) echo "$target/dist/stage/libtattler.a" ;;
+    linux/amd64) a=$target/dist/stage/libtattler.a ;;
+    linux/arm64) a=$target/aarch64-unknown-linux-gnu/dist/stage/libtattler.a ;;
     *) echo "dist/go.sh: no build for $1" >&2; exit 1 ;;
     esac
+    [[ -f "$a" ]] || { echo "dist/go.sh: no $a for $1 (dist/all.sh builds it)" >&2; exit 1; }
+    echo "$a"
 }
 out=$target/dist/go
 tree=$out/module

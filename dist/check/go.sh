@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A Go user: `go get` the release module through a module proxy (the file
 # proxy dist/go.sh wrote), build with only Go and a C compiler on PATH from a
-# cold cache, and stream from the fake apiserver; and on a platform the
-# release does not ship (linux/arm64, with Debian's cross compiler), the build
-# stops at the one line saying how to build from source.
+# cold cache, and stream from the fake apiserver. The same program
+# cross-builds for linux/arm64 with Debian's aarch64 gcc (it links the arm64
+# archive; it is not run: no arm64 machine or emulator here). On a platform
+# the release does not ship (netbsd/amd64: the host's gcc compiles cgo's C
+# for it), the build stops at the one line saying how to build from source.
 #
 #   dist/check/go.sh       (dist/check/all.sh runs it after make dist)
 #
@@ -44,18 +46,24 @@ user /nonexistent ./agent -until-synced -server "$url" pods >"$work/out" 2>"$wor
 streamed "the Go program" "$work/out"
 say "the Go program streamed from the fake apiserver"
 
+# linux/arm64: Debian's cross gcc and binutils (dist/check/all.sh installs them).
+for t in gcc as ld; do
+    c=$(command -v "aarch64-linux-gnu-$t") || fail "aarch64-linux-gnu-$t is missing (apt-get install gcc-aarch64-linux-gnu)"
+    ln -s "$c" "$tools/aarch64-linux-gnu-$t"
+done
+gouser GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build -o agent-arm64 . >"$work/arm64" 2>&1 ||
+    fail "the linux/arm64 build: $(cat "$work/arm64")"
+[[ $(readelf -h agent-arm64) == *"Machine:"*AArch64* ]] || fail "agent-arm64 is not an arm64 program"
+say "linux/arm64: built and linked ($(stat -c %s agent-arm64) bytes; not run here)"
+
 # A platform without a prebuilt library: one clear line.
-cc=$(command -v aarch64-linux-gnu-gcc || true)
-[[ -n "$cc" ]] || fail "aarch64-linux-gnu-gcc is missing (apt-get install gcc-aarch64-linux-gnu; dist/check/all.sh installs it)"
-ln -s "$cc" "$tools/aarch64-linux-gnu-gcc"
-ln -s "$(command -v aarch64-linux-gnu-as)" "$tools/aarch64-linux-gnu-as"
-if gouser GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build -o agent-arm64 . >"$work/arm64" 2>&1; then
-    fail "linux/arm64 built, with no prebuilt library for it"
+if gouser GOOS=netbsd CC=gcc go build -o agent-netbsd . >"$work/netbsd" 2>&1; then
+    fail "netbsd/amd64 built, with no prebuilt library for it"
 fi
-grep -q 'undefined: tattler_has_no_prebuilt_library_for_this_platform__install_it_from_source' "$work/arm64" ||
-    fail "linux/arm64 failed without the message: $(cat "$work/arm64")"
-[[ $(grep -c 'undefined' "$work/arm64") == 1 ]] || fail "linux/arm64: more than one error: $(cat "$work/arm64")"
-say "linux/arm64 stops at: $(grep undefined "$work/arm64" | sed 's/.*: undefined/undefined/')"
+grep -q 'undefined: tattler_has_no_prebuilt_library_for_this_platform__install_it_from_source' "$work/netbsd" ||
+    fail "netbsd/amd64 failed without the message: $(cat "$work/netbsd")"
+[[ $(grep -c 'undefined' "$work/netbsd") == 1 ]] || fail "netbsd/amd64: more than one error: $(cat "$work/netbsd")"
+say "netbsd/amd64 stops at: $(grep undefined "$work/netbsd" | sed 's/.*: undefined/undefined/')"
 echo "go-get-seconds $get_took" >>"${TATTLER_TIMES:-/dev/null}"
 echo "go-build-cold-seconds $build_took" >>"${TATTLER_TIMES:-/dev/null}"
 say ok
