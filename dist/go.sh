@@ -21,6 +21,11 @@
 #                      name that says how to build from source
 #   lib_pkgconfig.go   -tags tattler_system: the installed shared library (make install)
 #   lib_static.go      -tags tattler_static: the installed static library
+#   vendor.go          -tags tattler_vendor, never built: imports include/ and
+#                      each lib/ directory (each has a Go file naming a
+#                      package), so that `go mod vendor`, which copies the
+#                      directories of imported packages only, copies them too
+#                      (go-duckdb's way)
 # The tests (_test.go) and the checkout's own links (lib_dev.go,
 # lib_release.go) are left out.
 set -euo pipefail
@@ -53,6 +58,8 @@ mkdir -p "$tree/tattler" "$tree/example" "$tree/include"
 cp "$root/ffi/go/go.mod" "$root/LICENSE-MIT" "$root/LICENSE-APACHE" "$tree/"
 cp "$root/ffi/go/example/main.go" "$tree/example/"
 cp "$root/include/tattler.h" "$tree/include/"
+printf '// Package include holds tattler.h for the tattler package; it has no Go API.\npackage include\n' \
+    >"$tree/include/include.go"
 for f in "$root"/ffi/go/tattler/*.go; do
     case "$(basename "$f")" in
     *_test.go | lib_dev.go | lib_release.go) ;;
@@ -73,22 +80,26 @@ constrain lib_pkgconfig.go "cgo && !tattler_dev && !tattler_release && !tattler_
 constrain lib_static.go "cgo && tattler_static && !tattler_dev && !tattler_release" \
     "cgo && tattler_static"
 
-shipped=() ldflags=()
+shipped=() ldflags=() vendored=("$module/include")
 for p in "${PLATFORMS[@]}"; do
     goos=${p%/*} goarch=${p#*/}
     mkdir -p "$tree/lib/${goos}_$goarch"
     cp "$(archive "$p")" "$tree/lib/${goos}_$goarch/libtattler.a"
+    printf '// Package %s holds libtattler.a for %s; it has no Go API.\npackage %s\n' \
+        "${goos}_$goarch" "$p" "${goos}_$goarch" >"$tree/lib/${goos}_$goarch/lib.go"
+    vendored+=("$module/lib/${goos}_$goarch")
     shipped+=("($goos && $goarch)")
     ldflags+=("#cgo $goos,$goarch LDFLAGS: \${SRCDIR}/../lib/${goos}_$goarch/libtattler.a -lpthread -ldl -lm -lrt")
 done
 any=$(IFS='|'; echo "${shipped[*]}" | sed 's/|/ || /g')
-names=$(printf '%s ' "${PLATFORMS[@]}")
+names=$(printf '%s, ' "${PLATFORMS[@]}")
+names=${names%, }
 cat >"$tree/tattler/lib_prebuilt.go" <<EOF
 //go:build cgo && ($any) && !tattler_system && !tattler_static
 
 package tattler
 
-// The release's default on the platforms it ships (${names% }): links the
+// The release's default on the platforms it ships (${names}): links the
 // prebuilt libtattler.a in this module's lib/ directory (built by the tattler
 // repository's \`make dist\`, glibc 2.34 or later), so a build needs only Go
 // and a C compiler. -tags tattler_system links an installed library through
@@ -108,7 +119,7 @@ cat >"$tree/tattler/lib_unshipped.go" <<EOF
 
 package tattler
 
-// Any platform the release has no prebuilt library for (it ships ${names% }):
+// Any platform the release has no prebuilt library for (it ships ${names}):
 // the build stops at one undefined name saying what to do. Install the C
 // library from a checkout (\`make install\`, which needs Rust), then build
 // with -tags tattler_system (shared) or -tags tattler_static.
@@ -121,6 +132,12 @@ var _ = tattler_has_no_prebuilt_library_for_this_platform__install_it_from_sourc
 // buildTag is the build tag that chose this way of linking.
 const buildTag = ""
 EOF
+{
+    printf '//go:build tattler_vendor\n\npackage tattler\n\n'
+    printf '// Never built: these imports make `go mod vendor` copy the header and the archives.\nimport (\n'
+    printf '\t_ "%s"\n' "${vendored[@]}"
+    printf ')\n'
+} >"$tree/tattler/vendor.go"
 # gofmt writes the constraints' parentheses as Go spells them.
 gofmt -w "$tree/tattler/lib_prebuilt.go" "$tree/tattler/lib_unshipped.go"
 ! gofmt -l "$tree" | grep . || { echo "dist/go.sh: gofmt would change the files above" >&2; exit 1; }
@@ -136,7 +153,7 @@ cp -r "$tree" "$out/repo/ffi/go"
         GIT_COMMITTER_EMAIL=tattler@invalid GIT_AUTHOR_DATE=$mtime GIT_COMMITTER_DATE=$mtime
     git init -q -b release .
     git add -A ffi
-    git commit -q -m "Go module $module $tag: prebuilt libtattler.a for ${names% }"
+    git commit -q -m "Go module $module $tag: prebuilt libtattler.a for ${names}"
     git tag "$tag"
 )
 
@@ -161,4 +178,4 @@ with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
             with open(path, "rb") as fh:
                 z.writestr(info, fh.read(), compresslevel=9)
 PY
-echo "dist/go.sh: $module $v (tag $tag) for ${names% }: $at/$v.zip"
+echo "dist/go.sh: $module $v (tag $tag) for ${names}: $at/$v.zip"

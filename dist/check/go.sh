@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Go user: `go get` the release module through a module proxy (the file
 # proxy dist/go.sh wrote), build with only Go and a C compiler on PATH from a
-# cold cache, and stream from the fake apiserver. The same program
+# cold cache, and stream from the fake apiserver; and vendored (go mod
+# vendor, go build -mod=vendor). The same program
 # cross-builds for linux/arm64 with Debian's aarch64 gcc (it links the arm64
 # archive; it is not run: no arm64 machine or emulator here). On a platform
 # the release does not ship (netbsd/amd64: the host's gcc compiles cgo's C
@@ -39,6 +40,13 @@ grep -q "^require $module v$version" go.mod || fail "go.mod does not require $mo
 [[ "$(ldd agent)" != *libtattler* ]] || fail "the program needs a shared libtattler: $(ldd agent)"
 say "go get $module@v$version: $get_took s; go build from a cold cache: $build_took s;" \
     "the program $(stat -c %s agent) bytes"
+
+# Vendored: `go mod vendor` copies the header and the archives too (vendor.go).
+gouser go mod vendor || fail "go mod vendor"
+gouser go build -mod=vendor -o agent-vendored . >"$work/vendored" 2>&1 ||
+    fail "go build -mod=vendor: $(cat "$work/vendored")"
+rm -rf vendor
+say "go mod vendor, then go build -mod=vendor: built"
 
 start_fake
 user /nonexistent ./agent -until-synced -server "$url" pods >"$work/out" 2>"$work/err" ||
