@@ -6,9 +6,11 @@
 //	import "example.invalid/kube-tattler/ffi/go/tattler"
 //
 // It wraps tattler's C library (libtattler, tattler.h) with cgo, so it
-// needs CGO_ENABLED=1 and a C compiler, and the library installed first:
-// `make install PREFIX=DIR` in the tattler repository (it needs Rust), then
-// PKG_CONFIG_PATH=DIR/lib/pkgconfig.
+// needs CGO_ENABLED=1 and a C compiler. A release of the module carries the
+// library, prebuilt for linux/amd64 and linux/arm64; elsewhere, and in a
+// checkout, install it first: `make install PREFIX=DIR` in the tattler
+// repository (it needs Rust), then PKG_CONFIG_PATH=DIR/lib/pkgconfig (and
+// -tags tattler_system with a release).
 //
 //	r, err := tattler.Open(tattler.Config{Server: "https://10.0.0.1:6443",
 //		CAFile: "/etc/k8s/ca.crt", TokenFile: "/var/run/token",
