@@ -18,11 +18,13 @@ use crate::api::end::End;
 use crate::api::settings::StreamSettings;
 use crate::delivery::channel::Stop;
 use crate::entry::{ErrorInfo, Reason};
+use crate::objects::edits::{Edits, Found};
 use crate::wire::decode;
 use crate::wire::discovery::{
     checked, group_path_ok, parse_aggregated, parse_resource_list, GroupList, Served, AGGREGATED,
 };
 use crate::wire::frames::{FrameError, FrameReader, ListError, ListItem, ListMeta, ListReader};
+use crate::wire::proto_frames::WalkedFrame;
 use crate::wire::proto_frames::{ProtoFrameReader, ProtoListReader};
 use crate::wire::request::{self, Asking};
 
@@ -410,6 +412,18 @@ impl Frames {
         }
     }
 
+    /// The next frame; for a protobuf body, an object event's object written
+    /// with `edits` in one pass, and what the decoder needs of it.
+    pub(crate) fn next_walked(
+        &mut self,
+        edits: Edits,
+    ) -> Result<Option<WalkedFrame<'_>>, FrameError> {
+        match self {
+            Frames::Json(r) => r.next_frame().map(|f| f.map(|f| (f, None))),
+            Frames::Proto(r) => r.next_walked(edits),
+        }
+    }
+
     /// Whether another frame's bytes are buffered already.
     pub(crate) fn buffered(&mut self) -> bool {
         match self {
@@ -466,6 +480,18 @@ impl Items {
         match self {
             Items::Json(r) => r.next_item(),
             Items::Proto(r) => r.next_item(),
+        }
+    }
+
+    /// The next item; for a protobuf body, written with `edits` in one
+    /// pass, with where its metadata is.
+    pub(crate) fn next_walked(
+        &mut self,
+        edits: Edits,
+    ) -> Result<Option<(ListItem<'_>, Option<Found>)>, ListError> {
+        match self {
+            Items::Json(r) => r.next_item().map(|i| i.map(|i| (i, None))),
+            Items::Proto(r) => r.next_item_walked(edits),
         }
     }
 

@@ -35,6 +35,57 @@ pub(super) fn edits(
     as_is(src, start, end, edits, depth).or_else(|| unescaped(src, start, end, edits, depth))
 }
 
+/// What becomes of a copy whose text is known unescaped (the one pass over
+/// a protobuf object, `wire::proto_json`, has the annotation's value before
+/// writing it as a JSON string).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum CopyText {
+    /// Nothing in it to redact: written as it is.
+    Unchanged,
+    /// The text with its values redacted, to be written as a string.
+    Redacted(Vec<u8>),
+    /// Not one JSON object, or nested too deep: withheld whole.
+    Withheld,
+    /// A copy inside it has edits that only the escaped text spells (see
+    /// [`unescaped`]): the caller takes the general way.
+    Nested,
+}
+
+/// The copy held by an annotation of the object itself (one copy deep),
+/// `text` its unescaped, valid UTF-8 value: the same edits [`edits`] makes
+/// in the escaped string, made in the text. Escaping the result as Go does
+/// gives what [`edits`] gives, since escaping is byte by byte and every
+/// edit here replaces a whole token by `"REDACTED"`; the edits of a copy
+/// inside this one are not such, and are left to the general way.
+pub(crate) fn copy_text(text: &[u8], edits: Edits) -> CopyText {
+    let edits = Edits {
+        drop_managed_fields: false,
+        ..edits
+    };
+    let mut w = Walker::<false>::new(text, 0, edits, State::Root, 1);
+    if w.run().is_err() {
+        return CopyText::Withheld;
+    }
+    if w.redacted.is_empty() {
+        return CopyText::Unchanged;
+    }
+    if w.redacted
+        .iter()
+        .any(|(_, _, with)| **with != *REDACTED_JSON)
+    {
+        return CopyText::Nested;
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut copied = 0;
+    for (from, to, with) in &w.redacted {
+        out.extend_from_slice(&text[copied..*from]);
+        out.extend_from_slice(with);
+        copied = *to;
+    }
+    out.extend_from_slice(&text[copied..]);
+    CopyText::Redacted(out)
+}
+
 /// The edits, found by walking the text as it stands (no unescaping); `None`
 /// when that walk cannot tell (see the lexer's `ESC`), a copy inside this
 /// one among what it cannot.

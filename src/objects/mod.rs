@@ -9,7 +9,7 @@
 mod annotation_copies;
 pub(crate) mod edits;
 mod lexer;
-mod policy;
+pub(crate) mod policy;
 pub(crate) mod scrub;
 pub(crate) mod shape;
 mod string_specials;

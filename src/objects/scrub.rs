@@ -32,6 +32,18 @@ pub(crate) fn walk(obj: &[u8], edits: Edits) -> (Result<Option<Vec<u8>>, Bad>, F
     (result.map(|()| w.finish()), found)
 }
 
+/// One JSON value of any type (`src`, all of it), its structure checked and
+/// the edits made as for a value in `state`: the raw JSON a protobuf
+/// object holds (`wire::proto_json`), walked where it stands in the object.
+pub(crate) fn walk_value(src: &[u8], edits: Edits, state: State) -> Result<Option<Vec<u8>>, Bad> {
+    let mut w = Walker::<false>::new(src, 0, edits, state, 0);
+    w.run_value()?;
+    Ok(w.finish())
+}
+
+pub(crate) use super::annotation_copies::{copy_text, CopyText};
+pub(crate) use super::walk::REDACTED_JSON;
+
 /// The spans of `type` (a string, quotes included) and `object` (an object)
 /// of a watch event in any member order and spacing, its structure checked.
 pub(crate) fn envelope(frame: &[u8]) -> Result<(Option<Span>, Option<Span>), Bad> {

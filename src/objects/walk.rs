@@ -12,7 +12,7 @@ use super::lexer::{unescape, Escapes, Lexer};
 use super::policy::{item, member, plain_key_matters, State};
 
 /// What replaces a redacted value, as JSON.
-pub(super) const REDACTED_JSON: &[u8] = b"\"REDACTED\"";
+pub(crate) const REDACTED_JSON: &[u8] = b"\"REDACTED\"";
 
 /// `"REDACTED"` inside a JSON string.
 pub(super) const ESCAPED_REDACTED: &[u8] = br#"\"REDACTED\""#;
@@ -130,6 +130,12 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
         if self.lx.token()? != b'{' {
             return Err(Bad::NotJson);
         }
+        self.run_value()
+    }
+
+    /// As [`Walker::run`], over one JSON value of any type (the raw JSON a
+    /// protobuf object holds: a `RawExtension`, a `FieldsV1`).
+    pub(super) fn run_value(&mut self) -> Result<(), Bad> {
         let mut state = self.root;
         // The innermost open container, while `depth > 0`; those around it
         // are on the stack.

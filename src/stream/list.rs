@@ -50,11 +50,12 @@ pub(crate) fn list(p: &mut Parts) -> End {
         loop {
             p.received(items.bytes() - counted);
             counted = items.bytes();
-            let item = match items.next_item() {
-                Ok(Some(ListItem::Item(b))) => {
+            let item = match items.next_walked(p.edits()) {
+                Ok(Some((ListItem::Item(b), Some(found)))) => walked_item(b, found),
+                Ok(Some((ListItem::Item(b), None))) => {
                     list_item(p.target, p.edits(), &p.resource().kind, b)
                 }
-                Ok(Some(ListItem::TooLarge(n))) => Err(DecodeError {
+                Ok(Some((ListItem::TooLarge(n), _))) => Err(DecodeError {
                     reason: Reason::FrameTooLarge,
                     message: format!(
                         "a list item of {n} bytes exceeds max_frame_bytes ({max}); skipped"
@@ -63,11 +64,11 @@ pub(crate) fn list(p: &mut Parts) -> End {
                     name: None,
                     meta: None,
                 }),
-                Ok(Some(ListItem::Unknown(message))) => match p.schema_miss(&message) {
+                Ok(Some((ListItem::Unknown(message), _))) => match p.schema_miss(&message) {
                     Some(end) => return p.end(end),
                     None => Err(invalid_protobuf(message)),
                 },
-                Ok(Some(ListItem::Invalid(message))) => Err(invalid_protobuf(message)),
+                Ok(Some((ListItem::Invalid(message), _))) => Err(invalid_protobuf(message)),
                 Ok(None) => break,
                 Err(_) if p.client.stop().is_set() => return End::Stopped,
                 Err(ListError::Io(e)) => {
@@ -141,6 +142,16 @@ fn invalid_protobuf(message: String) -> DecodeError {
         name: None,
         meta: None,
     }
+}
+
+/// A protobuf LIST item its writer checked and edited in one pass
+/// (`kind` and `apiVersion` written first), and where its metadata is.
+fn walked_item(
+    item: &[u8],
+    found: crate::objects::edits::Found,
+) -> Result<(decode::ObjectMeta<'static>, Vec<u8>), DecodeError> {
+    let meta = decode::walked_object(item, found)?.into_owned();
+    Ok((meta, item.to_vec()))
 }
 
 /// A LIST item, checked and edited as a watch event's object is, with the

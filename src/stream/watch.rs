@@ -15,6 +15,7 @@ use crate::stream::course::vocabulary::{CatchUp, Phase, Silence};
 use crate::stream::sink::{ignored_initial_events, Decoded};
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, Event};
+use crate::wire::envelope::Walked;
 use crate::wire::frames::{FrameError, ListError};
 use crate::wire::request::{self, Asking};
 
@@ -168,8 +169,8 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
             short_reads = None;
             read_timeout.set(settings.idle_timeout);
         }
-        let piece = match frames.next_frame() {
-            Ok(Some(f)) => Piece::Frame(f),
+        let piece = match frames.next_walked(p.edits()) {
+            Ok(Some((f, walked))) => Piece::Frame(f, walked),
             Ok(None) => break End::Ended,
             Err(_) if p.client.stop().is_set() => break End::Stopped,
             Err(FrameError::Io(e)) if is_timeout(&e) => {
@@ -220,8 +221,8 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
                 })
             }
         };
-        let frame = match piece {
-            Piece::Frame(f) => f,
+        let (frame, walked) = match piece {
+            Piece::Frame(f, walked) => (f, walked),
             Piece::Skip(e) => {
                 if let Err(end) = p.skip(e, &[]) {
                     break end;
@@ -230,7 +231,7 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
             }
         };
         p.counters().events.fetch_add(1, Ordering::Relaxed);
-        match on_frame(p, frame) {
+        match on_frame(p, frame, walked) {
             Ok(Handled::Object) => objects += 1,
             Ok(Handled::Other) => {}
             Ok(Handled::ServerError(end)) => {
@@ -250,9 +251,10 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
     p.end(end)
 }
 
-/// A frame to decode, or a piece to report and skip.
+/// A frame to decode (with what the protobuf writer found of an object it
+/// wrote in one pass), or a piece to report and skip.
 enum Piece<'a> {
-    Frame(&'a [u8]),
+    Frame(&'a [u8], Option<Walked>),
     Skip(DecodeError),
 }
 
@@ -277,8 +279,12 @@ enum Handled {
 }
 
 /// Handles one frame. `Err` ends the connection.
-fn on_frame(p: &mut Parts, frame: &[u8]) -> Result<Handled, End> {
-    let event = match decode::event(frame, p.edits()) {
+fn on_frame(p: &mut Parts, frame: &[u8], walked: Option<Walked>) -> Result<Handled, End> {
+    let decoded = match walked {
+        Some(w) => decode::walked_event(frame, w),
+        None => decode::event(frame, p.edits()),
+    };
+    let event = match decoded {
         Ok(e) => e,
         Err(e) => {
             p.skip(e, frame)?;

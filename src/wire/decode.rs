@@ -10,6 +10,7 @@ use crate::entry::Reason;
 use crate::objects::edits::{self, Bad, Edits, Found};
 use crate::objects::scrub;
 use crate::resource_version::{Rv, MAX_LEN};
+use crate::wire::envelope::Walked;
 
 /// A watch event's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,6 +296,35 @@ pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
     object_walk(obj, Edits::NONE).map(|(meta, _)| meta)
 }
 
+/// An object event the protobuf writer wrote in one pass
+/// (`envelope::event_in`): its object already checked and edited as the
+/// walk would have, and its metadata located; decoded with no walk.
+pub(crate) fn walked_event(frame: &[u8], w: Walked) -> Result<Event<'_>, DecodeError> {
+    let meta = walked_object(&frame[w.object.0..w.object.1], w.found)?;
+    Ok(Event::Object {
+        kind: w.kind,
+        meta,
+        object: w.object,
+        edited: None,
+    })
+}
+
+/// The metadata of an object the protobuf writer wrote in one pass, from
+/// the strings it located (`found`): as [`object_walk`] gives it, errors
+/// included.
+pub(crate) fn walked_object(obj: &[u8], found: Found) -> Result<ObjectMeta<'_>, DecodeError> {
+    meta(obj, found).map_err(|e| named(obj, found, e))
+}
+
+/// An error about an object, with its name and metadata where they could
+/// be read.
+fn named(obj: &[u8], found: Found, mut e: DecodeError) -> DecodeError {
+    e.namespace = text(obj, found.namespace).map(Cow::into_owned);
+    e.name = text(obj, found.name).map(Cow::into_owned);
+    e.meta = meta(obj, found).ok().map(|m| Box::new(m.into_owned()));
+    e
+}
+
 /// One structural pass over an object: checks it, makes `edits` (the edited
 /// bytes, if anything changed) and finds its metadata.
 pub(crate) fn object_walk(
@@ -302,12 +332,7 @@ pub(crate) fn object_walk(
     edits: Edits,
 ) -> Result<(ObjectMeta<'_>, Option<Vec<u8>>), DecodeError> {
     let (result, found) = scrub::walk(obj.as_bytes(), edits);
-    let named = |mut e: DecodeError| {
-        e.namespace = text(obj, found.namespace).map(Cow::into_owned);
-        e.name = text(obj, found.name).map(Cow::into_owned);
-        e.meta = meta(obj, found).ok().map(|m| Box::new(m.into_owned()));
-        e
-    };
+    let named = |e: DecodeError| named(obj.as_bytes(), found, e);
     let edited = match result {
         Ok(edited) => edited,
         Err(Bad::TooDeep) => {
@@ -324,23 +349,25 @@ pub(crate) fn object_walk(
             return Err(named(DecodeError::new(INVALID_OBJECT, why)));
         }
     };
-    meta(obj, found).map(|m| (m, edited)).map_err(named)
+    meta(obj.as_bytes(), found)
+        .map(|m| (m, edited))
+        .map_err(named)
 }
 
-/// The string at `span` (quotes included), unescaped.
-fn text(obj: &str, span: Option<(usize, usize)>) -> Option<Cow<'_, str>> {
+/// The string at `span` (quotes included) of a checked object, unescaped.
+fn text(obj: &[u8], span: Option<(usize, usize)>) -> Option<Cow<'_, str>> {
     let (s, e) = span?;
     let raw = &obj[s + 1..e - 1];
-    if raw.contains('\\') {
-        serde_json::from_str::<String>(&obj[s..e])
+    if raw.contains(&b'\\') {
+        serde_json::from_slice::<String>(&obj[s..e])
             .ok()
             .map(Cow::Owned)
     } else {
-        Some(Cow::Borrowed(raw))
+        std::str::from_utf8(raw).ok().map(Cow::Borrowed)
     }
 }
 
-fn meta(obj: &str, found: Found) -> Result<ObjectMeta<'_>, DecodeError> {
+fn meta(obj: &[u8], found: Found) -> Result<ObjectMeta<'_>, DecodeError> {
     let invalid = |m: String| DecodeError::new(INVALID_OBJECT, m);
     let field = |span, what: &str, max: usize| -> Result<Option<Cow<'_, str>>, DecodeError> {
         match text(obj, span) {

@@ -5,9 +5,97 @@
 //! metadata, the table, checkpoints) cannot tell which encoding was on the
 //! wire.
 
+use crate::objects::edits::{Edits, Found};
+use crate::objects::policy::State;
+use crate::wire::decode::EventType;
 use crate::wire::go_json::{string, Obj};
-use crate::wire::metav1::{object_meta, status};
+use crate::wire::metav1::{object_meta_in, status};
+use crate::wire::proto_json::{object_doc_in, Pass, Scratch};
 use crate::wire::protobuf::{self, Fields, PbError};
+
+/// An object event written in one pass (`proto_json`'s [`Pass`]): what the
+/// decoder needs of it, found as it was written, so that nothing walks it
+/// again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Walked {
+    pub(crate) kind: EventType,
+    /// The object's span in the frame.
+    pub(crate) object: (usize, usize),
+    /// Its metadata strings, from the object's first byte.
+    pub(crate) found: Found,
+}
+
+/// As [`event`], an object event's object written with `edits` in one pass
+/// (ADDED, MODIFIED, DELETED; a built-in object or its metadata): then
+/// what the decoder needs of it. `None`: written plainly, to be walked
+/// (other events, and what only the walk does as the walk does).
+pub(crate) fn event_in(
+    frame: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+    edits: Edits,
+) -> Result<Option<Walked>, PbError> {
+    let (kind, object) = protobuf::watch_event(frame)?;
+    let event_type = match kind {
+        b"ADDED" => EventType::Added,
+        b"MODIFIED" => EventType::Modified,
+        b"DELETED" => EventType::Deleted,
+        _ => return event(frame, out, scratch).map(|()| None),
+    };
+    let u = protobuf::unknown(object).map_err(|e| e.context(|m| format!("event object: {m}")))?;
+    if u.kind == b"Status" {
+        return event(frame, out, scratch).map(|()| None);
+    }
+    event_doc(
+        kind,
+        object,
+        out,
+        scratch,
+        &mut Pass::new(edits, 0),
+        event_type,
+    )
+    .and_then(|walked| match walked {
+        Some(w) => Ok(Some(w)),
+        None => {
+            let mut fallback = Pass::fallback(edits);
+            event_doc(kind, object, out, scratch, &mut fallback, event_type).map(|_| None)
+        }
+    })
+}
+
+/// A watch event of type `kind` around `object` (enveloped), its object
+/// written in `pass`; `None` when the pass bailed (`out` as it was).
+fn event_doc(
+    kind: &[u8],
+    object: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+    pass: &mut Pass,
+    event_type: EventType,
+) -> Result<Option<Walked>, PbError> {
+    let u = protobuf::unknown(object).map_err(|e| e.context(|m| format!("event object: {m}")))?;
+    let frame_start = out.len();
+    out.extend_from_slice(b"{\"type\":");
+    string(out, kind);
+    out.extend_from_slice(b",\"object\":");
+    let base = out.len();
+    pass.rebase(base);
+    match u.kind {
+        b"PartialObjectMetadata" => object_meta_doc_in(out, u.kind, u.api_version, u.raw, pass)?,
+        kind => object_doc_in(out, kind, u.api_version, u.raw, scratch, pass)?,
+    }
+    if pass.bailed {
+        out.truncate(frame_start);
+        return Ok(None);
+    }
+    let end = out.len();
+    out.push(b'}');
+    Ok(Some(Walked {
+        kind: event_type,
+        object: (base - frame_start, end - frame_start),
+        found: pass.found,
+    }))
+}
 
 /// A watch event (protobuf `WatchEvent`) as the JSON frame the apiserver
 /// sends over JSON: `{"type":"…","object":{…}}`, appended to `out`.
@@ -24,7 +112,7 @@ pub(crate) fn event(
     match u.kind {
         b"PartialObjectMetadata" => object_meta_doc(out, u.kind, u.api_version, u.raw)?,
         b"Status" => status(out, u.kind, u.api_version, u.raw)?,
-        kind => crate::wire::proto_json::object_doc(out, kind, u.api_version, u.raw, scratch)?,
+        kind => object_doc_in(out, kind, u.api_version, u.raw, scratch, &mut Pass::plain())?,
     }
     out.push(b'}');
     Ok(())
@@ -49,11 +137,51 @@ pub(crate) fn item_doc(
     kind: &[u8],
     api_version: &[u8],
     raw: &[u8],
-    scratch: &mut crate::wire::proto_json::Scratch,
+    scratch: &mut Scratch,
+) -> Result<(), PbError> {
+    item_doc_in(out, kind, api_version, raw, scratch, &mut Pass::plain())
+}
+
+/// As [`item_doc`], with `edits` in one pass: where the item's metadata
+/// is (from its first byte), or `None` when it was written plainly, to be
+/// walked (see [`event_in`]).
+pub(crate) fn item_doc_edited(
+    out: &mut Vec<u8>,
+    kind: &[u8],
+    api_version: &[u8],
+    raw: &[u8],
+    scratch: &mut Scratch,
+    edits: Edits,
+) -> Result<Option<Found>, PbError> {
+    let start = out.len();
+    let mut pass = Pass::new(edits, start);
+    item_doc_in(out, kind, api_version, raw, scratch, &mut pass)?;
+    if pass.bailed {
+        out.truncate(start);
+        item_doc_in(
+            out,
+            kind,
+            api_version,
+            raw,
+            scratch,
+            &mut Pass::fallback(edits),
+        )?;
+        return Ok(None);
+    }
+    Ok(Some(pass.found))
+}
+
+fn item_doc_in(
+    out: &mut Vec<u8>,
+    kind: &[u8],
+    api_version: &[u8],
+    raw: &[u8],
+    scratch: &mut Scratch,
+    pass: &mut Pass,
 ) -> Result<(), PbError> {
     match kind {
-        b"PartialObjectMetadata" => object_meta_doc(out, kind, api_version, raw),
-        _ => crate::wire::proto_json::object_doc(out, kind, api_version, raw, scratch),
+        b"PartialObjectMetadata" => object_meta_doc_in(out, kind, api_version, raw, pass),
+        _ => object_doc_in(out, kind, api_version, raw, scratch, pass),
     }
 }
 
@@ -64,6 +192,17 @@ pub(crate) fn object_meta_doc(
     api_version: &[u8],
     raw: &[u8],
 ) -> Result<(), PbError> {
+    object_meta_doc_in(out, kind, api_version, raw, &mut Pass::plain())
+}
+
+/// As [`object_meta_doc`], in `pass`.
+fn object_meta_doc_in(
+    out: &mut Vec<u8>,
+    kind: &[u8],
+    api_version: &[u8],
+    raw: &[u8],
+    pass: &mut Pass,
+) -> Result<(), PbError> {
     let mut meta: &[u8] = b"";
     let mut f = Fields::new(raw);
     while let Some((n, v)) = f.next_field()? {
@@ -71,11 +210,18 @@ pub(crate) fn object_meta_doc(
             meta = v.bytes("metadata")?;
         }
     }
+    let st = State::Root;
     let mut o = Obj::new(out);
-    o.str_omitempty("kind", kind);
-    o.str_omitempty("apiVersion", api_version);
+    for (key, v) in [("kind", kind), ("apiVersion", api_version)] {
+        if !v.is_empty() {
+            o.key(key);
+            let kst = pass.member(st, key.as_bytes());
+            pass.string(o.out, v, kst);
+        }
+    }
     o.key("metadata");
-    object_meta(o.out, meta)?;
+    let mst = pass.member(st, b"metadata");
+    object_meta_in(o.out, meta, pass, mst)?;
     o.end();
     Ok(())
 }

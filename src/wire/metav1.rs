@@ -8,10 +8,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::objects::policy::State;
 use crate::resource_version::Rv;
 use crate::wire::dates::civil_from_days;
 use crate::wire::frames::ListMeta;
-use crate::wire::go_json::{int, raw_json, string, Obj};
+use crate::wire::go_json::{int, Obj};
+use crate::wire::proto_json::Pass;
 use crate::wire::protobuf::{Fields, PbError, Value};
 
 /// Go's zero `time.Time` in Unix seconds: such a Time is written as `null`
@@ -76,8 +78,17 @@ struct Meta<'a> {
     managed: Vec<&'a [u8]>,
 }
 
-/// An `ObjectMeta` message as JSON.
-pub(crate) fn object_meta(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
+/// An `ObjectMeta` message as JSON, a value in state `st` of `pass`'s one
+/// pass (`proto_json`): its redactions made, its strings noted, and
+/// `managedFields`, when they go, passed over unread.
+pub(crate) fn object_meta_in(
+    out: &mut Vec<u8>,
+    raw: &[u8],
+    pass: &mut Pass,
+    st: State,
+) -> Result<(), PbError> {
+    let start = out.len();
+    let managed_go = pass.member(st, b"managedFields") == State::Managed;
     let mut m = Meta::default();
     let mut f = Fields::new(raw);
     while let Some((n, v)) = f.next_field()? {
@@ -96,81 +107,121 @@ pub(crate) fn object_meta(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> 
             12 => map_entry(&mut m.annotations, v, "annotations")?,
             13 => m.owners.push(v.bytes("ownerReferences")?),
             14 => m.finalizers.push(v.bytes("finalizers")?),
+            // Skipped as bytes when they go: not read, not checked.
+            17 if managed_go => {}
             17 => m.managed.push(v.bytes("managedFields")?),
             _ => {}
         }
     }
     let mut o = Obj::new(out);
-    o.str_omitempty("name", m.name);
-    o.str_omitempty("generateName", m.generate_name);
-    o.str_omitempty("namespace", m.namespace);
-    o.str_omitempty("selfLink", m.self_link);
-    o.str_omitempty("uid", m.uid);
-    o.str_omitempty("resourceVersion", m.resource_version);
+    for (key, v) in [
+        ("name", m.name),
+        ("generateName", m.generate_name),
+        ("namespace", m.namespace),
+        ("selfLink", m.self_link),
+        ("uid", m.uid),
+        ("resourceVersion", m.resource_version),
+    ] {
+        str_omitempty(&mut o, pass, st, key, v);
+    }
     if m.generation != 0 {
         o.key("generation");
+        let at = o.out.len();
         int(o.out, m.generation);
+        pass.end_value(o.out, at, pass.member(st, b"generation"));
     }
     if let Some(t) = m.creation.map(seconds).transpose()?.flatten() {
         // omitzero: a zero time is left out.
         o.key("creationTimestamp");
+        let at = o.out.len();
         time(o.out, Some(t))?;
+        pass.end_value(o.out, at, pass.member(st, b"creationTimestamp"));
     }
     if let Some(t) = m.deletion {
         o.key("deletionTimestamp");
+        let at = o.out.len();
         time(o.out, seconds(t)?)?;
+        pass.end_value(o.out, at, pass.member(st, b"deletionTimestamp"));
     }
     if let Some(g) = m.grace {
         o.key("deletionGracePeriodSeconds");
+        let at = o.out.len();
         int(o.out, g);
+        pass.end_value(o.out, at, pass.member(st, b"deletionGracePeriodSeconds"));
     }
     for (key, map) in [("labels", &m.labels), ("annotations", &m.annotations)] {
         if map.is_empty() {
             continue;
         }
         o.key(key);
+        let mst = pass.member(st, key.as_bytes());
+        let at = o.out.len();
         let mut inner = Obj::new(o.out);
         for (k, v) in map {
             inner.key_bytes(k);
-            string(inner.out, v);
+            let vst = pass.member(mst, k);
+            pass.string(inner.out, v, vst);
         }
         inner.end();
+        pass.end_value(o.out, at, mst);
     }
     if !m.owners.is_empty() {
         o.key("ownerReferences");
+        let lst = pass.member(st, b"ownerReferences");
+        let ist = pass.item(lst);
+        let at = o.out.len();
         o.out.push(b'[');
         for (i, r) in m.owners.iter().enumerate() {
             if i > 0 {
                 o.out.push(b',');
             }
-            owner_reference(o.out, r)?;
+            owner_reference(o.out, r, pass, ist)?;
         }
         o.out.push(b']');
+        pass.end_value(o.out, at, lst);
     }
     if !m.finalizers.is_empty() {
         o.key("finalizers");
+        let lst = pass.member(st, b"finalizers");
+        let ist = pass.item(lst);
+        let at = o.out.len();
         o.out.push(b'[');
         for (i, s) in m.finalizers.iter().enumerate() {
             if i > 0 {
                 o.out.push(b',');
             }
-            string(o.out, s);
+            pass.string(o.out, s, ist);
         }
         o.out.push(b']');
+        pass.end_value(o.out, at, lst);
     }
     if !m.managed.is_empty() {
         o.key("managedFields");
+        let lst = pass.member(st, b"managedFields");
+        let ist = pass.item(lst);
+        let at = o.out.len();
         o.out.push(b'[');
         for (i, e) in m.managed.iter().enumerate() {
             if i > 0 {
                 o.out.push(b',');
             }
-            managed_fields_entry(o.out, e)?;
+            managed_fields_entry(o.out, e, pass, ist)?;
         }
         o.out.push(b']');
+        pass.end_value(o.out, at, lst);
     }
     o.end();
+    pass.end_value(out, start, st);
     Ok(())
+}
+
+/// A string member of an object in state `st`, left out when empty.
+fn str_omitempty(o: &mut Obj<'_>, pass: &mut Pass, st: State, k: &str, v: &[u8]) {
+    if !v.is_empty() {
+        o.key(k);
+        let kst = pass.member(st, k.as_bytes());
+        pass.string(o.out, v, kst);
+    }
 }
 
 /// One map entry (key 1, value 2); a later duplicate key wins, as in Go.
@@ -192,7 +243,12 @@ fn map_entry<'a>(
     Ok(())
 }
 
-fn owner_reference(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
+fn owner_reference(
+    out: &mut Vec<u8>,
+    raw: &[u8],
+    pass: &mut Pass,
+    st: State,
+) -> Result<(), PbError> {
     let (mut api_version, mut kind, mut name, mut uid): (&[u8], &[u8], &[u8], &[u8]) =
         (b"", b"", b"", b"");
     let (mut controller, mut block) = (None, None);
@@ -208,6 +264,7 @@ fn owner_reference(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
             _ => {}
         }
     }
+    let start = out.len();
     let mut o = Obj::new(out);
     for (k, v) in [
         ("apiVersion", api_version),
@@ -216,20 +273,29 @@ fn owner_reference(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
         ("uid", uid),
     ] {
         o.key(k);
-        string(o.out, v);
+        let kst = pass.member(st, k.as_bytes());
+        pass.string(o.out, v, kst);
     }
     for (k, v) in [("controller", controller), ("blockOwnerDeletion", block)] {
         if let Some(b) = v {
             o.key(k);
+            let at = o.out.len();
             o.out
                 .extend_from_slice(if b { "true" } else { "false" }.as_bytes());
+            pass.end_value(o.out, at, pass.member(st, k.as_bytes()));
         }
     }
     o.end();
+    pass.end_value(out, start, st);
     Ok(())
 }
 
-fn managed_fields_entry(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
+fn managed_fields_entry(
+    out: &mut Vec<u8>,
+    raw: &[u8],
+    pass: &mut Pass,
+    st: State,
+) -> Result<(), PbError> {
     let empty: &[u8] = b"";
     let (mut manager, mut operation, mut api_version) = (empty, empty, empty);
     let (mut fields_type, mut subresource) = (empty, empty);
@@ -256,21 +322,28 @@ fn managed_fields_entry(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), PbError> {
             _ => {}
         }
     }
+    let start = out.len();
     let mut o = Obj::new(out);
-    o.str_omitempty("manager", manager);
-    o.str_omitempty("operation", operation);
-    o.str_omitempty("apiVersion", api_version);
+    str_omitempty(&mut o, pass, st, "manager", manager);
+    str_omitempty(&mut o, pass, st, "operation", operation);
+    str_omitempty(&mut o, pass, st, "apiVersion", api_version);
     if let Some(t) = time_raw {
         o.key("time");
+        let at = o.out.len();
         time(o.out, seconds(t)?)?;
+        pass.end_value(o.out, at, pass.member(st, b"time"));
     }
-    o.str_omitempty("fieldsType", fields_type);
+    str_omitempty(&mut o, pass, st, "fieldsType", fields_type);
     if let Some(raw) = fields_v1 {
         o.key("fieldsV1");
-        raw_json(o.out, raw)?;
+        let at = o.out.len();
+        let fst = pass.member(st, b"fieldsV1");
+        pass.raw_json(o.out, raw, fst)?;
+        pass.end_value(o.out, at, fst);
     }
-    o.str_omitempty("subresource", subresource);
+    str_omitempty(&mut o, pass, st, "subresource", subresource);
     o.end();
+    pass.end_value(out, start, st);
     Ok(())
 }
 

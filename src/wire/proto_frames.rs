@@ -8,7 +8,9 @@
 
 use std::io::{self, Read};
 
+use crate::objects::edits::{Edits, Found};
 use crate::wire::buffered::Buffered;
+use crate::wire::envelope::Walked;
 use crate::wire::frames::{FrameError, ListError, ListItem, ListMeta};
 use crate::wire::proto_json::Scratch;
 use crate::wire::protobuf;
@@ -124,6 +126,10 @@ fn invalid(m: &str) -> ListError {
     ListError::Invalid(format!("protobuf list: {m}"))
 }
 
+/// A frame as JSON, and what the decoder needs of its object when the one
+/// pass wrote it (`envelope::event_in`).
+pub(crate) type WalkedFrame<'a> = (&'a [u8], Option<Walked>);
+
 /// Splits a protobuf watch body into frames and hands each out as the JSON
 /// event frame the server would have sent.
 pub(crate) struct ProtoFrameReader<R> {
@@ -168,6 +174,20 @@ impl<R: Read> ProtoFrameReader<R> {
     /// frame that is not a metadata-only watch event is
     /// [`FrameError::Invalid`], and the body reads on after it.
     pub(crate) fn next_frame(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        self.next_with(None).map(|f| f.map(|(frame, _)| frame))
+    }
+
+    /// As [`ProtoFrameReader::next_frame`], an object event's object
+    /// written with `edits` in one pass (`envelope::event_in`): then what the
+    /// decoder needs of it beside the frame, and nothing walks it again.
+    pub(crate) fn next_walked(
+        &mut self,
+        edits: Edits,
+    ) -> Result<Option<WalkedFrame<'_>>, FrameError> {
+        self.next_with(Some(edits))
+    }
+
+    fn next_with(&mut self, edits: Option<Edits>) -> Result<Option<WalkedFrame<'_>>, FrameError> {
         let body = &mut self.body;
         if !body.fill(4).map_err(FrameError::Io)? {
             let pending = body.pending().len();
@@ -190,10 +210,14 @@ impl<R: Read> ProtoFrameReader<R> {
             return Err(FrameError::Truncated(body.pending().len()));
         }
         self.json.clear();
-        let done = envelope::event(&body.pending()[4..4 + n], &mut self.json, &mut self.scratch);
+        let frame = &body.pending()[4..4 + n];
+        let done = match edits {
+            Some(edits) => envelope::event_in(frame, &mut self.json, &mut self.scratch, edits),
+            None => envelope::event(frame, &mut self.json, &mut self.scratch).map(|()| None),
+        };
         body.consume(4 + n);
         match done {
-            Ok(()) => Ok(Some(&self.json)),
+            Ok(walked) => Ok(Some((&self.json, walked))),
             Err(e) => {
                 let m = format!("a protobuf watch frame of {n} bytes: {}", e.message);
                 Err(if e.not_in_schema {
@@ -258,6 +282,23 @@ impl<R: Read> ProtoListReader<R> {
 
     /// The next item, `Ok(None)` once the body has ended cleanly.
     pub(crate) fn next_item(&mut self) -> Result<Option<ListItem<'_>>, ListError> {
+        self.next_with(None).map(|i| i.map(|(item, _)| item))
+    }
+
+    /// As [`ProtoListReader::next_item`], each item written with `edits` in
+    /// one pass (`envelope::item_doc_edited`): then where its metadata is,
+    /// and nothing walks it again.
+    pub(crate) fn next_item_walked(
+        &mut self,
+        edits: Edits,
+    ) -> Result<Option<(ListItem<'_>, Option<Found>)>, ListError> {
+        self.next_with(Some(edits))
+    }
+
+    fn next_with(
+        &mut self,
+        edits: Option<Edits>,
+    ) -> Result<Option<(ListItem<'_>, Option<Found>)>, ListError> {
         loop {
             match self.state {
                 ProtoListState::Done => return Ok(None),
@@ -304,29 +345,36 @@ impl<R: Read> ProtoListReader<R> {
                         if !self.body.discard(len).map_err(ListError::Io)? {
                             return Err(invalid("the body ends inside an item"));
                         }
-                        return Ok(Some(ListItem::TooLarge(len as usize)));
+                        return Ok(Some((ListItem::TooLarge(len as usize), None)));
                     }
                     let len = len as usize;
                     if !self.body.fill(len).map_err(ListError::Io)? {
                         return Err(invalid("the body ends inside an item"));
                     }
                     self.json.clear();
-                    let done = envelope::item_doc(
-                        &mut self.json,
-                        &self.kind,
-                        &self.api_version,
-                        &self.body.pending()[..len],
-                        &mut self.scratch,
-                    );
+                    let (out, raw) = (&mut self.json, &self.body.pending()[..len]);
+                    let (kind, api_version) = (&self.kind, &self.api_version);
+                    let done = match edits {
+                        Some(edits) => envelope::item_doc_edited(
+                            out,
+                            kind,
+                            api_version,
+                            raw,
+                            &mut self.scratch,
+                            edits,
+                        ),
+                        None => envelope::item_doc(out, kind, api_version, raw, &mut self.scratch)
+                            .map(|()| None),
+                    };
                     self.body.consume(len);
                     return Ok(Some(match done {
-                        Ok(()) => ListItem::Item(&self.json),
+                        Ok(found) => (ListItem::Item(&self.json), found),
                         Err(e) => {
                             let m = format!("a protobuf list item of {len} bytes: {}", e.message);
                             if e.not_in_schema {
-                                ListItem::Unknown(m)
+                                (ListItem::Unknown(m), None)
                             } else {
-                                ListItem::Invalid(format!("{m}; skipped"))
+                                (ListItem::Invalid(format!("{m}; skipped")), None)
                             }
                         }
                     }));

@@ -8,6 +8,14 @@
 //! `Quantity`, `IntOrString`, `RawExtension`, `FieldsV1`) as they do.
 //! `ObjectMeta` is `metav1`'s, Go's JSON `go_json`'s. The schema is `schema`'s. Pure.
 //!
+//! The one pass (issue 39): the writer knows each value's place, so it
+//! applies the redaction policy (`objects::policy`, the states the walk of a
+//! JSON object computes from the same keys) as it writes and notes where
+//! the metadata is ([`Pass`]): what it hands out is what walking the plain
+//! JSON would have given, with no second pass over it. Raw JSON inside
+//! (`RawExtension`, `FieldsV1`) is walked where it stands when it could
+//! hold anything the policy acts on.
+//!
 //! The recursion follows the schema, which has no cycle: the input cannot
 //! make it deeper. A field number the schema does not have is an error
 //! (a newer server's field would otherwise vanish without a word).
@@ -16,6 +24,9 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 
+use crate::objects::edits::{Edits, Found};
+use crate::objects::policy::{self, State};
+use crate::objects::scrub::{self, CopyText, REDACTED_JSON};
 use crate::wire::go_json::{self, string};
 use crate::wire::metav1;
 use crate::wire::protobuf::{Fields, PbError, Value};
@@ -23,12 +34,27 @@ use crate::wire::schema::{schema, Field, Msg, Schema, Shape, Ty};
 
 /// An object's protobuf message (`raw` of its `runtime.Unknown`) as its
 /// JSON document, `kind` and `apiVersion` first, appended to `out`.
+#[cfg(test)]
 pub(crate) fn object_doc(
     out: &mut Vec<u8>,
     kind: &[u8],
     api_version: &[u8],
     raw: &[u8],
     scratch: &mut Scratch,
+) -> Result<(), PbError> {
+    object_doc_in(out, kind, api_version, raw, scratch, &mut Pass::plain())
+}
+
+/// An object's protobuf message (`raw` of its `runtime.Unknown`) as its
+/// JSON document, `kind` and `apiVersion` first, appended to `out`, in
+/// `pass` (its edits made as it is written, its metadata noted).
+pub(crate) fn object_doc_in(
+    out: &mut Vec<u8>,
+    kind: &[u8],
+    api_version: &[u8],
+    raw: &[u8],
+    scratch: &mut Scratch,
+    pass: &mut Pass,
 ) -> Result<(), PbError> {
     let s = schema();
     let Some(msg) = s.kind(api_version, kind) else {
@@ -43,19 +69,209 @@ pub(crate) fn object_doc(
         out,
         first: true,
         pool: &mut scratch.lists,
+        pass,
     };
+    let st = State::Root;
     w.out.push(b'{');
     if !kind.is_empty() {
         w.key(b"\"kind\":");
-        string(w.out, kind);
+        let k = w.pass.member(st, b"kind");
+        w.pass.string(w.out, kind, k);
     }
     if !api_version.is_empty() {
         w.key(b"\"apiVersion\":");
-        string(w.out, api_version);
+        let k = w.pass.member(st, b"apiVersion");
+        w.pass.string(w.out, api_version, k);
     }
-    w.fields(s.msg(msg), raw)?;
+    w.fields(s.msg(msg), raw, st)?;
     w.out.push(b'}');
     Ok(())
+}
+
+/// What the one pass does as it writes an object: the edits asked for,
+/// made as the redaction policy says where each value stands, and the
+/// metadata strings located — what the walk of the written JSON
+/// (`objects::scrub::walk`) would have done and found.
+#[derive(Debug)]
+pub(crate) struct Pass {
+    edits: Edits,
+    /// False for the plain conversion: no edits, nothing noted.
+    on: bool,
+    /// Raw JSON written, never walked nor checked beyond Go's rules (the
+    /// fallback, whose output is walked).
+    writes_only: bool,
+    /// Where the object starts in the output: spans are from there.
+    base: usize,
+    /// Where the metadata strings are, from `base` (quotes included).
+    pub(crate) found: Found,
+    /// Met something that only the walk of the written JSON does as the
+    /// walk does (raw JSON that is not UTF-8 or not what the walk takes,
+    /// an annotation's copy that is not UTF-8 or holds a copy with edits):
+    /// the caller writes the object plainly and walks it.
+    pub(crate) bailed: bool,
+}
+
+impl Pass {
+    /// The plain conversion: no edits, nothing noted.
+    pub(crate) fn plain() -> Pass {
+        Pass {
+            edits: Edits::NONE,
+            on: false,
+            writes_only: true,
+            base: 0,
+            found: Found::default(),
+            bailed: false,
+        }
+    }
+
+    /// One pass with `edits`, for an object starting at `base` in the output.
+    pub(crate) fn new(edits: Edits, base: usize) -> Pass {
+        Pass {
+            edits,
+            on: true,
+            writes_only: false,
+            base,
+            found: Found::default(),
+            bailed: false,
+        }
+    }
+
+    /// The object starts at `base` in the output.
+    pub(crate) fn rebase(&mut self, base: usize) {
+        self.base = base;
+    }
+
+    /// What a pass that bailed writes instead, for the walk to take: the
+    /// plain conversion, but managedFields that go are passed over unread
+    /// as the one pass passes them over, so that both ways agree on what
+    /// they never look at.
+    pub(crate) fn fallback(edits: Edits) -> Pass {
+        Pass {
+            edits: Edits {
+                drop_managed_fields: edits.drop_managed_fields,
+                ..Edits::NONE
+            },
+            on: true,
+            writes_only: true,
+            base: 0,
+            found: Found::default(),
+            bailed: false,
+        }
+    }
+
+    /// The state of member `key` of an object in state `parent`.
+    #[inline]
+    pub(crate) fn member(&self, parent: State, key: &[u8]) -> State {
+        if !self.on || (parent == State::Plain && !policy::plain_key_matters(key, self.edits)) {
+            return State::Plain;
+        }
+        policy::member(parent, key, self.edits)
+    }
+
+    /// The state of an array's items.
+    #[inline]
+    pub(crate) fn item(&self, array: State) -> State {
+        if !self.on {
+            return State::Plain;
+        }
+        policy::item(array)
+    }
+
+    /// A string value in state `st`.
+    #[inline]
+    pub(crate) fn string(&mut self, out: &mut Vec<u8>, s: &[u8], st: State) {
+        match st {
+            State::Plain | State::Skip => string(out, s),
+            State::Redact => out.extend_from_slice(REDACTED_JSON),
+            State::Copy => self.copy(out, s),
+            State::Kind | State::Name | State::Namespace | State::Uid | State::ResourceVersion => {
+                let start = out.len();
+                string(out, s);
+                let span = Some((start - self.base, out.len() - self.base));
+                match st {
+                    State::Kind => self.found.kind = span,
+                    State::Name => self.found.name = span,
+                    State::Namespace => self.found.namespace = span,
+                    State::Uid => self.found.uid = span,
+                    _ => self.found.resource_version = span,
+                }
+            }
+            _ => string(out, s),
+        }
+    }
+
+    /// A value in state `st` was written from `start`: redacted, unless `null`.
+    #[inline]
+    pub(crate) fn end_value(&mut self, out: &mut Vec<u8>, start: usize, st: State) {
+        if st == State::Redact && &out[start..] != b"null" {
+            out.truncate(start);
+            out.extend_from_slice(REDACTED_JSON);
+        }
+    }
+
+    /// An annotation's copy of the object, `text` its value: scrubbed by the
+    /// same rules, or withheld whole (`objects::annotation_copies`).
+    fn copy(&mut self, out: &mut Vec<u8>, text: &[u8]) {
+        if std::str::from_utf8(text).is_err() {
+            self.bailed = true;
+            string(out, text);
+            return;
+        }
+        match scrub::copy_text(text, self.edits) {
+            CopyText::Unchanged => string(out, text),
+            CopyText::Redacted(t) => string(out, &t),
+            CopyText::Withheld => out.extend_from_slice(REDACTED_JSON),
+            CopyText::Nested => {
+                self.bailed = true;
+                string(out, text);
+            }
+        }
+    }
+
+    /// Raw JSON (`RawExtension`, `FieldsV1`) in state `st`, written by
+    /// Go's rules and walked where it stands when the policy could act in it.
+    pub(crate) fn raw_json(
+        &mut self,
+        out: &mut Vec<u8>,
+        raw: &[u8],
+        st: State,
+    ) -> Result<(), PbError> {
+        let start = out.len();
+        go_json::raw_json(out, raw)?;
+        if self.writes_only {
+            return Ok(());
+        }
+        // Go copies a Marshaler's bytes as they are: the walk of the
+        // written JSON would refuse what is not UTF-8.
+        if std::str::from_utf8(&out[start..]).is_err() {
+            self.bailed = true;
+            return Ok(());
+        }
+        if matches!(st, State::Skip | State::Redact | State::Managed) {
+            return Ok(());
+        }
+        // serde_json checked it; the walk takes all it takes but escapes
+        // (`\u` keys) it reads itself. Below `Plain`, only keys the policy
+        // names leave it, and none is there.
+        let written = &out[start..];
+        if st == State::Plain
+            && memchr::memchr(b'\\', written).is_none()
+            && (!self.edits.scrub || memchr::memmem::find(written, b"env\"").is_none())
+            && (!self.edits.any_redaction()
+                || memchr::memmem::find(written, b"annotations\"").is_none())
+        {
+            return Ok(());
+        }
+        match scrub::walk_value(written, self.edits, st) {
+            Ok(None) => {}
+            Ok(Some(edited)) => {
+                out.truncate(start);
+                out.extend_from_slice(&edited);
+            }
+            Err(_) => self.bailed = true,
+        }
+        Ok(())
+    }
 }
 
 /// Memory the conversion reuses from object to object (a reader keeps one):
@@ -104,6 +320,7 @@ struct Writer<'a> {
     first: bool,
     /// Field lists of one message each, reused from message to message.
     pool: &'a mut Vec<Vec<(u16, At)>>,
+    pass: &'a mut Pass,
 }
 
 impl Writer<'_> {
@@ -126,8 +343,9 @@ impl Writer<'_> {
         self.out.extend_from_slice(key);
     }
 
-    /// `msg`'s fields from its message bytes, into the current object.
-    fn fields(&mut self, msg: &Msg, raw: &[u8]) -> Result<(), PbError> {
+    /// `msg`'s fields from its message bytes, into the current object, an
+    /// object in state `st`.
+    fn fields(&mut self, msg: &Msg, raw: &[u8], st: State) -> Result<(), PbError> {
         // (position in msg.fields, value), in wire order; then grouped by
         // position, keeping each field's occurrences in wire order.
         let mut seen = self.pool.pop().unwrap_or_default();
@@ -163,58 +381,79 @@ impl Writer<'_> {
                         Some(v) => v.bytes("an embedded struct")?,
                         None => &[],
                     };
-                    self.fields(self.s.msg(i), bytes)?;
+                    self.fields(self.s.msg(i), bytes, st)?;
                 }
                 Shape::One => {
                     if field.omitempty && field.ty.can_be_empty() && is_empty(field.ty, last)? {
                         continue;
                     }
+                    let fst = self.pass.member(st, field.key.as_bytes());
+                    if fst == State::Managed {
+                        continue;
+                    }
                     self.field_key(field.key);
-                    self.item(field, last)?;
+                    self.item(field, last, fst)?;
                 }
-                Shape::Pointer => match last {
-                    None if field.omitempty => {}
-                    None => {
-                        self.field_key(field.key);
-                        self.out.extend_from_slice(b"null");
+                Shape::Pointer => {
+                    if last.is_none() && field.omitempty {
+                        continue;
                     }
-                    Some(v) => {
-                        self.field_key(field.key);
-                        self.item(field, Some(v))?;
+                    let fst = self.pass.member(st, field.key.as_bytes());
+                    if fst == State::Managed {
+                        continue;
                     }
-                },
+                    self.field_key(field.key);
+                    match last {
+                        None => self.out.extend_from_slice(b"null"),
+                        Some(v) => self.item(field, Some(v), fst)?,
+                    }
+                }
                 Shape::List => {
+                    let fst = self.pass.member(st, field.key.as_bytes());
+                    if fst == State::Managed {
+                        continue;
+                    }
+                    let ist = self.pass.item(fst);
                     let numeric =
                         matches!(field.ty, Ty::Bool | Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64);
-                    let mut wrote = false;
+                    // Where the list's `[` is, once written.
+                    let mut wrote = None;
                     for &(_, a) in values {
                         match a.get(raw) {
                             // Packed numbers: one value, many items.
                             Value::Bytes(mut packed) if numeric => {
                                 while !packed.is_empty() {
                                     let (n, used) = crate::wire::protobuf::varint(packed)?;
-                                    self.list_item(field, &mut wrote, Value::Varint(n))?;
+                                    self.list_item(field, &mut wrote, Value::Varint(n), ist)?;
                                     packed = &packed[used..];
                                 }
                             }
-                            v => self.list_item(field, &mut wrote, v)?,
+                            v => self.list_item(field, &mut wrote, v, ist)?,
                         }
                     }
-                    if wrote {
+                    if let Some(start) = wrote {
                         self.out.push(b']');
+                        self.pass.end_value(self.out, start, fst);
                     } else if !field.omitempty {
                         self.field_key(field.key);
                         self.out.extend_from_slice(b"null");
                     }
                 }
                 Shape::Map => {
-                    if values.is_empty() {
-                        if !field.omitempty {
-                            self.field_key(field.key);
-                            self.out.extend_from_slice(b"null");
-                        }
+                    let fst = if values.is_empty() && field.omitempty {
+                        continue;
+                    } else {
+                        self.pass.member(st, field.key.as_bytes())
+                    };
+                    if fst == State::Managed {
                         continue;
                     }
+                    if values.is_empty() {
+                        self.field_key(field.key);
+                        self.out.extend_from_slice(b"null");
+                        continue;
+                    }
+
                     // The server writes entries sorted by key (Go's order
                     // too): written as they come; otherwise sorted here, a
                     // later duplicate winning as in Go.
@@ -228,11 +467,12 @@ impl Writer<'_> {
                         prev = Some(k);
                     }
                     self.field_key(field.key);
+                    let start_map = self.out.len();
                     self.out.push(b'{');
                     if sorted {
                         for (i, &(_, a)) in values.iter().enumerate() {
                             let (k, v) = entry(a.get(raw).bytes("a map entry")?)?;
-                            self.map_item(field, i, k, v)?;
+                            self.map_item(field, i, k, v, fst)?;
                         }
                     } else {
                         let mut entries: BTreeMap<&[u8], Option<Value<'_>>> = BTreeMap::new();
@@ -241,10 +481,11 @@ impl Writer<'_> {
                             entries.insert(k, v);
                         }
                         for (i, (k, v)) in entries.into_iter().enumerate() {
-                            self.map_item(field, i, k, v)?;
+                            self.map_item(field, i, k, v, fst)?;
                         }
                     }
                     self.out.push(b'}');
+                    self.pass.end_value(self.out, start_map, fst);
                 }
             }
         }
@@ -252,61 +493,87 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// One item of a list field: the key and `[` before the first.
-    fn list_item(&mut self, field: &Field, wrote: &mut bool, v: Value<'_>) -> Result<(), PbError> {
-        if *wrote {
+    /// One item of a list field (items in state `st`): the key and `[`
+    /// before the first.
+    fn list_item(
+        &mut self,
+        field: &Field,
+        wrote: &mut Option<usize>,
+        v: Value<'_>,
+        st: State,
+    ) -> Result<(), PbError> {
+        if wrote.is_some() {
             self.out.push(b',');
         } else {
             self.field_key(field.key);
+            *wrote = Some(self.out.len());
             self.out.push(b'[');
-            *wrote = true;
         }
-        self.item(field, Some(v))
+        self.item(field, Some(v), st)
     }
 
-    /// The `i`th entry of a map field.
+    /// The `i`th entry of a map field in state `st`.
     fn map_item(
         &mut self,
         field: &Field,
         i: usize,
         k: &[u8],
         v: Option<Value<'_>>,
+        st: State,
     ) -> Result<(), PbError> {
         if i > 0 {
             self.out.push(b',');
         }
         string(self.out, k);
         self.out.push(b':');
-        self.item(field, v)
+        let est = self.pass.member(st, k);
+        self.item(field, v, est)
     }
 
-    /// One value of `field`: its type's, led by the constant `kind` and
-    /// `apiVersion` the field's structs carry, if any.
-    fn item(&mut self, field: &Field, v: Option<Value<'_>>) -> Result<(), PbError> {
+    /// One value of `field` in state `st`: its type's, led by the constant
+    /// `kind` and `apiVersion` the field's structs carry, if any.
+    fn item(&mut self, field: &Field, v: Option<Value<'_>>, st: State) -> Result<(), PbError> {
         match (field.ty, &field.type_meta) {
             (Ty::Msg(i), Some(type_meta)) => {
                 let raw = bytes(v, "a struct")?;
+                let start = self.out.len();
                 let mut inner = Writer {
                     s: self.s,
                     out: &mut *self.out,
                     first: false,
                     pool: &mut *self.pool,
+                    pass: &mut *self.pass,
                 };
                 inner.out.push(b'{');
                 inner.out.extend_from_slice(type_meta);
-                inner.fields(self.s.msg(i), raw)?;
+                inner.fields(self.s.msg(i), raw, st)?;
                 inner.out.push(b'}');
+                self.pass.end_value(self.out, start, st);
                 Ok(())
             }
-            (ty, _) => self.value(ty, v),
+            (ty, _) => self.value(ty, v, st),
         }
     }
 
-    /// One value of type `ty`; `None` is the type's zero value.
-    fn value(&mut self, ty: Ty, v: Option<Value<'_>>) -> Result<(), PbError> {
+    /// One value of type `ty` in state `st`; `None` is the type's zero value.
+    fn value(&mut self, ty: Ty, v: Option<Value<'_>>, st: State) -> Result<(), PbError> {
+        if st == State::Redact && (ty == Ty::Str || ty == Ty::Bytes && v.is_some()) {
+            // A string either way: not written only to be redacted.
+            bytes(v, "a string")?;
+            self.out.extend_from_slice(REDACTED_JSON);
+            return Ok(());
+        }
+        let start = self.out.len();
+        self.value_as_is(ty, v, st)?;
+        self.pass.end_value(self.out, start, st);
+        Ok(())
+    }
+
+    /// [`Writer::value`] before its own redaction.
+    fn value_as_is(&mut self, ty: Ty, v: Option<Value<'_>>, st: State) -> Result<(), PbError> {
         let out = &mut *self.out;
         match ty {
-            Ty::Str => string(out, bytes(v, "a string")?),
+            Ty::Str => self.pass.string(out, bytes(v, "a string")?, st),
             Ty::Bool => out.extend_from_slice(if varint(v, "a bool")? != 0 {
                 b"true"
             } else {
@@ -389,10 +656,12 @@ impl Writer<'_> {
                     // A nil Raw is `null`; an empty one is too (protobuf
                     // cannot tell them apart).
                     None | Some(b"") => out.extend_from_slice(b"null"),
-                    Some(raw) => go_json::raw_json(out, raw)?,
+                    Some(raw) => self.pass.raw_json(out, raw, st)?,
                 }
             }
-            Ty::ObjectMeta => metav1::object_meta(out, bytes(v, "an ObjectMeta")?)?,
+            Ty::ObjectMeta => {
+                metav1::object_meta_in(out, bytes(v, "an ObjectMeta")?, self.pass, st)?
+            }
             Ty::Msg(i) => {
                 let raw = bytes(v, "a struct")?;
                 let mut inner = Writer {
@@ -400,9 +669,10 @@ impl Writer<'_> {
                     out,
                     first: true,
                     pool: &mut *self.pool,
+                    pass: &mut *self.pass,
                 };
                 inner.out.push(b'{');
-                inner.fields(self.s.msg(i), raw)?;
+                inner.fields(self.s.msg(i), raw, st)?;
                 inner.out.push(b'}');
             }
         }
@@ -518,6 +788,9 @@ fn duration(out: &mut Vec<u8>, nanos: i64) {
         out.push(b's');
     }
 }
+
+#[cfg(test)]
+mod one_pass;
 
 #[cfg(test)]
 mod tests {
@@ -640,13 +913,17 @@ mod tests {
             out: &mut out,
             first: true,
             pool: &mut pool,
+            pass: &mut Pass::plain(),
         };
-        w.value(Ty::IntOrString, Some(Value::Bytes(&ios))).unwrap();
-        w.value(Ty::IntOrString, None).unwrap();
-        w.value(Ty::Quantity, Some(Value::Bytes(&q))).unwrap();
-        w.value(Ty::Quantity, None).unwrap();
-        w.value(Ty::MicroTime, Some(Value::Bytes(&t))).unwrap();
-        w.value(Ty::MicroTime, None).unwrap();
+        w.value(Ty::IntOrString, Some(Value::Bytes(&ios)), State::Plain)
+            .unwrap();
+        w.value(Ty::IntOrString, None, State::Plain).unwrap();
+        w.value(Ty::Quantity, Some(Value::Bytes(&q)), State::Plain)
+            .unwrap();
+        w.value(Ty::Quantity, None, State::Plain).unwrap();
+        w.value(Ty::MicroTime, Some(Value::Bytes(&t)), State::Plain)
+            .unwrap();
+        w.value(Ty::MicroTime, None, State::Plain).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             r#""http"0"500m""0""2023-11-14T22:13:20.123456Z"null"#

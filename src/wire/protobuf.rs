@@ -227,6 +227,9 @@ pub(crate) fn watch_event(b: &[u8]) -> Result<(&[u8], &[u8]), PbError> {
     Ok((kind, object))
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod encode;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,15 @@ impl Msg {
             .ok()
             .map(|i| usize::from(self.by_number[i].1))
     }
+
+    /// The field number of the field at `position` in `fields`.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn number(&self, position: usize) -> Option<u32> {
+        self.by_number
+            .iter()
+            .find(|&&(_, p)| usize::from(p) == position)
+            .map(|&(n, _)| n)
+    }
 }
 
 /// The whole schema.
@@ -122,6 +131,12 @@ impl Schema {
 
     pub(crate) fn msg(&self, i: u32) -> &Msg {
         &self.msgs[i as usize]
+    }
+
+    /// Every kind: (apiVersion, kind, struct).
+    #[cfg(test)]
+    pub(crate) fn kinds(&self) -> &[(&'static str, &'static str, u32)] {
+        &self.kinds
     }
 }
 
