@@ -83,12 +83,13 @@ for tool in "${cross}gcc" "${cross}ld" "${cross}objcopy" "${cross}nm" "${cross}a
     command -v "$tool" >/dev/null || { echo "install.sh: $tool is missing (binutils${cross:+, gcc-${cross%-}})" >&2; exit 1; }
 done
 command -v cargo >/dev/null || { echo "install.sh: cargo is missing" >&2; exit 1; }
-ld() { "${cross}ld" "$@"; }
-objcopy() { "${cross}objcopy" "$@"; }
-nm() { "${cross}nm" "$@"; }
-ar() { "${cross}ar" "$@"; }
-readelf() { "${cross}readelf" "$@"; }
-strip() { "${cross}strip" "$@"; }
+# `command`: the tool itself, never these functions again (with no prefix, the same name).
+ld() { command "${cross}ld" "$@"; }
+objcopy() { command "${cross}objcopy" "$@"; }
+nm() { command "${cross}nm" "$@"; }
+ar() { command "${cross}ar" "$@"; }
+readelf() { command "${cross}readelf" "$@"; }
+strip() { command "${cross}strip" "$@"; }
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ffi_dir/Cargo.toml" | head -1)
 IFS=. read -r major minor _ <<<"$version"
