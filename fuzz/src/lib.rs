@@ -418,7 +418,10 @@ pub fn decode_protobuf(data: &[u8]) {
     let [a, b, body @ ..] = data else {
         return;
     };
-    kube_tattler::__fuzz::protobuf(body, usize::from(a % 64) + 1, usize::from(*b) * 64 + 64);
+    let (chunk, max) = (usize::from(a % 64) + 1, usize::from(*b) * 64 + 64);
+    kube_tattler::__fuzz::protobuf(body, chunk, max);
+    // The one pass (issue 39) against the plain conversion and the walk.
+    kube_tattler::__fuzz::protobuf_one_pass(body, chunk, max);
 }
 
 /// The byte-level walk and scrubber, on any input (it checks the structure
