@@ -585,7 +585,7 @@ impl Config {
         }
         // Checked now, as a kubeconfig's are: a bad bundle is the document's fault.
         if let Some(pem) = &c.access.ca_pem {
-            crate::access::pem::roots(pem)
+            crate::access::pem::ca_bundle(pem)
                 .map_err(|e| Error::Config(format!("JSON: ca_file/ca_data: {e}")))?;
         }
         if let Some(v) = j.tls_server_name {

@@ -506,7 +506,7 @@ mod tests {
             .unwrap();
         let config = Arc::new(
             rustls::ServerConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
+                rustls::crypto::aws_lc_rs::default_provider(),
             ))
             .with_safe_default_protocol_versions()
             .unwrap()

@@ -4,7 +4,8 @@
 //! kubectl does) and in-cluster service accounts (`in_cluster`), the
 //! credentials configured (`auth`) and had at run time (`credentials`), exec
 //! plugins (`exec`), secrets that never print (`secret`), bounded file reads
-//! (`files`), pure TLS checks (`pem`), URLs read as Go reads them (`url`),
+//! (`files`), pure TLS checks (`pem`), whether a server's certificate is
+//! trusted (`verify`), URLs read as Go reads them (`url`),
 //! proxies and NO_PROXY (`proxy`), the way to the server (`transport`: TLS,
 //! the loopback rule, a proxy's CONNECT or SOCKS5 negotiation (`socks`),
 //! each phase within its deadline, over `dial`'s TCP connection, Go's
@@ -36,4 +37,5 @@ pub(crate) mod secret;
 pub(crate) mod socks;
 pub(crate) mod transport;
 pub(crate) mod url;
+pub(crate) mod verify;
 mod yaml;

@@ -11,23 +11,22 @@
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::WebPkiServerVerifier;
-use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, StreamOwned};
+use rustls::client::danger::ServerCertVerifier;
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 use crate::access::cluster::{Access, ServerUrl};
 use crate::access::credentials::Credentials;
 use crate::access::keepalive::Socket;
-use crate::access::pem::{parse_identity, provider, roots, Identity};
+use crate::access::pem::{parse_identity, provider, Identity};
 use crate::access::proxy::{Proxy, ProxyKind};
 use crate::access::reach::Reach;
 use crate::access::secret::ClientIdentity;
 use crate::access::url::Url;
+use crate::access::verify::server_verifier;
 use crate::error::Error;
 use crate::sync::Mutex;
 use crate::wire::http::{connect_head, request_head, Get, HttpError};
@@ -147,12 +146,15 @@ impl Transport {
             .map_err(|e| format!("TLS: {e}"))?
             .dangerous()
             .with_custom_certificate_verifier(tls.verifier.clone());
-        let client = match identity {
+        let mut client = match identity {
             Some(id) => builder
                 .with_client_auth_cert(id.chain, id.key)
                 .map_err(|e| format!("client certificate: {e}"))?,
             None => builder.with_no_client_auth(),
         };
+        // As Go's client offers it (kubectl's also offers h2, which tattler
+        // does not speak): a server or load balancer that wants ALPN gets it.
+        client.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Some(Arc::new(client)))
     }
 
@@ -533,29 +535,7 @@ fn tls_setup(config: &Access, host: &str) -> Result<TlsSetup, Error> {
             crate::access::cluster::INSECURE_WITH_CA.into(),
         ));
     }
-    let verifier: Arc<dyn ServerCertVerifier> = if config.insecure_skip_tls_verify {
-        Arc::new(NoVerification(provider()))
-    } else {
-        let store = match &config.ca_pem {
-            Some(pem) => {
-                let mut store = RootCertStore::empty();
-                for (i, cert) in roots(pem)
-                    .map_err(|e| Error::Tls(format!("CA bundle: {e}")))?
-                    .into_iter()
-                    .enumerate()
-                {
-                    store.add(cert).map_err(|e| {
-                        Error::Tls(format!("CA bundle: certificate {}: {e}", i + 1))
-                    })?;
-                }
-                Arc::new(store)
-            }
-            None => system_roots(),
-        };
-        WebPkiServerVerifier::builder_with_provider(store, provider())
-            .build()
-            .map_err(|e| Error::Tls(format!("CA bundle: {e}")))?
-    };
+    let verifier = server_verifier(config)?;
     let identity = match &config.client_identity {
         Some(id) => Some(parse_identity(id, "the client certificate").map_err(Error::Tls)?),
         None => None,
@@ -571,30 +551,6 @@ fn tls_setup(config: &Access, host: &str) -> Result<TlsSetup, Error> {
         identity,
         name,
     })
-}
-
-/// With no CA configured: the system's trust store, as kubectl (Go's
-/// `SystemCertPool`) uses, read once per process; the public web roots only
-/// when the system has none.
-fn system_roots() -> Arc<RootCertStore> {
-    static ROOTS: OnceLock<Arc<RootCertStore>> = OnceLock::new();
-    ROOTS
-        .get_or_init(|| {
-            let found = rustls_native_certs::load_native_certs();
-            let mut store = RootCertStore::empty();
-            let (added, ignored) = store.add_parsable_certificates(found.certs);
-            if added == 0 {
-                log::warn!(
-                    "no CA certificates in the system trust store ({} errors, {ignored} unusable); trusting the public web roots",
-                    found.errors.len()
-                );
-                store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            } else {
-                log::debug!("system trust store: {added} CA certificates ({ignored} unusable)");
-            }
-            Arc::new(store)
-        })
-        .clone()
 }
 
 /// Plain http is allowed only to loopback. The URL's host was checked by
@@ -616,45 +572,6 @@ fn check_loopback_now(host: &str, port: u16) -> Result<(), Error> {
         )));
     }
     Ok(())
-}
-
-/// `insecure_skip_tls_verify`: any certificate is accepted.
-#[derive(Debug)]
-struct NoVerification(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        _message: &[u8],
-        _cert: &CertificateDer<'_>,
-        _dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 #[cfg(test)]

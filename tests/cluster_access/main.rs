@@ -293,6 +293,7 @@ mod contexts;
 mod exec_plugins;
 mod json_config;
 mod proxy_url;
+mod tls_trust;
 mod token_rotation;
 mod up_front_checks;
 mod users;

@@ -16,11 +16,18 @@ use std::time::{Duration, Instant};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    KeyUsagePurpose, SignatureAlgorithm,
 };
+use rustls::crypto::{aws_lc_rs, CryptoProvider};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig, ServerConnection};
+use rustls::{NamedGroup, RootCertStore, ServerConfig, ServerConnection};
+
+/// ECDSA P-256 with SHA-256: the key of every certificate made here unless a
+/// test asks for another.
+pub const P256: &SignatureAlgorithm = &rcgen::PKCS_ECDSA_P256_SHA256;
+/// ECDSA P-521 with SHA-512.
+pub const P521: &SignatureAlgorithm = &rcgen::PKCS_ECDSA_P521_SHA512;
 
 /// The folder of the fixture files.
 pub fn fixtures() -> PathBuf {
@@ -76,7 +83,12 @@ pub struct Pki {
 
 impl Pki {
     pub fn new(name: &str) -> Pki {
-        let key = KeyPair::generate().expect("CA key");
+        Pki::with_key(name, P256)
+    }
+
+    /// A CA whose key is of `alg`.
+    pub fn with_key(name: &str, alg: &'static SignatureAlgorithm) -> Pki {
+        let key = KeyPair::generate_for(alg).expect("CA key");
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, name);
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -97,7 +109,12 @@ impl Pki {
     /// A server certificate for these names: IP addresses become IP SANs,
     /// anything else DNS SANs.
     pub fn server(&self, sans: &[&str]) -> Issued {
-        let key = KeyPair::generate().expect("server key");
+        self.server_with_key(sans, P256)
+    }
+
+    /// [`Pki::server`] with a key of `alg`.
+    pub fn server_with_key(&self, sans: &[&str], alg: &'static SignatureAlgorithm) -> Issued {
+        let key = KeyPair::generate_for(alg).expect("server key");
         let mut params =
             CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
                 .expect("SANs");
@@ -148,6 +165,44 @@ impl Pki {
             cert_der: cert.der().clone(),
             key_pkcs8: key.serialize_der(),
         }
+    }
+}
+
+/// When a certificate made here is valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validity {
+    /// rcgen's default: from 1975 to 4096.
+    Now,
+    /// Through 2020 only.
+    Expired,
+}
+
+/// A self-signed serving certificate that is also a CA (`CA:TRUE`, as
+/// `openssl req -x509` makes one with its default configuration and some
+/// installers do), for `sans`; pinned as a cluster's CA, Go trusts it.
+pub fn self_signed_ca_server(sans: &[&str], validity: Validity) -> Issued {
+    let key = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        .expect("SANs");
+    params.distinguished_name.push(
+        DnType::CommonName,
+        sans.first().copied().unwrap_or("server"),
+    );
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    if validity == Validity::Expired {
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2020, 12, 31);
+    }
+    let cert = params.self_signed(&key).expect("self-signed");
+    Issued {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+        cert_der: cert.der().clone(),
+        key_pkcs8: key.serialize_der(),
     }
 }
 
@@ -315,6 +370,19 @@ struct Seen {
     errors: Vec<String>,
     /// Per completed handshake: the server name the client sent (SNI).
     sni: Vec<Option<String>>,
+    /// Per completed handshake: the protocol ALPN chose.
+    alpn: Vec<Option<Vec<u8>>>,
+    /// Per completed handshake: the key exchange.
+    groups: Vec<Option<NamedGroup>>,
+}
+
+/// How the front's TLS differs from aws-lc-rs's defaults.
+#[derive(Default, Clone)]
+pub struct FrontTls {
+    /// The only key exchanges it takes (`None`: the provider's defaults).
+    pub kx_groups: Option<Vec<NamedGroup>>,
+    /// The ALPN protocols it chooses from, in its order of preference.
+    pub alpn: Vec<Vec<u8>>,
 }
 
 struct FrontShared {
@@ -335,13 +403,31 @@ impl TlsFront {
     /// Serves `server`'s certificate and forwards to `backend` (`http://127.0.0.1:PORT`).
     /// With `client_ca`, a client certificate issued by it is required.
     pub fn start(backend: &str, server: &Issued, client_ca: Option<&Pki>) -> TlsFront {
+        TlsFront::start_with(backend, server, client_ca, FrontTls::default())
+    }
+
+    /// [`TlsFront::start`] with the TLS of `tls`.
+    pub fn start_with(
+        backend: &str,
+        server: &Issued,
+        client_ca: Option<&Pki>,
+        tls: FrontTls,
+    ) -> TlsFront {
         let backend: SocketAddr = backend
             .strip_prefix("http://")
             .expect("backend is http://")
             .trim_end_matches('/')
             .parse()
             .expect("backend address");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut provider = aws_lc_rs::default_provider();
+        if let Some(groups) = &tls.kx_groups {
+            provider.kx_groups = aws_lc_rs::ALL_KX_GROUPS
+                .iter()
+                .copied()
+                .filter(|g| groups.contains(&g.name()))
+                .collect();
+        }
+        let provider: Arc<CryptoProvider> = Arc::new(provider);
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .unwrap();
@@ -356,11 +442,11 @@ impl TlsFront {
             }
             None => builder.with_no_client_auth(),
         };
-        let config = Arc::new(
-            builder
-                .with_single_cert(vec![server.cert_der.clone()], server.key_der())
-                .expect("server config"),
-        );
+        let mut config = builder
+            .with_single_cert(vec![server.cert_der.clone()], server.key_der())
+            .expect("server config");
+        config.alpn_protocols = tls.alpn;
+        let config = Arc::new(config);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(FrontShared {
@@ -443,6 +529,16 @@ impl TlsFront {
     /// (an IP address is never sent as SNI).
     pub fn server_names(&self) -> Vec<Option<String>> {
         self.shared.seen.lock().unwrap().sni.clone()
+    }
+
+    /// The protocol ALPN chose in each completed handshake.
+    pub fn alpn(&self) -> Vec<Option<Vec<u8>>> {
+        self.shared.seen.lock().unwrap().alpn.clone()
+    }
+
+    /// The key exchange of each completed handshake.
+    pub fn key_exchanges(&self) -> Vec<Option<NamedGroup>> {
+        self.shared.seen.lock().unwrap().groups.clone()
     }
 
     /// Why handshakes failed, as rustls on the server side saw it.
@@ -541,10 +637,14 @@ fn serve_tls(sh: Arc<FrontShared>, tcp: TcpStream, config: Arc<ServerConfig>, ba
             if up.is_none() && !conn.is_handshaking() {
                 let peer = conn.peer_certificates().and_then(|c| c.first().cloned());
                 let sni = conn.server_name().map(String::from);
+                let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
+                let group = conn.negotiated_key_exchange_group().map(|g| g.name());
                 {
                     let mut seen = sh.seen.lock().unwrap();
                     seen.handshakes.push(peer);
                     seen.sni.push(sni);
+                    seen.alpn.push(alpn);
+                    seen.groups.push(group);
                 }
                 sh.cond.notify_all();
                 let Ok(u) = TcpStream::connect(backend) else {

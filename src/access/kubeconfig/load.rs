@@ -125,7 +125,8 @@ pub(crate) fn load(
     )
     .map_err(bad)?;
     if let Some(pem) = &config.ca_pem {
-        crate::access::pem::roots(pem).map_err(|e| bad(format!("certificate-authority: {e}")))?;
+        crate::access::pem::ca_bundle(pem)
+            .map_err(|e| bad(format!("certificate-authority: {e}")))?;
     }
     if c.insecure_skip_tls_verify && config.ca_pem.is_some() {
         return Err(bad(format!(
