@@ -250,15 +250,16 @@ impl Pass {
         if matches!(st, State::Skip | State::Redact | State::Managed) {
             return Ok(());
         }
-        // serde_json checked it; the walk takes all it takes but escapes
-        // (`\u` keys) it reads itself. Below `Plain`, only keys the policy
-        // names leave it, and none is there.
+        // serde_json checked it; the walk takes all it takes but `\u`
+        // escapes, which it reads itself in keys (FieldsV1's `k:{\"name\":…}`
+        // keys hold only `\"`). Below `Plain`, only keys the policy names
+        // leave it, and none is there.
         let written = &out[start..];
         if st == State::Plain
-            && memchr::memchr(b'\\', written).is_none()
-            && (!self.edits.scrub || memchr::memmem::find(written, b"env\"").is_none())
+            && memchr::memmem::find(written, b"\\u").is_none()
+            && (!self.edits.scrub || memchr::memmem::find(written, b"\"env\"").is_none())
             && (!self.edits.any_redaction()
-                || memchr::memmem::find(written, b"annotations\"").is_none())
+                || memchr::memmem::find(written, b"\"annotations\"").is_none())
         {
             return Ok(());
         }
