@@ -4,7 +4,11 @@
 //! 127.0.0.1 only. Everything is rendered before the first connection, so
 //! serving is a memcpy into the socket.
 //!
-//! usage: replay [--n N] [--port P] [--live-rate R] [--live-secs S] [--live-delay-ms D]
+//! usage: replay [--n N] [--port P] [--live-rate R] [--live-secs S] [--live-delay-ms D] [--protobuf FILE]
+//!
+//! `--protobuf FILE` serves the watch-list from FILE, a protobuf watch body
+//! (`bench/decode`'s `proto-body` writes one from this server's JSON), with
+//! the apiserver's protobuf Content-Type, one frame a chunk.
 //!
 //! stdout, line 1: the URL; line 2: a JSON line describing the data
 //! (objects, the watch-list body size in bytes, the bookmark resourceVersion).
@@ -33,6 +37,9 @@ struct Opts {
     live_rate: u32,
     live_secs: u32,
     live_delay_ms: u64,
+    /// A protobuf watch-list body (`proto-body`'s output): the watch-list is
+    /// served from it as the apiserver serves protobuf, one frame a chunk.
+    protobuf: Option<String>,
 }
 
 struct Data {
@@ -45,6 +52,8 @@ struct Data {
     bodies: Vec<(usize, usize)>,
     /// The resourceVersion of the bookmark and of a LIST.
     list_rv: u64,
+    /// With `--protobuf`: that body, chunked.
+    proto_stream: Option<Vec<u8>>,
     opts: Opts,
 }
 
@@ -96,6 +105,7 @@ fn parse_args() -> Opts {
         live_rate: 0,
         live_secs: 0,
         live_delay_ms: 2000,
+        protobuf: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -109,6 +119,7 @@ fn parse_args() -> Opts {
             "--live-rate" => o.live_rate = num(&val()),
             "--live-secs" => o.live_secs = num(&val()),
             "--live-delay-ms" => o.live_delay_ms = num(&val()),
+            "--protobuf" => o.protobuf = Some(val()),
             _ => die(&format!("unknown argument {a}")),
         }
     }
@@ -123,7 +134,7 @@ fn num<T: std::str::FromStr>(s: &str) -> T {
 fn die(msg: &str) -> ! {
     eprintln!("replay: {msg}");
     eprintln!(
-        "usage: replay [--n N] [--port P] [--live-rate R] [--live-secs S] [--live-delay-ms D]"
+        "usage: replay [--n N] [--port P] [--live-rate R] [--live-secs S] [--live-delay-ms D] [--protobuf FILE]"
     );
     std::process::exit(2)
 }
@@ -166,14 +177,33 @@ fn build(opts: Opts) -> Data {
     );
     let _ = write!(stream, "{:x}\r\n{bookmark}\r\n", bookmark.len());
     body_bytes += bookmark.len() as u64;
+    let proto_stream = opts.protobuf.as_deref().map(proto_stream);
     Data {
         n,
         stream,
         body_bytes,
         bodies,
         list_rv,
+        proto_stream,
         opts,
     }
+}
+
+/// A protobuf watch body (4-byte big-endian lengths before each frame),
+/// chunked one frame a chunk as the apiserver flushes each event.
+fn proto_stream(path: &str) -> Vec<u8> {
+    let body = std::fs::read(path).unwrap_or_else(|e| die(&format!("{path}: {e}")));
+    let mut out = Vec::with_capacity(body.len() + body.len() / 100);
+    let mut at = 0;
+    while at + 4 <= body.len() {
+        let n = u32::from_be_bytes([body[at], body[at + 1], body[at + 2], body[at + 3]]) as usize;
+        let end = (at + 4 + n).min(body.len());
+        let _ = write!(out, "{:x}\r\n", end - at);
+        out.extend_from_slice(&body[at..end]);
+        out.extend_from_slice(b"\r\n");
+        at = end;
+    }
+    out
 }
 
 /// One connection: requests until the client closes, or until a watch ends it.
@@ -331,12 +361,22 @@ fn watch(
     mut w: TcpStream,
     initial: bool,
 ) -> std::io::Result<()> {
+    let (content_type, stream) = match &data.proto_stream {
+        Some(p) => (
+            "application/vnd.kubernetes.protobuf;stream=watch",
+            p.as_slice(),
+        ),
+        None => ("application/json", data.stream.as_slice()),
+    };
     w.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        .as_bytes(),
     )?;
     if initial {
         // Large writes: the kernel takes as much as the socket buffer holds each time.
-        for part in data.stream.chunks(4 << 20) {
+        for part in stream.chunks(4 << 20) {
             w.write_all(part)?;
         }
     }
