@@ -22,8 +22,23 @@ out=$target/dist/crates
 pkgs=()
 for c in "${crates[@]}"; do pkgs+=(-p "$c"); done
 
+# cargo unpacks the overlay's packages under CARGO_HOME/registry/src/, in a
+# directory named after the overlay's path, and never again once there: a
+# second run at the same version would verify the CLI against the first
+# run's kube-tattler (seen: a ring-era copy after the move to aws-lc-rs).
+# Those copies go first; crates.io's own directory is never touched.
+stale() {
+    local d c
+    for d in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/; do
+        [[ "$(basename "$d")" == index.crates.io-* ]] && continue
+        for c in "${crates[@]}"; do rm -rf "$d$c-$version"; done
+    done
+}
+
 cd "$root"
+stale
 cargo package "${pkgs[@]}" "${flags[@]}"
+stale
 cargo publish --dry-run "${pkgs[@]}" "${flags[@]}"
 rm -rf "$out"
 mkdir -p "$out"
