@@ -1066,8 +1066,8 @@ enum tattler_status tattler_config_set_idle_timeout_secs(struct tattler_config *
  * Sets `connect_timeout_secs`: the limit on reaching the server, in total
  * (not per read): the TCP connect, over the host's addresses as Go's dialer
  * tries them, and a proxy's answer (CONNECT, or the SOCKS5 negotiation)
- * within the same time; the TLS handshake then has as long again. Default
- * 5. `0`: no limit of tattler's own on the TCP connect, which lasts until
+ * within the same time; the TLS handshake then has as long again.
+ * Default 5. `0`: no limit of tattler's own on the TCP connect, which lasts until
  * the server answers, the system gives up (about two minutes on Linux) or
  * `tattler_close`; 10 s for a proxy's answer and for the handshake.
  * `tattler_close` ends every phase at once (a TCP connect within 0.1 s on
