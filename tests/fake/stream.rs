@@ -9,6 +9,15 @@ use tattler_fakeapi::{FakeApi, Fault};
 const WATCH_LIST: &str =
     "GET /api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
 
+/// What `synced_pods`'s reader is told by a re-sync in which nothing changed.
+const RESYNCED: [&str; 5] = [
+    "Snapshot a/p1",
+    "Snapshot a/p2",
+    "Snapshot b/p3",
+    "Stale pods Resyncing",
+    "Synced pods",
+];
+
 fn watch_from(rv: u64) -> String {
     format!("GET /api/v1/pods?watch=true&allowWatchBookmarks=true&resourceVersion={rv}")
 }
@@ -192,28 +201,10 @@ fn http_410_and_too_large_resource_version_resync() {
         },
     );
     api.end_watches();
-    assert_eq!(
-        until_synced(&r),
-        [
-            "Snapshot a/p1",
-            "Snapshot a/p2",
-            "Snapshot b/p3",
-            "Stale pods Resyncing",
-            "Synced pods"
-        ]
-    );
+    assert_eq!(until_synced(&r), RESYNCED);
     api.push_fault("pods", Fault::TooLargeInStream);
     api.end_watches();
-    assert_eq!(
-        until_synced(&r),
-        [
-            "Snapshot a/p1",
-            "Snapshot a/p2",
-            "Snapshot b/p3",
-            "Stale pods Resyncing",
-            "Synced pods"
-        ]
-    );
+    assert_eq!(until_synced(&r), RESYNCED);
     assert_eq!(r.stats()[0].resyncs, 2);
 }
 
@@ -235,16 +226,7 @@ fn after_a_410_the_full_state_reads_the_cache_and_a_too_large_answer_reads_consi
     };
     api.push_fault("pods", gone.clone());
     api.end_watches();
-    assert_eq!(
-        until_synced(&r),
-        [
-            "Snapshot a/p1",
-            "Snapshot a/p2",
-            "Snapshot b/p3",
-            "Stale pods Resyncing",
-            "Synced pods"
-        ]
-    );
+    assert_eq!(until_synced(&r), RESYNCED);
     let cache_read = format!("{WATCH_LIST}&resourceVersion={rv}");
     assert_eq!(
         requests(&api),
@@ -254,16 +236,7 @@ fn after_a_410_the_full_state_reads_the_cache_and_a_too_large_answer_reads_consi
     api.push_fault("pods", gone);
     api.push_fault("pods", Fault::TooLargeInStream);
     api.end_watches();
-    assert_eq!(
-        until_synced(&r),
-        [
-            "Snapshot a/p1",
-            "Snapshot a/p2",
-            "Snapshot b/p3",
-            "Stale pods Resyncing",
-            "Synced pods"
-        ]
-    );
+    assert_eq!(until_synced(&r), RESYNCED);
     assert_eq!(
         requests(&api)[before..],
         [watch_from(rv), cache_read, WATCH_LIST.to_string()]

@@ -149,7 +149,8 @@ kind: Node
 metadata: {name: node-1}
 "#;
 
-const CRD: &str = r#"
+/// The Widget custom resource (`widgets.example.com`, namespaced, any fields).
+pub(crate) const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: widgets.example.com}

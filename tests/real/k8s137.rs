@@ -294,23 +294,7 @@ fn managed_fields_drop_is_ignored_by_1_37_2_as_by_1_36() {
     }
 }
 
-const CRD: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
----
+const GZ_NAMESPACE: &str = r#"
 apiVersion: v1
 kind: Namespace
 metadata: {name: gz}
@@ -334,7 +318,8 @@ fn cbor_for_custom_resources_is_still_behind_its_alpha_gate() {
             &[]
         };
         let c = Cluster::up_k8s(minor, Duration::from_secs(120), extra);
-        c.apply(CRD);
+        c.apply(crate::cluster::CRD);
+        c.apply(GZ_NAMESPACE);
         c.kubectl(&[
             "wait",
             "--for",
