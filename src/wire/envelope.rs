@@ -46,34 +46,28 @@ pub(crate) fn event_in(
     if u.kind == b"Status" {
         return event(frame, out, scratch).map(|()| None);
     }
-    event_doc(
-        kind,
-        object,
-        out,
-        scratch,
-        &mut Pass::new(edits, 0),
-        event_type,
-    )
-    .and_then(|walked| match walked {
-        Some(w) => Ok(Some(w)),
-        None => {
-            let mut fallback = Pass::fallback(edits);
-            event_doc(kind, object, out, scratch, &mut fallback, event_type).map(|_| None)
+    event_doc(kind, &u, out, scratch, &mut Pass::new(edits, 0), event_type).and_then(|walked| {
+        match walked {
+            Some(w) => Ok(Some(w)),
+            None => {
+                let mut fallback = Pass::fallback(edits);
+                event_doc(kind, &u, out, scratch, &mut fallback, event_type).map(|_| None)
+            }
         }
     })
 }
 
-/// A watch event of type `kind` around `object` (enveloped), its object
-/// written in `pass`; `None` when the pass bailed (`out` as it was).
+/// A watch event of type `kind` around `u` (its object, out of its
+/// envelope once), written in `pass`; `None` when the pass bailed (`out` as
+/// it was).
 fn event_doc(
     kind: &[u8],
-    object: &[u8],
+    u: &protobuf::Unknown<'_>,
     out: &mut Vec<u8>,
     scratch: &mut Scratch,
     pass: &mut Pass,
     event_type: EventType,
 ) -> Result<Option<Walked>, PbError> {
-    let u = protobuf::unknown(object).map_err(|e| e.context(|m| format!("event object: {m}")))?;
     let frame_start = out.len();
     out.extend_from_slice(b"{\"type\":");
     string(out, kind);
