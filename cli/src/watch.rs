@@ -82,6 +82,7 @@ pub fn run(a: &Args) -> Result<(), String> {
             .is_terminal()
             .then(|| (Progress::new(Instant::now()), stdout_terminal)),
         synced: HashSet::new(),
+        skipped: HashSet::new(),
         retries: HashMap::new(),
         warn_retries: a.verbosity == 0,
         stdout_terminal,
@@ -155,6 +156,10 @@ struct Watch<W: Write> {
     progress: Option<(Progress, bool)>,
     /// The resources whose Synced entry came (as the stats name them).
     synced: HashSet<String>,
+    /// Under a wildcard, the resources whose ended Error entry came: left
+    /// out. (Their stats say failed before the entry is taken; judging by
+    /// the stats would end the run before its warning.)
+    skipped: HashSet<String>,
     /// Per stream, the retries already warned about.
     retries: HashMap<String, u64>,
     /// Warn of retries (without `-v`, which logs them itself).
@@ -307,6 +312,7 @@ impl<W: Write> Watch<W> {
             }
             // Under --all a resource the identity may not read is left out.
             self.note(&format!("warning: skipping {resource}: {why}"));
+            self.skipped.insert(gvr(entry));
         }
         if entry.change() == Change::Synced {
             self.synced.insert(gvr(entry));
@@ -318,8 +324,9 @@ impl<W: Write> Watch<W> {
             // more streams than the named ones.
             let stats = reader.stats();
             let found = !self.wildcard || stats.len() > self.named;
-            let done =
-                |s: &StreamStats| self.synced.contains(&s.resource) || (self.wildcard && s.failed);
+            let done = |s: &StreamStats| {
+                self.synced.contains(&s.resource) || self.skipped.contains(&s.resource)
+            };
             if found && stats.iter().all(done) {
                 self.synced_all = true;
                 self.end_progress();
