@@ -148,7 +148,7 @@ impl Ledger {
         let claim = self.life.claim_sync(id);
         if let Claim::Granted { continuing } = claim {
             let fresh = fresh_wanted || !continuing || !self.table.in_sync();
-            let overlapped = !self.life.live(id);
+            let overlapped = (!self.life.live(id)).then(|| self.life.resource_version());
             self.table.begin_sync(fresh, overlapped);
         }
         (claim, was && !self.life.synced())

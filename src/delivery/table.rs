@@ -66,6 +66,13 @@ pub(crate) struct SyncEnd {
     pub gone: Vec<Vanished>,
     /// Its resourceVersion is below the last full state's.
     pub went_back: bool,
+    /// An overlapped full state (a relist's) older than what the primary
+    /// had delivered when it was asked for: the server's history went back
+    /// (an etcd restore), so judging its objects by resourceVersion against
+    /// the primary's dropped the server's own. Nothing was changed: the
+    /// full state is abandoned, and the primary's own (authoritative) one
+    /// is to follow.
+    pub behind: bool,
 }
 
 /// Dedupe state of one resource stream.
@@ -82,6 +89,10 @@ pub(crate) struct Table {
     /// the server's object replaces the one held whatever the order of
     /// their resourceVersions, as after an etcd restore they may go back.
     overlapped: bool,
+    /// In an overlapped full state, the primary's resume point when it was
+    /// asked for: its snapshot, a consistent read sent after, is never older
+    /// unless the server's history went back.
+    overlap_base: RvKey,
     /// Objects deleted while a sync is in progress, with the deletion's
     /// resourceVersion: a relist's snapshot, and its live events up to the
     /// deletion, may still hold them and must not bring them back. Emptied
@@ -131,6 +142,7 @@ impl Default for Table {
             namespace_ids: HashMap::new(),
             in_sync: false,
             overlapped: false,
+            overlap_base: RvKey::default(),
             tombstones: HashMap::new(),
             tombstones_below: RvKey::default(),
             floor: RvKey::default(),
@@ -162,8 +174,9 @@ impl Table {
     /// Starts an attempt at a full state: nothing is seen in it yet; in a
     /// `fresh` one, nothing delivered either. One pass over the objects, as
     /// the attempt itself is.
-    /// `overlapped`: another stream's live events go on meanwhile (a relist).
-    pub(crate) fn begin_sync(&mut self, fresh: bool, overlapped: bool) {
+    /// `overlapped`: another stream's live events go on meanwhile (a
+    /// relist), that stream being at this resume point now.
+    pub(crate) fn begin_sync(&mut self, fresh: bool, overlapped: Option<&Rv>) {
         for s in self.objects.iter_mut() {
             s.seen = false;
             s.sent &= !fresh;
@@ -174,7 +187,8 @@ impl Table {
             self.tombstones_below = RvKey::default();
         }
         self.in_sync = true;
-        self.overlapped = overlapped;
+        self.overlapped = overlapped.is_some();
+        self.overlap_base = overlapped.map(Rv::key).unwrap_or_default();
     }
 
     /// The id of the namespace `ns`, interning it; `None` when the table is full.
@@ -470,6 +484,9 @@ impl Table {
     /// events) is the truth at its resourceVersion: every object it lacks is
     /// gone, and its resourceVersion is the new floor even when lower than
     /// the old one (`went_back`: an etcd restore, a rebuilt cluster).
+    ///
+    /// An overlapped full state older than the primary was when it began is
+    /// abandoned (see [`SyncEnd::behind`]): nothing is forgotten.
     pub(crate) fn end_sync(&mut self, snapshot_rv: &Rv) -> SyncEnd {
         if let Some(Undo::Removed { slot, .. }) = self.last.take() {
             self.records.release(slot.at);
@@ -477,6 +494,14 @@ impl Table {
         self.in_sync = false;
         let snapshot = snapshot_rv.key();
         let overlapped = std::mem::take(&mut self.overlapped);
+        let base = std::mem::take(&mut self.overlap_base);
+        if overlapped && snapshot.order(base) == Some(Ordering::Less) {
+            return SyncEnd {
+                gone: Vec::new(),
+                went_back: false,
+                behind: true,
+            };
+        }
         let went_back = snapshot.order(self.floor) == Some(Ordering::Less);
         if !went_back || !overlapped {
             self.floor = snapshot;
@@ -499,6 +524,7 @@ impl Table {
         SyncEnd {
             gone: out,
             went_back: went_back && !overlapped,
+            behind: false,
         }
     }
 
@@ -708,7 +734,7 @@ mod tests {
     /// A tracker with the first sync of `objects` done at `rv`.
     fn synced(objects: &[(&str, &str, &str, &str)], rv: &str) -> Table {
         let mut t = Table::default();
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         for (ns, name, uid, v) in objects {
             assert_eq!(
                 t.observe(Added, &meta(ns, name, uid, v), true),
@@ -819,7 +845,7 @@ mod tests {
         );
         // In a re-sync: the old one goes before the new one comes, and is not
         // deleted again at the end.
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         assert_eq!(
             t.observe(Added, &meta("a", "p1", U3, "40"), true),
             Verdict::Displaced(vanished("a", "p1", U2, "15"))
@@ -858,7 +884,7 @@ mod tests {
             ],
             "100",
         );
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         assert_eq!(
             t.observe(Added, &meta("a", "keep", U1, "10"), true),
             Verdict::Deliver(Snapshot)
@@ -874,13 +900,13 @@ mod tests {
         assert_eq!(t.len(), 2);
         // Attempts at one full state interrupted any number of times lose
         // nothing, and what an attempt delivered is not sent again.
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         assert_eq!(
             t.observe(Added, &meta("a", "keep", U1, "10"), true),
             Verdict::Deliver(Snapshot)
         );
         for _ in 0..1000 {
-            t.begin_sync(false, false);
+            t.begin_sync(false, None);
         }
         assert_eq!(
             t.observe(Added, &meta("a", "keep", U1, "10"), true),
@@ -890,7 +916,7 @@ mod tests {
         assert_eq!(gone, vec![vanished("", "odd", "odd uid", "20")]);
         // Fresh syncs as many times: still nothing kept that is gone.
         for _ in 0..300 {
-            t.begin_sync(true, false);
+            t.begin_sync(true, None);
         }
         assert_eq!(
             t.end_sync(&Rv::new("100")).gone,
@@ -904,7 +930,7 @@ mod tests {
         let mut t = synced(&[("a", "p1", U1, "10"), ("a", "p2", U2, "11")], "11");
         // A relist's snapshot is taken at rv 20; meanwhile the live stream
         // deletes p2 (rv 21) and adds p3 (rv 22) before the snapshot arrives.
-        t.begin_sync(true, true);
+        t.begin_sync(true, Some(&Rv::empty()));
         assert_eq!(
             t.observe(Deleted, &meta("a", "p2", U2, "21"), false),
             Verdict::Deliver(Delete)
@@ -933,11 +959,53 @@ mod tests {
             t.observe(Modified, &meta("a", "p1", U1, "30"), false),
             Verdict::Deliver(Update)
         );
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         assert_eq!(
             t.observe(Added, &meta("a", "p2", U2, "31"), true),
             Verdict::Deliver(Add)
         );
+    }
+
+    #[test]
+    fn a_relist_older_than_the_primary_was_is_abandoned_and_changes_nothing() {
+        // Synced at 11, then live to 62; an etcd restore takes the server
+        // back to 47 and a relist, begun with the primary at 62, reads it.
+        let mut t = synced(&[("a", "p1", U1, "10"), ("a", "p2", U2, "11")], "11");
+        assert_eq!(
+            t.observe(Modified, &meta("a", "p1", U1, "62"), false),
+            Verdict::Deliver(Update)
+        );
+        t.begin_sync(true, Some(&Rv::new("62")));
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U1, "40"), true),
+            Verdict::Stale,
+            "judged by version, as a relist's are"
+        );
+        let end = t.end_sync(&Rv::new("47"));
+        assert_eq!(
+            end,
+            SyncEnd {
+                gone: vec![],
+                went_back: false,
+                behind: true
+            }
+        );
+        assert_eq!(t.len(), 2, "nothing forgotten");
+        // The primary's own full state then is the truth.
+        t.begin_sync(true, None);
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U1, "40"), true),
+            Verdict::Deliver(Update)
+        );
+        let end = t.end_sync(&Rv::new("47"));
+        assert_eq!(end.gone, vec![vanished("a", "p2", U2, "11")]);
+        // A relist that is not behind the primary completes as before.
+        t.begin_sync(true, Some(&Rv::new("47")));
+        assert_eq!(
+            t.observe(Added, &meta("a", "p1", U1, "40"), true),
+            Verdict::Deliver(Snapshot)
+        );
+        assert!(!t.end_sync(&Rv::new("48")).behind);
     }
 
     #[test]
@@ -951,7 +1019,7 @@ mod tests {
             ],
             "100",
         );
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         assert_eq!(
             t.observe(Added, &meta("a", "p1", U1, "20"), true),
             Verdict::Deliver(Update),
@@ -989,7 +1057,7 @@ mod tests {
     #[test]
     fn opaque_versions_never_bring_back_an_object_deleted_during_a_relist() {
         let mut t = synced(&[("a", "p1", U1, "x1"), ("a", "p2", U2, "x2")], "s1");
-        t.begin_sync(true, true);
+        t.begin_sync(true, Some(&Rv::empty()));
         // The primary's live stream deletes p2 while the snapshot is read.
         assert_eq!(
             t.observe(Deleted, &meta("a", "p2", U2, "x3"), false),
@@ -1061,7 +1129,7 @@ mod tests {
             t.observe(Added, &meta("a", "p3", U3, "1"), false),
             Verdict::Deliver(Add)
         );
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         assert_eq!(
             t.observe(Added, &meta("a", "p2", U2, "10"), true),
             Verdict::Deliver(Snapshot)
@@ -1078,7 +1146,7 @@ mod tests {
     #[test]
     fn records_survive_compaction_and_long_names_work() {
         let mut t = Table::default();
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         let uid = |i: u32| format!("00000000-0000-0000-0000-{i:012}");
         let long = "x".repeat(2000);
         let name = |i: u32| {
@@ -1120,7 +1188,7 @@ mod tests {
             "compacted: {before} -> {}",
             t.records.written()
         );
-        t.begin_sync(true, false);
+        t.begin_sync(true, None);
         let mut gone = t.end_sync(&Rv::new("300000")).gone;
         gone.sort_by_key(|v| v.uid.clone());
         assert_eq!(gone.len(), 6667);

@@ -466,6 +466,19 @@ impl Sink {
             }
             ledger.end_sync(v.cursor)
         };
+        if ended.behind {
+            // Judged against versions the server no longer has: this relist
+            // gives up (the primary's own full state, after its resume
+            // point is refused as ahead of the server, is the truth).
+            drop(delivering);
+            drop(turn);
+            log::warn!(
+                "{name}: the relist's full state at resourceVersion {} is older than the running stream (an etcd restore?); giving it up",
+                v.cursor
+            );
+            self.facts.push(Fact::Retired);
+            return false;
+        }
         let gone = ended.gone;
         let vanished = gone.len();
         let mut gone = gone.into_iter();
