@@ -71,7 +71,7 @@ impl AgentSlot {
         };
         let tls = match cached {
             Some((_, tls)) => tls,
-            None => match transport.tls_config(current.identity.as_ref()) {
+            None => match transport.tls_config(current.identity.as_ref(), generation) {
                 Ok(tls) => {
                     self.state.lock().tls = Some((generation, tls.clone()));
                     tls
@@ -482,6 +482,7 @@ mod tests {
     }
 
     /// What a TLS server does with a request.
+    #[derive(Clone)]
     enum Script {
         /// Answers with these bytes.
         Answer(&'static [u8]),
@@ -492,7 +493,13 @@ mod tests {
 
     /// A TLS server on 127.0.0.1 for `Script`s, one request each, and the
     /// CA's PEM; reports which connection (from 1) each request came on.
-    fn serve_tls(script: Vec<Script>) -> (String, Vec<u8>, mpsc::Receiver<usize>) {
+    /// An https server answering as `script` says: its URL, its CA, the
+    /// connection number of each request, and per connection whether its
+    /// handshake resumed a TLS session.
+    #[allow(clippy::type_complexity)]
+    fn serve_tls(
+        script: Vec<Script>,
+    ) -> (String, Vec<u8>, mpsc::Receiver<usize>, mpsc::Receiver<bool>) {
         use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
         let ca_key = KeyPair::generate().unwrap();
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -520,18 +527,24 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("https://{}", l.local_addr().unwrap());
         let (tx, rx) = mpsc::channel();
+        let (resumed_tx, resumed) = mpsc::channel();
         std::thread::spawn(move || {
             let mut script = script.into_iter();
             for (n, s) in l.incoming().enumerate() {
                 let Ok(s) = s else { return };
                 let tls = rustls::ServerConnection::new(config.clone()).unwrap();
                 let mut r = io::BufReader::new(rustls::StreamOwned::new(tls, s));
+                let mut told = false;
                 loop {
                     let mut line = String::new();
                     match r.read_line(&mut line) {
                         Ok(0) | Err(_) => break,
                         Ok(_) if line != "\r\n" => continue,
                         Ok(_) => {}
+                    }
+                    if !std::mem::replace(&mut told, true) {
+                        let kind = r.get_ref().conn.handshake_kind();
+                        let _ = resumed_tx.send(kind == Some(rustls::HandshakeKind::Resumed));
                     }
                     let _ = tx.send(n + 1);
                     let w = r.get_mut();
@@ -551,7 +564,7 @@ mod tests {
                 }
             }
         });
-        (url, ca_pem, rx)
+        (url, ca_pem, rx, resumed)
     }
 
     fn transport(url: &str) -> Arc<Transport> {
@@ -668,7 +681,7 @@ mod tests {
             accept: "application/json",
             read_timeout: None,
         };
-        let (url, ca, rx) = serve_tls(vec![
+        let (url, ca, rx, _) = serve_tls(vec![
             Script::Answer(OK),
             Script::Drop(b""),
             Script::Answer(OK),
@@ -683,7 +696,7 @@ mod tests {
         assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 1, 2, 2]);
 
         // Part of a head came before the close: not retried.
-        let (url, ca, rx) = serve_tls(vec![
+        let (url, ca, rx, _) = serve_tls(vec![
             Script::Answer(OK),
             Script::Drop(b"HTTP/1.1 200 OK\r\nContent-"),
             Script::Answer(OK),
@@ -697,13 +710,35 @@ mod tests {
         assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1, 1]);
 
         // A new connection dropped before its answer: not retried.
-        let (url, ca, rx) = serve_tls(vec![Script::Drop(b""), Script::Answer(OK)]);
+        let (url, ca, rx, _) = serve_tls(vec![Script::Drop(b""), Script::Answer(OK)]);
         let t = transport_with(&url, Some(ca));
         let slot = Arc::new(AgentSlot::default());
         let c = slot.client(&t, &current(None)).unwrap().unwrap();
         let e = c.get(&get).err().expect("not retried");
         assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
         assert_eq!(rx.try_iter().collect::<Vec<_>>(), [1]);
+    }
+
+    /// Every stream of a reader shares the TLS sessions of its identity: a
+    /// second stream's first connection resumes the first one's session;
+    /// a new identity generation starts with none.
+    #[test]
+    fn streams_resume_one_another_s_tls_sessions_within_an_identity() {
+        let get = Request {
+            path: "/api",
+            accept: "application/json",
+            read_timeout: None,
+        };
+        let (url, ca, _, resumed) = serve_tls(vec![Script::Answer(OK); 3]);
+        let t = transport_with(&url, Some(ca));
+        for generation in [0, 0, 1] {
+            let slot = Arc::new(AgentSlot::default());
+            let mut who = current(None);
+            who.identity_generation = generation;
+            let c = slot.client(&t, &who).unwrap().unwrap();
+            assert_eq!(body(c.get(&get).unwrap()), "{}");
+        }
+        assert_eq!(resumed.try_iter().collect::<Vec<_>>(), [false, true, false]);
     }
 
     /// An HTTP/1.0 answer with Transfer-Encoding closes its connection

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rustls::client::danger::ServerCertVerifier;
 use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use rustls::{ClientConfig, ClientConnection, HandshakeKind, StreamOwned};
 
 use crate::access::cluster::{Access, ServerUrl};
 use crate::access::credentials::Credentials;
@@ -51,6 +51,14 @@ pub(crate) struct Transport {
     authority: String,
     /// The URL's path, which every request's path follows.
     prefix: String,
+    /// The TLS configuration of the current client identity generation,
+    /// shared by every stream's connections, and with it its TLS session
+    /// cache (rustls resumes a session only under the configuration it
+    /// was made in): after one full handshake with a (restarted) server,
+    /// the others resume, at about a third of a full handshake's server
+    /// CPU (bench/fleet's TLS probe). A new identity gets a new one: no
+    /// session made with an older certificate is resumed.
+    config: Mutex<Option<(u64, Arc<ClientConfig>)>>,
 }
 
 /// The TLS side of a transport, for an https server.
@@ -123,20 +131,28 @@ impl Transport {
             port,
             authority,
             prefix,
+            config: Mutex::new(None),
         })
     }
 
     /// The TLS configuration of an https server's connections (`None` for
-    /// plain http); `identity` (from an exec plugin) replaces the
-    /// configured client certificate. Kept per identity by the caller: it
-    /// holds the TLS session cache.
+    /// plain http); `identity` (from an exec plugin, of the identity
+    /// generation `generation`) replaces the configured client
+    /// certificate. One per generation, shared by every stream (the
+    /// transport keeps it, with its TLS sessions).
     pub(crate) fn tls_config(
         &self,
         identity: Option<&ClientIdentity>,
+        generation: u64,
     ) -> Result<Option<Arc<ClientConfig>>, String> {
         let Some(tls) = &self.tls else {
             return Ok(None);
         };
+        if let Some((g, config)) = &*self.config.lock() {
+            if *g == generation {
+                return Ok(Some(config.clone()));
+            }
+        }
         let identity = match identity {
             Some(id) => Some(parse_identity(id, "the exec plugin's client certificate")?),
             None => tls.identity.clone(),
@@ -155,7 +171,18 @@ impl Transport {
         // As Go's client offers it (kubectl's also offers h2, which tattler
         // does not speak): a server or load balancer that wants ALPN gets it.
         client.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(Some(Arc::new(client)))
+        let client = Arc::new(client);
+        // Two streams may build one at once: the first kept is everyone's
+        // (and an older generation's never replaces a newer one's).
+        let mut kept = self.config.lock();
+        match &*kept {
+            Some((g, config)) if *g == generation => Ok(Some(config.clone())),
+            Some((g, _)) if *g > generation => Ok(Some(client)),
+            _ => {
+                *kept = Some((generation, client.clone()));
+                Ok(Some(client))
+            }
+        }
     }
 
     /// How long a read may wait for a byte, unless a request says less.
@@ -371,6 +398,11 @@ fn handshake_for(
             ));
         }
     }
+    let resumed = stream.conn.handshake_kind() == Some(HandshakeKind::Resumed);
+    log::trace!(
+        "TLS handshake: {}",
+        if resumed { "resumed" } else { "full" }
+    );
     Ok(Box::new(stream))
 }
 
@@ -635,7 +667,7 @@ mod tests {
 
     /// Opens a connection; the error and how long it took.
     fn open_err(t: &Transport) -> (io::Error, Duration) {
-        let tls = t.tls_config(None).unwrap();
+        let tls = t.tls_config(None, 0).unwrap();
         let start = Instant::now();
         let e = t
             .open(tls.as_ref(), &|| false, &|_| Ok(()))
