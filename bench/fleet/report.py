@@ -13,6 +13,7 @@ comes first, and each other size gets its own section (e.g. 300 agents).
 """
 
 import json
+import re
 import os
 import statistics
 import sys
@@ -221,7 +222,8 @@ w(f"Written by `bench/fleet/report.py` from {len(RUNS)} run{'s' if len(RUNS) > 1
   "bench/fleet/results.md bench/fleet/results.json` rewrites it from the raw outputs.")
 w("")
 w("```sh")
-w("export TATTLER_K8S_BIN=/var/cache/tattler-k8s/v1.36.3-v3.6.8/bin   # or let run.sh build them")
+_k8s = re.search(r"v(\d+\.\d+)", m0.get("apiserver", "") or "")
+w(f"export TATTLER_K8S_VERSION={_k8s.group(1) if _k8s else '1.37'}   # the version tests/k8s/build.sh builds (or TATTLER_K8S_BIN: its binaries)")
 for r in RUNS:
     w(r["machine"].get("invocation", "bench/fleet/run.sh"))
 w("```")
