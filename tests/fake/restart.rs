@@ -188,3 +188,39 @@ fn the_full_state_after_a_410_in_the_stream_goes_on_the_same_connection() {
         "the resume, its 410 and the full state on the connection already open"
     );
 }
+
+/// Issue 36 item 5: a refusal (403 while RBAC loads, 429) has its body read
+/// to its end, so the retry goes on the same connection: no new TCP and TLS
+/// handshake per refusal.
+#[test]
+fn a_refused_resume_is_retried_on_the_same_connection() {
+    let _w = Watchdog::new("refusal_same_connection", Duration::from_secs(120));
+    let api = FakeApi::start();
+    pod(&api, "a", "p0");
+    let r = open(&api, &["pods"]);
+    assert_eq!(until_synced(&r), ["Add a/p0", "Synced pods"]);
+    let before = api.connections_accepted();
+    for (code, reason) in [(403, "Forbidden"), (429, "TooManyRequests")] {
+        api.push_fault(
+            "pods",
+            Fault::Status {
+                code,
+                reason: reason.into(),
+                message: format!("refused with {code}"),
+                retry_after: None,
+            },
+        );
+    }
+    api.end_watches();
+    pod(&api, "a", "p1");
+    let mut got = Vec::new();
+    while !got.iter().any(|s: &String| s == "Add a/p1") {
+        got.push(show(&next(&r)));
+    }
+    assert_eq!(got.last().map(String::as_str), Some("Add a/p1"), "{got:?}");
+    assert_eq!(
+        api.connections_accepted(),
+        before,
+        "the resume, its two refusals and the resume that was answered on one connection: {got:?}"
+    );
+}
