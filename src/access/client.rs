@@ -49,9 +49,6 @@ struct SlotState {
     /// The sockets of the connections in use, by ticket.
     busy: Vec<(u64, Arc<TcpStream>)>,
     next_ticket: u64,
-    /// The TLS configuration for an identity generation (it holds the TLS
-    /// session cache, so it is kept).
-    tls: Option<(u64, Option<Arc<ClientConfig>>)>,
 }
 
 impl AgentSlot {
@@ -62,22 +59,14 @@ impl AgentSlot {
         current: &Current,
     ) -> Option<Result<Exchange, String>> {
         let generation = current.identity_generation;
-        let cached = {
-            let st = self.state.lock();
-            if st.stopped {
-                return None;
-            }
-            st.tls.clone().filter(|(g, _)| *g == generation)
-        };
-        let tls = match cached {
-            Some((_, tls)) => tls,
-            None => match transport.tls_config(current.identity.as_ref(), generation) {
-                Ok(tls) => {
-                    self.state.lock().tls = Some((generation, tls.clone()));
-                    tls
-                }
-                Err(e) => return Some(Err(e)),
-            },
+        if self.state.lock().stopped {
+            return None;
+        }
+        // The transport keeps one configuration per identity generation,
+        // for every stream: their TLS sessions resume one another's.
+        let tls = match transport.tls_config(current.identity.as_ref(), generation) {
+            Ok(tls) => tls,
+            Err(e) => return Some(Err(e)),
         };
         Some(Ok(Exchange {
             slot: self.clone(),

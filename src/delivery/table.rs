@@ -88,11 +88,11 @@ pub(crate) struct Table {
     /// delivered. Otherwise (a first sync, a re-sync) it is authoritative:
     /// the server's object replaces the one held whatever the order of
     /// their resourceVersions, as after an etcd restore they may go back.
-    overlapped: bool,
-    /// In an overlapped full state, the primary's resume point when it was
+    ///
+    /// When overlapped, the primary's resume point as the full state was
     /// asked for: its snapshot, a consistent read sent after, is never older
     /// unless the server's history went back.
-    overlap_base: RvKey,
+    overlapped: Option<RvKey>,
     /// Objects deleted while a sync is in progress, with the deletion's
     /// resourceVersion: a relist's snapshot, and its live events up to the
     /// deletion, may still hold them and must not bring them back. Emptied
@@ -141,8 +141,7 @@ impl Default for Table {
             namespaces: Vec::new(),
             namespace_ids: HashMap::new(),
             in_sync: false,
-            overlapped: false,
-            overlap_base: RvKey::default(),
+            overlapped: None,
             tombstones: HashMap::new(),
             tombstones_below: RvKey::default(),
             floor: RvKey::default(),
@@ -187,8 +186,7 @@ impl Table {
             self.tombstones_below = RvKey::default();
         }
         self.in_sync = true;
-        self.overlapped = overlapped.is_some();
-        self.overlap_base = overlapped.map(Rv::key).unwrap_or_default();
+        self.overlapped = overlapped.map(Rv::key);
     }
 
     /// The id of the namespace `ns`, interning it; `None` when the table is full.
@@ -259,7 +257,7 @@ impl Table {
             }
         }
         // Inside an authoritative full state, the server's object is the truth.
-        let truth = in_sync && !self.overlapped;
+        let truth = in_sync && self.overlapped.is_none();
         let ns = meta.namespace.as_deref();
         let ns_id = match ns {
             Some(n) => self.namespace_id(n).unwrap_or(NS_IN_RECORD),
@@ -493,9 +491,9 @@ impl Table {
         }
         self.in_sync = false;
         let snapshot = snapshot_rv.key();
-        let overlapped = std::mem::take(&mut self.overlapped);
-        let base = std::mem::take(&mut self.overlap_base);
-        if overlapped && snapshot.order(base) == Some(Ordering::Less) {
+        let base = self.overlapped.take();
+        let overlapped = base.is_some();
+        if base.is_some_and(|b| snapshot.order(b) == Some(Ordering::Less)) {
             return SyncEnd {
                 gone: Vec::new(),
                 went_back: false,
