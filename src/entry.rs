@@ -316,8 +316,8 @@ pub struct Entry {
     pub(crate) change: Change,
     pub(crate) resource: Arc<Resource>,
     pub(crate) namespace: Option<Arc<str>>,
-    pub(crate) name: Box<str>,
-    pub(crate) uid: Box<str>,
+    pub(crate) name: Text,
+    pub(crate) uid: Text,
     pub(crate) resource_version: Rv,
     /// The object's JSON as the server sent it (or as shaping left it).
     pub(crate) object: Option<Vec<u8>>,
@@ -353,14 +353,81 @@ impl ErrorInfo {
     }
 }
 
+/// A string of an entry (its name, its uid): kept where it stands in the
+/// entry's object when it is there as it reads, so that an object's entry
+/// is one allocation, its object's buffer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Text {
+    #[default]
+    Empty,
+    Own(Box<str>),
+    /// `object[at..at + len]`, as UTF-8 and unescaped as the text.
+    InObject(u32, u32),
+}
+
+impl Text {
+    /// `text`, kept in `object` where it stands there at the offset it had
+    /// in `source` (`object` was made from `source`, edited or not); its own
+    /// copy when it is not there, or not borrowed from `source`.
+    pub(crate) fn held(text: &str, source: &[u8], object: Option<&[u8]>) -> Text {
+        if text.is_empty() {
+            return Text::Empty;
+        }
+        let at = (text.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
+        let len = text.len();
+        let stands = at <= source.len()
+            && len <= source.len() - at
+            && object.is_some_and(|o| o.get(at..at + len) == Some(text.as_bytes()));
+        match (u32::try_from(at), u32::try_from(len)) {
+            (Ok(at), Ok(len)) if stands => Text::InObject(at, len),
+            _ => Text::Own(text.into()),
+        }
+    }
+}
+
+impl Text {
+    /// The text, `object` the object it was [`held`](Text::held) in.
+    pub(crate) fn get<'a>(&'a self, object: Option<&'a [u8]>) -> &'a str {
+        match self {
+            Text::Empty => "",
+            Text::Own(s) => s,
+            // Made only where these bytes are the text (`Text::held`).
+            Text::InObject(at, len) => object
+                .and_then(|o| o.get(*at as usize..(*at + *len) as usize))
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .unwrap_or(""),
+        }
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        if s.is_empty() {
+            Text::Empty
+        } else {
+            Text::Own(s.into())
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        if s.is_empty() {
+            Text::Empty
+        } else {
+            Text::Own(s.into_boxed_str())
+        }
+    }
+}
+
 impl Entry {
     pub(crate) fn marker(change: Change, resource: Arc<Resource>, resource_version: Rv) -> Entry {
         Entry {
             change,
             resource,
             namespace: None,
-            name: Box::from(""),
-            uid: Box::from(""),
+            name: Text::Empty,
+            uid: Text::Empty,
             resource_version,
             object: None,
             inferred: false,
@@ -374,6 +441,11 @@ impl Entry {
         let mut e = Entry::marker(Change::Error, resource, Rv::empty());
         e.error = Some(Box::new(info));
         e
+    }
+
+    /// `t`, one of this entry's strings.
+    fn text<'a>(&'a self, t: &'a Text) -> &'a str {
+        t.get(self.object.as_deref())
     }
 
     /// What happened.
@@ -395,13 +467,13 @@ impl Entry {
 
     /// The object's name; empty for Synced and Error entries.
     pub fn name(&self) -> &str {
-        &self.name
+        self.text(&self.name)
     }
 
     /// The object's uid; empty for Synced and Error entries; on Leading
     /// and Following, this reader's identity (as [`identity`](Self::identity)).
     pub fn uid(&self) -> &str {
-        &self.uid
+        self.text(&self.uid)
     }
 
     /// The object's resourceVersion as the server sent it. On a Delete it is
@@ -493,7 +565,7 @@ impl Entry {
     /// On [`Change::Leading`] and [`Change::Following`], this reader's
     /// identity in the Lease; `None` on every other entry.
     pub fn identity(&self) -> Option<&str> {
-        matches!(self.change, Change::Leading | Change::Following).then_some(&*self.uid)
+        matches!(self.change, Change::Leading | Change::Following).then_some(self.uid())
     }
 
     /// Under leader election, the term this entry was delivered in: the
@@ -525,9 +597,9 @@ impl Entry {
 impl fmt::Display for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.change, self.resource)?;
-        match (&self.namespace, self.name.is_empty()) {
-            (Some(ns), false) => write!(f, " {ns}/{}", self.name)?,
-            (None, false) => write!(f, " {}", self.name)?,
+        match (&self.namespace, self.name().is_empty()) {
+            (Some(ns), false) => write!(f, " {ns}/{}", self.name())?,
+            (None, false) => write!(f, " {}", self.name())?,
             (Some(ns), true) => write!(f, " in {ns}")?,
             (None, true) => {}
         }
@@ -551,8 +623,8 @@ impl fmt::Debug for Entry {
             .field("change", &self.change)
             .field("resource", &self.resource.resource)
             .field("namespace", &self.namespace)
-            .field("name", &self.name)
-            .field("uid", &self.uid)
+            .field("name", &self.name())
+            .field("uid", &self.uid())
             .field("resource_version", &self.resource_version.as_str())
             .field(
                 "object_len",
@@ -582,8 +654,8 @@ mod tests {
     fn add(object: &[u8]) -> Entry {
         let mut e = Entry::marker(Change::Add, pods(), Rv::new("4711"));
         e.namespace = Some(Arc::from("shop"));
-        e.name = Box::from("web-1");
-        e.uid = Box::from("u1");
+        e.name = Text::from("web-1");
+        e.uid = Text::from("u1");
         e.object = Some(object.to_vec());
         e
     }

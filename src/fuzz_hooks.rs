@@ -3,6 +3,7 @@
 //! the API.
 
 use crate::objects::edits::Edits;
+use crate::objects::reuse::Reuse;
 
 const ALL: Edits = Edits {
     scrub: true,
@@ -24,10 +25,11 @@ impl std::io::Read for Trickle<'_> {
 /// decodes each one, as a stream does.
 pub fn frames(body: &[u8], chunk: usize, max_frame: usize) {
     let mut r = crate::wire::frames::FrameReader::new(Trickle(body, chunk), max_frame.max(1));
+    let mut reuse = Reuse::default();
     loop {
         match r.next_frame() {
             Ok(Some(frame)) => {
-                let _ = crate::wire::decode::event(frame, Edits::NONE);
+                let _ = crate::wire::decode::event(frame, Edits::NONE, &mut reuse);
             }
             Err(crate::wire::frames::FrameError::TooLarge(_)) => {}
             Ok(None) | Err(_) => break,
@@ -35,19 +37,32 @@ pub fn frames(body: &[u8], chunk: usize, max_frame: usize) {
     }
 }
 
-/// Decodes one watch frame.
+/// Decodes one watch frame; decoded again with memory other walks used,
+/// it must decode the same.
 pub fn event(frame: &[u8]) {
-    let _ = crate::wire::decode::event(frame, ALL);
+    let fresh = crate::wire::decode::event(frame, ALL, &mut Reuse::default());
+    let mut used = Reuse::default();
+    let _ = crate::wire::decode::event(USED, ALL, &mut used);
+    let _ = crate::wire::decode::event(frame, ALL, &mut used);
+    let again = crate::wire::decode::event(frame, ALL, &mut used);
+    assert_eq!(
+        fresh, again,
+        "memory reused from walk to walk changed a decoding"
+    );
 }
+
+/// A frame whose walk uses every buffer a walk reuses.
+const USED: &[u8] = br#"{"type":"ADDED","object":{"kind":"Pod","metadata":{"name":"u","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"spec\":{\"containers\":[{\"env\":[{\"name\":\"A\",\"value\":\"s\"}]}]}}"}},"spec":{"containers":[{"env":[{"name":"A","value":"s"}]}]}}}"#;
 
 /// Reads a LIST body (arriving `chunk` bytes at a time) item by item,
 /// and each item's metadata.
 pub fn list(body: &[u8], chunk: usize) {
     let mut r = crate::wire::frames::ListReader::new(Trickle(body, chunk), 1 << 16);
+    let mut reuse = Reuse::default();
     while let Ok(Some(item)) = r.next_item() {
         if let crate::wire::frames::ListItem::Item(b) = item {
             if let Ok(text) = std::str::from_utf8(b) {
-                let _ = crate::wire::decode::object_walk(text, ALL);
+                let _ = crate::wire::decode::object_walk(text, ALL, &mut reuse);
             }
         }
     }
@@ -67,11 +82,12 @@ pub fn protobuf(body: &[u8], chunk: usize, max_frame: usize) {
     }
     let max = max_frame.max(1);
     let mut r = crate::wire::proto_frames::ProtoFrameReader::new(Trickle(body, chunk), max);
+    let mut reuse = Reuse::default();
     loop {
         match r.next_frame() {
             Ok(Some(frame)) => {
                 check(frame);
-                let _ = crate::wire::decode::event(frame, ALL);
+                let _ = crate::wire::decode::event(frame, ALL, &mut reuse);
             }
             Err(
                 crate::wire::frames::FrameError::TooLarge(_)
@@ -85,7 +101,7 @@ pub fn protobuf(body: &[u8], chunk: usize, max_frame: usize) {
         if let crate::wire::frames::ListItem::Item(b) = item {
             check(b);
             if let Ok(text) = std::str::from_utf8(b) {
-                let _ = crate::wire::decode::object_walk(text, ALL);
+                let _ = crate::wire::decode::object_walk(text, ALL, &mut reuse);
             }
         }
     }
@@ -131,7 +147,7 @@ pub fn depth(shape: &[u8], depth: usize, tail: &[u8]) {
     obj.push(b'}');
     let result = std::thread::Builder::new()
         .stack_size(64 << 10)
-        .spawn(move || crate::objects::scrub::walk(&obj, ALL).0)
+        .spawn(move || crate::objects::scrub::walk(&obj, ALL, &mut Reuse::default()).0)
         .expect("a thread")
         .join()
         .expect("no stack overflow");
@@ -229,7 +245,7 @@ pub fn protobuf_one_pass(body: &[u8], chunk: usize, max_frame: usize) {
         let mut walked = ProtoFrameReader::new(Trickle(body, chunk), max);
         loop {
             let want = match plain.next_frame() {
-                Ok(Some(f)) => said(f, event(f, edits)),
+                Ok(Some(f)) => said(f, event(f, edits, &mut Reuse::default())),
                 Ok(None) => "end".into(),
                 Err(e) => format!("{e:?}"),
             };
@@ -238,12 +254,14 @@ pub fn protobuf_one_pass(body: &[u8], chunk: usize, max_frame: usize) {
                     // What the one pass hands out is JSON, as the walk would say.
                     let obj = &f[w.object.0..w.object.1];
                     assert!(
-                        crate::objects::scrub::walk(obj, Edits::NONE).0.is_ok(),
+                        crate::objects::scrub::walk(obj, Edits::NONE, &mut Reuse::default())
+                            .0
+                            .is_ok(),
                         "the one pass wrote what the walk refuses"
                     );
                     said(f, walked_event(f, w))
                 }
-                Ok(Some((f, None))) => said(f, event(f, edits)),
+                Ok(Some((f, None))) => said(f, event(f, edits, &mut Reuse::default())),
                 Ok(None) => "end".into(),
                 Err(e) => format!("{e:?}"),
             };

@@ -32,7 +32,7 @@ use crate::checkpoint::Checkpoint;
 use crate::config::{InClusterCheckpoint, LeaderElection};
 use crate::delivery::channel::{Out, Stop};
 use crate::entry::Term;
-use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource};
+use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource, Text};
 use crate::resource::ResourceSpec;
 use crate::resource_version::Rv;
 
@@ -766,8 +766,8 @@ impl Elector {
     fn marker(&self, change: Change, info: Option<ErrorInfo>) -> Entry {
         let mut e = Entry::marker(change, Arc::new(lease_resource()), Rv::empty());
         e.namespace = Some(Arc::from(self.election.namespace.as_str()));
-        e.name = Box::from(self.election.lease.as_str());
-        e.uid = Box::from(self.election.identity.as_str());
+        e.name = Text::from(self.election.lease.as_str());
+        e.uid = Text::from(self.election.identity.as_str());
         e.error = info.map(Box::new);
         e
     }

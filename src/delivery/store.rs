@@ -36,6 +36,8 @@ pub(super) struct Records {
     /// Bytes of records still referenced, and all bytes written.
     live: usize,
     written: usize,
+    /// The record being encoded ([`Records::put`]), its buffer kept.
+    scratch: Vec<u8>,
 }
 
 pub(super) const CHUNK: usize = 64 << 10;
@@ -110,21 +112,36 @@ fn get_varint(b: &[u8], at: &mut usize) -> usize {
 impl Records {
     pub(super) fn encode(uid: &Uid, name: &str, rv: &Rv, namespace: &str) -> Vec<u8> {
         let mut r = Vec::with_capacity(24 + name.len());
+        Records::encode_into(&mut r, uid, name, rv, namespace);
+        r
+    }
+
+    fn encode_into(r: &mut Vec<u8>, uid: &Uid, name: &str, rv: &Rv, namespace: &str) {
         match uid {
             Uid::Uuid(u) => {
                 r.push(0);
                 r.extend_from_slice(&u.to_le_bytes());
             }
             Uid::Text(t) => {
-                put_varint(&mut r, t.len());
+                put_varint(r, t.len());
                 r.extend_from_slice(t.as_bytes());
             }
         }
         for s in [name, rv.number().map_or(rv.as_str(), |_| ""), namespace] {
-            put_varint(&mut r, s.len());
+            put_varint(r, s.len());
             r.extend_from_slice(s.as_bytes());
         }
-        r
+    }
+
+    /// Encodes a record and stores it, with no allocation of its own;
+    /// where it is.
+    pub(super) fn put(&mut self, uid: &Uid, name: &str, rv: &Rv, namespace: &str) -> u32 {
+        let mut r = std::mem::take(&mut self.scratch);
+        r.clear();
+        Records::encode_into(&mut r, uid, name, rv, namespace);
+        let at = self.add(&r);
+        self.scratch = r;
+        at
     }
 
     /// Stores a record; where it is.

@@ -325,8 +325,9 @@ impl Table {
                 } else {
                     ""
                 };
-                let record = Records::encode(&uid, &meta.name, &meta.resource_version, ns_text);
-                let at = self.records.add(&record);
+                let at = self
+                    .records
+                    .put(&uid, &meta.name, &meta.resource_version, ns_text);
                 let slot = Slot {
                     rv,
                     at,

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use super::edits::Edits;
 use super::lexer::{escape_into, unescape};
 use super::policy::{State, MAX_COPY_DEPTH};
+use super::reuse::Reuse;
 use super::walk::{Edit, Walker, ESCAPED_REDACTED, REDACTED_JSON};
 
 /// The edits that scrub the copy held by the JSON string `src[start..end]`
@@ -24,6 +25,7 @@ pub(super) fn edits(
     end: usize,
     edits: Edits,
     depth: usize,
+    reuse: &mut Reuse,
 ) -> Option<Vec<Edit>> {
     if depth > MAX_COPY_DEPTH {
         return None;
@@ -32,7 +34,8 @@ pub(super) fn edits(
         drop_managed_fields: false,
         ..edits
     };
-    as_is(src, start, end, edits, depth).or_else(|| unescaped(src, start, end, edits, depth))
+    as_is(src, start, end, edits, depth, reuse)
+        .or_else(|| unescaped(src, start, end, edits, depth, reuse))
 }
 
 /// What becomes of a copy whose text is known unescaped (the one pass over
@@ -57,12 +60,13 @@ pub(crate) enum CopyText {
 /// gives what [`edits`] gives, since escaping is byte by byte and every
 /// edit here replaces a whole token by `"REDACTED"`; the edits of a copy
 /// inside this one are not such, and are left to the general way.
-pub(crate) fn copy_text(text: &[u8], edits: Edits) -> CopyText {
+/// A `Redacted` text's buffer comes from `reuse`: give it back once written.
+pub(crate) fn copy_text(text: &[u8], edits: Edits, reuse: &mut Reuse) -> CopyText {
     let edits = Edits {
         drop_managed_fields: false,
         ..edits
     };
-    let mut w = Walker::<false>::new(text, 0, edits, State::Root, 1);
+    let mut w = Walker::<false>::new(text, 0, edits, State::Root, 1, reuse);
     if w.run().is_err() {
         return CopyText::Withheld;
     }
@@ -75,7 +79,8 @@ pub(crate) fn copy_text(text: &[u8], edits: Edits) -> CopyText {
     {
         return CopyText::Nested;
     }
-    let mut out = Vec::with_capacity(text.len());
+    let mut out = w.reuse.bytes();
+    out.reserve(text.len() + 16);
     let mut copied = 0;
     for (from, to, with) in &w.redacted {
         out.extend_from_slice(&text[copied..*from]);
@@ -95,10 +100,11 @@ pub(super) fn as_is(
     end: usize,
     edits: Edits,
     depth: usize,
+    reuse: &mut Reuse,
 ) -> Option<Vec<Edit>> {
-    let mut w = Walker::<true>::new(&src[..end - 1], start + 1, edits, State::Root, depth);
+    let mut w = Walker::<true>::new(&src[..end - 1], start + 1, edits, State::Root, depth, reuse);
     w.run().ok()?;
-    Some(w.redacted)
+    Some(w.take_redacted())
 }
 
 /// The same, found by unescaping the text, walking it, and finding the
@@ -111,13 +117,14 @@ pub(super) fn unescaped(
     end: usize,
     edits: Edits,
     depth: usize,
+    reuse: &mut Reuse,
 ) -> Option<Vec<Edit>> {
     let content = &src[start + 1..end - 1];
     let mut text = Vec::with_capacity(content.len() + 8);
     // (where in `text`, where in `content`) after each escape.
     let mut map = Vec::with_capacity(content.len() / 4);
     unescape(content, &mut text, Some(&mut map)).ok()?;
-    let mut w = Walker::<false>::new(&text, 0, edits, State::Root, depth);
+    let mut w = Walker::<false>::new(&text, 0, edits, State::Root, depth, reuse);
     w.run().ok()?;
     // A position in `text` as one in `src`: the bytes after the last
     // escape before it stand for themselves.
@@ -131,7 +138,7 @@ pub(super) fn unescaped(
         start + 1 + raw
     };
     Some(
-        w.redacted
+        w.take_redacted()
             .into_iter()
             .map(|(from, to, with)| {
                 let with = if *with == *REDACTED_JSON {
@@ -322,10 +329,10 @@ pub(super) mod tests {
                 })
                 .collect()
         };
-        let Some(fast) = as_is(obj, start, end, edits, 1).map(spans) else {
+        let Some(fast) = as_is(obj, start, end, edits, 1, &mut Reuse::default()).map(spans) else {
             return false;
         };
-        let general = unescaped(obj, start, end, edits, 1).map(spans);
+        let general = unescaped(obj, start, end, edits, 1, &mut Reuse::default()).map(spans);
         let general = general.expect("the walk as it stands accepts only what unescaping does");
         let spelled_redacted = |&(a, b): &Span| {
             let mut t = Vec::new();

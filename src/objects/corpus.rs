@@ -63,7 +63,11 @@ fn every_listed_secret_is_redacted_and_nothing_else_changes() {
             resource: if secret { "secrets" } else { "things" }.into(),
             kind: String::new(),
         };
-        let (edited, found) = super::scrub::walk(text.as_bytes(), shaping.edits(&resource));
+        let (edited, found) = super::scrub::walk(
+            text.as_bytes(),
+            shaping.edits(&resource),
+            &mut crate::objects::reuse::Reuse::default(),
+        );
         let (from, to) = found
             .name
             .unwrap_or_else(|| panic!("{name}: no name found"));
@@ -92,5 +96,34 @@ fn every_listed_secret_is_redacted_and_nothing_else_changes() {
             *slot = "REDACTED".into();
         }
         assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn memory_reused_from_object_to_object_changes_no_walk() {
+    // Each object walked with fresh memory, and then all of them, twice
+    // over, with one `Reuse` that every walk before it has used (escaped
+    // and nested copies included): the same edits, the same strings found.
+    let shaping = Shaping::default();
+    let resource = Resource {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "secrets".into(),
+        kind: String::new(),
+    };
+    let edits = shaping.edits(&resource);
+    let walk = |text: &str, reuse: &mut crate::objects::reuse::Reuse| {
+        let (edited, found) = super::scrub::walk(text.as_bytes(), edits, reuse);
+        (edited, format!("{found:?}"))
+    };
+    let fresh: Vec<_> = CORPUS
+        .iter()
+        .map(|(_, text, _)| walk(text, &mut Default::default()))
+        .collect();
+    let mut reuse = crate::objects::reuse::Reuse::default();
+    for _ in 0..2 {
+        for ((name, text, _), want) in CORPUS.iter().zip(&fresh) {
+            assert_eq!(&walk(text, &mut reuse), want, "{name}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! it is JSON, finds its metadata and redacts secrets (`scrub`, the entry
 //! points; `edits`, what it takes and gives; `walk`, the pass; `lexer`, its tokens;
 //! `annotation_copies`, the annotations
-//! holding a copy of the object) as the redaction policy says (`policy`,
+//! holding a copy of the object; `reuse`, the memory the walks reuse) as the redaction policy says (`policy`,
 //! one short file), and the consumer's shaping options, event filter and
 //! transform (`shape`). No I/O, no clock, no log (`.ci/pure.sh` checks).
 
@@ -10,6 +10,7 @@ mod annotation_copies;
 pub(crate) mod edits;
 mod lexer;
 pub(crate) mod policy;
+pub(crate) mod reuse;
 pub(crate) mod scrub;
 pub(crate) mod shape;
 mod string_specials;

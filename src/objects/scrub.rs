@@ -14,19 +14,25 @@
 
 use super::edits::{Bad, Edits, Found, Span};
 use super::policy::State;
+use super::reuse::Reuse;
 use super::walk::Walker;
 
 /// The edited object, or `None` when nothing changed.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn edit(obj: &[u8], edits: Edits) -> Result<Option<Vec<u8>>, Bad> {
-    walk(obj, edits).0
+    walk(obj, edits, &mut Reuse::default()).0
 }
 
 /// One pass over an object: its structure checked, the edits made, and the
 /// metadata strings located (those before a failure too, to name the object
-/// in an error). UTF-8 is the caller's check.
-pub(crate) fn walk(obj: &[u8], edits: Edits) -> (Result<Option<Vec<u8>>, Bad>, Found) {
-    let mut w = Walker::<false>::new(obj, 0, edits, State::Root, 0);
+/// in an error). UTF-8 is the caller's check. Its working memory comes
+/// from `reuse`, and goes back there.
+pub(crate) fn walk(
+    obj: &[u8],
+    edits: Edits,
+    reuse: &mut Reuse,
+) -> (Result<Option<Vec<u8>>, Bad>, Found) {
+    let mut w = Walker::<false>::new(obj, 0, edits, State::Root, 0, reuse);
     let result = w.run();
     let found = w.found;
     (result.map(|()| w.finish()), found)
@@ -35,8 +41,13 @@ pub(crate) fn walk(obj: &[u8], edits: Edits) -> (Result<Option<Vec<u8>>, Bad>, F
 /// One JSON value of any type (`src`, all of it), its structure checked and
 /// the edits made as for a value in `state`: the raw JSON a protobuf
 /// object holds (`wire::proto_json`), walked where it stands in the object.
-pub(crate) fn walk_value(src: &[u8], edits: Edits, state: State) -> Result<Option<Vec<u8>>, Bad> {
-    let mut w = Walker::<false>::new(src, 0, edits, state, 0);
+pub(crate) fn walk_value(
+    src: &[u8],
+    edits: Edits,
+    state: State,
+    reuse: &mut Reuse,
+) -> Result<Option<Vec<u8>>, Bad> {
+    let mut w = Walker::<false>::new(src, 0, edits, state, 0, reuse);
     w.run_value()?;
     Ok(w.finish())
 }
@@ -47,7 +58,8 @@ pub(crate) use super::walk::REDACTED_JSON;
 /// The spans of `type` (a string, quotes included) and `object` (an object)
 /// of a watch event in any member order and spacing, its structure checked.
 pub(crate) fn envelope(frame: &[u8]) -> Result<(Option<Span>, Option<Span>), Bad> {
-    let mut w = Walker::<false>::new(frame, 0, Edits::NONE, State::Envelope, 0);
+    let mut reuse = Reuse::default();
+    let mut w = Walker::<false>::new(frame, 0, Edits::NONE, State::Envelope, 0, &mut reuse);
     w.run()?;
     Ok((w.envelope_type, w.envelope_object))
 }
@@ -146,7 +158,7 @@ mod tests {
         let out = String::from_utf8(edit(obj, SCRUB).unwrap().unwrap()).unwrap();
         assert!(!out.contains("s3cret") && out.contains("REDACTED"), "{out}");
         let meta = br#"{"metadata":{"n\u0061me":"a\"b","uid":"u","resourceVersion":"1"}}"#;
-        let (edited, found) = walk(meta, Edits::NONE);
+        let (edited, found) = walk(meta, Edits::NONE, &mut Reuse::default());
         assert_eq!(edited, Ok(None));
         let (s, e) = found.name.unwrap();
         assert_eq!(&meta[s..e], br#""a\"b""#);
@@ -326,7 +338,7 @@ mod tests {
     #[test]
     fn metadata_and_envelopes_are_found() {
         let obj = br#"{"kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"7","labels":{"name":"x"}},"spec":{"name":"y"}}"#;
-        let (_, f) = walk(obj, SCRUB);
+        let (_, f) = walk(obj, SCRUB, &mut Reuse::default());
         let text = |s: Option<(usize, usize)>| {
             let (a, b) = s.unwrap();
             std::str::from_utf8(&obj[a..b]).unwrap()

@@ -10,6 +10,7 @@ use super::annotation_copies;
 use super::edits::{Bad, Edits, Found, Span, MAX_DEPTH};
 use super::lexer::{unescape, Escapes, Lexer};
 use super::policy::{item, member, plain_key_matters, State};
+use super::reuse::Reuse;
 
 /// What replaces a redacted value, as JSON.
 pub(crate) const REDACTED_JSON: &[u8] = b"\"REDACTED\"";
@@ -22,8 +23,8 @@ pub(super) const ESCAPED_REDACTED: &[u8] = br#"\"REDACTED\""#;
 pub(super) type Edit = (usize, usize, Cow<'static, [u8]>);
 
 /// An open object or array.
-#[derive(Clone, Copy)]
-struct Frame {
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Frame {
     /// Where it starts (its bracket).
     start: usize,
     state: State,
@@ -33,8 +34,10 @@ struct Frame {
 const NONE: usize = usize::MAX;
 
 /// Walks a JSON object in `src` (read as [`Lexer`]'s `ESC` says).
-pub(super) struct Walker<'a, const ESC: bool> {
+pub(super) struct Walker<'a, 'r, const ESC: bool> {
     lx: Lexer<'a, ESC>,
+    /// Where its buffers come from and go back to (and its copies' walks').
+    pub(super) reuse: &'r mut Reuse,
     out: Vec<u8>,
     /// `src[..copied]` is already in `out` (edited).
     copied: usize,
@@ -64,7 +67,7 @@ pub(super) struct Walker<'a, const ESC: bool> {
     key_text: Vec<u8>,
 }
 
-impl<'a, const ESC: bool> Walker<'a, ESC> {
+impl<'a, 'r, const ESC: bool> Walker<'a, 'r, ESC> {
     /// A walk of `src` from `pos`, `copies` copies deep.
     pub(super) fn new(
         src: &'a [u8],
@@ -72,17 +75,28 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
         edits: Edits,
         root: State,
         copies: usize,
-    ) -> Walker<'a, ESC> {
+        reuse: &'r mut Reuse,
+    ) -> Walker<'a, 'r, ESC> {
+        let mut stack = reuse.stack();
+        if stack.capacity() == 0 {
+            stack.reserve(32);
+        }
+        let redacted = if copies > 0 {
+            reuse.edits()
+        } else {
+            Vec::new()
+        };
         Walker {
             lx: Lexer { src, pos },
+            reuse,
             out: Vec::new(),
             copied: 0,
             changed: false,
             edits,
             copies,
-            redacted: Vec::new(),
+            redacted,
             root,
-            stack: Vec::with_capacity(32),
+            stack,
             found: Found::default(),
             envelope_type: None,
             envelope_object: None,
@@ -101,8 +115,14 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
         if !self.changed {
             return None;
         }
-        self.out.extend_from_slice(&self.lx.src[self.copied..]);
-        Some(self.out)
+        let mut out = std::mem::take(&mut self.out);
+        out.extend_from_slice(&self.lx.src[self.copied..]);
+        Some(out)
+    }
+
+    /// The edits of a copy, taken out of the walk.
+    pub(super) fn take_redacted(&mut self) -> Vec<Edit> {
+        std::mem::take(&mut self.redacted)
     }
 
     /// Replaces `src[from..to]` with `with`. Edits come in source order.
@@ -119,7 +139,10 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
         let from = from.max(self.copied);
         let to = to.max(from);
         if self.out.capacity() == 0 {
-            self.out.reserve(self.lx.src.len() + with.len());
+            // The entry's buffer: room for the edits to grow it (a redacted
+            // value is longer than most), so that it is allocated once.
+            let n = self.lx.src.len();
+            self.out.reserve(n + n / 16 + with.len() + 64);
         }
         self.out.extend_from_slice(&self.lx.src[self.copied..from]);
         self.out.extend_from_slice(&with);
@@ -377,13 +400,29 @@ impl<'a, const ESC: bool> Walker<'a, ESC> {
     /// whole when it cannot be read (or is nested too deep in copies).
     fn copy(&mut self, start: usize) {
         let end = self.lx.pos;
-        match annotation_copies::edits(self.lx.src, start, end, self.edits, self.copies + 1) {
-            Some(edits) => {
-                for (from, to, with) in edits {
+        let copy = annotation_copies::edits(
+            self.lx.src,
+            start,
+            end,
+            self.edits,
+            self.copies + 1,
+            self.reuse,
+        );
+        match copy {
+            Some(mut edits) => {
+                for (from, to, with) in edits.drain(..) {
                     self.replace(from, to, with);
                 }
+                self.reuse.give_edits(edits);
             }
             None => self.replace(start, end, Cow::Borrowed(Self::REDACTED)),
         }
+    }
+}
+
+impl<const ESC: bool> Drop for Walker<'_, '_, ESC> {
+    fn drop(&mut self) {
+        self.reuse.give_stack(std::mem::take(&mut self.stack));
+        self.reuse.give_edits(std::mem::take(&mut self.redacted));
     }
 }

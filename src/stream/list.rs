@@ -3,12 +3,13 @@
 //! memory), the items delivered as watch-list's initial events would be,
 //! then Synced at the last page's resourceVersion.
 
+use crate::objects::reuse::Reuse;
 use std::sync::atomic::Ordering;
 
 use crate::api::end::End;
 use crate::entry::Reason;
 use crate::resource::ResourceSpec;
-use crate::stream::sink::Decoded;
+use crate::stream::decoded::Decoded;
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, EventType};
 use crate::wire::frames::{ListError, ListItem};
@@ -22,6 +23,8 @@ pub(crate) fn list(p: &mut Parts) -> End {
     let mut token: Option<String> = None;
     let settings = p.client.settings().clone();
     let max = settings.max_frame_bytes;
+    // The object walks' memory, from item to item.
+    let mut reuse = Reuse::default();
     loop {
         // One answer, not pages, once a continue token expired.
         let limit = if p.course().unpaged() {
@@ -53,7 +56,7 @@ pub(crate) fn list(p: &mut Parts) -> End {
             let item = match items.next_walked(p.edits()) {
                 Ok(Some((ListItem::Item(b), Some(found)))) => walked_item(b, found),
                 Ok(Some((ListItem::Item(b), None))) => {
-                    list_item(p.target, p.edits(), &p.resource().kind, b)
+                    list_item(p.target, p.edits(), &p.resource().kind, b, &mut reuse)
                 }
                 Ok(Some((ListItem::TooLarge(n), _))) => Err(DecodeError {
                     reason: Reason::FrameTooLarge,
@@ -93,11 +96,7 @@ pub(crate) fn list(p: &mut Parts) -> End {
                         Ok(o) => o,
                         Err(end) => return end,
                     };
-                    p.push(Decoded {
-                        kind: EventType::Added,
-                        meta,
-                        object,
-                    });
+                    p.push(Decoded::new(EventType::Added, meta, &[], object, true));
                     if p.due(true) {
                         if let Some(end) = p.flush() {
                             return end;
@@ -163,6 +162,7 @@ fn list_item(
     edits: crate::objects::edits::Edits,
     kind: &str,
     item: &[u8],
+    reuse: &mut Reuse,
 ) -> Result<(decode::ObjectMeta<'static>, Vec<u8>), DecodeError> {
     let text = std::str::from_utf8(item).map_err(|e| DecodeError {
         reason: decode::INVALID_OBJECT,
@@ -174,7 +174,7 @@ fn list_item(
         name: None,
         meta: None,
     })?;
-    let (meta, edited) = decode::object_walk(text, edits)?;
+    let (meta, edited) = decode::object_walk(text, edits, reuse)?;
     let meta = meta.into_owned();
     let body = edited.as_deref().unwrap_or(item);
     let add_kind = meta.kind.is_none() && !kind.is_empty();

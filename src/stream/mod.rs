@@ -11,6 +11,7 @@
 //! owns the resource is its lifecycle's to say, never the stream's.
 
 pub(crate) mod course;
+mod decoded;
 mod discovery;
 mod list;
 pub(crate) mod pacing;

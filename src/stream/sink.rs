@@ -22,11 +22,12 @@ use crate::api::settings::StreamSettings;
 use crate::delivery::channel::{Out, Stop};
 use crate::delivery::lifecycle::Completed;
 use crate::delivery::table::{Vanished, Verdict};
-use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource};
+use crate::entry::{Change, Entry, ErrorInfo, Reason, Resource, Text};
 use crate::objects::edits::Edits;
 use crate::objects::shape::Shaped;
 use crate::resource_version::Rv;
 use crate::stream::course::vocabulary::{Fact, Notice, View};
+use crate::stream::decoded::Decoded;
 use crate::stream::place::Place;
 use crate::wire::decode::{DecodeError, EventType, ObjectMeta};
 use crate::wire::shard::Shard;
@@ -47,15 +48,6 @@ const BATCH_BYTES: usize = 1 << 20;
 /// (live ones never wait): a server that trickles its initial state still
 /// has its entries flow.
 const INITIAL_WAIT: Duration = Duration::from_millis(100);
-
-/// An object event decoded ahead of its verdict.
-pub(crate) struct Decoded {
-    pub kind: EventType,
-    pub meta: ObjectMeta<'static>,
-    /// `None`: not to be delivered (shaping dropped it, or it could not be
-    /// shaped): an object the consumer has gets a Delete.
-    pub object: Option<Vec<u8>>,
-}
 
 /// Decoded events waiting to be judged and sent, bounded in count and bytes.
 #[derive(Default)]
@@ -222,14 +214,15 @@ impl Sink {
         let control = self.out.control.clone();
         let _burst = control.sending();
         let turn = state.turn();
-        let mut items = std::mem::take(&mut self.batch.items).into_iter();
+        let mut batch = std::mem::take(&mut self.batch.items);
+        let mut items = batch.drain(..);
         let (mut end, mut last, mut delivered, mut foreign) = (None, None, false, false);
         for d in items.by_ref() {
-            let rv = d.meta.resource_version.clone();
+            let rv = d.resource_version.clone();
             // Every object passes here (LIST pages, initial and live watch
             // events, skipped pieces): one outside the shard only moves the
             // resume point.
-            if !self.in_shard(&d.meta) {
+            if !self.in_shard(&d.meta()) {
                 foreign = true;
                 last = Some(rv);
                 continue;
@@ -249,10 +242,9 @@ impl Sink {
             }
             last = Some(rv);
         }
-        // Keep the allocation for the next batch.
-        let mut rest: Vec<Decoded> = items.collect();
-        rest.clear();
-        self.batch.items = rest;
+        // What a stop left unjudged goes; the allocation is kept for the next batch.
+        drop(items);
+        self.batch.items = batch;
         drop(turn);
         if foreign {
             self.saw_sharding(Seen::Outside);
@@ -335,7 +327,7 @@ impl Sink {
     /// sends what it calls for.
     fn judge(&mut self, synced: bool, d: Decoded) -> Judged {
         if self.resource.kind.is_empty() && !self.metadata_only {
-            if let Some(k) = &d.meta.kind {
+            if let Some(k) = &d.meta().kind {
                 let mut r = (*self.resource).clone();
                 r.kind = k.to_string();
                 self.resource = Arc::new(r);
@@ -361,7 +353,7 @@ impl Sink {
                 // Replaced by a relist: its stream delivers these changes.
                 return Judged::Retired;
             }
-            let change = match ledger.observe(kind, &d.meta, !synced) {
+            let change = match ledger.observe(kind, &d.meta(), !synced) {
                 Verdict::Deliver(c) => c,
                 Verdict::Stale => {
                     state.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
@@ -385,17 +377,18 @@ impl Sink {
             // A Delete of an object not delivered is tattler's own, at the
             // version the consumer has.
             let inferred = d.object.is_none() && d.kind != EventType::Deleted;
+            let namespace = ledger.namespace_arc(d.meta().namespace.as_deref());
             let resource_version = match ledger.removed_version() {
                 Some(rv) if inferred => rv,
-                _ => d.meta.resource_version,
+                _ => d.resource_version,
             };
             let entry = Entry {
                 change,
                 resource: self.resource.clone(),
-                namespace: ledger.namespace_arc(d.meta.namespace.as_deref()),
-                // Owned strings move in without a copy.
-                name: d.meta.name.into_owned().into_boxed_str(),
-                uid: d.meta.uid.into_owned().into_boxed_str(),
+                namespace,
+                // Kept in the object, or owned: they move in without a copy.
+                name: d.name,
+                uid: d.uid,
                 resource_version,
                 inferred,
                 object: d.object,
@@ -417,8 +410,8 @@ impl Sink {
             change: Change::Delete,
             resource: self.resource.clone(),
             namespace: v.namespace,
-            name: v.name,
-            uid: v.uid.into_boxed_str(),
+            name: Text::Own(v.name),
+            uid: Text::from(v.uid),
             resource_version: v.resource_version,
             object: None,
             inferred: true,
@@ -654,17 +647,13 @@ impl Sink {
                 ErrorInfo::ours(e.reason, 0, e.message, false),
             );
             entry.namespace = e.namespace.map(Arc::from);
-            entry.name = e.name.unwrap_or_default().into_boxed_str();
+            entry.name = Text::from(e.name.unwrap_or_default());
             if !self.out.send(entry, &self.stop) {
                 return Err(End::Stopped);
             }
         }
         if let Some(meta) = e.meta {
-            self.push(Decoded {
-                kind: EventType::Modified,
-                meta: *meta,
-                object: None,
-            });
+            self.push(Decoded::new(EventType::Modified, *meta, &[], None, true));
             if let Some(end) = self.flush(v) {
                 return Err(end);
             }

@@ -10,9 +10,11 @@ use crate::api::answer;
 use crate::api::client::is_timeout;
 use crate::api::end::End;
 use crate::entry::Reason;
+use crate::objects::reuse::Reuse;
 use crate::resource_version::Rv;
 use crate::stream::course::vocabulary::{CatchUp, Phase, Silence};
-use crate::stream::sink::{ignored_initial_events, Decoded};
+use crate::stream::decoded::Decoded;
+use crate::stream::sink::ignored_initial_events;
 use crate::stream::Parts;
 use crate::wire::decode::{self, DecodeError, Event};
 use crate::wire::envelope::Walked;
@@ -128,6 +130,8 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
     // A watch-list's initial events have a total limit too: a server that
     // ignores sendInitialEvents but keeps sending never goes quiet.
     let settings = p.client.settings().clone();
+    // The object walks' memory, from frame to frame.
+    let mut reuse = Reuse::default();
     let deadline = (!p.course().synced() && p.course().phase() == Phase::WatchList)
         .then(|| Instant::now() + settings.initial_events_timeout * INITIAL_EVENTS_TOTAL);
     let resp = match p.get(path, Asking::Objects, short_reads) {
@@ -231,7 +235,7 @@ fn read_watch(p: &mut Parts, path: &str, short_reads: Option<Duration>) -> End {
             }
         };
         p.counters().events.fetch_add(1, Ordering::Relaxed);
-        match on_frame(p, frame, walked) {
+        match on_frame(p, frame, walked, &mut reuse) {
             Ok(Handled::Object) => objects += 1,
             Ok(Handled::Other) => {}
             Ok(Handled::ServerError(end)) => {
@@ -279,10 +283,15 @@ enum Handled {
 }
 
 /// Handles one frame. `Err` ends the connection.
-fn on_frame(p: &mut Parts, frame: &[u8], walked: Option<Walked>) -> Result<Handled, End> {
+fn on_frame(
+    p: &mut Parts,
+    frame: &[u8],
+    walked: Option<Walked>,
+    reuse: &mut Reuse,
+) -> Result<Handled, End> {
     let decoded = match walked {
         Some(w) => decode::walked_event(frame, w),
-        None => decode::event(frame, p.edits()),
+        None => decode::event(frame, p.edits(), reuse),
     };
     let event = match decoded {
         Ok(e) => e,
@@ -310,13 +319,12 @@ fn on_frame(p: &mut Parts, frame: &[u8], walked: Option<Walked>) -> Result<Handl
                 );
                 return Err(p.end(end));
             }
-            let bytes = edited.unwrap_or_else(|| frame[object.0..object.1].to_vec());
+            let source = &frame[object.0..object.1];
+            let bytes = edited.unwrap_or_else(|| source.to_vec());
             let object = p.shaped(bytes, &meta)?;
-            let mut meta = meta.into_owned();
-            if !p.resource().kind.is_empty() {
-                meta.kind = None; // only read to learn the kind
-            }
-            p.push(Decoded { kind, meta, object });
+            // The kind is only read to learn the resource's.
+            let with_kind = p.resource().kind.is_empty();
+            p.push(Decoded::new(kind, meta, source, object, with_kind));
             Ok(Handled::Object)
         }
         Event::Bookmark {

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use crate::entry::Reason;
 use crate::objects::edits::{self, Bad, Edits, Found};
+use crate::objects::reuse::Reuse;
 use crate::objects::scrub;
 use crate::resource_version::{Rv, MAX_LEN};
 use crate::wire::envelope::Walked;
@@ -172,7 +173,11 @@ pub(crate) fn json_error(e: &serde_json::Error) -> String {
 }
 
 /// Decodes one watch frame (`{"type":…,"object":{…}}`).
-pub(crate) fn event(frame: &[u8], edits: Edits) -> Result<Event<'_>, DecodeError> {
+pub(crate) fn event<'f>(
+    frame: &'f [u8],
+    edits: Edits,
+    reuse: &mut Reuse,
+) -> Result<Event<'f>, DecodeError> {
     // The apiserver writes `{"type":"…","object":{…}}`: find the object
     // without a pass over the frame; walking the object checks it. Anything
     // else takes the general path: one pass over the frame to find its
@@ -189,7 +194,7 @@ pub(crate) fn event(frame: &[u8], edits: Edits) -> Result<Event<'_>, DecodeError
                 _ => EventType::Deleted,
             };
             let start = obj.as_ptr() as usize - frame.as_ptr() as usize;
-            let (meta, edited) = object_walk(obj, edits)?;
+            let (meta, edited) = object_walk(obj, edits, reuse)?;
             Ok(Event::Object {
                 kind,
                 meta,
@@ -293,7 +298,7 @@ fn general_envelope(frame: &[u8]) -> Result<(Cow<'_, str>, &str), DecodeError> {
 /// that the object is valid JSON).
 #[cfg(test)]
 pub(crate) fn object_meta(obj: &str) -> Result<ObjectMeta<'_>, DecodeError> {
-    object_walk(obj, Edits::NONE).map(|(meta, _)| meta)
+    object_walk(obj, Edits::NONE, &mut Reuse::default()).map(|(meta, _)| meta)
 }
 
 /// An object event the protobuf writer wrote in one pass
@@ -327,11 +332,12 @@ fn named(obj: &[u8], found: Found, mut e: DecodeError) -> DecodeError {
 
 /// One structural pass over an object: checks it, makes `edits` (the edited
 /// bytes, if anything changed) and finds its metadata.
-pub(crate) fn object_walk(
-    obj: &str,
+pub(crate) fn object_walk<'o>(
+    obj: &'o str,
     edits: Edits,
-) -> Result<(ObjectMeta<'_>, Option<Vec<u8>>), DecodeError> {
-    let (result, found) = scrub::walk(obj.as_bytes(), edits);
+    reuse: &mut Reuse,
+) -> Result<(ObjectMeta<'o>, Option<Vec<u8>>), DecodeError> {
+    let (result, found) = scrub::walk(obj.as_bytes(), edits, reuse);
     let named = |e: DecodeError| named(obj.as_bytes(), found, e);
     let edited = match result {
         Ok(edited) => edited,
@@ -588,7 +594,7 @@ mod tests {
             .to_string();
         assert!(raw.contains("s3cr3t"), "{raw}");
         let bookmark = br#"{"type":"BOOKMARK","object":{"metadata":"s3cr3t"}}"#;
-        let e = event(bookmark, Edits::NONE).unwrap_err();
+        let e = event(bookmark, Edits::NONE, &mut Reuse::default()).unwrap_err();
         assert_eq!(
             e.message,
             "BOOKMARK object has a value of the wrong type or shape (line 1, column 20)"
@@ -628,7 +634,7 @@ mod tests {
     fn real_watch_list_decodes_to_the_expected_events() {
         let got: Vec<String> = lines(WATCHLIST)
             .iter()
-            .map(|f| describe(event(f, Edits::NONE).unwrap()))
+            .map(|f| describe(event(f, Edits::NONE, &mut Reuse::default()).unwrap()))
             .collect();
         assert_eq!(
             got,
@@ -656,8 +662,9 @@ mod tests {
                 serde_json::to_string_pretty(&v["object"]).unwrap(),
                 v["type"]
             );
-            let fast = describe(event(&frame, Edits::NONE).unwrap());
-            let general = describe(event(reordered.as_bytes(), Edits::NONE).unwrap());
+            let fast = describe(event(&frame, Edits::NONE, &mut Reuse::default()).unwrap());
+            let general =
+                describe(event(reordered.as_bytes(), Edits::NONE, &mut Reuse::default()).unwrap());
             assert_eq!(fast, general);
         }
     }
@@ -669,7 +676,7 @@ mod tests {
             object: (s, e),
             meta,
             ..
-        } = event(&frame, Edits::NONE).unwrap()
+        } = event(&frame, Edits::NONE, &mut Reuse::default()).unwrap()
         else {
             panic!("not an object")
         };
@@ -685,7 +692,7 @@ mod tests {
         let f = lines(EMPTY);
         assert_eq!(f.len(), 1);
         assert_eq!(
-            event(&f[0], Edits::NONE).unwrap(),
+            event(&f[0], Edits::NONE, &mut Reuse::default()).unwrap(),
             Event::Bookmark {
                 resource_version: Rv::new("229"),
                 initial_events_end: true
@@ -696,13 +703,13 @@ mod tests {
     #[test]
     fn error_events_carry_the_status() {
         let f = lines(EXPIRED).remove(0);
-        let Event::Error(s) = event(&f, Edits::NONE).unwrap() else {
+        let Event::Error(s) = event(&f, Edits::NONE, &mut Reuse::default()).unwrap() else {
             panic!()
         };
         assert_eq!((s.code, s.reason.as_str()), (410, "Expired"));
         assert_eq!(s.message, "too old resource version: 1 (315)");
         let f = lines(TOO_LARGE).remove(0);
-        let Event::Error(s) = event(&f, Edits::NONE).unwrap() else {
+        let Event::Error(s) = event(&f, Edits::NONE, &mut Reuse::default()).unwrap() else {
             panic!()
         };
         assert_eq!(
@@ -724,7 +731,7 @@ mod tests {
 
     #[test]
     fn bad_frames_and_objects_have_reasons_of_their_own_and_name_the_object() {
-        let e = |f: &[u8]| event(f, Edits::NONE).unwrap_err();
+        let e = |f: &[u8]| event(f, Edits::NONE, &mut Reuse::default()).unwrap_err();
         let obj = |meta: &str| format!(r#"{{"type":"ADDED","object":{{"metadata":{{{meta}}}}}}}"#);
         assert_eq!(e(b"this is not json").reason, INVALID_FRAME);
         assert!(e(b"this is not json").message.contains("not a watch event"));
@@ -789,7 +796,7 @@ mod tests {
         );
         // An opaque resourceVersion is not an error.
         let opaque = obj(r#""name":"x","uid":"u","resourceVersion":"abc""#);
-        let ok = event(opaque.as_bytes(), Edits::NONE).unwrap();
+        let ok = event(opaque.as_bytes(), Edits::NONE, &mut Reuse::default()).unwrap();
         assert_eq!(describe(ok), "Added /x abc");
     }
 
@@ -829,7 +836,7 @@ mod tests {
                 f.insert(at2, b'}');
             }
             for edits in [Edits::NONE, all] {
-                let got = event(&f, edits);
+                let got = event(&f, edits, &mut Reuse::default());
                 match std::str::from_utf8(&f) {
                     Err(e) => {
                         let err = got.expect_err("not UTF-8");
@@ -857,7 +864,8 @@ mod tests {
         // Text above 0x7f that is UTF-8 is kept, and names with it are read.
         let ok =
             obj(r#""name":"n\u00e9-é","uid":"ü","resourceVersion":"1","labels":{"ключ":"値"}"#);
-        let Ok(Event::Object { meta, .. }) = event(ok.as_bytes(), all) else {
+        let Ok(Event::Object { meta, .. }) = event(ok.as_bytes(), all, &mut Reuse::default())
+        else {
             panic!("{ok}")
         };
         assert_eq!((meta.name.as_ref(), meta.uid.as_ref()), ("né-é", "ü"));

@@ -46,13 +46,14 @@ pub(crate) fn event_in(
     if u.kind == b"Status" {
         return event(frame, out, scratch).map(|()| None);
     }
-    event_doc(kind, &u, out, scratch, &mut Pass::new(edits, 0), event_type).and_then(|walked| {
-        match walked {
-            Some(w) => Ok(Some(w)),
-            None => {
-                let mut fallback = Pass::fallback(edits);
-                event_doc(kind, &u, out, scratch, &mut fallback, event_type).map(|_| None)
-            }
+    let mut pass = Pass::new(edits, 0, scratch);
+    let written = event_doc(kind, &u, out, scratch, &mut pass, event_type);
+    pass.end(scratch);
+    written.and_then(|walked| match walked {
+        Some(w) => Ok(Some(w)),
+        None => {
+            let mut fallback = Pass::fallback(edits);
+            event_doc(kind, &u, out, scratch, &mut fallback, event_type).map(|_| None)
         }
     })
 }
@@ -148,8 +149,10 @@ pub(crate) fn item_doc_edited(
     edits: Edits,
 ) -> Result<Option<Found>, PbError> {
     let start = out.len();
-    let mut pass = Pass::new(edits, start);
-    item_doc_in(out, kind, api_version, raw, scratch, &mut pass)?;
+    let mut pass = Pass::new(edits, start, scratch);
+    let written = item_doc_in(out, kind, api_version, raw, scratch, &mut pass);
+    pass.end(scratch);
+    written?;
     if pass.bailed {
         out.truncate(start);
         item_doc_in(

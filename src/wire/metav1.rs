@@ -6,8 +6,6 @@
 //! sorted bytewise, `metav1.Time` as RFC 3339 in whole seconds (the
 //! protobuf nanos are dropped, as the apiserver drops them).
 
-use std::collections::BTreeMap;
-
 use crate::objects::policy::State;
 use crate::resource_version::Rv;
 use crate::wire::dates::civil_from_days;
@@ -71,12 +69,43 @@ struct Meta<'a> {
     creation: Option<&'a [u8]>,
     deletion: Option<&'a [u8]>,
     grace: Option<i64>,
-    labels: BTreeMap<&'a [u8], &'a [u8]>,
-    annotations: BTreeMap<&'a [u8], &'a [u8]>,
-    owners: Vec<&'a [u8]>,
-    finalizers: Vec<&'a [u8]>,
-    managed: Vec<&'a [u8]>,
 }
+
+/// An `ObjectMeta`'s repeated fields (labels, annotations, owner
+/// references, finalizers, managed fields) as offsets into its bytes, kept
+/// from object to object so that writing one allocates nothing once warm.
+#[derive(Debug, Default)]
+pub(crate) struct Lists {
+    /// (field number, key, value) in the order received; the key only for
+    /// map entries.
+    items: Vec<(u8, Span, Span)>,
+    /// One map's items, in the order they are written.
+    order: Vec<usize>,
+}
+
+/// `raw[at..at + len]`.
+type Span = (usize, usize);
+
+/// Where `b`, read from `raw` (or empty), is in it.
+fn span(raw: &[u8], b: &[u8]) -> Span {
+    if b.is_empty() {
+        return (0, 0);
+    }
+    (
+        (b.as_ptr() as usize).wrapping_sub(raw.as_ptr() as usize),
+        b.len(),
+    )
+}
+
+fn at(raw: &[u8], (at, len): Span) -> &[u8] {
+    raw.get(at..at.saturating_add(len)).unwrap_or_default()
+}
+
+const LABELS: u8 = 11;
+const ANNOTATIONS: u8 = 12;
+const OWNERS: u8 = 13;
+const FINALIZERS: u8 = 14;
+const MANAGED: u8 = 17;
 
 /// An `ObjectMeta` message as JSON, a value in state `st` of `pass`'s one
 /// pass (`proto_json`): its redactions made, its strings noted, and
@@ -87,9 +116,25 @@ pub(crate) fn object_meta_in(
     pass: &mut Pass,
     st: State,
 ) -> Result<(), PbError> {
+    // Taken for the object (an object inside this one would take its own).
+    let mut lists = pass.take_lists();
+    let written = write_object_meta(out, raw, pass, st, &mut lists);
+    pass.give_lists(lists);
+    written
+}
+
+fn write_object_meta(
+    out: &mut Vec<u8>,
+    raw: &[u8],
+    pass: &mut Pass,
+    st: State,
+    lists: &mut Lists,
+) -> Result<(), PbError> {
     let start = out.len();
     let managed_go = pass.member(st, b"managedFields") == State::Managed;
     let mut m = Meta::default();
+    let items = &mut lists.items;
+    items.clear();
     let mut f = Fields::new(raw);
     while let Some((n, v)) = f.next_field()? {
         match n {
@@ -103,13 +148,19 @@ pub(crate) fn object_meta_in(
             8 => m.creation = Some(v.bytes("creationTimestamp")?),
             9 => m.deletion = Some(v.bytes("deletionTimestamp")?),
             10 => m.grace = Some(v.varint("deletionGracePeriodSeconds")? as i64),
-            11 => map_entry(&mut m.labels, v, "labels")?,
-            12 => map_entry(&mut m.annotations, v, "annotations")?,
-            13 => m.owners.push(v.bytes("ownerReferences")?),
-            14 => m.finalizers.push(v.bytes("finalizers")?),
+            11 => {
+                let (k, v) = map_entry(v, "labels")?;
+                items.push((LABELS, span(raw, k), span(raw, v)));
+            }
+            12 => {
+                let (k, v) = map_entry(v, "annotations")?;
+                items.push((ANNOTATIONS, span(raw, k), span(raw, v)));
+            }
+            13 => items.push((OWNERS, (0, 0), span(raw, v.bytes("ownerReferences")?))),
+            14 => items.push((FINALIZERS, (0, 0), span(raw, v.bytes("finalizers")?))),
             // Skipped as bytes when they go: not read, not checked.
             17 if managed_go => {}
-            17 => m.managed.push(v.bytes("managedFields")?),
+            17 => items.push((MANAGED, (0, 0), span(raw, v.bytes("managedFields")?))),
             _ => {}
         }
     }
@@ -149,29 +200,50 @@ pub(crate) fn object_meta_in(
         int(o.out, g);
         pass.end_value(o.out, at, pass.member(st, b"deletionGracePeriodSeconds"));
     }
-    for (key, map) in [("labels", &m.labels), ("annotations", &m.annotations)] {
-        if map.is_empty() {
+    for (key, field) in [("labels", LABELS), ("annotations", ANNOTATIONS)] {
+        // Keys sorted bytewise, a later duplicate winning, as Go's map.
+        let order = &mut lists.order;
+        order.clear();
+        order.extend((0..lists.items.len()).filter(|&i| lists.items[i].0 == field));
+        if order.is_empty() {
             continue;
         }
+        let items = &lists.items;
+        let key_of = |i: usize| at(raw, items[i].1);
+        order.sort_unstable_by(|&a, &b| key_of(a).cmp(key_of(b)).then(a.cmp(&b)));
         o.key(key);
         let mst = pass.member(st, key.as_bytes());
-        let at = o.out.len();
+        let at_map = o.out.len();
         let mut inner = Obj::new(o.out);
-        for (k, v) in map {
+        for (j, &i) in order.iter().enumerate() {
+            if order
+                .get(j + 1)
+                .is_some_and(|&next| key_of(next) == key_of(i))
+            {
+                continue;
+            }
+            let k = key_of(i);
             inner.key_bytes(k);
             let vst = pass.member(mst, k);
-            pass.string(inner.out, v, vst);
+            pass.string(inner.out, at(raw, items[i].2), vst);
         }
         inner.end();
-        pass.end_value(o.out, at, mst);
+        pass.end_value(o.out, at_map, mst);
     }
-    if !m.owners.is_empty() {
+    let items = &lists.items;
+    let list = |field: u8| {
+        items
+            .iter()
+            .filter(move |i| i.0 == field)
+            .map(|i| at(raw, i.2))
+    };
+    if list(OWNERS).next().is_some() {
         o.key("ownerReferences");
         let lst = pass.member(st, b"ownerReferences");
         let ist = pass.item(lst);
         let at = o.out.len();
         o.out.push(b'[');
-        for (i, r) in m.owners.iter().enumerate() {
+        for (i, r) in list(OWNERS).enumerate() {
             if i > 0 {
                 o.out.push(b',');
             }
@@ -180,13 +252,13 @@ pub(crate) fn object_meta_in(
         o.out.push(b']');
         pass.end_value(o.out, at, lst);
     }
-    if !m.finalizers.is_empty() {
+    if list(FINALIZERS).next().is_some() {
         o.key("finalizers");
         let lst = pass.member(st, b"finalizers");
         let ist = pass.item(lst);
         let at = o.out.len();
         o.out.push(b'[');
-        for (i, s) in m.finalizers.iter().enumerate() {
+        for (i, s) in list(FINALIZERS).enumerate() {
             if i > 0 {
                 o.out.push(b',');
             }
@@ -195,13 +267,13 @@ pub(crate) fn object_meta_in(
         o.out.push(b']');
         pass.end_value(o.out, at, lst);
     }
-    if !m.managed.is_empty() {
+    if list(MANAGED).next().is_some() {
         o.key("managedFields");
         let lst = pass.member(st, b"managedFields");
         let ist = pass.item(lst);
         let at = o.out.len();
         o.out.push(b'[');
-        for (i, e) in m.managed.iter().enumerate() {
+        for (i, e) in list(MANAGED).enumerate() {
             if i > 0 {
                 o.out.push(b',');
             }
@@ -224,12 +296,8 @@ fn str_omitempty(o: &mut Obj<'_>, pass: &mut Pass, st: State, k: &str, v: &[u8])
     }
 }
 
-/// One map entry (key 1, value 2); a later duplicate key wins, as in Go.
-fn map_entry<'a>(
-    map: &mut BTreeMap<&'a [u8], &'a [u8]>,
-    v: Value<'a>,
-    what: &str,
-) -> Result<(), PbError> {
+/// One map entry (key 1, value 2).
+fn map_entry<'a>(v: Value<'a>, what: &str) -> Result<(&'a [u8], &'a [u8]), PbError> {
     let (mut key, mut value): (&[u8], &[u8]) = (b"", b"");
     let mut f = Fields::new(v.bytes(what)?);
     while let Some((n, v)) = f.next_field()? {
@@ -239,8 +307,7 @@ fn map_entry<'a>(
             _ => {}
         }
     }
-    map.insert(key, value);
-    Ok(())
+    Ok((key, value))
 }
 
 fn owner_reference(

@@ -136,7 +136,7 @@ pub(crate) struct ProtoFrameReader<R> {
     body: ProtoBody<R>,
     max: usize,
     json: Vec<u8>,
-    scratch: Scratch,
+    scratch: Box<Scratch>,
 }
 
 impl<R: Read> ProtoFrameReader<R> {
@@ -145,7 +145,7 @@ impl<R: Read> ProtoFrameReader<R> {
             body: ProtoBody::new(inner, max_frame.saturating_add(4)),
             max: max_frame,
             json: Vec::new(),
-            scratch: Scratch::default(),
+            scratch: Box::default(),
         }
     }
 
@@ -253,7 +253,7 @@ pub(crate) struct ProtoListReader<R> {
     kind: Vec<u8>,
     api_version: Vec<u8>,
     json: Vec<u8>,
-    scratch: Scratch,
+    scratch: Box<Scratch>,
 }
 
 impl<R: Read> ProtoListReader<R> {
@@ -266,7 +266,7 @@ impl<R: Read> ProtoListReader<R> {
             kind: Vec::new(),
             api_version: Vec::new(),
             json: Vec::new(),
-            scratch: Scratch::default(),
+            scratch: Box::default(),
         }
     }
 

@@ -26,6 +26,7 @@ use base64::Engine as _;
 
 use crate::objects::edits::{Edits, Found};
 use crate::objects::policy::{self, State};
+use crate::objects::reuse::Reuse;
 use crate::objects::scrub::{self, CopyText, REDACTED_JSON};
 use crate::wire::go_json::{self, string};
 use crate::wire::metav1;
@@ -109,6 +110,10 @@ pub(crate) struct Pass {
     /// an annotation's copy that is not UTF-8 or holds a copy with edits):
     /// the caller writes the object plainly and walks it.
     pub(crate) bailed: bool,
+    /// The walks' working memory (an annotation's copy, raw JSON).
+    reuse: Reuse,
+    /// `ObjectMeta`'s lists, from object to object.
+    lists: metav1::Lists,
 }
 
 impl Pass {
@@ -121,11 +126,14 @@ impl Pass {
             base: 0,
             found: Found::default(),
             bailed: false,
+            reuse: Reuse::default(),
+            lists: metav1::Lists::default(),
         }
     }
 
-    /// One pass with `edits`, for an object starting at `base` in the output.
-    pub(crate) fn new(edits: Edits, base: usize) -> Pass {
+    /// One pass with `edits`, for an object starting at `base` in the
+    /// output, its walks' memory lent by `scratch` (see [`Pass::end`]).
+    pub(crate) fn new(edits: Edits, base: usize, scratch: &mut Scratch) -> Pass {
         Pass {
             edits,
             on: true,
@@ -133,7 +141,24 @@ impl Pass {
             base,
             found: Found::default(),
             bailed: false,
+            reuse: std::mem::take(&mut scratch.walks),
+            lists: std::mem::take(&mut scratch.lists_of_meta),
         }
+    }
+
+    /// Gives the memory it was lent back to `scratch`.
+    pub(crate) fn end(&mut self, scratch: &mut Scratch) {
+        scratch.walks = std::mem::take(&mut self.reuse);
+        scratch.lists_of_meta = std::mem::take(&mut self.lists);
+    }
+
+    /// `ObjectMeta`'s lists, to be given back.
+    pub(crate) fn take_lists(&mut self) -> metav1::Lists {
+        std::mem::take(&mut self.lists)
+    }
+
+    pub(crate) fn give_lists(&mut self, lists: metav1::Lists) {
+        self.lists = lists;
     }
 
     /// The object starts at `base` in the output.
@@ -156,6 +181,8 @@ impl Pass {
             base: 0,
             found: Found::default(),
             bailed: false,
+            reuse: Reuse::default(),
+            lists: metav1::Lists::default(),
         }
     }
 
@@ -217,9 +244,12 @@ impl Pass {
             string(out, text);
             return;
         }
-        match scrub::copy_text(text, self.edits) {
+        match scrub::copy_text(text, self.edits, &mut self.reuse) {
             CopyText::Unchanged => string(out, text),
-            CopyText::Redacted(t) => string(out, &t),
+            CopyText::Redacted(t) => {
+                string(out, &t);
+                self.reuse.give_bytes(t);
+            }
             CopyText::Withheld => out.extend_from_slice(REDACTED_JSON),
             CopyText::Nested => {
                 self.bailed = true;
@@ -263,7 +293,7 @@ impl Pass {
         {
             return Ok(());
         }
-        match scrub::walk_value(written, self.edits, st) {
+        match scrub::walk_value(written, self.edits, st, &mut self.reuse) {
             Ok(None) => {}
             Ok(Some(edited)) => {
                 out.truncate(start);
@@ -281,6 +311,9 @@ impl Pass {
 #[derive(Debug, Default)]
 pub(crate) struct Scratch {
     lists: Vec<Vec<(u16, At)>>,
+    /// The walks' memory and `ObjectMeta`'s lists, lent to each [`Pass`].
+    walks: Reuse,
+    lists_of_meta: metav1::Lists,
 }
 
 /// A field's value as an offset into its message's bytes: what a

@@ -59,7 +59,8 @@ fn two_pass(kind: &[u8], api_version: &[u8], raw: &[u8], edits: Edits) -> Option
         return Some(Err("not UTF-8".into()));
     };
     Some(outcome(
-        decode::object_walk(text, edits).map(|(m, e)| (m, e.unwrap_or_else(|| out.clone()))),
+        decode::object_walk(text, edits, &mut crate::objects::reuse::Reuse::default())
+            .map(|(m, e)| (m, e.unwrap_or_else(|| out.clone()))),
     ))
 }
 
@@ -86,7 +87,7 @@ fn one_pass(kind: &[u8], api_version: &[u8], raw: &[u8], edits: Edits) -> Option
             };
             (
                 outcome(
-                    decode::object_walk(text, edits)
+                    decode::object_walk(text, edits, &mut crate::objects::reuse::Reuse::default())
                         .map(|(m, e)| (m, e.unwrap_or_else(|| out.clone()))),
                 ),
                 false,
@@ -159,7 +160,10 @@ fn same_frames(what: &str, body: &[u8]) {
         let mut want = Vec::new();
         loop {
             match plain.next_frame() {
-                Ok(Some(f)) => want.push(decoded(f, decode::event(f, edits))),
+                Ok(Some(f)) => want.push(decoded(
+                    f,
+                    decode::event(f, edits, &mut crate::objects::reuse::Reuse::default()),
+                )),
                 Ok(None) => break,
                 Err(FrameError::Invalid(m) | FrameError::Unknown(m)) => want.push(Err(m)),
                 Err(e) => {
@@ -173,7 +177,10 @@ fn same_frames(what: &str, body: &[u8]) {
         loop {
             match walked.next_walked(edits) {
                 Ok(Some((f, Some(w)))) => got.push(decoded(f, decode::walked_event(f, w))),
-                Ok(Some((f, None))) => got.push(decoded(f, decode::event(f, edits))),
+                Ok(Some((f, None))) => got.push(decoded(
+                    f,
+                    decode::event(f, edits, &mut crate::objects::reuse::Reuse::default()),
+                )),
                 Ok(None) => break,
                 Err(FrameError::Invalid(m) | FrameError::Unknown(m)) => got.push(Err(m)),
                 Err(e) => {
@@ -227,8 +234,12 @@ fn captured_bodies_give_the_same_events_and_items() {
                             outcome(decode::walked_object(b, found).map(|m| (m, b.to_vec())))
                         }
                         _ => outcome(
-                            decode::object_walk(std::str::from_utf8(b).unwrap(), edits)
-                                .map(|(m, e)| (m, e.unwrap_or_else(|| b.to_vec()))),
+                            decode::object_walk(
+                                std::str::from_utf8(b).unwrap(),
+                                edits,
+                                &mut crate::objects::reuse::Reuse::default(),
+                            )
+                            .map(|(m, e)| (m, e.unwrap_or_else(|| b.to_vec()))),
                         ),
                     };
                     out.push(o);
@@ -243,8 +254,12 @@ fn captured_bodies_give_the_same_events_and_items() {
                     panic!("{name}")
                 };
                 want.push(outcome(
-                    decode::object_walk(std::str::from_utf8(b).unwrap(), edits)
-                        .map(|(m, e)| (m, e.unwrap_or_else(|| b.to_vec()))),
+                    decode::object_walk(
+                        std::str::from_utf8(b).unwrap(),
+                        edits,
+                        &mut crate::objects::reuse::Reuse::default(),
+                    )
+                    .map(|(m, e)| (m, e.unwrap_or_else(|| b.to_vec()))),
                 ));
             }
             assert!(!want.is_empty());
