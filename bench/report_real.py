@@ -17,6 +17,12 @@ import sys
 
 from reportlib import REAL_BEGIN, REAL_END, fmt, kv, med, put_real_section, read, runs
 
+def etcd_version(machine):
+    """etcd's version, from the cache directory tests/k8s/build.sh names vK8S-vETCD/bin."""
+    m = re.search(r"-v([0-9][0-9.]*)/bin/?$", machine.get("k8s_bin", ""))
+    return f"v{m.group(1)}" if m else "(version not recorded)"
+
+
 DIR, MD, JS = sys.argv[1], sys.argv[2], sys.argv[3]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(DIR))))) + "/"
 
@@ -26,7 +32,7 @@ GROUPS = [
     ("node", "A node agent's sync (one node's pods: `fieldSelector=spec.nodeName=NODE`)"),
 ]
 ORDER = [
-    "curl", "curl-http1.1", "tattler-rust", "tattler-rust-json", "tattler-rust-noscrub", "tattler-c", "tattler-go", "kube-rs",
+    "curl", "curl-http1.1", "tattler-rust", "tattler-rust-json", "tattler-rust-noscrub", "tattler-rust-drop-managed-fields", "tattler-c", "tattler-go", "kube-rs",
     "client-go-json", "client-go-protobuf",
     "curl-metadata", "tattler-rust-metadata", "tattler-rust-metadata-json", "kube-rs-metadata", "client-go-metadata-json", "client-go-metadata-protobuf",
     "curl-node", "tattler-rust-node", "tattler-rust-node-json", "tattler-rust-node-metadata", "kube-rs-node", "client-go-protobuf-node",
@@ -40,6 +46,7 @@ DESCRIBE = {
     "tattler-rust-node-json": "tattler Rust API, `field_selector` on spec.nodeName, JSON on the wire",
     "tattler-rust-node-metadata": "tattler Rust API, `field_selector` on spec.nodeName and `metadata_only`: the node-agent recipe for an agent that needs no spec",
     "tattler-rust-noscrub": "tattler Rust API, `\"scrub\":false`",
+    "tattler-rust-drop-managed-fields": "tattler Rust API, `\"drop_managed_fields\":true` (asks the server to leave them out, KEP-5958; a server without the alpha gate sends them and tattler passes over them as bytes)",
     "tattler-c": "tattler C ABI (libtattler.a), default settings",
     "tattler-go": "tattler Go package (cgo over the C ABI), default settings",
     "kube-rs": "kube-rs watcher on typed `Pod`s with `streaming_lists()` (HTTP/1.1, rustls)",
@@ -142,7 +149,7 @@ md.append(
 md.append(
     f"- tattler built at {machine.get('built', '?')} from commit {machine.get('tattler_commit', '?')} "
     f"({machine.get('tattler_dirty', '?')} files with uncommitted changes under src/, ffi/, Cargo.toml; libtattler.a sha256 {machine.get('libtattler_sha256', '?')}…); "
-    f"kube {machine.get('kube', '?')}, client-go {machine.get('client_go', '?')}; {machine.get('apiserver', '?')} with etcd v3.6.8 (tests/k8s); {machine.get('curl', '?').split(' (')[0]}; "
+    f"kube {machine.get('kube', '?')}, client-go {machine.get('client_go', '?')}; {machine.get('apiserver', '?')} with etcd {etcd_version(machine)} (tests/k8s); {machine.get('curl', '?').split(' (')[0]}; "
     f"{machine.get('rustc', '?')}; {machine.get('go', '?')}"
 )
 full_bytes = get("curl", "bytes")
