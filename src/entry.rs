@@ -320,6 +320,8 @@ pub struct Entry {
     pub(crate) uid: Text,
     pub(crate) resource_version: Rv,
     /// The object's JSON as the server sent it (or as shaping left it).
+    /// `name` and `uid` may be kept in it ([`Text::InObject`]): it is not
+    /// replaced once the entry is made.
     pub(crate) object: Option<Vec<u8>>,
     pub(crate) inferred: bool,
     pub(crate) error: Option<Box<ErrorInfo>>,
