@@ -385,9 +385,7 @@ impl Text {
             _ => Text::Own(text.into()),
         }
     }
-}
 
-impl Text {
     /// The text, `object` the object it was [`held`](Text::held) in.
     pub(crate) fn get<'a>(&'a self, object: Option<&'a [u8]>) -> &'a str {
         match self {

@@ -46,6 +46,11 @@ impl Decoded {
         }
     }
 
+    /// The object's uid.
+    pub(crate) fn uid(&self) -> &str {
+        self.uid.get(self.object.as_deref())
+    }
+
     /// The event's metadata, borrowed.
     pub(crate) fn meta(&self) -> ObjectMeta<'_> {
         let object = self.object.as_deref();

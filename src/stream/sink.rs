@@ -222,7 +222,7 @@ impl Sink {
             // Every object passes here (LIST pages, initial and live watch
             // events, skipped pieces): one outside the shard only moves the
             // resume point.
-            if !self.in_shard(&d.meta()) {
+            if !self.in_shard(d.uid()) {
                 foreign = true;
                 last = Some(rv);
                 continue;
@@ -310,11 +310,11 @@ impl Sink {
     /// Whether an object is in the stream's shard. One outside it means the
     /// server did not shard (it ignored `shardSelector`): counted (and
     /// said by the flush, after the turn).
-    fn in_shard(&mut self, meta: &ObjectMeta) -> bool {
+    fn in_shard(&mut self, uid: &str) -> bool {
         let Some(shard) = self.shard else {
             return true;
         };
-        if shard.owns(&meta.uid) {
+        if shard.owns(uid) {
             return true;
         }
         self.counters()
@@ -353,7 +353,9 @@ impl Sink {
                 // Replaced by a relist: its stream delivers these changes.
                 return Judged::Retired;
             }
-            let change = match ledger.observe(kind, &d.meta(), !synced) {
+            // Read once per verdict; let go before the strings move into the entry.
+            let meta = d.meta();
+            let change = match ledger.observe(kind, &meta, !synced) {
                 Verdict::Deliver(c) => c,
                 Verdict::Stale => {
                     state.counters.stale_drops.fetch_add(1, Ordering::Relaxed);
@@ -377,7 +379,7 @@ impl Sink {
             // A Delete of an object not delivered is tattler's own, at the
             // version the consumer has.
             let inferred = d.object.is_none() && d.kind != EventType::Deleted;
-            let namespace = ledger.namespace_arc(d.meta().namespace.as_deref());
+            let namespace = ledger.namespace_arc(meta.namespace.as_deref());
             let resource_version = match ledger.removed_version() {
                 Some(rv) if inferred => rv,
                 _ => d.resource_version,
